@@ -1,0 +1,36 @@
+# `make demo` and `make test` do all set-up on a fresh machine with only Python 3.11.
+PYTHON ?= python3.11
+VENV := .venv
+PY := $(VENV)/bin/python
+
+.PHONY: demo test lint bench clean
+
+$(VENV)/.installed: pyproject.toml
+	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "need $(PYTHON) on PATH"; exit 1; }
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e .
+	touch $@
+
+$(VENV)/.installed-test: $(VENV)/.installed
+	# torch is pinned: 2.13.0 is the CPU build this project's oracle uses.
+	$(PY) -m pip install -q "torch==2.13.0"
+	$(PY) -m pip install -q -e ".[test]"
+	touch $@
+
+demo: $(VENV)/.installed
+	$(PY) examples/quickstart.py
+
+test: $(VENV)/.installed-test
+	$(PY) -m ruff check .
+	$(PY) -m pytest -q -n 2 --dist loadfile
+
+lint: $(VENV)/.installed-test
+	$(PY) -m ruff check .
+
+bench: $(VENV)/.installed-test
+	OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 $(PY) benchmarks/overhead.py
+	OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 $(PY) benchmarks/conv.py
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache

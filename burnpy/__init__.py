@@ -1,0 +1,53 @@
+"""burnpy: Burn's architecture in Python. Tensors are generic over a backend type; backends
+are interchangeable; capabilities such as autodiff are decorator backends wrapping any backend.
+"""
+
+from burnpy.backend import (
+    Backend,
+    BackendMismatchError,
+    BurnpyError,
+    Device,
+    DeviceMismatchError,
+    Distribution,
+    DType,
+    DTypeError,
+    IndexOutOfBoundsError,
+    InvalidArgumentError,
+    KindError,
+    ShapeError,
+    TensorData,
+    UnsupportedDTypeError,
+)
+from burnpy.backend.dtype import (
+    bfloat16,
+    bool_,
+    float16,
+    float32,
+    float64,
+    int8,
+    int16,
+    int32,
+    int64,
+    uint8,
+    uint32,
+)
+from burnpy.tensor import Tensor, cat, stack
+
+
+def where(condition: Tensor, input: Tensor, other: Tensor) -> Tensor:
+    """``input`` where ``condition`` is true, else ``other`` (torch.where)."""
+    return other.mask_where(condition, input)
+
+
+def tensor(data: object, **kwargs: object) -> Tensor:
+    """Shorthand for ``Tensor.from_data`` (torch.tensor's spelling)."""
+    return Tensor.from_data(data, **kwargs)  # type: ignore[arg-type]
+
+
+__all__ = [
+    "Backend", "BackendMismatchError", "BurnpyError", "DType", "DTypeError", "Device",
+    "DeviceMismatchError", "Distribution", "IndexOutOfBoundsError", "InvalidArgumentError",
+    "KindError", "ShapeError", "Tensor", "TensorData", "UnsupportedDTypeError", "bfloat16",
+    "bool_", "cat", "float16", "float32", "float64", "int8", "int16", "int32", "int64",
+    "stack", "tensor", "uint8", "uint32", "where",
+]

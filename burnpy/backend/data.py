@@ -1,0 +1,98 @@
+"""``TensorData``: the backend-neutral value of a tensor (a NumPy array plus its DType)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from burnpy.backend.dtype import DType, DTypeLike, dtype_of_numpy
+from burnpy.backend.errors import DTypeError, ShapeError
+
+
+def contiguous(arr: np.ndarray) -> np.ndarray:
+    """A C-contiguous array with the same shape (``np.ascontiguousarray`` turns 0-d into 1-d)."""
+    return arr if arr.flags.c_contiguous else arr.copy(order="C")
+
+
+class TensorData:
+    """Host-side tensor contents, the currency of ``from_data``/``into_data`` on every backend.
+
+    ``array`` is a NumPy array whose dtype is ``dtype.numpy`` (bfloat16 via ml_dtypes).
+    """
+
+    __slots__ = ("array", "dtype")
+
+    def __init__(self, array: np.ndarray, dtype: DType | None = None) -> None:
+        dt = dtype_of_numpy(array.dtype) if dtype is None else dtype
+        if array.dtype != dt.numpy:
+            raise DTypeError(f"TensorData: array dtype {array.dtype} does not store {dt!r}")
+        self.array = array
+        self.dtype = dt
+
+    @staticmethod
+    def from_any(value: Any, dtype: DTypeLike | None = None, *,
+                 default_float: DType = DType.float32,
+                 default_int: DType = DType.int64) -> TensorData:
+        """Build from a NumPy array (keeps its dtype), nested lists or a scalar (backend defaults).
+
+        Ragged nested lists raise ``ShapeError`` rather than producing object arrays.
+        """
+        if isinstance(value, TensorData):
+            return value if dtype is None else value.convert(DType.of(dtype))
+        if isinstance(value, np.ndarray | np.generic):
+            arr = np.asarray(value)
+            if dtype is None:
+                try:
+                    target = dtype_of_numpy(arr.dtype)
+                except KeyError:
+                    raise DTypeError(
+                        f"from_data: NumPy dtype {arr.dtype} is not supported") from None
+            else:
+                target = DType.of(dtype)
+            return TensorData(contiguous(arr.astype(target.numpy, copy=False)), target)
+        try:
+            arr = np.array(value)
+        except ValueError as exc:
+            raise ShapeError(f"from_data: nested sequences are ragged ({exc})") from None
+        if arr.dtype == object:
+            raise ShapeError(f"from_data: cannot build a tensor from {type(value).__name__} "
+                             "(ragged or non-numeric)")
+        if dtype is not None:
+            target = DType.of(dtype)
+        elif arr.dtype.kind == "b":
+            target = DType.bool_
+        elif arr.dtype.kind in "iu":
+            target = default_int
+        elif arr.dtype.kind == "f" or (arr.size == 0 and arr.dtype.kind == "f"):
+            target = default_float
+        else:
+            raise DTypeError(f"from_data: values of NumPy kind {arr.dtype} are not supported")
+        return TensorData(contiguous(arr.astype(target.numpy, copy=False)), target)
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.array.shape
+
+    def convert(self, dtype: DType) -> TensorData:
+        """The same values in another dtype."""
+        return self if dtype is self.dtype else TensorData(self.array.astype(dtype.numpy), dtype)
+
+    def to_list(self) -> Any:
+        return self.array.tolist()
+
+    def assert_approx_eq(self, other: TensorData | np.ndarray | Sequence[Any], rtol: float = 1e-5,
+                         atol: float = 1e-6) -> None:
+        """Assert equal shapes and values within tolerance (a test helper, as Burn's)."""
+        expected = other.array if isinstance(other, TensorData) else np.asarray(other)
+        np.testing.assert_allclose(self.array.astype(np.float64), expected.astype(np.float64),
+                                   rtol=rtol, atol=atol)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, TensorData):
+            return NotImplemented
+        return self.dtype is other.dtype and np.array_equal(self.array, other.array)
+
+    def __repr__(self) -> str:
+        return f"TensorData({self.array.tolist()!r}, dtype={self.dtype!r})"

@@ -1,0 +1,147 @@
+"""Element types: ``DType`` and its mapping to NumPy dtypes (bfloat16 through ml_dtypes)."""
+
+from __future__ import annotations
+
+import enum
+from typing import Any
+
+import ml_dtypes
+import numpy as np
+
+from burnpy.backend.errors import DTypeError
+
+
+class DType(enum.Enum):
+    """A burnpy element type. ``value`` is the canonical name users may pass as a string."""
+
+    float64 = "float64"
+    float32 = "float32"
+    float16 = "float16"
+    bfloat16 = "bfloat16"
+    int64 = "int64"
+    int32 = "int32"
+    int16 = "int16"
+    int8 = "int8"
+    uint8 = "uint8"
+    uint32 = "uint32"
+    bool_ = "bool"
+    qint8 = "qint8"
+    qint4 = "qint4"
+    qint2 = "qint2"
+
+    def __repr__(self) -> str:
+        return f"bp.{self.name}"
+
+    __str__ = __repr__
+
+    @property
+    def is_float(self) -> bool:
+        return self in _FLOATS
+
+    @property
+    def is_int(self) -> bool:
+        return self in _INTS
+
+    @property
+    def is_bool(self) -> bool:
+        return self is DType.bool_
+
+    @property
+    def is_quantized(self) -> bool:
+        return self in (DType.qint8, DType.qint4, DType.qint2)
+
+    @property
+    def kind(self) -> str:
+        """The tensor kind this dtype belongs to: float, int, bool or quantized."""
+        if self.is_float:
+            return "float"
+        if self.is_int:
+            return "int"
+        if self.is_bool:
+            return "bool"
+        return "quantized"
+
+    @property
+    def numpy(self) -> np.dtype[Any]:
+        """The NumPy dtype that stores this element type."""
+        try:
+            return _TO_NUMPY[self]
+        except KeyError:
+            raise DTypeError(f"{self!r} has no plain NumPy storage type") from None
+
+    @property
+    def itemsize(self) -> int:
+        return self.numpy.itemsize
+
+    @staticmethod
+    def of(value: DTypeLike) -> DType:
+        """Coerce a DType, a name such as ``"float32"``, or a NumPy dtype to a DType."""
+        if isinstance(value, DType):
+            return value
+        if isinstance(value, str):
+            found = _BY_NAME.get(value)
+            if found is not None:
+                return found
+        else:
+            try:
+                return _FROM_NUMPY[np.dtype(value)]
+            except (TypeError, KeyError):
+                pass
+        raise DTypeError(f"unknown dtype {value!r}; expected one of {sorted(_BY_NAME)}")
+
+
+DTypeLike = DType | str | np.dtype[Any] | type
+
+_FLOATS = frozenset({DType.float64, DType.float32, DType.float16, DType.bfloat16})
+_INTS = frozenset({DType.int64, DType.int32, DType.int16, DType.int8, DType.uint8, DType.uint32})
+
+_TO_NUMPY: dict[DType, np.dtype[Any]] = {
+    DType.float64: np.dtype(np.float64),
+    DType.float32: np.dtype(np.float32),
+    DType.float16: np.dtype(np.float16),
+    DType.bfloat16: np.dtype(ml_dtypes.bfloat16),
+    DType.int64: np.dtype(np.int64),
+    DType.int32: np.dtype(np.int32),
+    DType.int16: np.dtype(np.int16),
+    DType.int8: np.dtype(np.int8),
+    DType.uint8: np.dtype(np.uint8),
+    DType.uint32: np.dtype(np.uint32),
+    DType.bool_: np.dtype(np.bool_),
+}
+_FROM_NUMPY: dict[np.dtype[Any], DType] = {v: k for k, v in _TO_NUMPY.items()}
+_BY_NAME: dict[str, DType] = {d.value: d for d in DType}
+_BY_NAME.update({"bool_": DType.bool_, "f64": DType.float64, "f32": DType.float32,
+                 "f16": DType.float16, "bf16": DType.bfloat16, "i64": DType.int64,
+                 "i32": DType.int32, "i16": DType.int16, "i8": DType.int8, "u8": DType.uint8,
+                 "u32": DType.uint32})
+
+# Fast path for hot code: numpy dtype -> DType without going through DType.of.
+dtype_of_numpy = _FROM_NUMPY.__getitem__
+
+_FLOAT_RANK = {DType.float16: 1, DType.bfloat16: 1, DType.float32: 2, DType.float64: 3}
+
+
+def promote_floats(a: DType, b: DType) -> DType:
+    """The wider of two float dtypes; float16 with bfloat16 meets at float32 (as in torch)."""
+    if a is b:
+        return a
+    ra, rb = _FLOAT_RANK[a], _FLOAT_RANK[b]
+    if ra == rb:
+        return DType.float32
+    return a if ra > rb else b
+
+
+_INT_ORDER = [DType.uint8, DType.int8, DType.int16, DType.int32, DType.uint32, DType.int64]
+
+
+def promote_ints(a: DType, b: DType) -> DType:
+    """The int dtype that holds both (NumPy's rule, capped at int64)."""
+    if a is b:
+        return a
+    return _FROM_NUMPY.get(np.promote_types(a.numpy, b.numpy), DType.int64)
+
+
+float64, float32, float16, bfloat16 = DType.float64, DType.float32, DType.float16, DType.bfloat16
+int64, int32, int16, int8, uint8, uint32 = (DType.int64, DType.int32, DType.int16, DType.int8,
+                                            DType.uint8, DType.uint32)
+bool_ = DType.bool_

@@ -1,0 +1,1 @@
+"""The Backend protocol's op families, one module per tensor kind, as in Burn."""

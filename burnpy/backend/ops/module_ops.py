@@ -1,0 +1,289 @@
+"""Module ops of the Backend protocol (Burn's ``ModuleOps``): convolutions, pools, embedding,
+interpolation, linear and attention, with the backward kernels autodiff needs.
+
+Layouts follow PyTorch: activations are ``[batch, channels, *spatial]``; conv weights are
+``[out_channels, in_channels / groups, *kernel]``; transposed-conv weights are
+``[in_channels, out_channels / groups, *kernel]``; linear weights are ``[out, in]``.
+A spatial rank N (1, 2 or 3) is given by the length of the options' tuples.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from burnpy.backend.dtype import DType, dtype_of_numpy
+from burnpy.backend.ops._marker import required
+
+F = Any
+I = Any
+Bo = Any
+Ints = tuple[int, ...]
+InterpolateMode = Literal["nearest", "bilinear"]
+
+
+@dataclass(frozen=True, slots=True)
+class ConvOptions:
+    """Stride, zero padding and dilation per spatial dim, and the number of channel groups."""
+
+    stride: Ints
+    padding: Ints
+    dilation: Ints
+    groups: int = 1
+
+
+@dataclass(frozen=True, slots=True)
+class ConvTransposeOptions:
+    """As ConvOptions, plus ``padding_out``: extra size added to one side of the output."""
+
+    stride: Ints
+    padding: Ints
+    padding_out: Ints
+    dilation: Ints
+    groups: int = 1
+
+
+def conv_output_size(size: int, kernel: int, stride: int, padding: int, dilation: int) -> int:
+    """Output length of a convolution along one dim."""
+    return (size + 2 * padding - dilation * (kernel - 1) - 1) // stride + 1
+
+
+def conv_transpose_output_size(size: int, kernel: int, stride: int, padding: int,
+                               padding_out: int, dilation: int) -> int:
+    """Output length of a transposed convolution along one dim."""
+    return (size - 1) * stride - 2 * padding + dilation * (kernel - 1) + padding_out + 1
+
+
+def pool_output_size(size: int, kernel: int, stride: int, padding: int, dilation: int,
+                     ceil_mode: bool) -> int:
+    """Output length of a pool along one dim (torch's rule: the last window must start inside
+    the input or its left padding)."""
+    span = size + 2 * padding - dilation * (kernel - 1) - 1
+    out = (-(-span // stride) if ceil_mode else span // stride) + 1
+    if ceil_mode and (out - 1) * stride >= size + padding:
+        out -= 1
+    return out
+
+
+class ModuleOps:
+    """Neural-network ops over float primitives."""
+
+    # ---- convolution --------------------------------------------------------------------------
+    @required
+    def conv(x: F, weight: F, bias: F | None, options: ConvOptions) -> F:
+        """N-d convolution (cross-correlation, as torch), N = len(options.stride)."""
+
+    @required
+    def conv_weight_backward(x: F, weight: F, grad: F, options: ConvOptions) -> F:
+        """Gradient of ``conv`` with respect to ``weight``."""
+
+    @required
+    def conv_transpose(x: F, weight: F, bias: F | None, options: ConvTransposeOptions) -> F:
+        """N-d transposed convolution (the adjoint of ``conv`` in ``x``)."""
+
+    @required
+    def conv_transpose_weight_backward(x: F, weight: F, grad: F,
+                                       options: ConvTransposeOptions) -> F:
+        """Gradient of ``conv_transpose`` with respect to ``weight``."""
+
+    @classmethod
+    def conv_x_backward(cls, x: F, weight: F, grad: F, options: ConvOptions) -> F:
+        """Gradient of ``conv`` with respect to ``x``: a transposed conv of ``grad``, with the
+        output padding that restores x's exact size."""
+        spatial = x.shape[2:]
+        kernel = weight.shape[2:]
+        padding_out = tuple(
+            s - conv_transpose_output_size(g, k, st, p, 0, d)
+            for s, g, k, st, p, d in zip(spatial, grad.shape[2:], kernel, options.stride,
+                                         options.padding, options.dilation, strict=True))
+        t_opts = ConvTransposeOptions(options.stride, options.padding, padding_out,
+                                      options.dilation, options.groups)
+        return cls.conv_transpose(grad, weight, None, t_opts)
+
+    @classmethod
+    def conv_transpose_x_backward(cls, x: F, weight: F, grad: F,
+                                  options: ConvTransposeOptions) -> F:
+        """Gradient of ``conv_transpose`` with respect to ``x``: a plain conv of ``grad``."""
+        c_opts = ConvOptions(options.stride, options.padding, options.dilation, options.groups)
+        out = cls.conv(grad, weight, None, c_opts)
+        # padding_out can leave a trailing partial window; crop to x's spatial size.
+        window = tuple(slice(0, n) for n in x.shape)
+        return cls.float_slice(out, window)
+
+    @classmethod
+    def conv_bias_backward(cls, grad: F) -> F:
+        """Gradient of a conv's bias: ``grad`` summed over batch and spatial dims."""
+        summed = grad
+        for dim in range(len(grad.shape) - 1, 1, -1):
+            summed = cls.float_sum_dim(summed, dim)
+        summed = cls.float_sum_dim(summed, 0)
+        return cls.float_reshape(summed, (grad.shape[1],))
+
+    @classmethod
+    def conv1d(cls, x: F, weight: F, bias: F | None, options: ConvOptions) -> F:
+        return cls.conv(x, weight, bias, options)
+
+    @classmethod
+    def conv2d(cls, x: F, weight: F, bias: F | None, options: ConvOptions) -> F:
+        return cls.conv(x, weight, bias, options)
+
+    @classmethod
+    def conv3d(cls, x: F, weight: F, bias: F | None, options: ConvOptions) -> F:
+        return cls.conv(x, weight, bias, options)
+
+    @classmethod
+    def conv_transpose1d(cls, x: F, weight: F, bias: F | None,
+                         options: ConvTransposeOptions) -> F:
+        return cls.conv_transpose(x, weight, bias, options)
+
+    @classmethod
+    def conv_transpose2d(cls, x: F, weight: F, bias: F | None,
+                         options: ConvTransposeOptions) -> F:
+        return cls.conv_transpose(x, weight, bias, options)
+
+    @classmethod
+    def conv_transpose3d(cls, x: F, weight: F, bias: F | None,
+                         options: ConvTransposeOptions) -> F:
+        return cls.conv_transpose(x, weight, bias, options)
+
+    # ---- pooling ------------------------------------------------------------------------------
+    @required
+    def avg_pool(x: F, kernel: Ints, stride: Ints, padding: Ints, count_include_pad: bool,
+                 ceil_mode: bool) -> F:
+        """N-d average pool (N = len(kernel), 1 or 2), torch's semantics."""
+
+    @required
+    def avg_pool_backward(x: F, grad: F, kernel: Ints, stride: Ints, padding: Ints,
+                          count_include_pad: bool, ceil_mode: bool) -> F:
+        """Gradient of ``avg_pool`` with respect to ``x``."""
+
+    @required
+    def max_pool_with_indices(x: F, kernel: Ints, stride: Ints, padding: Ints, dilation: Ints,
+                              ceil_mode: bool) -> tuple[F, I]:
+        """N-d max pool (N = 1 or 2) and, per output, the flat index of the max within the
+        input's spatial plane (torch's convention; first index among ties)."""
+
+    @classmethod
+    def max_pool(cls, x: F, kernel: Ints, stride: Ints, padding: Ints, dilation: Ints,
+                 ceil_mode: bool) -> F:
+        return cls.max_pool_with_indices(x, kernel, stride, padding, dilation, ceil_mode)[0]
+
+    @classmethod
+    def max_pool_with_indices_backward(cls, x: F, grad: F, indices: I) -> F:
+        """Gradient of a max pool: ``grad`` summed into the positions named by ``indices``."""
+        n, c = x.shape[0], x.shape[1]
+        plane = math.prod(x.shape[2:])
+        flat_grad = cls.float_reshape(grad, (n, c, math.prod(grad.shape[2:])))
+        flat_idx = cls.int_reshape(indices, flat_grad.shape)
+        zeros = cls.float_zeros((n, c, plane), cls.float_device(x),
+                                dtype_of_numpy(x.dtype))
+        out = cls.float_scatter_add(zeros, 2, flat_idx, flat_grad)
+        return cls.float_reshape(out, x.shape)
+
+    @classmethod
+    def avg_pool1d(cls, x: F, kernel: int, stride: int, padding: int, count_include_pad: bool,
+                   ceil_mode: bool) -> F:
+        return cls.avg_pool(x, (kernel,), (stride,), (padding,), count_include_pad, ceil_mode)
+
+    @classmethod
+    def avg_pool2d(cls, x: F, kernel: Ints, stride: Ints, padding: Ints,
+                   count_include_pad: bool, ceil_mode: bool) -> F:
+        return cls.avg_pool(x, kernel, stride, padding, count_include_pad, ceil_mode)
+
+    @classmethod
+    def max_pool1d(cls, x: F, kernel: int, stride: int, padding: int, dilation: int,
+                   ceil_mode: bool) -> F:
+        return cls.max_pool(x, (kernel,), (stride,), (padding,), (dilation,), ceil_mode)
+
+    @classmethod
+    def max_pool2d(cls, x: F, kernel: Ints, stride: Ints, padding: Ints, dilation: Ints,
+                   ceil_mode: bool) -> F:
+        return cls.max_pool(x, kernel, stride, padding, dilation, ceil_mode)
+
+    @classmethod
+    def max_pool1d_with_indices(cls, x: F, kernel: int, stride: int, padding: int,
+                                dilation: int, ceil_mode: bool) -> tuple[F, I]:
+        return cls.max_pool_with_indices(x, (kernel,), (stride,), (padding,), (dilation,),
+                                         ceil_mode)
+
+    @classmethod
+    def max_pool2d_with_indices(cls, x: F, kernel: Ints, stride: Ints, padding: Ints,
+                                dilation: Ints, ceil_mode: bool) -> tuple[F, I]:
+        return cls.max_pool_with_indices(x, kernel, stride, padding, dilation, ceil_mode)
+
+    @required
+    def adaptive_avg_pool(x: F, output_size: Ints) -> F:
+        """N-d adaptive average pool (N = len(output_size), 1 or 2), torch's bin edges
+        ``floor(i*in/out)`` to ``ceil((i+1)*in/out)``."""
+
+    @required
+    def adaptive_avg_pool_backward(x: F, grad: F) -> F:
+        """Gradient of ``adaptive_avg_pool`` with respect to ``x``."""
+
+    @classmethod
+    def adaptive_avg_pool1d(cls, x: F, output_size: int) -> F:
+        return cls.adaptive_avg_pool(x, (output_size,))
+
+    @classmethod
+    def adaptive_avg_pool2d(cls, x: F, output_size: Ints) -> F:
+        return cls.adaptive_avg_pool(x, output_size)
+
+    # ---- embedding, interpolation, linear, attention -------------------------------------------
+    @classmethod
+    def embedding(cls, weight: F, indices: I) -> F:
+        """Rows of ``weight [vocab, dim]`` for int ``indices`` of any shape -> ``[*idx, dim]``."""
+        flat = cls.int_reshape(indices, (math.prod(indices.shape),))
+        rows = cls.float_select(weight, 0, flat)
+        return cls.float_reshape(rows, (*indices.shape, weight.shape[1]))
+
+    @classmethod
+    def embedding_backward(cls, weight: F, grad: F, indices: I) -> F:
+        """Gradient of ``embedding`` for the weight: rows of ``grad`` summed per index."""
+        n = math.prod(indices.shape)
+        flat = cls.int_reshape(indices, (n,))
+        g = cls.float_reshape(grad, (n, weight.shape[1]))
+        zeros = cls.float_zeros(weight.shape, cls.float_device(weight),
+                                dtype_of_numpy(weight.dtype))
+        return cls.float_select_add(zeros, 0, flat, g)
+
+    @required
+    def interpolate(x: F, output_size: Ints, mode: InterpolateMode, align_corners: bool) -> F:
+        """Resize the 2-d spatial dims of ``[n, c, h, w]`` (torch.nn.functional.interpolate)."""
+
+    @required
+    def interpolate_backward(x: F, grad: F, output_size: Ints, mode: InterpolateMode,
+                             align_corners: bool) -> F:
+        """Gradient of ``interpolate`` with respect to ``x``."""
+
+    @classmethod
+    def linear(cls, x: F, weight: F, bias: F | None) -> F:
+        """``x @ weight.T + bias`` with ``weight [out, in]``; x may have any leading dims."""
+        wt = cls.float_swap_dims(weight, 0, 1)
+        lead = x.shape[:-1]
+        flat = cls.float_reshape(x, (math.prod(lead), x.shape[-1]))
+        out = cls.float_matmul(flat, wt)
+        if bias is not None:
+            out = cls.float_add(out, bias)
+        return cls.float_reshape(out, (*lead, weight.shape[0]))
+
+    @classmethod
+    def attention(cls, query: F, key: F, value: F, mask: Bo | None, scale: float | None,
+                  is_causal: bool) -> F:
+        """Scaled dot-product attention over ``[..., seq, dim]`` (torch's
+        ``scaled_dot_product_attention``): a bool ``mask`` is True where attention is allowed."""
+        d = query.shape[-1]
+        nd = len(key.shape)
+        scores = cls.float_matmul(query, cls.float_swap_dims(key, nd - 2, nd - 1))
+        scores = cls.float_mul_scalar(scores, scale if scale is not None else 1.0 / math.sqrt(d))
+        device = cls.float_device(query)
+        if is_causal:
+            lq, lk = query.shape[-2], key.shape[-2]
+            rows = cls.int_reshape(cls.int_arange(0, lq, 1, device, DType.int64), (lq, 1))
+            cols = cls.int_reshape(cls.int_arange(0, lk, 1, device, DType.int64), (1, lk))
+            causal = cls.int_greater(cols, rows)
+            scores = cls.float_mask_fill(scores, causal, float("-inf"))
+        if mask is not None:
+            scores = cls.float_mask_fill(scores, cls.bool_not(mask), float("-inf"))
+        weights = cls.softmax(scores, len(scores.shape) - 1)
+        return cls.float_matmul(weights, value)

@@ -1,0 +1,385 @@
+"""Functional neural-network ops with PyTorch's signatures, validated once, then one backend op.
+
+Activations ``[batch, channels, *spatial]``; conv weights ``[out, in / groups, *kernel]``;
+transposed-conv weights ``[in, out / groups, *kernel]``; linear weights ``[out, in]``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from burnpy.backend.errors import (
+    DTypeError,
+    InvalidArgumentError,
+    KindError,
+    ShapeError,
+    describe,
+)
+from burnpy.backend.ops.module_ops import (
+    ConvOptions,
+    ConvTransposeOptions,
+    conv_output_size,
+    conv_transpose_output_size,
+    pool_output_size,
+)
+from burnpy.tensor import Tensor
+from burnpy.tensor._core import BOOL, FLOAT, INT, check_same_backend, new
+
+IntOrTuple = int | Sequence[int]
+
+
+def _tuple(op: str, name: str, value: IntOrTuple, n: int, minimum: int) -> tuple[int, ...]:
+    out = (value,) * n if isinstance(value, int) else tuple(value)
+    if len(out) != n or any(not isinstance(v, int) for v in out):
+        raise InvalidArgumentError(f"{op}: {name} must be an int or {n} ints, got {value!r}")
+    if any(v < minimum for v in out):
+        raise InvalidArgumentError(f"{op}: {name} must be >= {minimum}, got {value!r}")
+    return out
+
+
+def _float_input(op: str, x: Tensor, n: int, name: str = "input") -> None:
+    if x.kind is not FLOAT:
+        raise KindError(f"{op}: {name} must be a float tensor, got {x.kind} ({x.dtype!r})")
+    if x.ndim != n + 2:
+        raise ShapeError(f"{op}: {name} must be [batch, channels, {n} spatial dim(s)] "
+                         f"({n + 2}-d), got shape {describe(x.shape)}")
+
+
+def _same(op: str, x: Tensor, *others: Tensor | None) -> None:
+    for o in others:
+        if o is not None:
+            check_same_backend(op, x, o)
+            if o.kind is not FLOAT:
+                raise KindError(f"{op}: parameters must be float tensors, got {o.kind}")
+            if o.dtype is not x.dtype:
+                raise DTypeError(f"{op}: input is {x.dtype!r} but a parameter is {o.dtype!r}")
+
+
+def _conv(op: str, n: int, x: Tensor, weight: Tensor, bias: Tensor | None, stride: IntOrTuple,
+          padding: IntOrTuple, dilation: IntOrTuple, groups: int) -> Tensor:
+    _float_input(op, x, n)
+    _same(op, x, weight, bias)
+    st = _tuple(op, "stride", stride, n, 1)
+    pad = _tuple(op, "padding", padding, n, 0)
+    dil = _tuple(op, "dilation", dilation, n, 1)
+    if groups < 1:
+        raise InvalidArgumentError(f"{op}: groups must be >= 1, got {groups}")
+    if weight.ndim != n + 2:
+        raise ShapeError(f"{op}: weight must be [out, in/groups, {n} kernel dim(s)], got "
+                         f"{describe(weight.shape)}")
+    c_in, c_out = x.shape[1], weight.shape[0]
+    if c_in % groups or c_out % groups:
+        raise ShapeError(f"{op}: channels in={c_in} and out={c_out} must be divisible by "
+                         f"groups={groups}")
+    if weight.shape[1] * groups != c_in:
+        raise ShapeError(f"{op}: input has {c_in} channels but weight {describe(weight.shape)} "
+                         f"expects {weight.shape[1] * groups} (groups={groups})")
+    if bias is not None and bias.shape != (c_out,):
+        raise ShapeError(f"{op}: bias must have shape ({c_out},), got {describe(bias.shape)}")
+    for size, k, s, p, d in zip(x.shape[2:], weight.shape[2:], st, pad, dil, strict=True):
+        if conv_output_size(size, k, s, p, d) < 1:
+            raise ShapeError(f"{op}: kernel {describe(weight.shape[2:])} (dilation {dil}) is "
+                             f"larger than the padded input {describe(x.shape[2:])} "
+                             f"(padding {pad})")
+    b = x.backend
+    out = b.conv(x.primitive, weight.primitive, None if bias is None else bias.primitive,
+                 ConvOptions(st, pad, dil, groups))
+    return new(b, out, FLOAT)
+
+
+def conv1d(x: Tensor, weight: Tensor, bias: Tensor | None = None, stride: IntOrTuple = 1,
+           padding: IntOrTuple = 0, dilation: IntOrTuple = 1, groups: int = 1) -> Tensor:
+    """1-d convolution of ``[n, c_in, l]`` by ``[c_out, c_in/groups, k]``."""
+    return _conv("conv1d", 1, x, weight, bias, stride, padding, dilation, groups)
+
+
+def conv2d(x: Tensor, weight: Tensor, bias: Tensor | None = None, stride: IntOrTuple = 1,
+           padding: IntOrTuple = 0, dilation: IntOrTuple = 1, groups: int = 1) -> Tensor:
+    """2-d convolution of ``[n, c_in, h, w]`` by ``[c_out, c_in/groups, kh, kw]``."""
+    return _conv("conv2d", 2, x, weight, bias, stride, padding, dilation, groups)
+
+
+def conv3d(x: Tensor, weight: Tensor, bias: Tensor | None = None, stride: IntOrTuple = 1,
+           padding: IntOrTuple = 0, dilation: IntOrTuple = 1, groups: int = 1) -> Tensor:
+    """3-d convolution of ``[n, c_in, d, h, w]``."""
+    return _conv("conv3d", 3, x, weight, bias, stride, padding, dilation, groups)
+
+
+def _conv_transpose(op: str, n: int, x: Tensor, weight: Tensor, bias: Tensor | None,
+                    stride: IntOrTuple, padding: IntOrTuple, output_padding: IntOrTuple,
+                    groups: int, dilation: IntOrTuple) -> Tensor:
+    _float_input(op, x, n)
+    _same(op, x, weight, bias)
+    st = _tuple(op, "stride", stride, n, 1)
+    pad = _tuple(op, "padding", padding, n, 0)
+    out_pad = _tuple(op, "output_padding", output_padding, n, 0)
+    dil = _tuple(op, "dilation", dilation, n, 1)
+    if groups < 1:
+        raise InvalidArgumentError(f"{op}: groups must be >= 1, got {groups}")
+    for o, s, d in zip(out_pad, st, dil, strict=True):
+        if o >= s and o >= d:
+            raise InvalidArgumentError(f"{op}: output_padding {out_pad} must be smaller than "
+                                       f"stride {st} or dilation {dil}")
+    if weight.ndim != n + 2 or weight.shape[0] != x.shape[1] or x.shape[1] % groups:
+        raise ShapeError(f"{op}: weight must be [in={x.shape[1]}, out/groups, kernel...] with "
+                         f"in divisible by groups={groups}, got {describe(weight.shape)}")
+    c_out = weight.shape[1] * groups
+    if bias is not None and bias.shape != (c_out,):
+        raise ShapeError(f"{op}: bias must have shape ({c_out},), got {describe(bias.shape)}")
+    for size, k, s, p, o, d in zip(x.shape[2:], weight.shape[2:], st, pad, out_pad, dil,
+                                   strict=True):
+        if conv_transpose_output_size(size, k, s, p, o, d) < 1:
+            raise ShapeError(f"{op}: padding {pad} leaves no output for input "
+                             f"{describe(x.shape)} and kernel {describe(weight.shape[2:])}")
+    b = x.backend
+    out = b.conv_transpose(x.primitive, weight.primitive,
+                           None if bias is None else bias.primitive,
+                           ConvTransposeOptions(st, pad, out_pad, dil, groups))
+    return new(b, out, FLOAT)
+
+
+def conv_transpose1d(x: Tensor, weight: Tensor, bias: Tensor | None = None,
+                     stride: IntOrTuple = 1, padding: IntOrTuple = 0,
+                     output_padding: IntOrTuple = 0, groups: int = 1,
+                     dilation: IntOrTuple = 1) -> Tensor:
+    """1-d transposed convolution (torch's argument order)."""
+    return _conv_transpose("conv_transpose1d", 1, x, weight, bias, stride, padding,
+                           output_padding, groups, dilation)
+
+
+def conv_transpose2d(x: Tensor, weight: Tensor, bias: Tensor | None = None,
+                     stride: IntOrTuple = 1, padding: IntOrTuple = 0,
+                     output_padding: IntOrTuple = 0, groups: int = 1,
+                     dilation: IntOrTuple = 1) -> Tensor:
+    """2-d transposed convolution (torch's argument order)."""
+    return _conv_transpose("conv_transpose2d", 2, x, weight, bias, stride, padding,
+                           output_padding, groups, dilation)
+
+
+def conv_transpose3d(x: Tensor, weight: Tensor, bias: Tensor | None = None,
+                     stride: IntOrTuple = 1, padding: IntOrTuple = 0,
+                     output_padding: IntOrTuple = 0, groups: int = 1,
+                     dilation: IntOrTuple = 1) -> Tensor:
+    """3-d transposed convolution (torch's argument order)."""
+    return _conv_transpose("conv_transpose3d", 3, x, weight, bias, stride, padding,
+                           output_padding, groups, dilation)
+
+
+def _pool_args(op: str, n: int, x: Tensor, kernel_size: IntOrTuple, stride: IntOrTuple | None,
+               padding: IntOrTuple, dilation: IntOrTuple,
+               ceil_mode: bool) -> tuple[tuple[int, ...], ...]:
+    _float_input(op, x, n)
+    k = _tuple(op, "kernel_size", kernel_size, n, 1)
+    st = k if stride is None or stride == () else _tuple(op, "stride", stride, n, 1)
+    pad = _tuple(op, "padding", padding, n, 0)
+    dil = _tuple(op, "dilation", dilation, n, 1)
+    for kk, p in zip(k, pad, strict=True):
+        if p * 2 > kk:
+            raise InvalidArgumentError(f"{op}: padding {pad} must be at most half the kernel "
+                                       f"{k}")
+    for size, kk, s, p, d in zip(x.shape[2:], k, st, pad, dil, strict=True):
+        if pool_output_size(size, kk, s, p, d, ceil_mode) < 1:
+            raise ShapeError(f"{op}: kernel {k} does not fit the input {describe(x.shape)} "
+                             f"with padding {pad}")
+    return k, st, pad, dil
+
+
+def avg_pool1d(x: Tensor, kernel_size: IntOrTuple, stride: IntOrTuple | None = None,
+               padding: IntOrTuple = 0, ceil_mode: bool = False,
+               count_include_pad: bool = True) -> Tensor:
+    """1-d average pool (torch's defaults: stride = kernel, padding counted)."""
+    k, st, pad, _ = _pool_args("avg_pool1d", 1, x, kernel_size, stride, padding, 1, ceil_mode)
+    return new(x.backend, x.backend.avg_pool(x.primitive, k, st, pad, count_include_pad,
+                                             ceil_mode), FLOAT)
+
+
+def avg_pool2d(x: Tensor, kernel_size: IntOrTuple, stride: IntOrTuple | None = None,
+               padding: IntOrTuple = 0, ceil_mode: bool = False,
+               count_include_pad: bool = True) -> Tensor:
+    """2-d average pool."""
+    k, st, pad, _ = _pool_args("avg_pool2d", 2, x, kernel_size, stride, padding, 1, ceil_mode)
+    return new(x.backend, x.backend.avg_pool(x.primitive, k, st, pad, count_include_pad,
+                                             ceil_mode), FLOAT)
+
+
+def _max_pool(op: str, n: int, x: Tensor, kernel_size: IntOrTuple, stride: IntOrTuple | None,
+              padding: IntOrTuple, dilation: IntOrTuple, ceil_mode: bool,
+              return_indices: bool) -> Tensor | tuple[Tensor, Tensor]:
+    k, st, pad, dil = _pool_args(op, n, x, kernel_size, stride, padding, dilation, ceil_mode)
+    b = x.backend
+    if return_indices:
+        values, indices = b.max_pool_with_indices(x.primitive, k, st, pad, dil, ceil_mode)
+        return new(b, values, FLOAT), new(b, indices, INT)
+    return new(b, b.max_pool(x.primitive, k, st, pad, dil, ceil_mode), FLOAT)
+
+
+def max_pool1d(x: Tensor, kernel_size: IntOrTuple, stride: IntOrTuple | None = None,
+               padding: IntOrTuple = 0, dilation: IntOrTuple = 1, ceil_mode: bool = False,
+               return_indices: bool = False) -> Any:
+    """1-d max pool; with ``return_indices`` also the flat input index of each max."""
+    return _max_pool("max_pool1d", 1, x, kernel_size, stride, padding, dilation, ceil_mode,
+                     return_indices)
+
+
+def max_pool2d(x: Tensor, kernel_size: IntOrTuple, stride: IntOrTuple | None = None,
+               padding: IntOrTuple = 0, dilation: IntOrTuple = 1, ceil_mode: bool = False,
+               return_indices: bool = False) -> Any:
+    """2-d max pool; with ``return_indices`` also the flat index within each input plane."""
+    return _max_pool("max_pool2d", 2, x, kernel_size, stride, padding, dilation, ceil_mode,
+                     return_indices)
+
+
+def _adaptive(op: str, n: int, x: Tensor, output_size: IntOrTuple) -> Tensor:
+    _float_input(op, x, n)
+    size = _tuple(op, "output_size", output_size, n, 1)
+    return new(x.backend, x.backend.adaptive_avg_pool(x.primitive, size), FLOAT)
+
+
+def adaptive_avg_pool1d(x: Tensor, output_size: IntOrTuple) -> Tensor:
+    """Average pool to a fixed output length."""
+    return _adaptive("adaptive_avg_pool1d", 1, x, output_size)
+
+
+def adaptive_avg_pool2d(x: Tensor, output_size: IntOrTuple) -> Tensor:
+    """Average pool to a fixed output height and width."""
+    return _adaptive("adaptive_avg_pool2d", 2, x, output_size)
+
+
+def interpolate(x: Tensor, size: IntOrTuple | None = None,
+                scale_factor: float | Sequence[float] | None = None, mode: str = "nearest",
+                align_corners: bool | None = None) -> Tensor:
+    """Resize ``[n, c, h, w]`` by ``size`` or ``scale_factor`` ("nearest" or "bilinear")."""
+    op = "interpolate"
+    _float_input(op, x, 2)
+    if mode not in ("nearest", "bilinear"):
+        raise InvalidArgumentError(f"{op}: mode must be 'nearest' or 'bilinear', got {mode!r}")
+    if mode == "nearest" and align_corners:
+        raise InvalidArgumentError(f"{op}: align_corners only applies to 'bilinear'")
+    if (size is None) == (scale_factor is None):
+        raise InvalidArgumentError(f"{op}: give exactly one of size and scale_factor")
+    if size is not None:
+        out = _tuple(op, "size", size, 2, 1)
+    else:
+        factors = (scale_factor,) * 2 if isinstance(scale_factor, int | float) else tuple(
+            scale_factor)  # type: ignore[arg-type]
+        if len(factors) != 2 or any(f <= 0 for f in factors):
+            raise InvalidArgumentError(f"{op}: scale_factor must be positive, got "
+                                       f"{scale_factor!r}")
+        out = tuple(int(s * f) for s, f in zip(x.shape[2:], factors, strict=True))
+        if any(o < 1 for o in out):
+            raise ShapeError(f"{op}: scale_factor {scale_factor} gives an empty output")
+    return new(x.backend, x.backend.interpolate(x.primitive, out, mode, bool(align_corners)),
+               FLOAT)
+
+
+def embedding(indices: Tensor, weight: Tensor) -> Tensor:
+    """Rows of ``weight [vocab, dim]`` picked by int ``indices`` of any shape."""
+    op = "embedding"
+    check_same_backend(op, weight, indices)
+    if indices.kind is not INT:
+        raise KindError(f"{op}: indices must be an int tensor, got {indices.kind}")
+    if weight.kind is not FLOAT or weight.ndim != 2:
+        raise ShapeError(f"{op}: weight must be a 2-d float tensor, got {weight.kind} "
+                         f"{describe(weight.shape)}")
+    if indices.numel():
+        lo, hi = int(indices.min().item()), int(indices.max().item())
+        if lo < 0 or hi >= weight.shape[0]:
+            from burnpy.backend.errors import IndexOutOfBoundsError
+
+            raise IndexOutOfBoundsError(f"{op}: index {lo if lo < 0 else hi} is out of range "
+                                        f"for a vocabulary of {weight.shape[0]}")
+    return new(weight.backend, weight.backend.embedding(weight.primitive, indices.primitive),
+               FLOAT)
+
+
+def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
+    """``x @ weight.T + bias`` with ``weight [out, in]``."""
+    op = "linear"
+    if x.kind is not FLOAT:
+        raise KindError(f"{op}: input must be a float tensor, got {x.kind}")
+    _same(op, x, weight, bias)
+    if weight.ndim != 2 or x.ndim < 1 or x.shape[-1] != weight.shape[1]:
+        raise ShapeError(f"{op}: input {describe(x.shape)} does not fit weight "
+                         f"{describe(weight.shape)} ([out, in] with in = input's last dim)")
+    if bias is not None and bias.shape != (weight.shape[0],):
+        raise ShapeError(f"{op}: bias must have shape ({weight.shape[0]},), got "
+                         f"{describe(bias.shape)}")
+    b = x.backend
+    return new(b, b.linear(x.primitive, weight.primitive,
+                           None if bias is None else bias.primitive), FLOAT)
+
+
+def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
+                                 attn_mask: Tensor | None = None, is_causal: bool = False,
+                                 scale: float | None = None) -> Tensor:
+    """softmax(q k^T * scale + mask) v over ``[..., seq, dim]``; a bool mask is True where
+    attention is allowed (torch's convention)."""
+    op = "scaled_dot_product_attention"
+    _same(op, query, key, value)
+    if query.kind is not FLOAT or query.ndim < 2:
+        raise ShapeError(f"{op}: query must be a float tensor [..., seq, dim], got "
+                         f"{describe(query.shape)}")
+    if key.shape[-1] != query.shape[-1] or key.shape[-2] != value.shape[-2]:
+        raise ShapeError(f"{op}: shapes q {describe(query.shape)}, k {describe(key.shape)}, "
+                         f"v {describe(value.shape)} do not fit")
+    mask = None
+    if attn_mask is not None:
+        check_same_backend(op, query, attn_mask)
+        if attn_mask.kind is not BOOL:
+            raise KindError(f"{op}: attn_mask must be a bool tensor (True = attend)")
+        mask = attn_mask.primitive
+    b = query.backend
+    return new(b, b.attention(query.primitive, key.primitive, value.primitive, mask, scale,
+                              is_causal), FLOAT)
+
+
+attention = scaled_dot_product_attention
+
+
+def relu(x: Tensor) -> Tensor:
+    return x.relu()
+
+
+def gelu(x: Tensor, approximate: str = "none") -> Tensor:
+    return x.gelu(approximate)
+
+
+def sigmoid(x: Tensor) -> Tensor:
+    return x.sigmoid()
+
+
+def log_sigmoid(x: Tensor) -> Tensor:
+    return x.log_sigmoid()
+
+
+logsigmoid = log_sigmoid
+
+
+def silu(x: Tensor) -> Tensor:
+    return x.silu()
+
+
+def tanh(x: Tensor) -> Tensor:
+    return x.tanh()
+
+
+def softplus(x: Tensor, beta: float = 1.0) -> Tensor:
+    return x.softplus(beta)
+
+
+def leaky_relu(x: Tensor, negative_slope: float = 0.01) -> Tensor:
+    return x.leaky_relu(negative_slope)
+
+
+def hardsigmoid(x: Tensor) -> Tensor:
+    """clamp(x / 6 + 1/2, 0, 1) (torch's hardsigmoid)."""
+    return x.hard_sigmoid(1 / 6, 0.5)
+
+
+def softmax(x: Tensor, dim: int) -> Tensor:
+    return x.softmax(dim)
+
+
+def log_softmax(x: Tensor, dim: int) -> Tensor:
+    return x.log_softmax(dim)

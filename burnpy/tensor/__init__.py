@@ -1,0 +1,6 @@
+"""The user-facing Tensor over any backend."""
+
+from burnpy.tensor.layout import cat, stack
+from burnpy.tensor.tensor import Tensor
+
+__all__ = ["Tensor", "cat", "stack"]

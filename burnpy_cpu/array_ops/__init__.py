@@ -1,0 +1,1 @@
+"""Backend ops written once against an array module ``xp`` (NumPy here, CuPy for CUDA)."""

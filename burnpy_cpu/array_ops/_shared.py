@@ -1,0 +1,239 @@
+"""Array code shared by the float, int and bool op mixins (one implementation per op logic)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from burnpy.backend.data import TensorData, contiguous
+from burnpy.backend.device import Device
+from burnpy.backend.dtype import DType
+
+A = Any  # an array of the backend's array module
+
+
+class ArrayLayoutOps:
+    """Kind-independent array ops; each kind's mixin binds them under its own prefix."""
+
+    xp: Any = np
+
+    @classmethod
+    def _from_data(cls, data: TensorData, device: Device) -> A:
+        return cls.xp.asarray(data.array)
+
+    @classmethod
+    def _into_data(cls, tensor: A) -> TensorData:
+        return TensorData(contiguous(cls._to_host(tensor)))
+
+    @staticmethod
+    def _to_host(tensor: A) -> np.ndarray:
+        return np.asarray(tensor)
+
+    @classmethod
+    def _empty(cls, shape: tuple[int, ...], device: Device, dtype: DType) -> A:
+        return cls.xp.empty(shape, dtype=dtype.numpy)
+
+    @classmethod
+    def _full(cls, shape: tuple[int, ...], fill_value: Any, device: Device, dtype: DType) -> A:
+        return cls.xp.full(shape, fill_value, dtype=dtype.numpy)
+
+    @classmethod
+    def _cast(cls, tensor: A, dtype: DType) -> A:
+        return tensor.astype(dtype.numpy, copy=False)
+
+    @staticmethod
+    def _reshape(tensor: A, shape: tuple[int, ...]) -> A:
+        return tensor.reshape(shape)
+
+    @staticmethod
+    def _swap_dims(tensor: A, dim1: int, dim2: int) -> A:
+        return tensor.swapaxes(dim1, dim2)
+
+    @staticmethod
+    def _permute(tensor: A, axes: tuple[int, ...]) -> A:
+        return tensor.transpose(axes)
+
+    @classmethod
+    def _flip(cls, tensor: A, axes: tuple[int, ...]) -> A:
+        return cls.xp.flip(tensor, axes) if axes else tensor
+
+    @classmethod
+    def _expand(cls, tensor: A, shape: tuple[int, ...]) -> A:
+        return cls.xp.broadcast_to(tensor, shape)
+
+    @classmethod
+    def _repeat_dim(cls, tensor: A, dim: int, times: int) -> A:
+        reps = [1] * tensor.ndim
+        reps[dim] = times
+        return cls.xp.tile(tensor, reps)
+
+    @classmethod
+    def _cat(cls, tensors: Sequence[A], dim: int) -> A:
+        return cls.xp.concatenate(tensors, axis=dim)
+
+    @classmethod
+    def _unfold(cls, tensor: A, dim: int, size: int, step: int) -> A:
+        windows = cls.xp.lib.stride_tricks.sliding_window_view(tensor, size, axis=dim)
+        index = [slice(None)] * windows.ndim
+        index[dim] = slice(None, None, step)
+        return windows[tuple(index)]
+
+    @staticmethod
+    def _slice(tensor: A, slices: tuple[slice, ...]) -> A:
+        return tensor[slices]
+
+    @staticmethod
+    def _slice_assign(tensor: A, slices: tuple[slice, ...], value: A) -> A:
+        out = tensor.copy()
+        out[slices] = value
+        return out
+
+    @classmethod
+    def _gather(cls, tensor: A, dim: int, indices: A) -> A:
+        return cls.xp.take_along_axis(tensor, indices, axis=dim)
+
+    @classmethod
+    def _scatter_index(cls, indices: A, dim: int) -> tuple[A, ...]:
+        """Full advanced index placing each element of ``indices`` at its target along ``dim``."""
+        grids = list(cls.xp.indices(indices.shape, sparse=True))
+        grids[dim] = indices
+        return tuple(grids)
+
+    @classmethod
+    def _scatter(cls, tensor: A, dim: int, indices: A, values: A) -> A:
+        out = tensor.copy()
+        out[cls._scatter_index(indices, dim)] = values[tuple(slice(0, n) for n in indices.shape)]
+        return out
+
+    @classmethod
+    def _scatter_add(cls, tensor: A, dim: int, indices: A, values: A) -> A:
+        out = tensor.copy()
+        vals = values[tuple(slice(0, n) for n in indices.shape)]
+        cls.xp.add.at(out, cls._scatter_index(indices, dim), vals)
+        return out
+
+    @staticmethod
+    def _select(tensor: A, dim: int, indices: A) -> A:
+        return tensor.take(indices, axis=dim) if dim else tensor[indices]
+
+    @staticmethod
+    def _select_assign(tensor: A, dim: int, indices: A, values: A) -> A:
+        out = tensor.copy()
+        out[(slice(None),) * dim + (indices,)] = values
+        return out
+
+    @classmethod
+    def _select_add(cls, tensor: A, dim: int, indices: A, values: A) -> A:
+        out = tensor.copy()
+        moved = cls.xp.moveaxis(out, dim, 0)
+        cls.xp.add.at(moved, indices, cls.xp.moveaxis(values, dim, 0))
+        return out
+
+    @classmethod
+    def _mask_where(cls, tensor: A, mask: A, value: A) -> A:
+        return cls.xp.where(mask, value, tensor)
+
+    @classmethod
+    def _mask_fill(cls, tensor: A, mask: A, value: Any) -> A:
+        return cls.xp.where(mask, cls.xp.asarray(value, dtype=tensor.dtype), tensor)
+
+    @classmethod
+    def _sum(cls, tensor: A) -> A:
+        return cls.xp.asarray(tensor.sum(dtype=tensor.dtype))
+
+    @staticmethod
+    def _sum_dim(tensor: A, dim: int) -> A:
+        return tensor.sum(axis=dim, keepdims=True, dtype=tensor.dtype)
+
+    @classmethod
+    def _prod(cls, tensor: A) -> A:
+        return cls.xp.asarray(tensor.prod(dtype=tensor.dtype))
+
+    @staticmethod
+    def _prod_dim(tensor: A, dim: int) -> A:
+        return tensor.prod(axis=dim, keepdims=True, dtype=tensor.dtype)
+
+    @classmethod
+    def _max(cls, tensor: A) -> A:
+        return cls.xp.asarray(tensor.max())
+
+    @classmethod
+    def _min(cls, tensor: A) -> A:
+        return cls.xp.asarray(tensor.min())
+
+    @classmethod
+    def _max_dim_with_indices(cls, tensor: A, dim: int) -> tuple[A, A]:
+        idx = cls.xp.expand_dims(tensor.argmax(axis=dim), dim)
+        return cls.xp.take_along_axis(tensor, idx, axis=dim), idx.astype(np.int64, copy=False)
+
+    @classmethod
+    def _min_dim_with_indices(cls, tensor: A, dim: int) -> tuple[A, A]:
+        idx = cls.xp.expand_dims(tensor.argmin(axis=dim), dim)
+        return cls.xp.take_along_axis(tensor, idx, axis=dim), idx.astype(np.int64, copy=False)
+
+    @staticmethod
+    def _cumsum(tensor: A, dim: int) -> A:
+        return tensor.cumsum(axis=dim, dtype=tensor.dtype)
+
+    @staticmethod
+    def _cumprod(tensor: A, dim: int) -> A:
+        return tensor.cumprod(axis=dim, dtype=tensor.dtype)
+
+    @classmethod
+    def _cum_extreme_with_indices(cls, tensor: A, dim: int, accumulate: Any) -> tuple[A, A]:
+        """Running max/min with the latest index reaching it (torch.cummax/cummin; NaN wins)."""
+        values = accumulate(tensor, axis=dim)
+        reached = cls.xp.equal(tensor, values)
+        if tensor.dtype.kind == "f":
+            reached |= cls.xp.isnan(tensor)
+        shape = [1] * tensor.ndim
+        shape[dim] = tensor.shape[dim]
+        positions = cls.xp.arange(tensor.shape[dim], dtype=np.int64).reshape(shape)
+        idx = cls.xp.maximum.accumulate(cls.xp.where(reached, positions, 0), axis=dim)
+        return values, idx
+
+    @classmethod
+    def _cummax_with_indices(cls, tensor: A, dim: int) -> tuple[A, A]:
+        return cls._cum_extreme_with_indices(tensor, dim, cls.xp.maximum.accumulate)
+
+    @classmethod
+    def _cummin_with_indices(cls, tensor: A, dim: int) -> tuple[A, A]:
+        return cls._cum_extreme_with_indices(tensor, dim, cls.xp.minimum.accumulate)
+
+    @classmethod
+    def _sort_with_indices(cls, tensor: A, dim: int, descending: bool) -> tuple[A, A]:
+        if descending:
+            # Reversing a stable ascending sort of the reversed input is a stable descending
+            # sort of the input: equal keys keep their original order.
+            order = cls.xp.argsort(cls.xp.flip(tensor, dim), axis=dim, kind="stable")
+            idx = (tensor.shape[dim] - 1) - cls.xp.flip(order, dim)
+        else:
+            idx = cls.xp.argsort(tensor, axis=dim, kind="stable")
+        idx = idx.astype(np.int64, copy=False)
+        return cls.xp.take_along_axis(tensor, idx, axis=dim), idx
+
+    @classmethod
+    def _equal(cls, lhs: A, rhs: Any) -> A:
+        return cls.xp.equal(lhs, rhs)
+
+    @classmethod
+    def _not_equal(cls, lhs: A, rhs: Any) -> A:
+        return cls.xp.not_equal(lhs, rhs)
+
+    @classmethod
+    def _greater(cls, lhs: A, rhs: Any) -> A:
+        return cls.xp.greater(lhs, rhs)
+
+    @classmethod
+    def _greater_equal(cls, lhs: A, rhs: Any) -> A:
+        return cls.xp.greater_equal(lhs, rhs)
+
+    @classmethod
+    def _lower(cls, lhs: A, rhs: Any) -> A:
+        return cls.xp.less(lhs, rhs)
+
+    @classmethod
+    def _lower_equal(cls, lhs: A, rhs: Any) -> A:
+        return cls.xp.less_equal(lhs, rhs)

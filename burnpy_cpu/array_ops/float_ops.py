@@ -1,0 +1,265 @@
+"""Float ops over an array module: NumPy for CpuBackend, CuPy for CudaBackend."""
+
+from __future__ import annotations
+
+import operator
+from typing import Any
+
+import numpy as np
+
+from burnpy.backend.device import Device
+from burnpy.backend.distribution import Distribution
+from burnpy.backend.dtype import DType
+from burnpy_cpu.array_ops._shared import A, ArrayLayoutOps
+
+_raw = ArrayLayoutOps.__dict__.__getitem__
+_HALF = (np.dtype(np.float16), DType.bfloat16.numpy)
+_F32 = np.dtype(np.float32)
+
+
+class ArrayFloatOps(ArrayLayoutOps):
+    """The float op family; ``special`` is the module providing ``erf`` (scipy.special)."""
+
+    special: Any = None
+
+    float_from_data = _raw("_from_data")
+    float_into_data = _raw("_into_data")
+    float_empty = _raw("_empty")
+    float_full = _raw("_full")
+    float_cast = _raw("_cast")
+    float_reshape = _raw("_reshape")
+    float_swap_dims = _raw("_swap_dims")
+    float_permute = _raw("_permute")
+    float_flip = _raw("_flip")
+    float_expand = _raw("_expand")
+    float_repeat_dim = _raw("_repeat_dim")
+    float_cat = _raw("_cat")
+    float_unfold = _raw("_unfold")
+    float_slice = _raw("_slice")
+    float_slice_assign = _raw("_slice_assign")
+    float_gather = _raw("_gather")
+    float_scatter = _raw("_scatter")
+    float_scatter_add = _raw("_scatter_add")
+    float_select = _raw("_select")
+    float_select_assign = _raw("_select_assign")
+    float_select_add = _raw("_select_add")
+    float_mask_where = _raw("_mask_where")
+    float_mask_fill = _raw("_mask_fill")
+    float_max = _raw("_max")
+    float_min = _raw("_min")
+    float_max_dim_with_indices = _raw("_max_dim_with_indices")
+    float_min_dim_with_indices = _raw("_min_dim_with_indices")
+    float_cummax_with_indices = _raw("_cummax_with_indices")
+    float_cummin_with_indices = _raw("_cummin_with_indices")
+    float_sort_with_indices = _raw("_sort_with_indices")
+    float_equal = float_equal_elem = _raw("_equal")
+    float_not_equal = float_not_equal_elem = _raw("_not_equal")
+    float_greater = float_greater_elem = _raw("_greater")
+    float_greater_equal = float_greater_equal_elem = _raw("_greater_equal")
+    float_lower = float_lower_elem = _raw("_lower")
+    float_lower_equal = float_lower_equal_elem = _raw("_lower_equal")
+
+    # Operators dispatch straight to the array type: the cheapest call Python has.
+    float_add = float_add_scalar = staticmethod(operator.add)
+    float_sub = float_sub_scalar = staticmethod(operator.sub)
+    float_mul = float_mul_scalar = staticmethod(operator.mul)
+    float_div = float_div_scalar = staticmethod(operator.truediv)
+    float_remainder = float_remainder_scalar = staticmethod(operator.mod)
+    float_matmul = staticmethod(operator.matmul)
+    float_neg = staticmethod(operator.neg)
+    float_abs = staticmethod(operator.abs)
+    float_powf = float_powf_scalar = staticmethod(operator.pow)
+
+    @classmethod
+    def float_random(cls, shape: tuple[int, ...], distribution: Distribution, device: Device,
+                     dtype: DType) -> A:
+        gen = cls._generator(device)
+        sample_dtype = dtype.numpy if dtype.numpy in (_F32, np.dtype(np.float64)) else _F32
+        if distribution.kind == "uniform":
+            lo, hi = distribution.a, distribution.b
+            out = gen.random(shape, dtype=sample_dtype)
+            if (lo, hi) != (0.0, 1.0):
+                out = out * (hi - lo) + lo
+        elif distribution.kind == "normal":
+            out = gen.standard_normal(shape, dtype=sample_dtype)
+            out = out * distribution.b + distribution.a
+        else:
+            out = (gen.random(shape, dtype=sample_dtype) < distribution.a).astype(sample_dtype)
+        return cls.xp.asarray(out).astype(dtype.numpy, copy=False)
+
+    @classmethod
+    def _generator(cls, device: Device) -> Any:
+        raise TypeError(f"{cls.__name__} must provide _generator")
+
+    @staticmethod
+    def float_into_int(tensor: A, dtype: DType) -> A:
+        return tensor.astype(dtype.numpy)
+
+    @classmethod
+    def float_recip(cls, tensor: A) -> A:
+        return cls.xp.reciprocal(tensor)
+
+    @classmethod
+    def float_sign(cls, tensor: A) -> A:
+        return cls.xp.sign(tensor)
+
+    @classmethod
+    def float_exp(cls, tensor: A) -> A:
+        return cls.xp.exp(tensor)
+
+    @classmethod
+    def float_expm1(cls, tensor: A) -> A:
+        return cls.xp.expm1(tensor)
+
+    @classmethod
+    def float_log(cls, tensor: A) -> A:
+        return cls.xp.log(tensor)
+
+    @classmethod
+    def float_log1p(cls, tensor: A) -> A:
+        return cls.xp.log1p(tensor)
+
+    @classmethod
+    def float_sqrt(cls, tensor: A) -> A:
+        return cls.xp.sqrt(tensor)
+
+    @classmethod
+    def float_square(cls, tensor: A) -> A:
+        return cls.xp.square(tensor)
+
+    @classmethod
+    def float_sin(cls, tensor: A) -> A:
+        return cls.xp.sin(tensor)
+
+    @classmethod
+    def float_cos(cls, tensor: A) -> A:
+        return cls.xp.cos(tensor)
+
+    @classmethod
+    def float_tan(cls, tensor: A) -> A:
+        return cls.xp.tan(tensor)
+
+    @classmethod
+    def float_asin(cls, tensor: A) -> A:
+        return cls.xp.arcsin(tensor)
+
+    @classmethod
+    def float_acos(cls, tensor: A) -> A:
+        return cls.xp.arccos(tensor)
+
+    @classmethod
+    def float_atan(cls, tensor: A) -> A:
+        return cls.xp.arctan(tensor)
+
+    @classmethod
+    def float_sinh(cls, tensor: A) -> A:
+        return cls.xp.sinh(tensor)
+
+    @classmethod
+    def float_cosh(cls, tensor: A) -> A:
+        return cls.xp.cosh(tensor)
+
+    @classmethod
+    def float_tanh(cls, tensor: A) -> A:
+        return cls.xp.tanh(tensor)
+
+    @classmethod
+    def float_asinh(cls, tensor: A) -> A:
+        return cls.xp.arcsinh(tensor)
+
+    @classmethod
+    def float_acosh(cls, tensor: A) -> A:
+        return cls.xp.arccosh(tensor)
+
+    @classmethod
+    def float_atanh(cls, tensor: A) -> A:
+        return cls.xp.arctanh(tensor)
+
+    @classmethod
+    def float_atan2(cls, lhs: A, rhs: A) -> A:
+        return cls.xp.arctan2(lhs, rhs)
+
+    @classmethod
+    def float_erf(cls, tensor: A) -> A:
+        if tensor.dtype in _HALF:
+            return cls.special.erf(tensor.astype(_F32)).astype(tensor.dtype)
+        return cls.special.erf(tensor)
+
+    @classmethod
+    def float_round(cls, tensor: A) -> A:
+        return cls.xp.round(tensor)
+
+    @classmethod
+    def float_floor(cls, tensor: A) -> A:
+        return cls.xp.floor(tensor)
+
+    @classmethod
+    def float_ceil(cls, tensor: A) -> A:
+        return cls.xp.ceil(tensor)
+
+    @classmethod
+    def float_trunc(cls, tensor: A) -> A:
+        return cls.xp.trunc(tensor)
+
+    @classmethod
+    def float_clamp(cls, tensor: A, min: float | None, max: float | None) -> A:
+        return cls.xp.clip(tensor, min, max)
+
+    @classmethod
+    def float_clamp_min(cls, tensor: A, min: float) -> A:
+        return cls.xp.maximum(tensor, min)
+
+    @classmethod
+    def float_clamp_max(cls, tensor: A, max: float) -> A:
+        return cls.xp.minimum(tensor, max)
+
+    @classmethod
+    def float_is_nan(cls, tensor: A) -> A:
+        return cls.xp.isnan(tensor)
+
+    @classmethod
+    def float_is_inf(cls, tensor: A) -> A:
+        return cls.xp.isinf(tensor)
+
+    # Half-precision reductions accumulate in float32, as torch does, then cast back.
+    @classmethod
+    def float_sum(cls, tensor: A) -> A:
+        acc = _F32 if tensor.dtype in _HALF else tensor.dtype
+        return cls.xp.asarray(tensor.sum(dtype=acc)).astype(tensor.dtype, copy=False)
+
+    @staticmethod
+    def float_sum_dim(tensor: A, dim: int) -> A:
+        acc = _F32 if tensor.dtype in _HALF else tensor.dtype
+        return tensor.sum(axis=dim, keepdims=True, dtype=acc).astype(tensor.dtype, copy=False)
+
+    @classmethod
+    def float_mean(cls, tensor: A) -> A:
+        acc = _F32 if tensor.dtype in _HALF else tensor.dtype
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return cls.xp.asarray(tensor.mean(dtype=acc)).astype(tensor.dtype, copy=False)
+
+    @staticmethod
+    def float_mean_dim(tensor: A, dim: int) -> A:
+        acc = _F32 if tensor.dtype in _HALF else tensor.dtype
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return tensor.mean(axis=dim, keepdims=True, dtype=acc).astype(tensor.dtype, copy=False)
+
+    @classmethod
+    def float_prod(cls, tensor: A) -> A:
+        acc = _F32 if tensor.dtype in _HALF else tensor.dtype
+        return cls.xp.asarray(tensor.prod(dtype=acc)).astype(tensor.dtype, copy=False)
+
+    @staticmethod
+    def float_prod_dim(tensor: A, dim: int) -> A:
+        acc = _F32 if tensor.dtype in _HALF else tensor.dtype
+        return tensor.prod(axis=dim, keepdims=True, dtype=acc).astype(tensor.dtype, copy=False)
+
+    @staticmethod
+    def float_cumsum(tensor: A, dim: int) -> A:
+        acc = _F32 if tensor.dtype in _HALF else tensor.dtype
+        return tensor.cumsum(axis=dim, dtype=acc).astype(tensor.dtype, copy=False)
+
+    @staticmethod
+    def float_cumprod(tensor: A, dim: int) -> A:
+        acc = _F32 if tensor.dtype in _HALF else tensor.dtype
+        return tensor.cumprod(axis=dim, dtype=acc).astype(tensor.dtype, copy=False)

@@ -1,0 +1,87 @@
+"""``CpuBackend``: the NumPy backend, burnpy's embedded default."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, ClassVar
+
+import numpy as np
+import scipy.special
+
+from burnpy.backend.base import Backend
+from burnpy.backend.device import Device
+from burnpy.backend.dtype import DType
+from burnpy_cpu.array_ops.activation_ops import ArrayActivationOps
+from burnpy_cpu.array_ops.bool_ops import ArrayBoolOps
+from burnpy_cpu.array_ops.float_ops import ArrayFloatOps
+from burnpy_cpu.array_ops.int_ops import ArrayIntOps
+from burnpy_cpu.array_ops.module_ops import ArrayModuleOps
+
+CPU = Device("cpu", 0)
+
+
+class CpuDevice:
+    """The CPU backend's single device, ``Device("cpu", 0)``."""
+
+    def __new__(cls, index: int = 0) -> Device:  # type: ignore[misc]
+        return CPU
+
+
+_UNSUPPORTED = frozenset({DType.qint8, DType.qint4, DType.qint2})
+
+
+class CpuBackend(ArrayFloatOps, ArrayIntOps, ArrayBoolOps, ArrayModuleOps, ArrayActivationOps,
+                 Backend):
+    """Every op on NumPy arrays: primitives of all three kinds are ``numpy.ndarray``."""
+
+    xp: ClassVar[Any] = np
+    special: ClassVar[Any] = scipy.special
+    Device: ClassVar[Any] = CpuDevice
+    FloatTensorPrimitive: ClassVar[Any] = np.ndarray
+    IntTensorPrimitive: ClassVar[Any] = np.ndarray
+    BoolTensorPrimitive: ClassVar[Any] = np.ndarray
+    multi_device: ClassVar[bool] = False
+    trusted_binary_ops: ClassVar[bool] = True
+    _generators: ClassVar[dict[Device, np.random.Generator]] = {}
+    _generator_lock: ClassVar[threading.Lock] = threading.Lock()
+
+    @classmethod
+    def name(cls, device: Device | None = None) -> str:
+        return "cpu"
+
+    @classmethod
+    def devices(cls) -> list[Device]:
+        return [CPU]
+
+    @classmethod
+    def default_device(cls) -> Device:
+        return CPU
+
+    @classmethod
+    def supports_dtype(cls, device: Device, dtype: DType) -> bool:
+        return dtype not in _UNSUPPORTED
+
+    @classmethod
+    def seed(cls, device: Device, seed: int) -> None:
+        with cls._generator_lock:
+            cls._generators[device] = np.random.default_rng(seed)
+
+    @classmethod
+    def _generator(cls, device: Device) -> np.random.Generator:
+        gen = cls._generators.get(device)
+        if gen is None:
+            with cls._generator_lock:
+                gen = cls._generators.setdefault(device, np.random.default_rng())
+        return gen
+
+    @staticmethod
+    def _device(tensor: Any) -> Device:
+        return CPU
+
+    float_device = int_device = bool_device = _device
+
+    @staticmethod
+    def _to_device(tensor: Any, device: Device) -> Any:
+        return tensor
+
+    float_to_device = int_to_device = bool_to_device = _to_device
