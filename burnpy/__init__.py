@@ -31,6 +31,7 @@ from burnpy.backend.dtype import (
     uint8,
     uint32,
 )
+from burnpy.quantization import QuantScheme
 from burnpy.tensor import Tensor, cat, stack
 
 
@@ -47,7 +48,7 @@ def tensor(data: object, **kwargs: object) -> Tensor:
 __all__ = [
     "Backend", "BackendMismatchError", "BurnpyError", "DType", "DTypeError", "Device",
     "DeviceMismatchError", "Distribution", "IndexOutOfBoundsError", "InvalidArgumentError",
-    "KindError", "ShapeError", "Tensor", "TensorData", "UnsupportedDTypeError", "bfloat16",
-    "bool_", "cat", "float16", "float32", "float64", "int8", "int16", "int32", "int64",
-    "stack", "tensor", "uint8", "uint32", "where",
+    "KindError", "QuantScheme", "ShapeError", "Tensor", "TensorData", "UnsupportedDTypeError",
+    "bfloat16", "bool_", "cat", "float16", "float32", "float64", "int8", "int16", "int32",
+    "int64", "stack", "tensor", "uint8", "uint32", "where",
 ]

@@ -10,12 +10,12 @@ import scipy.special
 
 from burnpy.backend.base import Backend
 from burnpy.backend.device import Device
-from burnpy.backend.dtype import DType
 from burnpy_cpu.array_ops.activation_ops import ArrayActivationOps
 from burnpy_cpu.array_ops.bool_ops import ArrayBoolOps
 from burnpy_cpu.array_ops.float_ops import ArrayFloatOps
 from burnpy_cpu.array_ops.int_ops import ArrayIntOps
 from burnpy_cpu.array_ops.module_ops import ArrayModuleOps
+from burnpy_cpu.array_ops.q_ops import ArrayQOps, QuantizedArray
 
 CPU = Device("cpu", 0)
 
@@ -27,12 +27,10 @@ class CpuDevice:
         return CPU
 
 
-_UNSUPPORTED = frozenset({DType.qint8, DType.qint4, DType.qint2})
-
-
-class CpuBackend(ArrayFloatOps, ArrayIntOps, ArrayBoolOps, ArrayModuleOps, ArrayActivationOps,
-                 Backend):
-    """Every op on NumPy arrays: primitives of all three kinds are ``numpy.ndarray``."""
+class CpuBackend(ArrayFloatOps, ArrayIntOps, ArrayBoolOps, ArrayQOps, ArrayModuleOps,
+                 ArrayActivationOps, Backend):
+    """Every op on NumPy arrays: float, int and bool primitives are ``numpy.ndarray``;
+    quantized ones are ``QuantizedArray`` (int8 or packed uint32 values plus scales)."""
 
     xp: ClassVar[Any] = np
     special: ClassVar[Any] = scipy.special
@@ -40,6 +38,7 @@ class CpuBackend(ArrayFloatOps, ArrayIntOps, ArrayBoolOps, ArrayModuleOps, Array
     FloatTensorPrimitive: ClassVar[Any] = np.ndarray
     IntTensorPrimitive: ClassVar[Any] = np.ndarray
     BoolTensorPrimitive: ClassVar[Any] = np.ndarray
+    QuantizedTensorPrimitive: ClassVar[Any] = QuantizedArray
     multi_device: ClassVar[bool] = False
     trusted_binary_ops: ClassVar[bool] = True
     _generators: ClassVar[dict[Device, np.random.Generator]] = {}
@@ -58,10 +57,6 @@ class CpuBackend(ArrayFloatOps, ArrayIntOps, ArrayBoolOps, ArrayModuleOps, Array
         return CPU
 
     @classmethod
-    def supports_dtype(cls, device: Device, dtype: DType) -> bool:
-        return dtype not in _UNSUPPORTED
-
-    @classmethod
     def seed(cls, device: Device, seed: int) -> None:
         with cls._generator_lock:
             cls._generators[device] = np.random.default_rng(seed)
@@ -78,10 +73,10 @@ class CpuBackend(ArrayFloatOps, ArrayIntOps, ArrayBoolOps, ArrayModuleOps, Array
     def _device(tensor: Any) -> Device:
         return CPU
 
-    float_device = int_device = bool_device = _device
+    float_device = int_device = bool_device = q_device = _device
 
     @staticmethod
     def _to_device(tensor: Any, device: Device) -> Any:
         return tensor
 
-    float_to_device = int_to_device = bool_to_device = _to_device
+    float_to_device = int_to_device = bool_to_device = q_to_device = _to_device

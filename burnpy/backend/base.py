@@ -18,13 +18,14 @@ from burnpy.backend.ops.bool_ops import BoolOps
 from burnpy.backend.ops.float_ops import FloatOps
 from burnpy.backend.ops.int_ops import IntOps
 from burnpy.backend.ops.module_ops import ModuleOps
+from burnpy.backend.ops.q_ops import QOps
 
 
 class IncompleteBackendError(BurnpyError, TypeError):
     """A concrete backend class that leaves required ops unimplemented."""
 
 
-class Backend(FloatOps, IntOps, BoolOps, ModuleOps, ActivationOps):
+class Backend(FloatOps, IntOps, BoolOps, QOps, ModuleOps, ActivationOps):
     """Base of every backend. Never instantiated: ``CpuBackend.float_add(a, b)``.
 
     Associated types (class attributes): ``Device`` (the device class),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -16,20 +17,39 @@ def contiguous(arr: np.ndarray) -> np.ndarray:
     return arr if arr.flags.c_contiguous else arr.copy(order="C")
 
 
+@dataclass(frozen=True, slots=True, eq=False)
+class QuantParams:
+    """The parameters of quantized host data: ``scales`` (in the scheme's scale dtype), the
+    two-level ``tensor_scale``, the axis blocks run along, the scheme, and the float dtype
+    the values dequantize to."""
+
+    scales: np.ndarray
+    tensor_scale: np.ndarray | None
+    block_axis: int | None
+    scheme: Any
+    float_dtype: DType
+
+
 class TensorData:
     """Host-side tensor contents, the currency of ``from_data``/``into_data`` on every backend.
 
-    ``array`` is a NumPy array whose dtype is ``dtype.numpy`` (bfloat16 via ml_dtypes).
+    ``array`` is a NumPy array whose dtype is ``dtype.numpy`` (bfloat16 via ml_dtypes). For a
+    quantized dtype, ``array`` holds the integer values (int8, logical shape) and ``quant``
+    their scales and scheme.
     """
 
-    __slots__ = ("array", "dtype")
+    __slots__ = ("array", "dtype", "quant")
 
-    def __init__(self, array: np.ndarray, dtype: DType | None = None) -> None:
+    def __init__(self, array: np.ndarray, dtype: DType | None = None,
+                 quant: QuantParams | None = None) -> None:
         dt = dtype_of_numpy(array.dtype) if dtype is None else dtype
         if array.dtype != dt.numpy:
             raise DTypeError(f"TensorData: array dtype {array.dtype} does not store {dt!r}")
+        if dt.is_quantized and quant is None:
+            raise DTypeError(f"TensorData: quantized dtype {dt!r} needs its QuantParams")
         self.array = array
         self.dtype = dt
+        self.quant = quant
 
     @staticmethod
     def from_any(value: Any, dtype: DTypeLike | None = None, *,
@@ -77,7 +97,12 @@ class TensorData:
 
     def convert(self, dtype: DType) -> TensorData:
         """The same values in another dtype."""
-        return self if dtype is self.dtype else TensorData(self.array.astype(dtype.numpy), dtype)
+        if dtype is self.dtype:
+            return self
+        if self.quant is not None or dtype.is_quantized:
+            raise DTypeError(f"TensorData: cannot convert {self.dtype!r} to {dtype!r}; "
+                             "quantize or dequantize the tensor instead")
+        return TensorData(self.array.astype(dtype.numpy), dtype)
 
     def to_list(self) -> Any:
         return self.array.tolist()
@@ -92,6 +117,11 @@ class TensorData:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, TensorData):
             return NotImplemented
+        if self.quant is not None or other.quant is not None:
+            a, b = self.quant, other.quant
+            if a is None or b is None or a.scheme != b.scheme or a.block_axis != b.block_axis \
+                    or not np.array_equal(a.scales, b.scales):
+                return False
         return self.dtype is other.dtype and np.array_equal(self.array, other.array)
 
     def __repr__(self) -> str:

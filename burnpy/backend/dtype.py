@@ -109,6 +109,10 @@ _TO_NUMPY: dict[DType, np.dtype[Any]] = {
     DType.bool_: np.dtype(np.bool_),
 }
 _FROM_NUMPY: dict[np.dtype[Any], DType] = {v: k for k, v in _TO_NUMPY.items()}
+# Quantized values are int8 on the host (sub-byte ones unpacked); the reverse map above
+# stays unambiguous because it is built before these entries.
+_TO_NUMPY.update({DType.qint8: np.dtype(np.int8), DType.qint4: np.dtype(np.int8),
+                  DType.qint2: np.dtype(np.int8)})
 _BY_NAME: dict[str, DType] = {d.value: d for d in DType}
 _BY_NAME.update({"bool_": DType.bool_, "f64": DType.float64, "f32": DType.float32,
                  "f16": DType.float16, "bf16": DType.bfloat16, "i64": DType.int64,

@@ -30,9 +30,12 @@ def new(backend: type[Backend], primitive: Any, kind: str, _alloc: Any = object.
 def check_same_backend(op: str, a: Tensor, b: Tensor) -> None:
     """BackendMismatchError / DeviceMismatchError unless ``a`` and ``b`` can meet in ``op``."""
     if a.backend is not b.backend:
+        na, nb = a.backend.name(), b.backend.name()
+        if na == nb:  # e.g. a subclass keeping its parent's name: tell them apart
+            na, nb = a.backend.__qualname__, b.backend.__qualname__
         raise BackendMismatchError(
-            f"{op}: tensors are on different backends ({a.backend.name()} and "
-            f"{b.backend.name()}); move one with .to_backend() or .inner()/Tensor.from_inner()")
+            f"{op}: tensors are on different backends ({na} and {nb}); move one with "
+            ".to_backend() or .inner()/Tensor.from_inner()")
     if a.backend.multi_device:
         da, db = a.device, b.device
         if da != db:

@@ -11,7 +11,13 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from burnpy.backend.dtype import DType
-from burnpy.backend.errors import DTypeError, KindError, ShapeError, describe
+from burnpy.backend.errors import (
+    DTypeError,
+    InvalidArgumentError,
+    KindError,
+    ShapeError,
+    describe,
+)
 from burnpy.tensor._core import (
     BOOL,
     FLOAT,
@@ -23,6 +29,7 @@ from burnpy.tensor._core import (
     new,
 )
 from burnpy.tensor.checks import broadcast_shapes, normalize_dim
+from burnpy.tensor.quantized import check_same_scheme, dequantized, requantized
 
 if TYPE_CHECKING:
     from burnpy.tensor.tensor import Tensor
@@ -157,7 +164,10 @@ def _binary_slow(spec: _BinarySpec, a: Tensor, other: Any) -> Tensor:
     """The general path: scalars of any type, promotion, broadcasting and kind rules."""
     op = spec.name
     if a.kind is QUANTIZED or getattr(other, "kind", None) is QUANTIZED:
-        raise KindError(f"{op}: quantized tensors take no arithmetic; dequantize() first")
+        # Arithmetic on quantized operands happens in float (Burn's rule); the result is
+        # re-quantized only when an operand's scheme asks for propagation.
+        result = _binary_slow(spec, dequantized(a), dequantized(other))
+        return requantized(result, a, other) if result.kind is FLOAT else result
     if isinstance(other, PY_NUMBER) or _is_numpy_scalar(other):
         return _binary_scalar(spec, a, other)
     if not hasattr(other, "primitive"):
@@ -231,6 +241,13 @@ def _binary_scalar(spec: _BinarySpec, a: Tensor, value: Any) -> Tensor:
         return _binary_slow(spec, a, _scalar_like(a, value, op))
     return new(b, getattr(b, spec.int_scalar)(a.primitive, value),
                BOOL if spec.returns_bool else INT)
+
+
+def _all_false(t: Tensor) -> Tensor:
+    """A bool tensor of ``t``'s shape, all False (isnan/isinf of an int or bool tensor)."""
+    from burnpy.tensor.tensor import Tensor
+
+    return Tensor.full(t.shape, False, backend=t.backend, device=t.device)
 
 
 def _check_no_int_zero(op: str, b: Any, q: Any) -> None:
@@ -368,7 +385,8 @@ class ArithmeticOps:
         """x * Phi(x); ``approximate="tanh"`` for the tanh form."""
         _require_float(self, "gelu")
         if approximate not in ("none", "tanh"):
-            raise ShapeError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
+            raise InvalidArgumentError(
+                f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
         return new(self.backend, self.backend.gelu(self.primitive, approximate), FLOAT)
 
     def leaky_relu(self: Tensor, negative_slope: float = 0.01) -> Tensor:
@@ -399,7 +417,7 @@ class ArithmeticOps:
     def clamp(self: Tensor, min: float | None = None, max: float | None = None) -> Tensor:
         """Limit values to [min, max]; either bound may be omitted."""
         if min is None and max is None:
-            raise ShapeError("clamp: give at least one of min and max")
+            raise InvalidArgumentError("clamp: give at least one of min and max")
         b = self.backend
         if self.kind is FLOAT:
             lo = None if min is None else float(min)
@@ -435,14 +453,14 @@ class ArithmeticOps:
 
     def isnan(self: Tensor) -> Tensor:
         if self.kind is not FLOAT:
-            return _scalar_like(self, False, "isnan").expand(self.shape)
+            return _all_false(self)
         return new(self.backend, self.backend.float_is_nan(self.primitive), BOOL)
 
     is_nan = isnan
 
     def isinf(self: Tensor) -> Tensor:
         if self.kind is not FLOAT:
-            return _scalar_like(self, False, "isinf").expand(self.shape)
+            return _all_false(self)
         return new(self.backend, self.backend.float_is_inf(self.primitive), BOOL)
 
     is_inf = isinf
@@ -505,6 +523,8 @@ class ArithmeticOps:
                 return new(b, b.float_matmul(p, q), FLOAT)
         check_same_backend(op, self, other)
         a, c = self, other
+        if QUANTIZED in (a.kind, c.kind):
+            return _quantized_matmul(a, c)
         if a.kind not in (FLOAT, INT) or c.kind is not a.kind:
             raise KindError(f"{op}: expects two float or two int tensors, got {a.kind} "
                             f"({a.dtype!r}) and {c.kind} ({c.dtype!r})")
@@ -541,3 +561,22 @@ class ArithmeticOps:
 
     def __rmatmul__(self: Tensor, other: Any) -> Tensor:
         return NotImplemented  # type: ignore[return-value]
+
+
+def _quantized_matmul(a: Tensor, c: Tensor) -> Tensor:
+    """Matmul with a quantized operand: a float one is quantized dynamically with the other's
+    scheme (blocks along the contracted dim), then the backend multiplies the integers."""
+    op = "matmul"
+    if a.ndim < 2 or c.ndim < 2 or a.shape[-1] != c.shape[-2]:
+        raise ShapeError(f"{op}: quantized operands need [..., m, k] @ [..., k, n], got "
+                         f"{describe(a.shape)} @ {describe(c.shape)}")
+    if a.kind is not QUANTIZED:
+        a = a.quantize(c.scheme)
+    if c.kind is not QUANTIZED:
+        c = c.mT.quantize(a.scheme).mT
+    check_same_scheme(op, a, c)
+    if a.ndim != c.ndim or a.shape[:-2] != c.shape[:-2]:
+        raise ShapeError(f"{op}: quantized operands need equal batch dims, got "
+                         f"{describe(a.shape)} @ {describe(c.shape)}")
+    out = new(a.backend, a.backend.q_matmul(a.primitive, c.primitive), FLOAT)
+    return requantized(out, a, c)

@@ -14,6 +14,7 @@ from burnpy.backend.errors import (
 )
 from burnpy.tensor._core import FLOAT, QUANTIZED, check_same_backend, common_dtype, new
 from burnpy.tensor.checks import infer_shape, normalize_dim, normalize_dims, numel
+from burnpy.tensor.quantized import check_same_scheme
 
 if TYPE_CHECKING:
     from burnpy.tensor.tensor import Tensor
@@ -240,8 +241,6 @@ def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     if not tensors:
         raise ShapeError("cat: needs at least one tensor")
     first = tensors[0]
-    if first.kind is QUANTIZED:
-        raise KindError("cat: dequantize() quantized tensors first")
     d = normalize_dim("cat", dim, first.ndim)
     dtype = first.dtype
     for t in tensors[1:]:
@@ -256,6 +255,11 @@ def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
                              f"outside dim {dim}")
     if len(tensors) == 1:
         return first
+    if first.kind is QUANTIZED:
+        for t in tensors[1:]:
+            check_same_scheme("cat", first, t)
+        return new(first.backend, first.backend.q_cat([t.primitive for t in tensors], d),
+                   QUANTIZED)
     parts = [t.cast(dtype).primitive for t in tensors]
     return new(first.backend, kind_op(first, "cat")(parts, d), first.kind)
 

@@ -34,6 +34,7 @@ from burnpy.tensor.arithmetic import ArithmeticOps
 from burnpy.tensor.checks import normalize_dim, numel
 from burnpy.tensor.indexing import IndexingOps
 from burnpy.tensor.layout import LayoutOps
+from burnpy.tensor.quantized import QuantizedOps
 from burnpy.tensor.reduction import ReductionOps
 
 if TYPE_CHECKING:
@@ -49,7 +50,7 @@ def _kind_of(dtype: DType) -> str:
     return dtype.kind
 
 
-class Tensor(ArithmeticOps, LayoutOps, ReductionOps, IndexingOps):
+class Tensor(ArithmeticOps, LayoutOps, ReductionOps, IndexingOps, QuantizedOps):
     """A tensor of one backend type. Build with ``Tensor.from_data``, ``zeros``, ``random``...
 
     ``backend`` is the backend class (``CpuBackend``, ``Autodiff(CpuBackend)``...), ``primitive``
@@ -525,7 +526,8 @@ def _from_tensor_data(b: type[Backend], td: TensorData, device: Device | None, o
     dev = _device_for(b, device)
     _check_supported(b, dev, td.dtype, op)
     kind = _kind_of(td.dtype)
-    fn = {FLOAT: b.float_from_data, INT: b.int_from_data, BOOL: b.bool_from_data}[kind]
+    fn = {FLOAT: b.float_from_data, INT: b.int_from_data, BOOL: b.bool_from_data,
+          QUANTIZED: b.q_from_data}[kind]
     return new(b, fn(td, dev), kind)
 
 
