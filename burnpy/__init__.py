@@ -9,6 +9,7 @@ from burnpy.backend import (
     Device,
     DeviceMismatchError,
     Distribution,
+    DivisionByZeroError,
     DType,
     DTypeError,
     IndexOutOfBoundsError,
@@ -47,8 +48,8 @@ def tensor(data: object, **kwargs: object) -> Tensor:
 
 __all__ = [
     "Backend", "BackendMismatchError", "BurnpyError", "DType", "DTypeError", "Device",
-    "DeviceMismatchError", "Distribution", "IndexOutOfBoundsError", "InvalidArgumentError",
-    "KindError", "QuantScheme", "ShapeError", "Tensor", "TensorData", "UnsupportedDTypeError",
-    "bfloat16", "bool_", "cat", "float16", "float32", "float64", "int8", "int16", "int32",
-    "int64", "stack", "tensor", "uint8", "uint32", "where",
+    "DeviceMismatchError", "DivisionByZeroError", "Distribution", "IndexOutOfBoundsError",
+    "InvalidArgumentError", "KindError", "QuantScheme", "ShapeError", "Tensor", "TensorData",
+    "UnsupportedDTypeError", "bfloat16", "bool_", "cat", "float16", "float32", "float64", "int8",
+    "int16", "int32", "int64", "stack", "tensor", "uint8", "uint32", "where",
 ]

@@ -10,6 +10,7 @@ from burnpy.backend.errors import (
     BackendMismatchError,
     BurnpyError,
     DeviceMismatchError,
+    DivisionByZeroError,
     DTypeError,
     IndexOutOfBoundsError,
     InvalidArgumentError,
@@ -23,6 +24,7 @@ from burnpy.backend.ops.module_ops import ConvOptions, ConvTransposeOptions
 __all__ = [
     "AutodiffError", "Backend", "BackendMismatchError", "BurnpyError", "ConvOptions",
     "ConvTransposeOptions", "DType", "DTypeError", "Device", "DeviceMismatchError",
-    "Distribution", "IncompleteBackendError", "IndexOutOfBoundsError", "InvalidArgumentError",
-    "KindError", "RecordError", "ShapeError", "TensorData", "UnsupportedDTypeError",
+    "DivisionByZeroError", "Distribution", "IncompleteBackendError", "IndexOutOfBoundsError",
+    "InvalidArgumentError", "KindError", "RecordError", "ShapeError", "TensorData",
+    "UnsupportedDTypeError",
 ]

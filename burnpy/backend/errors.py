@@ -47,8 +47,17 @@ class AutodiffError(BurnpyError, RuntimeError):
     """A misuse of the gradient graph: consumed graph, non-leaf require_grad, bad custom op."""
 
 
+class DivisionByZeroError(BurnpyError, ZeroDivisionError):
+    """Integer division or remainder by zero (floats give inf/NaN instead, as IEEE says)."""
+
+
 class RecordError(BurnpyError, OSError):
     """A model file that is missing, truncated, corrupt or does not match the module."""
+
+
+def article(word: str) -> str:
+    """``word`` with "a" or "an" in front ("an int tensor", "a float tensor")."""
+    return ("an " if word[:1] in "aeiou" else "a ") + word
 
 
 def describe(value: object) -> str:

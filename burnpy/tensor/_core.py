@@ -5,7 +5,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from burnpy.backend.dtype import DType, promote_floats, promote_ints
-from burnpy.backend.errors import BackendMismatchError, DeviceMismatchError, DTypeError
+from burnpy.backend.errors import (
+    BackendMismatchError,
+    DeviceMismatchError,
+    DTypeError,
+    article,
+)
 
 if TYPE_CHECKING:
     from burnpy.backend.base import Backend
@@ -52,9 +57,6 @@ def common_dtype(op: str, a: Tensor, b: Tensor) -> DType:
         return promote_floats(da, db)
     if a.kind is INT and b.kind is INT:
         return promote_ints(da, db)
-    raise DTypeError(f"{op}: cannot mix {_article(a.kind)} tensor ({da!r}) with "
-                     f"{_article(b.kind)} tensor ({db!r}); cast one with .float() or .int()")
+    raise DTypeError(f"{op}: cannot mix {article(a.kind)} tensor ({da!r}) with "
+                     f"{article(b.kind)} tensor ({db!r}); cast one with .float() or .int()")
 
-
-def _article(kind: str) -> str:
-    return ("an " if kind[0] in "aeiou" else "a ") + kind

@@ -12,10 +12,12 @@ from typing import TYPE_CHECKING, Any
 
 from burnpy.backend.dtype import DType
 from burnpy.backend.errors import (
+    DivisionByZeroError,
     DTypeError,
     InvalidArgumentError,
     KindError,
     ShapeError,
+    article,
     describe,
 )
 from burnpy.tensor._core import (
@@ -236,7 +238,7 @@ def _binary_scalar(spec: _BinarySpec, a: Tensor, value: Any) -> Tensor:
                              "int; use .float()")
         return new(b, b.int_powi_scalar(a.primitive, value), INT)
     if spec.name in ("floor_div", "remainder") and value == 0:
-        raise ZeroDivisionError(f"{op}: integer division by zero")
+        raise DivisionByZeroError(f"{op}: integer division by zero")
     if spec.int_scalar is None:
         return _binary_slow(spec, a, _scalar_like(a, value, op))
     return new(b, getattr(b, spec.int_scalar)(a.primitive, value),
@@ -252,7 +254,7 @@ def _all_false(t: Tensor) -> Tensor:
 
 def _check_no_int_zero(op: str, b: Any, q: Any) -> None:
     if bool(b.bool_into_data(b.int_any(b.int_equal_elem(q, 0))).array):
-        raise ZeroDivisionError(f"{op}: integer division by zero")
+        raise DivisionByZeroError(f"{op}: integer division by zero")
 
 
 def _is_numpy_scalar(value: Any) -> bool:
@@ -274,8 +276,8 @@ def _make_unary(op: str, *, ints: str | None = None, int_identity: bool = False,
             return new(self.backend, getattr(self.backend, ints)(self.primitive), INT)
         if kind is INT and int_identity:
             return self
-        raise KindError(f"{op}: expects a float tensor, got a {kind} tensor ({self.dtype!r}); "
-                        "convert with .float()")
+        raise KindError(f"{op}: expects a float tensor, got {article(kind)} tensor "
+                        f"({self.dtype!r}); convert with .float()")
 
     method.__name__ = op
     method.__doc__ = doc or f"Elementwise {op}."
@@ -294,8 +296,8 @@ def _make_activation(op: str, doc: str) -> Callable[..., Tensor]:
 
 def _require_float(t: Tensor, op: str) -> None:
     if t.kind is not FLOAT:
-        raise KindError(f"{op}: expects a float tensor, got a {t.kind} tensor ({t.dtype!r}); "
-                        "convert with .float()")
+        raise KindError(f"{op}: expects a float tensor, got {article(t.kind)} tensor "
+                        f"({t.dtype!r}); convert with .float()")
 
 
 class ArithmeticOps:

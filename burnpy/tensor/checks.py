@@ -47,6 +47,8 @@ def normalize_dim(op: str, dim: int, ndim: int, *, inserting: bool = False) -> i
 
 def normalize_dims(op: str, dims: Sequence[int], ndim: int) -> tuple[int, ...]:
     """Several dims normalized, rejecting repeats."""
+    if not isinstance(dims, Sequence):
+        raise IndexOutOfBoundsError(f"{op}: dims must be ints, got {dims!r}")
     out = tuple(normalize_dim(op, d, ndim) for d in dims)
     if len(set(out)) != len(out):
         raise IndexOutOfBoundsError(f"{op}: repeated dim in {tuple(dims)}")

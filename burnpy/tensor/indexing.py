@@ -20,6 +20,7 @@ from burnpy.backend.errors import (
     IndexOutOfBoundsError,
     KindError,
     ShapeError,
+    article,
     describe,
 )
 from burnpy.tensor._core import BOOL, FLOAT, INT, check_same_backend, common_dtype, new
@@ -260,8 +261,9 @@ class IndexingOps:
                                 dtype=self.dtype)
         check_same_backend("setitem", self, value)
         if value.kind is not self.kind:
-            raise DTypeError(f"setitem: cannot assign a {value.kind} value ({value.dtype!r}) "
-                             f"into a {self.kind} tensor ({self.dtype!r})")
+            raise DTypeError(f"setitem: cannot assign {article(value.kind)} value "
+                             f"({value.dtype!r}) "
+                             f"into {article(self.kind)} tensor ({self.dtype!r})")
         value = value.cast(self.dtype)
         if len(key) == 1 and not _is_basic(key[0]):
             idx = _as_index_tensor(self, key[0])

@@ -42,7 +42,7 @@ def _reduce(t: Tensor, op: str, dim: Dims, keepdim: bool) -> Tensor:
     if dim is None:
         out = new(b, kind_op(t, op)(t.primitive), t.kind)
         return out.reshape((1,) * t.ndim) if keepdim else out
-    dims = normalize_dims(op, (dim,) if isinstance(dim, int) else dim, t.ndim)
+    dims = normalize_dims(op, dim if isinstance(dim, Sequence) else (dim,), t.ndim)
     fn = kind_op(t, op + "_dim")
     p = t.primitive
     for d in sorted(dims):

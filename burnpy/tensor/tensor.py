@@ -26,6 +26,7 @@ from burnpy.backend.errors import (
     KindError,
     ShapeError,
     UnsupportedDTypeError,
+    article,
     describe,
 )
 from burnpy.tensor import _core
@@ -359,11 +360,12 @@ class Tensor(ArithmeticOps, LayoutOps, ReductionOps, IndexingOps, QuantizedOps):
         raise DTypeError(f"cast: cannot cast {self.dtype!r} to {dt!r}")
 
     def float(self) -> Tensor:
-        """As the backend's default float dtype (or keep a float tensor's own)."""
-        return self if self.kind is FLOAT else self.cast(self.backend.float_dtype)
+        """As the backend's default float dtype (float32 on CPU, as torch's ``.float()``)."""
+        return self.cast(self.backend.float_dtype)
 
     def int(self) -> Tensor:
-        return self if self.kind is INT else self.cast(self.backend.int_dtype)
+        """As the backend's default int dtype (int64 on CPU)."""
+        return self.cast(self.backend.int_dtype)
 
     def bool(self) -> Tensor:
         return self.cast(DType.bool_)
@@ -398,7 +400,7 @@ class Tensor(ArithmeticOps, LayoutOps, ReductionOps, IndexingOps, QuantizedOps):
         b = self.backend
         if self.kind is not FLOAT:
             raise KindError(f"require_grad: only float tensors can track gradients, "
-                            f"got a {self.kind} tensor of dtype {self.dtype!r}")
+                            f"got {article(self.kind)} tensor of dtype {self.dtype!r}")
         if not b.ad_enabled():
             raise AutodiffError(f"require_grad: backend {b.name()} does not track gradients; "
                                 f"build the tensor on Autodiff({b.__name__})")

@@ -67,7 +67,8 @@ class Arg:
             arr = arr.astype(np.int64)
         else:
             arr = rng.random(size=shape) < 0.5
-        return arr if self.contiguous else np.ascontiguousarray(arr.T).T
+        arr = np.asarray(arr)
+        return arr if self.contiguous or arr.ndim < 2 else np.ascontiguousarray(arr.T).T
 
 
 def F(*shape: int, low: float = -2.0, high: float = 2.0, contiguous: bool = True,  # noqa: N802
@@ -98,8 +99,10 @@ class OpCase:
     ``fn`` is called with burnpy Tensors (and must use only the Tensor API / functional API);
     ``torch_fn`` with torch tensors (defaults to ``fn`` when the spellings agree). Both may
     return a tensor or a tuple of tensors. ``dtypes`` lists the float dtypes to run (int and
-    bool args keep their kinds). ``grad`` says whether the op is differentiable in its
-    float args. ``rtol``/``atol`` override the per-dtype defaults when an op needs it.
+    bool args keep their kinds); a case whose args are all int (or all bool) lists
+    ``("int64",)`` (or ``("bool",)``). ``grad`` says whether the op is differentiable in its
+    float args. ``rtol``/``atol`` loosen the per-dtype tolerances (the larger one wins)
+    for an op that needs it.
     """
 
     name: str

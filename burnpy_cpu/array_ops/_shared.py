@@ -92,7 +92,9 @@ class ArrayLayoutOps:
 
     @classmethod
     def _gather(cls, tensor: A, dim: int, indices: A) -> A:
-        return cls.xp.take_along_axis(tensor, indices, axis=dim)
+        # torch allows indices shorter than the tensor in the other dims: crop to them.
+        crop = tuple(slice(None) if d == dim else slice(0, n) for d, n in enumerate(indices.shape))
+        return cls.xp.take_along_axis(tensor[crop], indices, axis=dim)
 
     @classmethod
     def _scatter_index(cls, indices: A, dim: int) -> tuple[A, ...]:
@@ -204,13 +206,15 @@ class ArrayLayoutOps:
 
     @classmethod
     def _sort_with_indices(cls, tensor: A, dim: int, descending: bool) -> tuple[A, A]:
+        # bfloat16 (ml_dtypes) sorts NaN out of place; its float32 keys sort NaN last.
+        keys = tensor.astype(np.float32) if tensor.dtype == DType.bfloat16.numpy else tensor
         if descending:
             # Reversing a stable ascending sort of the reversed input is a stable descending
             # sort of the input: equal keys keep their original order.
-            order = cls.xp.argsort(cls.xp.flip(tensor, dim), axis=dim, kind="stable")
+            order = cls.xp.argsort(cls.xp.flip(keys, dim), axis=dim, kind="stable")
             idx = (tensor.shape[dim] - 1) - cls.xp.flip(order, dim)
         else:
-            idx = cls.xp.argsort(tensor, axis=dim, kind="stable")
+            idx = cls.xp.argsort(keys, axis=dim, kind="stable")
         idx = idx.astype(np.int64, copy=False)
         return cls.xp.take_along_axis(tensor, idx, axis=dim), idx
 

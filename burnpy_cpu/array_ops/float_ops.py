@@ -17,6 +17,16 @@ _HALF = (np.dtype(np.float16), DType.bfloat16.numpy)
 _F32 = np.dtype(np.float32)
 
 
+def _keep_dtype(op: Any) -> staticmethod:
+    """``op`` with its result cast back to the first operand's dtype when NumPy widened it."""
+
+    def fn(lhs: A, rhs: Any) -> A:
+        out = op(lhs, rhs)
+        return out if out.dtype == lhs.dtype else out.astype(lhs.dtype)
+
+    return staticmethod(fn)
+
+
 class ArrayFloatOps(ArrayLayoutOps):
     """The float op family; ``special`` is the module providing ``erf`` (scipy.special)."""
 
@@ -60,15 +70,22 @@ class ArrayFloatOps(ArrayLayoutOps):
     float_lower_equal = float_lower_equal_elem = _raw("_lower_equal")
 
     # Operators dispatch straight to the array type: the cheapest call Python has.
-    float_add = float_add_scalar = staticmethod(operator.add)
-    float_sub = float_sub_scalar = staticmethod(operator.sub)
-    float_mul = float_mul_scalar = staticmethod(operator.mul)
-    float_div = float_div_scalar = staticmethod(operator.truediv)
-    float_remainder = float_remainder_scalar = staticmethod(operator.mod)
-    float_matmul = staticmethod(operator.matmul)
+    float_add = staticmethod(operator.add)
+    float_sub = staticmethod(operator.sub)
+    float_mul = staticmethod(operator.mul)
+    float_div = staticmethod(operator.truediv)
+    float_remainder = staticmethod(operator.mod)
     float_neg = staticmethod(operator.neg)
     float_abs = staticmethod(operator.abs)
-    float_powf = float_powf_scalar = staticmethod(operator.pow)
+    float_powf = staticmethod(operator.pow)
+    # NumPy promotes bfloat16 with a Python float (and bfloat16 matmul) to float32.
+    float_add_scalar = _keep_dtype(operator.add)
+    float_sub_scalar = _keep_dtype(operator.sub)
+    float_mul_scalar = _keep_dtype(operator.mul)
+    float_div_scalar = _keep_dtype(operator.truediv)
+    float_remainder_scalar = _keep_dtype(operator.mod)
+    float_powf_scalar = _keep_dtype(operator.pow)
+    float_matmul = _keep_dtype(operator.matmul)
 
     @classmethod
     def float_random(cls, shape: tuple[int, ...], distribution: Distribution, device: Device,
@@ -101,7 +118,9 @@ class ArrayFloatOps(ArrayLayoutOps):
 
     @classmethod
     def float_sign(cls, tensor: A) -> A:
-        return cls.xp.sign(tensor)
+        """-1, 0 or 1; NaN maps to 0 as in torch.sign."""
+        out = cls.xp.sign(tensor)
+        return cls.xp.where(out == out, out, cls.xp.zeros((), dtype=out.dtype))
 
     @classmethod
     def float_exp(cls, tensor: A) -> A:
@@ -203,15 +222,15 @@ class ArrayFloatOps(ArrayLayoutOps):
 
     @classmethod
     def float_clamp(cls, tensor: A, min: float | None, max: float | None) -> A:
-        return cls.xp.clip(tensor, min, max)
+        return cls.xp.clip(tensor, min, max).astype(tensor.dtype, copy=False)
 
     @classmethod
     def float_clamp_min(cls, tensor: A, min: float) -> A:
-        return cls.xp.maximum(tensor, min)
+        return cls.xp.maximum(tensor, min).astype(tensor.dtype, copy=False)
 
     @classmethod
     def float_clamp_max(cls, tensor: A, max: float) -> A:
-        return cls.xp.minimum(tensor, max)
+        return cls.xp.minimum(tensor, max).astype(tensor.dtype, copy=False)
 
     @classmethod
     def float_is_nan(cls, tensor: A) -> A:

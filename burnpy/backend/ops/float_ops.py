@@ -213,7 +213,7 @@ class FloatOps:
 
     @required
     def float_sign(tensor: F) -> F:
-        """-1, 0 or 1 (NaN stays NaN)."""
+        """-1, 0 or 1 (NaN gives 0, as torch.sign)."""
 
     @required
     def float_exp(tensor: F) -> F:

@@ -1,0 +1,239 @@
+"""The gradient conformance runner: one ``OpCase`` under ``Autodiff[backend, strategy]``.
+
+``run_grad_case`` draws the case's inputs in float64, differentiates
+``sum(out * cotangent)`` (summed over every float output, with random cotangents) with respect
+to every float argument marked ``requires_grad``, and checks the gradients against torch's
+autograd on the same values (``GRAD_RTOL``) and, when the inputs are small, against central
+finite differences of the same function computed through burnpy on the plain backend
+(``FD_EPS``, ``FD_RTOL``). The forward values under tracking are checked against torch too.
+
+Run it on your own backend::
+
+    import pytest
+    from burnpy.testing.grad_check import parametrize_grad_cases, run_grad_case
+
+    @pytest.mark.parametrize(("case", "strategy"), parametrize_grad_cases())
+    def test_grad(case, strategy):
+        run_grad_case(case, MyBackend, strategy, seed=0)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+
+from burnpy.autodiff import Autodiff, BalancedCheckpointing, NoCheckpointing
+from burnpy.autodiff.checkpoint import CheckpointStrategy
+from burnpy.backend.dtype import DType
+from burnpy.tensor import Tensor
+from burnpy.testing import op_cases as _op_cases  # noqa: F401 - registers the cases
+from burnpy.testing.cases import CASES, Arg, OpCase
+from burnpy.testing.grad_module_cases import MODULE_GRAD_CASES
+
+#: Relative tolerance against torch's float64 gradients (scaled by the gradient's largest
+#: magnitude for elements that come out of cancellation).
+GRAD_RTOL = 1e-9
+#: Central-difference step and the tolerance of the comparison with it.
+FD_EPS = 1e-6
+FD_RTOL = 1e-5
+#: Finite differences run when the differentiated inputs hold at most this many elements
+#: (always when torch has no derivative for the case), unless the graph rounds values to a
+#: narrower float on the way: a 1e-6 step is below that dtype's resolution.
+FD_MAX_ELEMENTS = 48
+#: Cases where torch's float64 gradient is itself less accurate, with the rtol that covers it.
+TORCH_GRAD_RTOL: dict[str, tuple[float, str]] = {
+    "hard_sigmoid": (1e-7, "torch's CPU hardsigmoid backward multiplies by 1/6 rounded to "
+                           "float32"),
+}
+
+STRATEGIES: tuple[type[CheckpointStrategy], ...] = (NoCheckpointing, BalancedCheckpointing)
+
+
+def grad_cases(cases: Sequence[OpCase] | None = None) -> list[OpCase]:
+    """The cases with ``grad=True`` and at least one float argument to differentiate
+    (default: the shared table followed by the module-op table)."""
+    pool = [*CASES, *MODULE_GRAD_CASES] if cases is None else cases
+    return [c for c in pool if c.grad and any(_differentiated(a) for a in c.args)]
+
+
+def parametrize_grad_cases(cases: Sequence[OpCase] | None = None,
+                           strategies: Sequence[type[CheckpointStrategy]] = STRATEGIES
+                           ) -> list[Any]:
+    """``pytest.param(case, strategy)`` for every gradient case and strategy, ids
+    ``"<case>-<strategy>"``."""
+    return [pytest.param(c, s, id=f"{c.name}-{s.label}")
+            for c in grad_cases(cases) for s in strategies]
+
+
+def run_grad_case(case: OpCase, backend: type, strategy: type[CheckpointStrategy],
+                  seed: int = 0) -> None:
+    """Check the float64 gradients of ``case`` on ``Autodiff[backend, strategy]``; raise
+    AssertionError naming the case, the input and the worst element on any mismatch."""
+    where = f"grad case {case.name!r} on Autodiff[{backend.__name__}, {strategy.__name__}]"
+    rng = np.random.default_rng(seed)
+    arrays = [_draw(arg, rng) for arg in case.args]
+    ad = Autodiff(backend, strategy)
+    inputs = [_to_burnpy(arg, arr, ad) for arg, arr in zip(case.args, arrays, strict=True)]
+    outputs = _float_outputs(case.fn(*inputs))
+    cotangents = [rng.standard_normal(o.shape) for o in outputs]
+
+    t_inputs = [_to_torch(arg, arr) for arg, arr in zip(case.args, arrays, strict=True)]
+    t_outputs = _float_outputs((case.torch_fn or case.fn)(*t_inputs))
+    if len(t_outputs) != len(outputs):
+        raise AssertionError(f"{where}: {len(outputs)} float outputs, torch gives "
+                             f"{len(t_outputs)}")
+    for i, (ours, theirs) in enumerate(zip(outputs, t_outputs, strict=True)):
+        _assert_close(f"{where}, forward output {i}", ours.to_numpy(),
+                      theirs.detach().double().numpy(), 1e-12, case)
+
+    narrowed = _rounds_to_narrower_float(outputs)
+    ours_grads = _autodiff_grads(case, inputs, outputs, cotangents)
+    try:
+        theirs_grads = _torch_grads(case, t_inputs, t_outputs, cotangents)
+    except RuntimeError:  # torch has no (or a broken) derivative here: differences decide
+        theirs_grads = None
+    if theirs_grads is not None:
+        rtol = TORCH_GRAD_RTOL.get(case.name, (GRAD_RTOL, ""))[0]
+        for i, got, want in zip(_grad_positions(case), ours_grads, theirs_grads, strict=True):
+            _assert_close(f"{where}, gradient of input {i} vs torch", got, want, rtol, case)
+    small = sum(arrays[i].size for i in _grad_positions(case)) <= FD_MAX_ELEMENTS
+    if theirs_grads is None and narrowed:
+        raise AssertionError(f"{where}: torch cannot differentiate it and finite differences "
+                             "cannot either (it rounds to a narrower float)")
+    if not narrowed and (small or theirs_grads is None):
+        fd_grads = _finite_differences(case, backend, arrays, cotangents)
+        for i, got, want in zip(_grad_positions(case), ours_grads, fd_grads, strict=True):
+            _assert_close(f"{where}, gradient of input {i} vs finite differences", got, want,
+                          FD_RTOL, case)
+
+
+def _differentiated(arg: Arg) -> bool:
+    return arg.kind == "float" and arg.requires_grad
+
+
+def _grad_positions(case: OpCase) -> list[int]:
+    return [i for i, a in enumerate(case.args) if _differentiated(a)]
+
+
+def _draw(arg: Arg, rng: np.random.Generator) -> np.ndarray:
+    return arg.draw(rng, np.dtype(np.float64) if arg.kind == "float" else np.dtype(np.int64))
+
+
+def _to_burnpy(arg: Arg, arr: np.ndarray, backend: type) -> Tensor:
+    """A Tensor of ``backend`` (a non-contiguous view stays one); a differentiated float
+    argument is a tracked leaf."""
+    if arr.flags.c_contiguous or arr.ndim < 2:
+        t = Tensor.from_data(arr, backend=backend)
+    else:
+        base = Tensor.from_data(np.ascontiguousarray(arr.T), backend=backend)
+        t = base.permute(tuple(reversed(range(arr.ndim))))
+    return t.require_grad() if _differentiated(arg) else t
+
+
+def _to_torch(arg: Arg, arr: np.ndarray) -> torch.Tensor:
+    t = torch.from_numpy(np.array(arr))
+    return t.requires_grad_() if _differentiated(arg) else t
+
+
+def _float_outputs(result: Any) -> list[Any]:
+    """The float tensors among a case's outputs (indices and masks carry no gradient)."""
+    items = list(result) if isinstance(result, tuple | list) else [result]
+    return [o for o in items if (o.kind == "float" if isinstance(o, Tensor)
+                                 else o.dtype.is_floating_point)]
+
+
+def _rounds_to_narrower_float(outputs: list[Tensor]) -> bool:
+    """Whether the recorded graph casts to (or returns) a float narrower than float64."""
+    nodes = [o.primitive.node for o in outputs if o.requires_grad]
+    if any(o.dtype is not DType.float64 for o in outputs):
+        return True
+    seen = set(nodes)
+    while nodes:
+        node = nodes.pop()
+        if node.op is not None and node.op.name == "float_cast" and \
+                node.params[0] is not DType.float64:
+            return True
+        for parent in node.parents or ():
+            if parent is not None and parent not in seen:
+                seen.add(parent)
+                nodes.append(parent)
+    return False
+
+
+def _autodiff_grads(case: OpCase, inputs: list[Tensor], outputs: list[Tensor],
+                    cotangents: list[np.ndarray]) -> list[np.ndarray]:
+    tracked = [(o, c) for o, c in zip(outputs, cotangents, strict=True) if o.requires_grad]
+    wanted = [inputs[i] for i in _grad_positions(case)]
+    if not tracked:
+        return [np.zeros(t.shape) for t in wanted]
+    loss = None
+    for out, cot in tracked:
+        term = (out * Tensor.from_data(cot.astype(out.dtype.numpy), backend=out.backend)).sum()
+        loss = term if loss is None else loss + term
+    grads = loss.backward()  # type: ignore[union-attr]
+    found = [t.grad(grads) for t in wanted]
+    return [np.zeros(t.shape) if g is None else g.to_numpy() for t, g in zip(wanted, found,
+                                                                             strict=True)]
+
+
+def _torch_grads(case: OpCase, inputs: list[torch.Tensor], outputs: list[torch.Tensor],
+                 cotangents: list[np.ndarray]) -> list[np.ndarray]:
+    wanted = [inputs[i] for i in _grad_positions(case)]
+    terms = [(o * torch.from_numpy(c).to(o.dtype)).sum()
+             for o, c in zip(outputs, cotangents, strict=True) if o.requires_grad]
+    if not terms:
+        return [np.zeros(tuple(t.shape)) for t in wanted]
+    found = torch.autograd.grad(sum(terms), wanted, allow_unused=True)
+    return [np.zeros(tuple(t.shape)) if g is None else g.double().numpy()
+            for t, g in zip(wanted, found, strict=True)]
+
+
+def _finite_differences(case: OpCase, backend: type, arrays: list[np.ndarray],
+                        cotangents: list[np.ndarray]) -> list[np.ndarray]:
+    """Central differences of ``sum(out * cotangent)`` through burnpy on ``backend``."""
+
+    def objective(values: list[np.ndarray]) -> float:
+        outs = _float_outputs(case.fn(*[Tensor.from_data(v, backend=backend)
+                                        for v in values]))
+        return float(sum(np.sum(o.to_numpy() * c) for o, c in zip(outs, cotangents,
+                                                                  strict=True)))
+
+    grads = []
+    for i in _grad_positions(case):
+        grad = np.zeros(arrays[i].shape)
+        for idx in np.ndindex(arrays[i].shape):
+            values = [np.array(a) for a in arrays]
+            values[i][idx] += FD_EPS
+            up = objective(values)
+            values[i][idx] -= 2 * FD_EPS
+            grad[idx] = (up - objective(values)) / (2 * FD_EPS)
+        grads.append(grad)
+    return grads
+
+
+def _assert_close(where: str, got: np.ndarray, want: np.ndarray, rtol: float,
+                  case: OpCase) -> None:
+    """Equal NaN positions and ``|got - want| <= rtol * (|want| + max|want|)``, loosened by
+    the case's own rtol/atol."""
+    got, want = np.asarray(got, dtype=np.float64), np.asarray(want, dtype=np.float64)
+    if got.shape != want.shape:
+        raise AssertionError(f"{where}: shape {got.shape}, expected {want.shape}")
+    nan_got, nan_want = np.isnan(got), np.isnan(want)
+    if not np.array_equal(nan_got, nan_want):
+        raise AssertionError(f"{where}: NaN at {np.argwhere(nan_got).tolist()[:5]}, expected "
+                             f"NaN at {np.argwhere(nan_want).tolist()[:5]}")
+    finite = np.where(np.isfinite(want), np.abs(want), 0.0)
+    scale = float(finite.max(initial=0.0))
+    rtol = max(rtol, case.rtol or 0.0)
+    with np.errstate(invalid="ignore"):
+        err = np.where((got == want) | nan_want, 0.0, np.abs(got - want))
+        bad = ~(err <= rtol * (np.abs(want) + scale) + (case.atol or 0.0))
+    if bad.any():
+        worst = np.unravel_index(int(np.argmax(np.where(bad, err, -1.0))), got.shape)
+        raise AssertionError(
+            f"{where}: {int(bad.sum())} of {got.size} values outside rtol={rtol}; worst at "
+            f"{tuple(int(i) for i in worst)}: got {got[worst]!r}, expected {want[worst]!r}")

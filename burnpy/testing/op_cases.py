@@ -1,0 +1,873 @@
+"""The conformance cases of every float, int and bool Tensor op (module ops have their own).
+
+Each section registers cases with ``case``; the spelling is shared with torch wherever burnpy
+follows it, and ``torch_fn`` gives torch's spelling where burnpy keeps Burn's (``mask_where``,
+``select_assign``, ``repeat_dim``...) or returns values where torch returns a tuple.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable
+from typing import Any
+
+import torch
+import torch.nn.functional as TF
+
+import burnpy as bp
+from burnpy.testing.cases import FLOAT_DTYPES, B, F, I, case
+
+FD = FLOAT_DTYPES
+F64_32 = ("float64", "float32")
+INT = ("int64",)
+BOOL = ("bool",)
+NAN, INF = float("nan"), float("inf")
+Fn = Callable[..., Any]
+
+
+def _t(fn: Fn, i: int = 0) -> Fn:
+    """``fn`` followed by picking output ``i`` of torch's tuple result."""
+    return lambda *args: fn(*args)[i]
+
+
+# ---- elementwise binary ops ------------------------------------------------------------------
+_BINARY_PATTERNS: dict[str, tuple[tuple[int, ...], tuple[int, ...]]] = {
+    "": ((3, 4), (3, 4)),
+    "_bcast_col_row": ((3, 1), (1, 4)),
+    "_bcast_vec": ((2, 3, 4), (4,)),
+    "_bcast_lead": ((4,), (2, 3, 4)),
+    "_0d_nd": ((), (2, 3)),
+    "_nd_0d": ((2, 3), ()),
+    "_0d_0d": ((), ()),
+    "_empty": ((0, 3), (0, 3)),
+    "_empty_bcast": ((0, 3), (1, 3)),
+}
+
+
+def _binary(name: str, fn: Fn, lhs: tuple[float, float] = (-2.0, 2.0),
+            rhs: tuple[float, float] = (-2.0, 2.0), *, torch_fn: Fn | None = None,
+            grad: bool = True, dtypes: tuple[str, ...] = FD, patterns: bool = True) -> None:
+    """Register ``name`` on the shape patterns, with operand domains ``lhs`` and ``rhs``."""
+    kw: dict[str, Any] = {"torch_fn": torch_fn, "grad": grad, "dtypes": dtypes}
+    chosen = _BINARY_PATTERNS if patterns else {"": _BINARY_PATTERNS[""]}
+    for suffix, (sa, sb) in chosen.items():
+        case(name + suffix, fn, F(*sa, low=lhs[0], high=lhs[1]),
+             F(*sb, low=rhs[0], high=rhs[1]), **kw)
+    case(name + "_noncontig", fn, F(3, 4, low=lhs[0], high=lhs[1], contiguous=False),
+         F(3, 4, low=rhs[0], high=rhs[1]), **kw)
+    case(name + "_noncontig_3d", fn, F(2, 3, 4, low=lhs[0], high=lhs[1]),
+         F(2, 3, 4, low=rhs[0], high=rhs[1], contiguous=False), **kw)
+
+
+POS = (0.5, 2.0)
+NEG = (-2.0, -0.5)
+
+_binary("add", operator.add)
+_binary("sub", operator.sub)
+_binary("mul", operator.mul)
+_binary("div", operator.truediv, rhs=POS)
+_binary("div_neg_divisor", operator.truediv, rhs=NEG, patterns=False)
+_binary("pow", operator.pow, lhs=(0.2, 2.0))
+_binary("atan2", lambda a, b: a.atan2(b))
+_binary("remainder", operator.mod, rhs=POS)
+_binary("remainder_neg_divisor", operator.mod, rhs=NEG, patterns=False)
+_binary("floor_div", operator.floordiv, rhs=POS, grad=False)
+_binary("floor_div_neg_divisor", operator.floordiv, rhs=NEG, grad=False, patterns=False)
+_binary("maximum", lambda a, b: a.maximum(b))
+_binary("minimum", lambda a, b: a.minimum(b))
+
+case("add_method", lambda a, b: a.add(b), F(3, 4), F(3, 4), dtypes=FD)
+case("sub_method", lambda a, b: a.sub(b), F(3, 4), F(1, 4), dtypes=FD)
+case("mul_method", lambda a, b: a.mul(b), F(3, 4), F(3, 1), dtypes=FD)
+case("div_method", lambda a, b: a.div(b), F(3, 4), F(4, low=0.5, high=2.0), dtypes=FD)
+case("pow_method", lambda a, b: a.pow(b), F(3, 4, low=0.2, high=2.0), F(3, 4), dtypes=FD)
+case("remainder_method", lambda a, b: a.remainder(b), F(3, 4), F(3, 4, low=0.5, high=2.0),
+     dtypes=FD)
+case("add_f32_f64_promote", lambda a, b: a + b.double(), F(3, 4), F(3, 4), dtypes=("float32",))
+case("add_f16_bf16_promote", lambda a, b: a.half() + b.to(bp.bfloat16), F(3, 4), F(3, 4),
+     torch_fn=lambda a, b: a.half() + b.to(torch.bfloat16), dtypes=("float32",))
+case("mul_f64_f16_promote", lambda a, b: a * b.half(), F(3, 4), F(3, 4), dtypes=("float64",))
+
+_SCALARS: dict[str, tuple[Fn, tuple[float, float], bool]] = {
+    "add_scalar": (lambda x: x + 1.5, (-2.0, 2.0), True),
+    "radd_scalar": (lambda x: 1.5 + x, (-2.0, 2.0), True),
+    "add_int_scalar": (lambda x: x + 2, (-2.0, 2.0), True),
+    "sub_scalar": (lambda x: x - 0.75, (-2.0, 2.0), True),
+    "rsub_scalar": (lambda x: 0.75 - x, (-2.0, 2.0), True),
+    "mul_scalar": (lambda x: x * -2.5, (-2.0, 2.0), True),
+    "rmul_scalar": (lambda x: 3 * x, (-2.0, 2.0), True),
+    "div_scalar": (lambda x: x / 3.0, (-2.0, 2.0), True),
+    "rdiv_scalar": (lambda x: 3.0 / x, POS, True),
+    "rdiv_scalar_neg": (lambda x: -2 / x, NEG, True),
+    "remainder_scalar": (lambda x: x % 0.75, (-2.0, 2.0), True),
+    "remainder_neg_scalar": (lambda x: x % -0.75, (-2.0, 2.0), True),
+    "rremainder_scalar": (lambda x: 1.5 % x, POS, True),
+    "floor_div_scalar": (lambda x: x // 0.75, (-2.0, 2.0), False),
+    "floor_div_neg_scalar": (lambda x: x // -0.75, (-2.0, 2.0), False),
+    "rfloor_div_scalar": (lambda x: 1.5 // x, POS, False),
+    "pow_scalar_2": (lambda x: x ** 2, (-2.0, 2.0), True),
+    "pow_scalar_3f": (lambda x: x ** 3.0, (-2.0, 2.0), True),
+    "pow_scalar_neg_int": (lambda x: x ** -1, POS, True),
+    "pow_scalar_half": (lambda x: x ** 0.5, (0.1, 3.0), True),
+    "pow_scalar_neg_frac": (lambda x: x ** -1.5, (0.2, 3.0), True),
+    "pow_scalar_zero": (lambda x: x ** 0, (-2.0, 2.0), False),
+    "rpow_scalar": (lambda x: 2.0 ** x, (-2.0, 2.0), True),
+    "rpow_scalar_frac": (lambda x: 0.5 ** x, (-2.0, 2.0), True),
+    "neg_op": (lambda x: -x, (-2.0, 2.0), True),
+    "pos_op": (lambda x: +x, (-2.0, 2.0), True),
+}
+for _name, (_fn, (_lo, _hi), _grad) in _SCALARS.items():
+    case(_name, _fn, F(3, 4, low=_lo, high=_hi), dtypes=FD, grad=_grad)
+    case(_name + "_noncontig", _fn, F(2, 3, 4, low=_lo, high=_hi, contiguous=False), dtypes=FD,
+         grad=_grad)
+
+# ---- elementwise unary math ------------------------------------------------------------------
+_UNARY: dict[str, tuple[tuple[float, float], bool]] = {
+    "neg": ((-2.0, 2.0), True),
+    "abs": ((-2.0, 2.0), True),
+    "sign": ((-2.0, 2.0), False),
+    "exp": ((-3.0, 3.0), True),
+    "expm1": ((-1.0, 1.0), True),
+    "log": ((0.1, 3.0), True),
+    "log1p": ((-0.5, 3.0), True),
+    "sqrt": ((0.1, 3.0), True),
+    "rsqrt": ((0.1, 3.0), True),
+    "square": ((-2.0, 2.0), True),
+    "reciprocal": (POS, True),
+    "sin": ((-4.0, 4.0), True),
+    "cos": ((-4.0, 4.0), True),
+    "tan": ((-1.2, 1.2), True),
+    "asin": ((-0.9, 0.9), True),
+    "acos": ((-0.9, 0.9), True),
+    "atan": ((-3.0, 3.0), True),
+    "sinh": ((-2.0, 2.0), True),
+    "cosh": ((-2.0, 2.0), True),
+    "tanh": ((-3.0, 3.0), True),
+    "asinh": ((-3.0, 3.0), True),
+    "acosh": ((1.1, 3.0), True),
+    "atanh": ((-0.9, 0.9), True),
+    "erf": ((-2.5, 2.5), True),
+    "round": ((-3.0, 3.0), False),
+    "floor": ((-3.0, 3.0), False),
+    "ceil": ((-3.0, 3.0), False),
+    "trunc": ((-3.0, 3.0), False),
+    "sigmoid": ((-4.0, 4.0), True),
+    "relu": ((-2.0, 2.0), True),
+}
+
+
+def _method(name: str, *args: Any, **kwargs: Any) -> Fn:
+    """``lambda x: x.name(*args, **kwargs)``, shared by burnpy and torch."""
+    return lambda x: getattr(x, name)(*args, **kwargs)
+
+
+for _name, ((_lo, _hi), _grad) in _UNARY.items():
+    case(_name, _method(_name), F(3, 4, low=_lo, high=_hi), dtypes=FD, grad=_grad)
+    case(_name + "_noncontig", _method(_name), F(3, 5, low=_lo, high=_hi, contiguous=False),
+         dtypes=FD, grad=_grad)
+for _name in ("exp", "log", "sqrt", "sin", "abs", "erf", "tanh", "floor"):
+    (_lo, _hi), _grad = _UNARY[_name]
+    case(_name + "_0d", _method(_name), F(low=_lo, high=_hi), dtypes=FD, grad=_grad)
+    case(_name + "_empty", _method(_name), F(0, 3, low=_lo, high=_hi), dtypes=FD, grad=_grad)
+    case(_name + "_3d", _method(_name), F(2, 3, 4, low=_lo, high=_hi), dtypes=FD, grad=_grad)
+for _alias, _name in (("arcsin", "asin"), ("arccos", "acos"), ("arctan", "atan"),
+                      ("arcsinh", "asinh"), ("arccosh", "acosh"), ("arctanh", "atanh")):
+    (_lo, _hi), _grad = _UNARY[_name]
+    case(_alias, _method(_alias), F(4, low=_lo, high=_hi), dtypes=F64_32, grad=_grad)
+case("recip", lambda x: x.recip(), F(3, 4, low=0.5, high=2.0),
+     torch_fn=lambda x: x.reciprocal(), dtypes=FD)
+case("round_halves", lambda x: (x * 2).round() / 2 + 0.5, F(3, 4, low=-4.0, high=4.0),
+     dtypes=FD, grad=False)
+case("round_half_even", lambda x: (x.floor() + 0.5).round(), F(3, 4, low=-4.0, high=4.0),
+     dtypes=FD, grad=False)
+
+# Special values: NaN and infinities propagate and are detected as torch does.
+_SPECIAL = (NAN, INF, -INF, 0.0)
+case("isnan", lambda x: x.isnan(), F(3, 4, plant=_SPECIAL), dtypes=FD, grad=False)
+case("isinf", lambda x: x.isinf(), F(3, 4, plant=_SPECIAL), dtypes=FD, grad=False)
+case("isfinite", lambda x: x.isfinite(), F(3, 4, plant=_SPECIAL), dtypes=FD, grad=False)
+case("is_nan_is_inf", lambda x: (x.is_nan(), x.is_inf()), F(3, 4, plant=_SPECIAL),
+     torch_fn=lambda x: (x.isnan(), x.isinf()), dtypes=FD, grad=False)
+case("isnan_int", lambda x: x.long().isnan(), F(3, 4), dtypes=("float32",), grad=False)
+case("exp_special", lambda x: x.exp(), F(3, 4, plant=_SPECIAL), dtypes=FD, grad=False)
+case("log_special", lambda x: x.log(), F(3, 4, low=0.1, high=3.0, plant=_SPECIAL), dtypes=FD,
+     grad=False)
+case("sqrt_special", lambda x: x.sqrt(), F(3, 4, low=0.1, high=3.0, plant=_SPECIAL),
+     dtypes=FD, grad=False)
+case("relu_special", lambda x: x.relu(), F(3, 4, plant=_SPECIAL), dtypes=FD, grad=False)
+case("add_special", operator.add, F(3, 4, plant=_SPECIAL), F(3, 4, plant=(INF, -INF)),
+     dtypes=FD, grad=False)
+case("div_by_zero", operator.truediv, F(3, 4), F(3, 4, low=0.5, high=2.0,
+                                                  plant=(0.0, 0.0, -0.0)), dtypes=FD, grad=False)
+case("maximum_nan", lambda a, b: a.maximum(b), F(3, 4, plant=(NAN,)), F(3, 4, plant=(NAN,)),
+     dtypes=FD, grad=False)
+case("minimum_nan", lambda a, b: a.minimum(b), F(3, 4, plant=(NAN,)), F(3, 4, plant=(NAN,)),
+     dtypes=FD, grad=False)
+case("clamp_nan", lambda x: x.clamp(-0.5, 0.5), F(3, 4, plant=(NAN, INF)), dtypes=FD,
+     grad=False)
+case("sum_nan", lambda x: x.sum(1), F(3, 4, plant=(NAN,)), dtypes=FD, grad=False)
+case("max_nan", lambda x: x.max(), F(3, 4, plant=(NAN,)), dtypes=FD, grad=False)
+case("max_dim_nan", lambda x: x.max(1), F(3, 4, plant=(NAN,)),
+     torch_fn=lambda x: x.max(1).values, dtypes=FD, grad=False)
+case("sort_nan", lambda x: x.sort(1), F(3, 4, plant=(NAN, INF)),
+     torch_fn=lambda x: x.sort(1).values, dtypes=FD, grad=False)
+case("sort_nan_descending", lambda x: x.sort(1, descending=True), F(3, 4, plant=(NAN, -INF)),
+     torch_fn=lambda x: x.sort(1, descending=True).values, dtypes=FD, grad=False)
+case("sigmoid_special", lambda x: x.sigmoid(), F(3, 4, plant=(INF, -INF, NAN)), dtypes=FD,
+     grad=False)
+
+# ---- clamp -----------------------------------------------------------------------------------
+case("clamp", lambda x: x.clamp(-0.5, 0.8), F(3, 4), dtypes=FD)
+case("clamp_min_kw", lambda x: x.clamp(min=-0.3), F(3, 4), dtypes=FD)
+case("clamp_max_kw", lambda x: x.clamp(max=0.4), F(3, 4), dtypes=FD)
+case("clamp_min", lambda x: x.clamp_min(0.25), F(3, 4), dtypes=FD)
+case("clamp_max", lambda x: x.clamp_max(-0.25), F(3, 4), dtypes=FD)
+case("clip", lambda x: x.clip(-1.0, 1.0), F(2, 3, 4, contiguous=False), dtypes=FD)
+case("clamp_int_bounds", lambda x: x.clamp(-1, 1), F(3, 4), dtypes=FD)
+
+# ---- comparisons -----------------------------------------------------------------------------
+_CMP = {"eq": operator.eq, "ne": operator.ne, "gt": operator.gt, "ge": operator.ge,
+        "lt": operator.lt, "le": operator.le}
+for _name, _op in _CMP.items():
+    # floor() makes ties, so the equal cases of ge/le/eq/ne matter.
+    case(f"{_name}_ties", lambda a, b, op=_op: op(a.floor(), b.floor()),
+         F(3, 4, low=-3.0, high=3.0), F(3, 4, low=-3.0, high=3.0), dtypes=FD, grad=False)
+    case(f"{_name}_bcast", _op, F(3, 1), F(1, 4), dtypes=FD, grad=False)
+    case(f"{_name}_scalar", lambda a, op=_op: op(a, 0.5), F(3, 4), dtypes=FD, grad=False)
+    case(f"{_name}_scalar_tie", lambda a, op=_op: op(a.floor(), 1), F(3, 4, low=-3.0, high=3.0),
+         dtypes=FD, grad=False)
+    case(f"{_name}_rscalar", lambda a, op=_op: op(0.25, a), F(2, 3, contiguous=False),
+         dtypes=FD, grad=False)
+    case(f"{_name}_method", _method(_name, 0.0), F(2, 3), dtypes=F64_32, grad=False)
+case("cmp_empty", operator.lt, F(0, 3), F(3), dtypes=F64_32, grad=False)
+for _burn, _torch in (("equal", torch.eq), ("not_equal", torch.ne), ("greater", torch.gt),
+                      ("greater_equal", torch.ge), ("lower", torch.lt),
+                      ("lower_equal", torch.le)):
+    case(f"{_burn}_burn_name", lambda a, b, n=_burn: getattr(a.floor(), n)(b.floor()),
+         F(3, 4, low=-3.0, high=3.0), F(4, low=-3.0, high=3.0),
+         torch_fn=lambda a, b, f=_torch: f(a.floor(), b.floor()), dtypes=F64_32, grad=False)
+
+# ---- reductions ------------------------------------------------------------------------------
+for _name in ("sum", "mean"):
+    case(f"{_name}_all", _method(_name), F(2, 3, 4), dtypes=FD)
+    case(f"{_name}_dim0", _method(_name, 0), F(2, 3, 4), dtypes=FD)
+    case(f"{_name}_dim_neg", _method(_name, -1), F(2, 3, 4), dtypes=FD)
+    case(f"{_name}_keepdim", _method(_name, 1, keepdim=True), F(2, 3, 4), dtypes=FD)
+    case(f"{_name}_dims", _method(_name, (0, 2)), F(2, 3, 4), dtypes=FD)
+    case(f"{_name}_dims_keepdim", _method(_name, (0, -1), keepdim=True), F(2, 3, 4), dtypes=FD)
+    case(f"{_name}_noncontig", _method(_name, 1), F(3, 4, 5, contiguous=False), dtypes=FD)
+    case(f"{_name}_0d", _method(_name), F(), dtypes=FD)
+    case(f"{_name}_empty_dim", _method(_name, 0), F(0, 3), dtypes=FD, grad=_name == "sum")
+    case(f"{_name}_all_keepdim", _method(_name, keepdim=True), F(3, 4), dtypes=FD,
+         torch_fn=_method(_name, (0, 1), keepdim=True))
+case("sum_empty_all", _method("sum"), F(0, 3), dtypes=FD)
+case("mean_empty_all", _method("mean"), F(0, 3), dtypes=FD, grad=False)
+case("sum_large", _method("sum", 0), F(6, 7, low=-100.0, high=100.0), dtypes=FD)
+
+_PROD = (0.5, 1.5)
+case("prod_all", _method("prod"), F(2, 3, 4, low=_PROD[0], high=_PROD[1]), dtypes=FD)
+case("prod_dim", _method("prod", 1), F(2, 3, 4), dtypes=FD)
+case("prod_dim_neg_keepdim", _method("prod", -1, keepdim=True), F(2, 3, 4), dtypes=FD)
+case("prod_zero", _method("prod", 1), F(3, 4, plant=(0.0,)), dtypes=FD)
+case("prod_two_zeros", _method("prod", 0), F(2, 2, plant=(0.0, 0.0)), dtypes=FD)
+case("prod_all_zero", _method("prod"), F(3, 4, plant=(0.0,)), dtypes=FD)
+case("prod_noncontig", _method("prod", 0), F(3, 4, contiguous=False), dtypes=FD)
+case("prod_dims", lambda x: x.prod((0, 2)), F(2, 3, 2),
+     torch_fn=lambda x: x.prod(2).prod(0), dtypes=F64_32)
+case("prod_empty_dim", _method("prod", 0), F(0, 3), dtypes=FD, grad=False)
+
+for _name in ("max", "min"):
+    case(f"{_name}_all", _method(_name), F(2, 3, 4, distinct=True), dtypes=FD)
+    case(f"{_name}_dim", _method(_name, 1), F(2, 3, 4, distinct=True),
+         torch_fn=_t(_method(_name, 1)), dtypes=FD)
+    case(f"{_name}_dim_keepdim", _method(_name, -1, keepdim=True), F(3, 4, distinct=True),
+         torch_fn=_t(_method(_name, -1, keepdim=True)), dtypes=FD)
+    case(f"{_name}_dim_noncontig", _method(_name, 0), F(3, 4, distinct=True, contiguous=False),
+         torch_fn=_t(_method(_name, 0)), dtypes=FD)
+    case(f"{_name}_with_indices", _method(f"{_name}_with_indices", 1),
+         F(2, 3, 4, distinct=True), torch_fn=_method(_name, 1), dtypes=FD, grad=False)
+    case(f"{_name}_with_indices_keepdim", _method(f"{_name}_with_indices", 0, keepdim=True),
+         F(3, 4, distinct=True, contiguous=False), torch_fn=_method(_name, 0, keepdim=True),
+         dtypes=FD, grad=False)
+    case(f"arg{_name}_dim", _method(f"arg{_name}", 1), F(2, 3, 4, distinct=True), dtypes=FD,
+         grad=False)
+    case(f"arg{_name}_all", _method(f"arg{_name}"), F(3, 4, distinct=True), dtypes=FD,
+         grad=False)
+    case(f"arg{_name}_keepdim", _method(f"arg{_name}", 0, keepdim=True),
+         F(3, 4, distinct=True), dtypes=FD, grad=False)
+    case(f"{_name}_0d_dim", _method(_name, 0), F(), torch_fn=_t(_method(_name, 0)), dtypes=FD)
+
+for _name in ("any", "all"):
+    case(f"{_name}_float", _method(_name), F(3, 4, low=-2.0, high=0.5), dtypes=FD, grad=False,
+         torch_fn=_method(_name))
+    case(f"{_name}_float_relu_dim", lambda x, n=_name: getattr(x.relu(), n)(1),
+         F(4, 3, low=-2.0, high=0.3), dtypes=FD, grad=False)
+case("count_nonzero", lambda x: x.relu().count_nonzero(1), F(4, 3, low=-2.0, high=0.5),
+     dtypes=FD, grad=False)
+case("count_nonzero_all", lambda x: x.relu().count_nonzero(), F(4, 3, low=-2.0, high=0.5),
+     dtypes=FD, grad=False)
+
+for _name in ("var", "std"):
+    case(f"{_name}_all", _method(_name), F(3, 4), dtypes=FD)
+    case(f"{_name}_dim", _method(_name, 1), F(3, 4, 5), dtypes=FD)
+    case(f"{_name}_keepdim", _method(_name, dim=0, keepdim=True), F(3, 4), dtypes=FD)
+    case(f"{_name}_correction0", _method(_name, dim=-1, correction=0), F(3, 4), dtypes=FD)
+    case(f"{_name}_dims", _method(_name, dim=(0, 2)), F(2, 3, 4, contiguous=False), dtypes=FD)
+case("logsumexp", _method("logsumexp", 1), F(3, 4), dtypes=FD)
+case("logsumexp_keepdim", _method("logsumexp", 0, keepdim=True), F(3, 4), dtypes=FD)
+case("logsumexp_large", _method("logsumexp", -1), F(2, 3, 4, low=-60.0, high=60.0), dtypes=FD)
+case("logsumexp_noncontig", _method("logsumexp", 1), F(3, 4, contiguous=False), dtypes=FD)
+
+# ---- scans and sorting -----------------------------------------------------------------------
+for _dim in (0, 1, -1):
+    _suffix = "neg" if _dim < 0 else str(_dim)
+    case(f"cumsum_dim{_suffix}", _method("cumsum", _dim), F(2, 3, 4), dtypes=FD)
+    case(f"cumprod_dim{_suffix}", _method("cumprod", _dim), F(2, 3, 4, low=0.5, high=1.5),
+         dtypes=FD)
+    for _name in ("cummax", "cummin"):
+        case(f"{_name}_dim{_suffix}", _method(_name, _dim), F(2, 3, 4, distinct=True),
+             torch_fn=_t(_method(_name, _dim)), dtypes=FD)
+        case(f"{_name}_with_indices_dim{_suffix}", _method(f"{_name}_with_indices", _dim),
+             F(2, 3, 4, distinct=True), torch_fn=_method(_name, _dim), dtypes=FD, grad=False)
+case("cumsum_noncontig", _method("cumsum", 0), F(3, 4, contiguous=False), dtypes=FD)
+case("cumprod_zero", _method("cumprod", 1), F(3, 4, plant=(0.0,)), dtypes=FD)
+case("cumsum_empty", _method("cumsum", 0), F(0, 3), dtypes=FD)
+
+case("sort", _method("sort", 1), F(3, 4), torch_fn=_t(_method("sort", 1)), dtypes=FD)
+case("sort_default_dim", _method("sort"), F(2, 3, 4), torch_fn=_t(_method("sort")), dtypes=FD)
+case("sort_descending", _method("sort", 0, descending=True), F(3, 4),
+     torch_fn=_t(_method("sort", 0, descending=True)), dtypes=FD)
+case("sort_noncontig", _method("sort", -1), F(3, 4, contiguous=False),
+     torch_fn=_t(_method("sort", -1)), dtypes=FD)
+case("sort_with_indices", _method("sort_with_indices", 1), F(2, 5, 3, distinct=True),
+     torch_fn=_method("sort", 1), dtypes=FD, grad=False)
+case("sort_with_indices_descending", _method("sort_with_indices", -1, descending=True),
+     F(3, 5, distinct=True), torch_fn=_method("sort", -1, descending=True), dtypes=FD,
+     grad=False)
+case("argsort", _method("argsort", 1), F(3, 5, distinct=True), dtypes=FD, grad=False)
+case("argsort_descending", _method("argsort", 0, descending=True),
+     F(5, 3, distinct=True, contiguous=False), dtypes=FD, grad=False)
+case("topk", _method("topk", 2), F(3, 5), torch_fn=_t(_method("topk", 2)), dtypes=FD)
+case("topk_smallest_dim0", _method("topk", 3, dim=0, largest=False), F(5, 3),
+     torch_fn=_t(_method("topk", 3, dim=0, largest=False)), dtypes=FD)
+case("topk_with_indices", _method("topk_with_indices", 2, dim=1), F(3, 5, 2, distinct=True),
+     torch_fn=_method("topk", 2, dim=1), dtypes=FD, grad=False)
+case("topk_with_indices_smallest", _method("topk_with_indices", 3, largest=False),
+     F(2, 6, distinct=True), torch_fn=_method("topk", 3, largest=False), dtypes=FD,
+     grad=False)
+case("topk_full", _method("topk", 4), F(2, 4), torch_fn=_t(_method("topk", 4)), dtypes=FD)
+
+# ---- layout ----------------------------------------------------------------------------------
+case("reshape", _method("reshape", 2, 6), F(3, 4), dtypes=FD)
+case("reshape_tuple_infer", _method("reshape", (4, -1)), F(2, 3, 4), dtypes=FD)
+case("reshape_noncontig", _method("reshape", -1), F(3, 4, contiguous=False), dtypes=FD)
+case("reshape_0d", _method("reshape", 1, 1), F(), dtypes=FD)
+case("reshape_to_0d", _method("reshape", ()), F(1), dtypes=FD)
+case("reshape_empty", _method("reshape", 3, 0), F(0, 3), dtypes=FD)
+case("view", _method("view", 6, 2), F(3, 4), dtypes=FD)
+case("flatten", _method("flatten"), F(2, 3, 4), dtypes=FD)
+case("flatten_start", _method("flatten", 1), F(2, 3, 4, contiguous=False), dtypes=FD)
+case("flatten_range", _method("flatten", 0, 1), F(2, 3, 4), dtypes=FD)
+case("flatten_0d", _method("flatten"), F(), dtypes=FD)
+case("squeeze_all", _method("squeeze"), F(1, 3, 1, 4), dtypes=FD)
+case("squeeze_dim", _method("squeeze", 2), F(1, 3, 1, 4), dtypes=FD)
+case("squeeze_dims", _method("squeeze", (0, -2)), F(1, 3, 1, 4), dtypes=FD)
+case("squeeze_non_one", _method("squeeze", 1), F(1, 3, 1, 4), dtypes=FD)
+case("unsqueeze_front", _method("unsqueeze", 0), F(3, 4), dtypes=FD)
+case("unsqueeze_back", _method("unsqueeze", -1), F(3, 4), dtypes=FD)
+case("unsqueeze_mid", _method("unsqueeze", 1), F(3, 4, contiguous=False), dtypes=FD)
+case("unsqueeze_0d", _method("unsqueeze", 0), F(), dtypes=FD)
+case("permute", _method("permute", 2, 0, 1), F(2, 3, 4), dtypes=FD)
+case("permute_tuple_noncontig", _method("permute", (1, 0, 2)), F(2, 3, 4, contiguous=False),
+     dtypes=FD)
+case("transpose", _method("transpose", 0, 2), F(2, 3, 4), dtypes=FD)
+case("swap_dims", _method("swap_dims", -1, -2), F(2, 3, 4),
+     torch_fn=_method("transpose", -1, -2), dtypes=FD)
+case("T_2d", lambda x: x.T, F(3, 4), dtypes=FD)
+case("mT_3d", lambda x: x.mT, F(2, 3, 4), dtypes=FD)
+case("expand", _method("expand", 3, 4), F(3, 1), dtypes=FD)
+case("expand_new_dims", _method("expand", 2, -1, 4), F(3, 1), dtypes=FD)
+case("expand_0d", _method("expand", (2, 3)), F(), dtypes=FD)
+case("expand_noncontig", _method("expand", 2, 4, 3), F(1, 4, 1, contiguous=False), dtypes=FD)
+case("broadcast_to", _method("broadcast_to", (2, 3, 4)), F(3, 1), dtypes=FD)
+case("expand_as", lambda a, b: a.expand_as(b), F(1, 4), F(3, 4, requires_grad=False),
+     dtypes=FD)
+case("repeat", _method("repeat", 2, 3), F(2, 3), dtypes=FD)
+case("repeat_new_dims", _method("repeat", 2, 1, 2), F(3, 2), dtypes=FD)
+case("repeat_noncontig", _method("repeat", 1, 2), F(3, 4, contiguous=False), dtypes=FD)
+case("repeat_zero", _method("repeat", 0, 2), F(2, 3), dtypes=FD)
+case("repeat_dim", _method("repeat_dim", 1, 3), F(2, 3),
+     torch_fn=_method("repeat", 1, 3), dtypes=FD)
+case("flip", _method("flip", 0), F(3, 4), dtypes=FD)
+case("flip_dims", _method("flip", (0, 2)), F(2, 3, 4), dtypes=FD)
+case("flip_noncontig", _method("flip", -1), F(3, 4, contiguous=False), dtypes=FD)
+case("slice_dim", _method("slice_dim", 1, 1, 5, 2), F(3, 6),
+     torch_fn=lambda x: x[:, 1:5:2], dtypes=FD)
+case("zeros_ones_full_like", lambda x: (x.zeros_like(), x.ones_like(), x.full_like(2.5)),
+     F(2, 3), torch_fn=lambda x: (torch.zeros_like(x), torch.ones_like(x),
+                                  torch.full_like(x, 2.5)), dtypes=FD, grad=False)
+case("narrow", _method("narrow", 1, 1, 2), F(3, 4), dtypes=FD)
+case("narrow_neg_start", _method("narrow", 0, -2, 2), F(3, 4), dtypes=FD)
+case("narrow_empty", _method("narrow", 1, 2, 0), F(3, 4), dtypes=FD)
+case("split_size", _method("split", 2), F(5, 3), dtypes=FD)
+case("split_sections", _method("split", [1, 3], 1), F(2, 4), dtypes=FD)
+case("split_dim_neg", _method("split", 3, -1), F(2, 3, 7, contiguous=False), dtypes=FD)
+case("chunk", _method("chunk", 3, 1), F(2, 4), dtypes=FD)
+case("chunk_more_than_size", _method("chunk", 5), F(3, 2), dtypes=FD)
+case("chunk_even", _method("chunk", 2, -1), F(2, 3, 6), dtypes=FD)
+case("unfold", _method("unfold", 1, 2, 1), F(3, 5), dtypes=FD)
+case("unfold_step", _method("unfold", 0, 2, 2), F(5, 3), dtypes=FD)
+case("unfold_step_gt_size", _method("unfold", -1, 2, 3), F(2, 3, 7, contiguous=False),
+     dtypes=FD)
+case("unfold_full", _method("unfold", 1, 4, 1), F(2, 4), dtypes=FD)
+
+case("cat_dim0", lambda a, b: bp.cat([a, b]), F(2, 3), F(4, 3),
+     torch_fn=lambda a, b: torch.cat([a, b]), dtypes=FD)
+case("cat_dim1_three", lambda a, b, c: bp.cat([a, b, c], dim=1), F(2, 3), F(2, 1), F(2, 2),
+     torch_fn=lambda a, b, c: torch.cat([a, b, c], dim=1), dtypes=FD)
+case("cat_dim_neg_noncontig", lambda a, b: bp.cat((a, b), -1), F(2, 3, 4, contiguous=False),
+     F(2, 3, 2), torch_fn=lambda a, b: torch.cat((a, b), -1), dtypes=FD)
+case("cat_with_empty", lambda a, b: bp.cat([a, b]), F(0, 3), F(2, 3),
+     torch_fn=lambda a, b: torch.cat([a, b]), dtypes=FD)
+case("cat_single", lambda a: bp.cat([a], dim=1), F(2, 3),
+     torch_fn=lambda a: torch.cat([a], dim=1), dtypes=FD)
+case("cat_tensor_static", lambda a, b: bp.Tensor.cat([a, b], 1), F(2, 3), F(2, 3),
+     torch_fn=lambda a, b: torch.cat([a, b], 1), dtypes=F64_32)
+case("stack_dim0", lambda a, b: bp.stack([a, b]), F(2, 3), F(2, 3),
+     torch_fn=lambda a, b: torch.stack([a, b]), dtypes=FD)
+case("stack_dim_neg", lambda a, b, c: bp.stack([a, b, c], dim=-1), F(2, 3),
+     F(2, 3, contiguous=False), F(2, 3),
+     torch_fn=lambda a, b, c: torch.stack([a, b, c], dim=-1), dtypes=FD)
+case("stack_dim1", lambda a, b: bp.stack([a, b], 1), F(4), F(4),
+     torch_fn=lambda a, b: torch.stack([a, b], 1), dtypes=FD)
+case("stack_0d", lambda a, b: bp.stack([a, b]), F(), F(),
+     torch_fn=lambda a, b: torch.stack([a, b]), dtypes=FD)
+case("permute_reshape_chain", lambda x: x.permute(2, 0, 1).reshape(4, 6).T[1:],
+     F(2, 3, 4), dtypes=FD)
+
+# ---- indexing: [...] -------------------------------------------------------------------------
+
+
+def _index_case(name: str, key: Any, *args: Any, torch_fn: Fn | None = None) -> None:
+    """A case reading ``x[key]`` (``torch_fn`` where torch cannot spell the key)."""
+    case(name, lambda x: x[key], *args, torch_fn=torch_fn, dtypes=FD)
+
+
+def _torch_steps(*slices: slice | None) -> Fn:
+    """torch's spelling of slices with negative steps (torch refuses them): index lists."""
+
+    def fn(x: torch.Tensor) -> torch.Tensor:
+        for dim, sl in enumerate(slices):
+            if sl is not None:
+                idx = torch.tensor(list(range(*sl.indices(x.shape[dim]))), dtype=torch.long)
+                x = x.index_select(dim, idx)
+        return x
+
+    return fn
+
+
+_index_case("getitem_int", 1, F(4, 5))
+_index_case("getitem_neg_int", -1, F(4, 5))
+_index_case("getitem_two_ints", (1, -2), F(4, 5))
+_index_case("getitem_slice", slice(1, 3), F(4, 5))
+_index_case("getitem_slice_step", (slice(None), slice(1, 5, 2)), F(4, 5))
+_index_case("getitem_slice_steps_2d", (slice(None, None, 2), slice(None, None, 3)), F(4, 5))
+_index_case("getitem_slice_neg_bounds", slice(-3, -1), F(4, 5))
+_index_case("getitem_slice_out_of_range", slice(2, 10), F(4, 5))
+_index_case("getitem_slice_empty", slice(3, 1), F(4, 5))
+_index_case("getitem_none", None, F(4, 5))
+_index_case("getitem_none_int", (slice(None), None, 1), F(4, 5))
+_index_case("getitem_ellipsis", Ellipsis, F(2, 3, 4))
+_index_case("getitem_ellipsis_int", (Ellipsis, 1), F(2, 3, 4))
+_index_case("getitem_int_ellipsis_int", (1, Ellipsis, 2), F(2, 3, 4))
+_index_case("getitem_noncontig", (slice(1, None), 0), F(2, 3, 4, contiguous=False))
+_index_case("getitem_reverse", slice(None, None, -1), F(4, 5),
+            torch_fn=_torch_steps(slice(None, None, -1)))
+_index_case("getitem_neg_step", slice(3, 0, -2), F(4, 5),
+            torch_fn=_torch_steps(slice(3, 0, -2)))
+_index_case("getitem_neg_step_dim1", (slice(None), slice(None, None, -2)), F(4, 5),
+            torch_fn=_torch_steps(None, slice(None, None, -2)))
+_index_case("getitem_neg_step_both", (slice(-1, None, -3), slice(4, 1, -1)), F(4, 5),
+            torch_fn=_torch_steps(slice(-1, None, -3), slice(4, 1, -1)))
+_index_case("getitem_list", [0, 2, -1], F(4, 5))
+_index_case("getitem_list_dim1", (slice(None), [1, 3, 3]), F(4, 5))
+_index_case("getitem_lists_pairwise", ([0, 1, 3], [2, 4, 0]), F(4, 5))
+_index_case("getitem_slice_list", (slice(1, None), [0, 2]), F(4, 5))
+_index_case("getitem_lists_separated", ([0, 1], slice(None), [1, 2]), F(2, 3, 4))
+_index_case("getitem_int_list_adjacent", (slice(None), 1, [0, 3]), F(2, 3, 4))
+_index_case("getitem_ellipsis_list", (Ellipsis, [0, 2]), F(2, 3, 4, contiguous=False))
+case("getitem_int_tensor", lambda x, i: x[i], F(4, 5), I(3, high=4), dtypes=FD)
+case("getitem_int_tensor_neg", lambda x, i: x[i], F(4, 5), I(6, low=-4, high=4), dtypes=FD)
+case("getitem_int_tensor_2d", lambda x, i: x[i], F(4, 5), I(2, 3, high=4), dtypes=FD)
+case("getitem_int_tensor_dim1", lambda x, i: x[:, i], F(4, 5), I(2, 2, high=5), dtypes=FD)
+case("getitem_int_tensor_slice", lambda x, i: x[i, 1:3], F(4, 5), I(3, high=4), dtypes=FD)
+case("getitem_two_int_tensors", lambda x, i, j: x[i, j], F(4, 5), I(3, high=4), I(3, high=5),
+     dtypes=FD)
+case("getitem_int_tensors_bcast", lambda x, i, j: x[i, j], F(4, 5), I(3, 1, high=4),
+     I(1, 2, high=5), dtypes=FD)
+case("getitem_mask", lambda x, m: x[m], F(4, 5), B(4, 5), dtypes=FD)
+case("getitem_mask_leading", lambda x, m: x[m], F(4, 5), B(4), dtypes=FD)
+case("getitem_mask_3d_leading", lambda x, m: x[m], F(3, 4, 2), B(3, 4), dtypes=FD)
+case("getitem_mask_dim1", lambda x, m: x[:, m], F(3, 4), B(4), dtypes=FD)
+case("getitem_mask_noncontig", lambda x, m: x[m], F(4, 5, contiguous=False), B(4, 5),
+     dtypes=FD)
+case("getitem_mask_from_cmp", lambda x: x[x > 0.5], F(4, 5), dtypes=FD)
+case("slice_burn", lambda x: x.slice([(0, 2), None, (1, 3)]), F(3, 4, 5),
+     torch_fn=lambda x: x[0:2, :, 1:3], dtypes=F64_32)
+
+
+# ---- indexing: x[...] = v (on a copy) --------------------------------------------------------
+def _setter(key: Any) -> Fn:
+    """Copy ``x`` (``x + 0`` in both frameworks), assign ``y[key] = v``, return the copy."""
+
+    def fn(x: Any, v: Any = 0.5) -> Any:
+        y = x + 0
+        y[key] = v
+        return y
+
+    return fn
+
+
+def _torch_setter_steps(sl: slice) -> Fn:
+    """torch's spelling of assigning through a dim-0 slice with a negative step."""
+
+    def fn(x: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+        y = x + 0
+        y[list(range(*sl.indices(x.shape[0])))] = v
+        return y
+
+    return fn
+
+
+case("setitem_int_scalar", _setter(1), F(4, 5), dtypes=FD)
+case("setitem_int_tensor_row", _setter(1), F(4, 5), F(5), dtypes=FD)
+case("setitem_slice_bcast", _setter((slice(None), slice(1, 3))), F(4, 5), F(2), dtypes=FD)
+case("setitem_slice_step", _setter(slice(None, None, 2)), F(4, 5), F(2, 5), dtypes=FD)
+case("setitem_two_ints_0d", _setter((1, 2)), F(4, 5), F(), dtypes=FD)
+case("setitem_ellipsis", _setter((Ellipsis, 0)), F(2, 3, 4), F(3), dtypes=FD)
+case("setitem_none", _setter((None, 1)), F(4, 5), F(1, 5), dtypes=FD)
+case("setitem_noncontig", _setter((slice(1, 3), slice(None, None, 2))),
+     F(4, 5, contiguous=False), F(2, 3), dtypes=FD)
+case("setitem_neg_step", _setter(slice(None, None, -2)), F(4, 5), F(2, 5),
+     torch_fn=_torch_setter_steps(slice(None, None, -2)), dtypes=FD)
+case("setitem_mask_scalar", lambda x, m: _setter(m)(x, -1.0), F(4, 5), B(4, 5), dtypes=FD)
+case("setitem_mask_leading_row", lambda x, m, v: _setter(m)(x, v), F(4, 5), B(4), F(5),
+     dtypes=FD)
+case("setitem_list", _setter([0, 2]), F(4, 5), F(2, 5), dtypes=FD)
+case("setitem_int_tensor", lambda x, i, v: _setter(i)(x, v), F(4, 5),
+     I(2, high=4, unique_dim=0), F(2, 5), dtypes=FD)
+case("setitem_index_put", lambda x, v: x.index_put((slice(None), 1), v), F(3, 4), F(3),
+     torch_fn=_setter((slice(None), 1)), dtypes=F64_32)
+case("slice_assign_burn", lambda x, v: x.slice_assign([(1, 3), (0, 2)], v), F(3, 4), F(2, 2),
+     torch_fn=_setter((slice(1, 3), slice(0, 2))), dtypes=F64_32)
+
+# ---- gather / scatter / select / masks -------------------------------------------------------
+case("gather_dim1", lambda x, i: x.gather(1, i), F(3, 4), I(3, 5, high=4), dtypes=FD)
+case("gather_dim0", lambda x, i: x.gather(0, i), F(3, 4), I(2, 4, high=3), dtypes=FD)
+case("gather_smaller_index", lambda x, i: x.gather(1, i), F(3, 4), I(2, 2, high=4), dtypes=FD)
+case("gather_3d_dim_neg", lambda x, i: x.gather(-1, i), F(2, 3, 4), I(2, 3, 2, high=4),
+     dtypes=FD)
+case("gather_noncontig", lambda x, i: x.gather(0, i), F(4, 3, contiguous=False),
+     I(5, 3, high=4), dtypes=FD)
+case("scatter_dim0", lambda x, i, v: x.scatter(0, i, v), F(3, 4),
+     I(2, 4, high=3, unique_dim=0), F(2, 4), dtypes=FD)
+case("scatter_dim1_bigger_src", lambda x, i, v: x.scatter(1, i, v), F(3, 4),
+     I(3, 2, high=4, unique_dim=1), F(3, 3), dtypes=FD)
+case("scatter_3d", lambda x, i, v: x.scatter(1, i, v), F(2, 4, 3),
+     I(2, 3, 3, high=4, unique_dim=1), F(2, 3, 3), dtypes=FD)
+case("scatter_noncontig", lambda x, i, v: x.scatter(-1, i, v), F(3, 4, contiguous=False),
+     I(3, 4, high=4, unique_dim=1), F(3, 4, contiguous=False), dtypes=FD)
+case("scatter_add_dim0", lambda x, i, v: x.scatter_add(0, i, v), F(3, 4), I(5, 4, high=3),
+     F(5, 4), dtypes=FD)
+case("scatter_add_dim1", lambda x, i, v: x.scatter_add(1, i, v), F(3, 4), I(3, 6, high=4),
+     F(3, 6), dtypes=FD)
+case("scatter_add_smaller_index", lambda x, i, v: x.scatter_add(1, i, v), F(3, 4),
+     I(2, 3, high=4), F(3, 5), dtypes=FD)
+case("index_select_dim0", lambda x, i: x.index_select(0, i), F(3, 4), I(5, high=3),
+     dtypes=FD)
+case("index_select_dim1", lambda x, i: x.index_select(1, i), F(3, 4, contiguous=False),
+     I(3, high=4), dtypes=FD)
+case("index_select_3d", lambda x, i: x.index_select(-1, i), F(2, 3, 4), I(6, high=4),
+     dtypes=FD)
+case("select_burn", lambda x, i: x.select(1, i), F(3, 4), I(2, high=4),
+     torch_fn=lambda x, i: x.index_select(1, i), dtypes=FD)
+case("select_list", lambda x: x.index_select(0, [2, 0, 2]), F(3, 4),
+     torch_fn=lambda x: x.index_select(0, torch.tensor([2, 0, 2])), dtypes=F64_32)
+case("select_assign_dim0", lambda x, i, v: x.select_assign(0, i, v), F(4, 3),
+     I(2, high=4, unique_dim=0), F(2, 3), torch_fn=lambda x, i, v: x.index_copy(0, i, v),
+     dtypes=FD)
+case("select_assign_dim1", lambda x, i, v: x.select_assign(1, i, v), F(3, 4),
+     I(3, high=4, unique_dim=0), F(3, 3), torch_fn=lambda x, i, v: x.index_copy(1, i, v),
+     dtypes=FD)
+case("index_add_dim0", lambda x, i, v: x.index_add(0, i, v), F(3, 4), I(5, high=3), F(5, 4),
+     dtypes=FD)
+case("index_add_dim1", lambda x, i, v: x.index_add(1, i, v), F(2, 4, 3), I(4, high=4),
+     F(2, 4, 3), dtypes=FD)
+case("select_add_burn", lambda x, i, v: x.select_add(-1, i, v), F(3, 4, contiguous=False),
+     I(6, high=4), F(3, 6), torch_fn=lambda x, i, v: x.index_add(-1, i, v), dtypes=FD)
+case("mask_where", lambda x, m, v: x.mask_where(m, v), F(3, 4), B(3, 4), F(3, 4),
+     torch_fn=lambda x, m, v: torch.where(m, v, x), dtypes=FD)
+case("mask_where_bcast_mask", lambda x, m, v: x.mask_where(m, v), F(3, 4), B(3, 1), F(3, 4),
+     torch_fn=lambda x, m, v: torch.where(m, v, x), dtypes=FD)
+case("mask_where_bcast_value", lambda x, m, v: x.mask_where(m, v), F(3, 4), B(3, 4), F(4),
+     torch_fn=lambda x, m, v: torch.where(m, v, x), dtypes=FD)
+case("mask_where_bcast_self", lambda x, m, v: x.mask_where(m, v), F(1, 4), B(3, 4), F(3, 4),
+     torch_fn=lambda x, m, v: torch.where(m, v, x), dtypes=FD)
+case("where", lambda m, a, b: bp.where(m, a, b), B(2, 3, 4), F(2, 3, 4), F(3, 4),
+     torch_fn=torch.where, dtypes=FD)
+case("where_noncontig", lambda m, a, b: bp.where(m, a, b), B(3, 4, contiguous=False),
+     F(3, 4, contiguous=False), F(3, 4), torch_fn=torch.where, dtypes=FD)
+case("masked_fill", lambda x, m: x.masked_fill(m, 0.5), F(3, 4), B(3, 4), dtypes=FD)
+case("masked_fill_bcast", lambda x, m: x.masked_fill(m, -2.0), F(2, 3, 4), B(3, 1),
+     dtypes=FD)
+case("mask_fill_burn", lambda x, m: x.mask_fill(m, 3.0), F(3, 4, contiguous=False), B(3, 4),
+     torch_fn=lambda x, m: x.masked_fill(m, 3.0), dtypes=FD)
+case("masked_fill_inf", lambda x, m: x.masked_fill(m, -INF).softmax(-1), F(3, 4),
+     B(3, 4), dtypes=FD, grad=False)
+
+# ---- matmul ----------------------------------------------------------------------------------
+_MATMUL = {
+    "1d_1d": ((4,), (4,)),
+    "1d_2d": ((3,), (3, 4)),
+    "2d_1d": ((3, 4), (4,)),
+    "2d_2d": ((3, 4), (4, 5)),
+    "3d_3d": ((2, 3, 4), (2, 4, 5)),
+    "bcast_batch": ((2, 1, 3, 4), (3, 4, 2)),
+    "3d_2d": ((2, 3, 4), (4, 5)),
+    "2d_3d": ((3, 4), (2, 4, 5)),
+    "1d_3d": ((4,), (2, 4, 3)),
+    "3d_1d": ((2, 3, 4), (4,)),
+    "empty_inner": ((3, 0), (0, 4)),
+    "empty_outer": ((0, 3), (3, 4)),
+}
+for _name, (_sa, _sb) in _MATMUL.items():
+    case(f"matmul_{_name}", operator.matmul, F(*_sa), F(*_sb), dtypes=FD)
+case("matmul_noncontig", operator.matmul, F(3, 4, contiguous=False),
+     F(2, 4, 5, contiguous=False), dtypes=FD)
+case("matmul_method", lambda a, b: a.matmul(b), F(3, 4), F(4, 2), dtypes=FD)
+case("matmul_transposed", lambda a, b: a @ b.mT, F(2, 3, 4), F(2, 5, 4), dtypes=FD)
+
+# ---- activations -----------------------------------------------------------------------------
+case("relu_act", lambda x: x.relu(), F(2, 3, 4), dtypes=FD)
+case("leaky_relu", lambda x: x.leaky_relu(), F(3, 4), torch_fn=TF.leaky_relu, dtypes=FD)
+case("leaky_relu_slope", lambda x: x.leaky_relu(0.2), F(3, 4, contiguous=False),
+     torch_fn=lambda x: TF.leaky_relu(x, 0.2), dtypes=FD)
+case("gelu", lambda x: x.gelu(), F(3, 4, low=-4.0, high=4.0), torch_fn=TF.gelu, dtypes=FD)
+case("gelu_tanh", lambda x: x.gelu(approximate="tanh"), F(3, 4, low=-4.0, high=4.0),
+     torch_fn=lambda x: TF.gelu(x, approximate="tanh"), dtypes=FD)
+case("gelu_tails", lambda x: x.gelu(), F(3, 4, low=-12.0, high=12.0), torch_fn=TF.gelu,
+     dtypes=FD)
+case("gelu_noncontig", lambda x: x.gelu(), F(2, 3, 4, contiguous=False), torch_fn=TF.gelu,
+     dtypes=FD)
+case("sigmoid_large", lambda x: x.sigmoid(), F(3, 4, low=-40.0, high=40.0), dtypes=FD)
+case("log_sigmoid", lambda x: x.log_sigmoid(), F(3, 4, low=-4.0, high=4.0),
+     torch_fn=TF.logsigmoid, dtypes=FD)
+case("log_sigmoid_large", lambda x: x.log_sigmoid(), F(3, 4, low=-40.0, high=40.0),
+     torch_fn=TF.logsigmoid, dtypes=FD)
+case("silu", lambda x: x.silu(), F(3, 4, low=-4.0, high=4.0), torch_fn=TF.silu, dtypes=FD)
+case("silu_large", lambda x: x.silu(), F(3, 4, low=-30.0, high=30.0), torch_fn=TF.silu,
+     dtypes=FD)
+case("softplus", lambda x: x.softplus(), F(3, 4, low=-4.0, high=4.0), torch_fn=TF.softplus,
+     dtypes=FD)
+case("softplus_beta", lambda x: x.softplus(2.0), F(3, 4, low=-4.0, high=4.0),
+     torch_fn=lambda x: TF.softplus(x, beta=2.0), dtypes=FD)
+case("softplus_large", lambda x: x.softplus(), F(3, 4, low=-10.0, high=10.0),
+     torch_fn=lambda x: TF.softplus(x, threshold=1000.0), dtypes=FD)
+case("hard_sigmoid", lambda x: x.hard_sigmoid(), F(3, 4, low=-5.0, high=5.0),
+     torch_fn=TF.hardsigmoid, dtypes=FD)
+case("hard_sigmoid_params", lambda x: x.hard_sigmoid(0.2, 0.5), F(3, 4, low=-4.0, high=4.0),
+     torch_fn=lambda x: (x * 0.2 + 0.5).clamp(0.0, 1.0), dtypes=FD)
+for _dim in (0, 1, -1):
+    _suffix = "neg" if _dim < 0 else str(_dim)
+    case(f"softmax_dim{_suffix}", _method("softmax", _dim), F(2, 3, 4), dtypes=FD)
+    case(f"log_softmax_dim{_suffix}", _method("log_softmax", _dim), F(2, 3, 4), dtypes=FD)
+case("softmax_large", _method("softmax", -1), F(3, 4, low=-50.0, high=50.0), dtypes=FD)
+case("log_softmax_large", _method("log_softmax", -1), F(3, 4, low=-50.0, high=50.0),
+     dtypes=FD)
+case("softmax_noncontig", _method("softmax", 0), F(3, 4, contiguous=False), dtypes=FD)
+
+# ---- conversions -----------------------------------------------------------------------------
+case("float_to_long", lambda x: x.long(), F(3, 4, low=-3.0, high=3.0), dtypes=FD, grad=False)
+case("float_to_bool", lambda x: x.bool(), F(3, 4, plant=(0.0, -0.0)), dtypes=FD, grad=False)
+case("float_to_double", lambda x: x.double(), F(3, 4), dtypes=FD)
+case("float_to_half", lambda x: x.half(), F(3, 4), dtypes=F64_32)
+case("cast_bf16", lambda x: x.cast("bfloat16"), F(3, 4),
+     torch_fn=lambda x: x.to(torch.bfloat16), dtypes=F64_32)
+case("to_dtype", lambda x: x.to(bp.float64), F(3, 4), torch_fn=lambda x: x.to(torch.float64),
+     dtypes=FD)
+case("detach", lambda x: x.detach() * 2, F(3, 4), dtypes=FD, grad=False)
+
+# ---- int ops ---------------------------------------------------------------------------------
+_IA = {"low": -9, "high": 10}
+_DIVISOR = {"low": 1, "high": 5}
+for _name, _op in (("add", operator.add), ("sub", operator.sub), ("mul", operator.mul)):
+    case(f"int_{_name}", _op, I(3, 4, **_IA), I(3, 4, **_IA), dtypes=INT, grad=False)
+    case(f"int_{_name}_bcast", _op, I(3, 1, **_IA), I(4, **_IA), dtypes=INT, grad=False)
+    case(f"int_{_name}_scalar", lambda a, op=_op: op(a, 3), I(3, 4, **_IA), dtypes=INT,
+         grad=False)
+    case(f"int_r{_name}_scalar", lambda a, op=_op: op(-4, a), I(3, 4, **_IA), dtypes=INT,
+         grad=False)
+_floor = lambda a, b: torch.div(a, b, rounding_mode="floor")  # noqa: E731
+case("int_floor_div", operator.floordiv, I(3, 4, **_IA), I(3, 4, **_DIVISOR), torch_fn=_floor,
+     dtypes=INT, grad=False)
+case("int_floor_div_neg_divisor", lambda a, b: a // -b, I(3, 4, **_IA), I(3, 4, **_DIVISOR),
+     torch_fn=lambda a, b: _floor(a, -b), dtypes=INT, grad=False)
+case("int_floor_div_bcast", operator.floordiv, I(2, 3, 4, **_IA), I(4, **_DIVISOR),
+     torch_fn=_floor, dtypes=INT, grad=False)
+case("int_floor_div_scalar", lambda a: a // 3, I(3, 4, **_IA),
+     torch_fn=lambda a: _floor(a, 3), dtypes=INT, grad=False)
+case("int_floor_div_neg_scalar", lambda a: a // -3, I(3, 4, **_IA),
+     torch_fn=lambda a: _floor(a, -3), dtypes=INT, grad=False)
+case("int_rfloor_div_scalar", lambda b: -7 // b, I(3, 4, **_DIVISOR),
+     torch_fn=lambda b: _floor(torch.full_like(b, -7), b), dtypes=INT, grad=False)
+case("int_remainder", operator.mod, I(3, 4, **_IA), I(3, 4, **_DIVISOR),
+     torch_fn=torch.remainder, dtypes=INT, grad=False)
+case("int_remainder_neg_divisor", lambda a, b: a % -b, I(3, 4, **_IA), I(3, 4, **_DIVISOR),
+     torch_fn=lambda a, b: torch.remainder(a, -b), dtypes=INT, grad=False)
+case("int_remainder_scalar", lambda a: a % 4, I(3, 4, **_IA),
+     torch_fn=lambda a: torch.remainder(a, 4), dtypes=INT, grad=False)
+case("int_remainder_neg_scalar", lambda a: a % -4, I(3, 4, **_IA),
+     torch_fn=lambda a: torch.remainder(a, -4), dtypes=INT, grad=False)
+case("int_rremainder_scalar", lambda b: 7 % b, I(3, 4, **_DIVISOR),
+     torch_fn=lambda b: torch.remainder(torch.full_like(b, 7), b), dtypes=INT, grad=False)
+case("int_true_div", operator.truediv, I(3, 4, **_IA), I(3, 4, **_DIVISOR), dtypes=INT,
+     grad=False)
+case("int_true_div_scalar", lambda a: a / 4, I(3, 4, **_IA), dtypes=INT, grad=False)
+case("int_pow_scalar", lambda a: a ** 3, I(3, 4, **_IA), dtypes=INT, grad=False)
+case("int_pow_zero", lambda a: a ** 0, I(3, 4, **_IA), dtypes=INT, grad=False)
+for _name in ("neg", "abs", "sign"):
+    case(f"int_{_name}", _method(_name), I(3, 4, **_IA), dtypes=INT, grad=False)
+for _name, _op in (("and", operator.and_), ("or", operator.or_), ("xor", operator.xor)):
+    case(f"int_bitwise_{_name}", _op, I(3, 4, low=-20, high=20), I(3, 4, low=0, high=40),
+         dtypes=INT, grad=False)
+    case(f"int_bitwise_{_name}_scalar", lambda a, op=_op: op(a, 6), I(3, 4, low=-20, high=20),
+         dtypes=INT, grad=False)
+    case(f"int_bitwise_{_name}_bcast", _op, I(3, 1, low=0, high=16), I(4, low=-8, high=8),
+         dtypes=INT, grad=False)
+case("int_bitwise_not", operator.invert, I(3, 4, low=-20, high=20), dtypes=INT, grad=False)
+case("int_bitwise_burn_names", lambda a, b: a.bitwise_and(b).bitwise_or(b).bitwise_xor(a),
+     I(3, 4, low=0, high=30), I(3, 4, low=0, high=30), dtypes=INT, grad=False)
+for _name, _op in _CMP.items():
+    case(f"int_{_name}", _op, I(3, 4, low=0, high=3), I(3, 4, low=0, high=3), dtypes=INT,
+         grad=False)
+    case(f"int_{_name}_scalar", lambda a, op=_op: op(a, 1), I(3, 4, low=0, high=3),
+         dtypes=INT, grad=False)
+case("int_cmp_float_scalar", lambda a: a > 1.5, I(3, 4, low=0, high=4), dtypes=INT,
+     grad=False)
+case("int_sum", _method("sum"), I(2, 3, 4, **_IA), dtypes=INT, grad=False)
+case("int_sum_dim", _method("sum", 1), I(2, 3, 4, **_IA), dtypes=INT, grad=False)
+case("int_sum_dims_keepdim", _method("sum", (0, 2), keepdim=True), I(2, 3, 4, **_IA),
+     dtypes=INT, grad=False)
+case("int_prod", _method("prod"), I(3, 4, low=-3, high=4), dtypes=INT, grad=False)
+case("int_prod_dim", _method("prod", 0), I(3, 4, low=-3, high=4), dtypes=INT, grad=False)
+case("int_max", _method("max"), I(3, 4, **_IA), dtypes=INT, grad=False)
+case("int_min_dim", _method("min", 1), I(3, 4, **_IA), torch_fn=_t(_method("min", 1)),
+     dtypes=INT, grad=False)
+case("int_max_with_indices", _method("max_with_indices", 0), I(3, 4, distinct=True),
+     torch_fn=_method("max", 0), dtypes=INT, grad=False)
+case("int_argmax", _method("argmax", 1), I(3, 4, distinct=True), dtypes=INT, grad=False)
+case("int_argmin_all", _method("argmin"), I(3, 4, distinct=True), dtypes=INT, grad=False)
+case("int_cumsum", _method("cumsum", 1), I(3, 4, **_IA), dtypes=INT, grad=False)
+case("int_cumprod", _method("cumprod", 0), I(3, 4, low=-3, high=4), dtypes=INT, grad=False)
+case("int_cummax", _method("cummax_with_indices", 1), I(3, 5, distinct=True),
+     torch_fn=_method("cummax", 1), dtypes=INT, grad=False)
+case("int_cummin", _method("cummin", 0), I(4, 3, distinct=True),
+     torch_fn=_t(_method("cummin", 0)), dtypes=INT, grad=False)
+case("int_sort", _method("sort", 1), I(3, 5, **_IA), torch_fn=_t(_method("sort", 1)),
+     dtypes=INT, grad=False)
+case("int_sort_with_indices", _method("sort_with_indices", 0, descending=True),
+     I(5, 3, distinct=True), torch_fn=_method("sort", 0, descending=True), dtypes=INT,
+     grad=False)
+case("int_argsort", _method("argsort", -1), I(3, 5, distinct=True), dtypes=INT, grad=False)
+case("int_topk", _method("topk_with_indices", 2), I(3, 5, distinct=True),
+     torch_fn=_method("topk", 2), dtypes=INT, grad=False)
+case("int_clamp", _method("clamp", -2, 3), I(3, 4, **_IA), dtypes=INT, grad=False)
+case("int_clamp_min", _method("clamp", min=0), I(3, 4, **_IA), dtypes=INT, grad=False)
+case("int_any_all", lambda a: (a.any(1), a.all(0)), I(3, 4, low=0, high=2), dtypes=INT,
+     grad=False)
+case("int_to_float", lambda a: a.float(), I(3, 4, **_IA), dtypes=INT, grad=False)
+case("int_to_double", lambda a: a.double(), I(3, 4, **_IA), dtypes=INT, grad=False)
+case("int_to_bool", lambda a: a.bool(), I(3, 4, low=-1, high=2), dtypes=INT, grad=False)
+case("int_matmul", operator.matmul, I(2, 3, 4, **_IA), I(4, 2, **_IA), dtypes=INT, grad=False)
+case("int_gather", lambda a, i: a.gather(1, i), I(3, 4, **_IA), I(3, 2, high=4), dtypes=INT,
+     grad=False)
+case("int_scatter_add", lambda a, i, v: a.scatter_add(0, i, v), I(3, 4, **_IA),
+     I(4, 4, high=3), I(4, 4, **_IA), dtypes=INT, grad=False)
+case("int_index_select", lambda a, i: a.index_select(0, i), I(3, 4, **_IA), I(4, high=3),
+     dtypes=INT, grad=False)
+case("int_index_add", lambda a, i, v: a.index_add(1, i, v), I(3, 4, **_IA), I(5, high=4),
+     I(3, 5, **_IA), dtypes=INT, grad=False)
+case("int_masked_fill", lambda a, m: a.masked_fill(m, -1), I(3, 4, **_IA), B(3, 4),
+     dtypes=INT, grad=False)
+case("int_mask_where", lambda a, m, b: a.mask_where(m, b), I(3, 4, **_IA), B(3, 1),
+     I(3, 4, **_IA), torch_fn=lambda a, m, b: torch.where(m, b, a), dtypes=INT, grad=False)
+case("int_cat_stack", lambda a, b: (bp.cat([a, b], 1), bp.stack([a, b])), I(3, 4, **_IA),
+     I(3, 4, **_IA), torch_fn=lambda a, b: (torch.cat([a, b], 1), torch.stack([a, b])),
+     dtypes=INT, grad=False)
+case("int_layout", lambda a: a.permute(1, 0).reshape(2, 6).flip(0)[:, 1::2].unsqueeze(0),
+     I(3, 4, **_IA), dtypes=INT, grad=False)
+case("int_expand_repeat", lambda a: (a.expand(2, 3, 4), a.repeat(1, 2)), I(3, 4, **_IA),
+     dtypes=INT, grad=False)
+case("int_getitem", lambda a, i: a[i, 1:], I(3, 4, **_IA), I(2, high=3), dtypes=INT,
+     grad=False)
+case("int_setitem", lambda a: _setter(slice(1, 3))(a, 7), I(3, 4, **_IA), dtypes=INT,
+     grad=False)
+case("int_unfold_split", lambda a: (a.unfold(1, 2, 1), *a.split(2, 1)), I(3, 4, **_IA),
+     dtypes=INT, grad=False)
+case("int_maximum", lambda a, b: a.maximum(b), I(3, 4, **_IA), I(3, 4, **_IA), dtypes=INT,
+     grad=False)
+
+def _bool_setter(a: Any, row: Any) -> Any:
+    """Assign a scalar and a row into a copy of a bool tensor (``a | False`` copies it)."""
+    y = a | False
+    y[0, 1:3] = True
+    y[2] = row
+    return y
+
+
+# ---- bool ops --------------------------------------------------------------------------------
+for _name, _op in (("and", operator.and_), ("or", operator.or_), ("xor", operator.xor),
+                   ("eq", operator.eq), ("ne", operator.ne)):
+    case(f"bool_{_name}", _op, B(3, 4), B(3, 4), dtypes=BOOL, grad=False)
+    case(f"bool_{_name}_bcast", _op, B(3, 1), B(4), dtypes=BOOL, grad=False)
+case("bool_and_scalar", lambda a: a & True, B(3, 4), dtypes=BOOL, grad=False)
+case("bool_or_scalar", lambda a: a | False, B(3, 4), dtypes=BOOL, grad=False)
+case("bool_not", operator.invert, B(3, 4), dtypes=BOOL, grad=False)
+case("bool_logical_not", lambda a: a.logical_not(), B(3, 4, contiguous=False), dtypes=BOOL,
+     grad=False)
+case("bool_noncontig_and", operator.and_, B(3, 4, contiguous=False), B(3, 4), dtypes=BOOL,
+     grad=False)
+for _name in ("any", "all"):
+    case(f"bool_{_name}", _method(_name), B(3, 4), dtypes=BOOL, grad=False)
+    case(f"bool_{_name}_dim", _method(_name, 1), B(4, 2), dtypes=BOOL, grad=False)
+    case(f"bool_{_name}_keepdim", _method(_name, 0, keepdim=True), B(2, 3), dtypes=BOOL,
+         grad=False)
+    case(f"bool_{_name}_empty", _method(_name), B(0, 3), dtypes=BOOL, grad=False)
+case("bool_sum", _method("sum"), B(3, 4), dtypes=BOOL, grad=False)
+case("bool_sum_dim", _method("sum", 0), B(3, 4), dtypes=BOOL, grad=False)
+case("bool_count_nonzero", _method("count_nonzero", 1), B(3, 4), dtypes=BOOL, grad=False)
+case("bool_to_float", lambda a: a.float(), B(3, 4), dtypes=BOOL, grad=False)
+case("bool_to_long", lambda a: a.long(), B(3, 4), dtypes=BOOL, grad=False)
+case("bool_to_double", lambda a: a.double(), B(3, 4), dtypes=BOOL, grad=False)
+case("bool_layout", lambda a: (a.T.reshape(2, 6), a.flip(1), a.unsqueeze(1).expand(3, 2, 4)),
+     B(3, 4), dtypes=BOOL, grad=False)
+case("bool_cat_stack", lambda a, b: (bp.cat([a, b]), bp.stack([a, b], -1)), B(3, 4), B(3, 4),
+     torch_fn=lambda a, b: (torch.cat([a, b]), torch.stack([a, b], -1)), dtypes=BOOL,
+     grad=False)
+case("bool_getitem", lambda a, m: (a[1:, ::2], a[m], a[[0, 2]]), B(3, 4), B(3, 4),
+     dtypes=BOOL, grad=False)
+case("bool_setitem", _bool_setter, B(3, 4), B(4), dtypes=BOOL, grad=False)
+case("bool_mask_where", lambda a, m, b: a.mask_where(m, b), B(3, 4), B(3, 4), B(4),
+     torch_fn=lambda a, m, b: torch.where(m, b, a), dtypes=BOOL, grad=False)
+case("bool_where", lambda m, a, b: bp.where(m, a, b), B(3, 4), B(3, 4), B(3, 4),
+     torch_fn=torch.where, dtypes=BOOL, grad=False)
+case("bool_index_select", lambda a, i: a.index_select(1, i), B(3, 4), I(5, high=4),
+     dtypes=BOOL, grad=False)
+case("bool_gather", lambda a, i: a.gather(0, i), B(3, 4), I(2, 4, high=3), dtypes=BOOL,
+     grad=False)
+case("argwhere", lambda a: a.argwhere(), B(3, 4), torch_fn=torch.argwhere, dtypes=BOOL,
+     grad=False)
+case("nonzero", lambda a: a.nonzero(), B(2, 3, 4),
+     torch_fn=lambda a: a.nonzero(as_tuple=True), dtypes=BOOL, grad=False)
+case("argwhere_float", lambda x: x.relu().argwhere(), F(3, 4), dtypes=FD, grad=False)
+case("bool_unfold", lambda a: a.unfold(1, 2, 2), B(3, 4), dtypes=BOOL, grad=False)
