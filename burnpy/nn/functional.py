@@ -23,6 +23,15 @@ from burnpy.backend.ops.module_ops import (
     conv_transpose_output_size,
     pool_output_size,
 )
+
+# Re-exported so ``F.cross_entropy``, ``F.dropout``... sit beside the other functional ops.
+from burnpy.nn.dropout import dropout as dropout
+from burnpy.nn.losses import binary_cross_entropy_with_logits as binary_cross_entropy_with_logits
+from burnpy.nn.losses import cross_entropy as cross_entropy
+from burnpy.nn.losses import huber_loss as huber_loss
+from burnpy.nn.losses import l1_loss as l1_loss
+from burnpy.nn.losses import mse_loss as mse_loss
+from burnpy.nn.losses import nll_loss as nll_loss
 from burnpy.tensor import Tensor
 from burnpy.tensor._core import BOOL, FLOAT, INT, check_same_backend, new
 

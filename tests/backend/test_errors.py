@@ -180,7 +180,7 @@ def test_exp_of_int_tensor() -> None:
 
 
 def test_require_grad_on_int_tensor() -> None:
-    with raises(KindError, r"require_grad: only float tensors can track gradients, got a int "
+    with raises(KindError, r"require_grad: only float tensors can track gradients, got an int "
                            r"tensor of dtype bp.int64"):
         ints(3).require_grad()
 
