@@ -222,9 +222,18 @@ class Tensor(ArithmeticOps, LayoutOps, ReductionOps, IndexingOps, QuantizedOps):
     @staticmethod
     def from_dlpack(obj: Any, *, backend: type[Backend] | None = None,
                     device: Device | None = None) -> Tensor:
-        """Zero-copy where the backend allows, from any object with ``__dlpack__``."""
-        arr = np.from_dlpack(obj)
-        return Tensor.from_data(arr, backend=backend, device=device)
+        """From any object with ``__dlpack__``: zero-copy when the backend can import it
+        (``array_from_dlpack``: NumPy on CPU, CuPy on CUDA), else through the host."""
+        b = backend or _default_backend()
+        importer = getattr(b, "array_from_dlpack", None)
+        if importer is not None and device is None:
+            arr = importer(obj)
+            try:
+                dt = dtype_of_numpy(arr.dtype)
+            except KeyError:
+                raise DTypeError(f"from_dlpack: dtype {arr.dtype} is not supported") from None
+            return new(b, arr, _kind_of(dt))
+        return Tensor.from_data(np.from_dlpack(obj), backend=b, device=device)
 
     # ---- attributes --------------------------------------------------------------------------
     @property
@@ -309,10 +318,17 @@ class Tensor(ArithmeticOps, LayoutOps, ReductionOps, IndexingOps, QuantizedOps):
         return arr.copy() if copy else arr
 
     def __dlpack__(self, *args: Any, **kwargs: Any) -> Any:
-        return self.to_numpy().__dlpack__(*args, **kwargs)
+        """Zero-copy export when the primitive speaks DLPack (NumPy, CuPy), else a host copy."""
+        return self._dlpack_source().__dlpack__(*args, **kwargs)
 
     def __dlpack_device__(self) -> tuple[int, int]:
-        return self.to_numpy().__dlpack_device__()
+        return self._dlpack_source().__dlpack_device__()
+
+    def _dlpack_source(self) -> Any:
+        prim = self.primitive
+        if self.kind is not QUANTIZED and hasattr(prim, "__dlpack__"):
+            return prim
+        return self.to_numpy()
 
     def to(self, target: Device | DTypeLike) -> Tensor:
         """Move to a device, or cast to a dtype (torch's ``to``)."""

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from typing import Any
 
 import numpy as np
@@ -14,14 +16,29 @@ from burnpy.backend.dtype import DType
 A = Any  # an array of the backend's array module
 
 
+_NO_CONTEXT = contextlib.nullcontext()
+
+
 class ArrayLayoutOps:
     """Kind-independent array ops; each kind's mixin binds them under its own prefix."""
 
     xp: Any = np
 
+    @staticmethod
+    def _on(device: Device) -> AbstractContextManager[Any]:
+        """A context making ``device`` current while creating arrays (nothing to do on CPU;
+        CUDA selects the GPU)."""
+        return _NO_CONTEXT
+
     @classmethod
     def _from_data(cls, data: TensorData, device: Device) -> A:
-        return cls.xp.asarray(data.array)
+        with cls._on(device):
+            return cls.xp.asarray(data.array)
+
+    @classmethod
+    def array_from_dlpack(cls, obj: Any) -> A:
+        """An array sharing ``obj``'s memory (DLPack), for ``Tensor.from_dlpack``."""
+        return cls.xp.from_dlpack(obj)
 
     @classmethod
     def _into_data(cls, tensor: A) -> TensorData:
@@ -33,11 +50,13 @@ class ArrayLayoutOps:
 
     @classmethod
     def _empty(cls, shape: tuple[int, ...], device: Device, dtype: DType) -> A:
-        return cls.xp.empty(shape, dtype=dtype.numpy)
+        with cls._on(device):
+            return cls.xp.empty(shape, dtype=dtype.numpy)
 
     @classmethod
     def _full(cls, shape: tuple[int, ...], fill_value: Any, device: Device, dtype: DType) -> A:
-        return cls.xp.full(shape, fill_value, dtype=dtype.numpy)
+        with cls._on(device):
+            return cls.xp.full(shape, fill_value, dtype=dtype.numpy)
 
     @classmethod
     def _cast(cls, tensor: A, dtype: DType) -> A:
@@ -98,8 +117,11 @@ class ArrayLayoutOps:
 
     @classmethod
     def _scatter_index(cls, indices: A, dim: int) -> tuple[A, ...]:
-        """Full advanced index placing each element of ``indices`` at its target along ``dim``."""
-        grids = list(cls.xp.indices(indices.shape, sparse=True))
+        """Full advanced index placing each element of ``indices`` at its target along ``dim``
+        (open grids built with ``arange``, which NumPy and CuPy share)."""
+        nd = indices.ndim
+        grids = [cls.xp.arange(n).reshape((1,) * i + (n,) + (1,) * (nd - i - 1))
+                 for i, n in enumerate(indices.shape)]
         grids[dim] = indices
         return tuple(grids)
 

@@ -42,11 +42,13 @@ class ArrayBoolOps(ArrayLayoutOps):
 
     @classmethod
     def bool_empty(cls, shape: tuple[int, ...], device: Device) -> A:
-        return cls.xp.empty(shape, dtype=np.bool_)
+        with cls._on(device):
+            return cls.xp.empty(shape, dtype=np.bool_)
 
     @classmethod
     def bool_full(cls, shape: tuple[int, ...], fill_value: bool, device: Device) -> A:
-        return cls.xp.full(shape, bool(fill_value), dtype=np.bool_)
+        with cls._on(device):
+            return cls.xp.full(shape, bool(fill_value), dtype=np.bool_)
 
     @staticmethod
     def bool_into_int(tensor: A, dtype: DType) -> A:

@@ -90,6 +90,12 @@ class ArrayFloatOps(ArrayLayoutOps):
     @classmethod
     def float_random(cls, shape: tuple[int, ...], distribution: Distribution, device: Device,
                      dtype: DType) -> A:
+        with cls._on(device):
+            return cls._sample(shape, distribution, device, dtype)
+
+    @classmethod
+    def _sample(cls, shape: tuple[int, ...], distribution: Distribution, device: Device,
+                dtype: DType) -> A:
         gen = cls._generator(device)
         sample_dtype = dtype.numpy if dtype.numpy in (_F32, np.dtype(np.float64)) else _F32
         if distribution.kind == "uniform":

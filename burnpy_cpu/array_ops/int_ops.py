@@ -73,8 +73,9 @@ class ArrayIntOps(ArrayLayoutOps):
     @classmethod
     def int_random(cls, shape: tuple[int, ...], low: int, high: int, device: Device,
                    dtype: DType) -> A:
-        sample = cls._generator(device).integers(low, high, size=shape, dtype=np.int64)
-        return cls.xp.asarray(sample).astype(dtype.numpy, copy=False)
+        with cls._on(device):
+            sample = cls._generator(device).integers(low, high, size=shape, dtype=np.int64)
+            return cls.xp.asarray(sample).astype(dtype.numpy, copy=False)
 
     @classmethod
     def _generator(cls, device: Device) -> object:
@@ -82,7 +83,8 @@ class ArrayIntOps(ArrayLayoutOps):
 
     @classmethod
     def int_arange(cls, start: int, end: int, step: int, device: Device, dtype: DType) -> A:
-        return cls.xp.arange(start, end, step, dtype=dtype.numpy)
+        with cls._on(device):
+            return cls.xp.arange(start, end, step, dtype=dtype.numpy)
 
     @staticmethod
     def int_into_float(tensor: A, dtype: DType) -> A:

@@ -160,10 +160,12 @@ class ArrayQOps(ArrayLayoutOps):
         quant = data.quant
         assert quant is not None
         xp = cls.xp
-        values = xp.asarray(data.array)
-        ts = None if quant.tensor_scale is None else xp.asarray(quant.tensor_scale)
+        with cls._on(device):
+            values = xp.asarray(data.array)
+            scales = xp.asarray(quant.scales)
+            ts = None if quant.tensor_scale is None else xp.asarray(quant.tensor_scale)
         return QuantizedArray(_pack(xp, values, quant.scheme), tuple(values.shape),
-                              quant.scheme, xp.asarray(quant.scales), ts, quant.block_axis,
+                              quant.scheme, scales, ts, quant.block_axis,
                               quant.float_dtype)
 
     @classmethod
