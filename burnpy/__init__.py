@@ -2,6 +2,7 @@
 are interchangeable; capabilities such as autodiff are decorator backends wrapping any backend.
 """
 
+from burnpy.autodiff import Autodiff, BalancedCheckpointing, Gradients, NoCheckpointing
 from burnpy.backend import (
     Backend,
     BackendMismatchError,
@@ -47,6 +48,7 @@ def tensor(data: object, **kwargs: object) -> Tensor:
 
 
 __all__ = [
+    "Autodiff", "BalancedCheckpointing", "Gradients", "NoCheckpointing",
     "Backend", "BackendMismatchError", "BurnpyError", "DType", "DTypeError", "Device",
     "DeviceMismatchError", "DivisionByZeroError", "Distribution", "IndexOutOfBoundsError",
     "InvalidArgumentError", "KindError", "QuantScheme", "ShapeError", "Tensor", "TensorData",

@@ -117,8 +117,8 @@ def _make_binary(spec: _BinarySpec) -> Callable[[Tensor, Any], Tensor]:
                     except ValueError:
                         broadcast_shapes(spec.name, p.shape, q.shape)
                         raise
-                elif (not b.multi_device and p.shape == q.shape
-                      and (p.dtype is q.dtype or p.dtype == q.dtype)):
+                elif (p.shape == q.shape and (p.dtype is q.dtype or p.dtype == q.dtype)
+                      and (not b.multi_device or self.device == other.device)):
                     if kind is FLOAT and float_op is not None:
                         return new(b, getattr(b, float_op)(p, q), out_float)
                     if kind is INT and int_fast:

@@ -6,6 +6,9 @@ to every float argument marked ``requires_grad``, and checks the gradients again
 autograd on the same values (``GRAD_RTOL``) and, when the inputs are small, against central
 finite differences of the same function computed through burnpy on the plain backend
 (``FD_EPS``, ``FD_RTOL``). The forward values under tracking are checked against torch too.
+``run_second_order_case`` checks Hessian-vector products through
+``Autodiff[Autodiff[backend, strategy], strategy]`` against torch's double backward: every
+rule is written with the inner backend's ops, so its own derivative is recorded.
 
 Run it on your own backend::
 
@@ -35,8 +38,9 @@ from burnpy.testing.cases import CASES, Arg, OpCase
 from burnpy.testing.grad_module_cases import MODULE_GRAD_CASES
 
 #: Relative tolerance against torch's float64 gradients (scaled by the gradient's largest
-#: magnitude for elements that come out of cancellation).
+#: magnitude for elements that come out of cancellation), and for second derivatives.
 GRAD_RTOL = 1e-9
+HVP_RTOL = 1e-8
 #: Central-difference step and the tolerance of the comparison with it.
 FD_EPS = 1e-6
 FD_RTOL = 1e-5
@@ -91,24 +95,64 @@ def run_grad_case(case: OpCase, backend: type, strategy: type[CheckpointStrategy
                       theirs.detach().double().numpy(), 1e-12, case)
 
     narrowed = _rounds_to_narrower_float(outputs)
-    ours_grads = _autodiff_grads(case, inputs, outputs, cotangents)
+    positions = _grad_positions(case)
+    ours_grads = [_numpy(g, inputs[i].shape) for i, g in zip(
+        positions, _vjp(outputs, cotangents, [inputs[i] for i in positions]), strict=True)]
     try:
-        theirs_grads = _torch_grads(case, t_inputs, t_outputs, cotangents)
+        theirs = _torch_vjp(t_outputs, cotangents, [t_inputs[i] for i in positions], False)
     except RuntimeError:  # torch has no (or a broken) derivative here: differences decide
-        theirs_grads = None
-    if theirs_grads is not None:
+        theirs = None
+    if theirs is not None:
         rtol = TORCH_GRAD_RTOL.get(case.name, (GRAD_RTOL, ""))[0]
-        for i, got, want in zip(_grad_positions(case), ours_grads, theirs_grads, strict=True):
-            _assert_close(f"{where}, gradient of input {i} vs torch", got, want, rtol, case)
-    small = sum(arrays[i].size for i in _grad_positions(case)) <= FD_MAX_ELEMENTS
-    if theirs_grads is None and narrowed:
+        for i, got, want in zip(positions, ours_grads, theirs, strict=True):
+            _assert_close(f"{where}, gradient of input {i} vs torch", got,
+                          _torch_numpy(want, t_inputs[i].shape), rtol, case)
+    small = sum(arrays[i].size for i in positions) <= FD_MAX_ELEMENTS
+    if theirs is None and narrowed:
         raise AssertionError(f"{where}: torch cannot differentiate it and finite differences "
                              "cannot either (it rounds to a narrower float)")
-    if not narrowed and (small or theirs_grads is None):
+    if not narrowed and (small or theirs is None):
         fd_grads = _finite_differences(case, backend, arrays, cotangents)
-        for i, got, want in zip(_grad_positions(case), ours_grads, fd_grads, strict=True):
+        for i, got, want in zip(positions, ours_grads, fd_grads, strict=True):
             _assert_close(f"{where}, gradient of input {i} vs finite differences", got, want,
                           FD_RTOL, case)
+
+
+def run_second_order_case(case: OpCase, backend: type, strategy: type[CheckpointStrategy],
+                          seed: int = 0) -> None:
+    """Check ``d/dx <grad_x sum(out * cotangent), v>`` for random directions ``v`` on
+    ``Autodiff[Autodiff[backend, strategy], strategy]`` against torch's double backward;
+    a case torch cannot differentiate twice is skipped."""
+    where = (f"second-order case {case.name!r} on Autodiff[Autodiff[{backend.__name__}, "
+             f"{strategy.__name__}]]")
+    rng = np.random.default_rng(seed)
+    arrays = [_draw(arg, rng) for arg in case.args]
+    positions = _grad_positions(case)
+    inner = Autodiff(backend, strategy)
+    outer = Autodiff(inner, strategy)
+    leaves = {i: Tensor.from_data(arrays[i], backend=inner).require_grad() for i in positions}
+    inputs = [Tensor.from_inner(leaves[i], backend=outer).require_grad() if i in leaves
+              else Tensor.from_data(arr, backend=outer) for i, arr in enumerate(arrays)]
+    outputs = _float_outputs(case.fn(*inputs))
+    cotangents = [rng.standard_normal(o.shape) for o in outputs]
+    directions = [rng.standard_normal(arrays[i].shape) for i in positions]
+    first = _vjp(outputs, cotangents, [inputs[i] for i in positions])
+    pairs = [(g, v) for g, v in zip(first, directions, strict=True) if g is not None]
+    ours = _vjp([g for g, _ in pairs], [v for _, v in pairs], [leaves[i] for i in positions])
+
+    t_inputs = [_to_torch(arg, arr) for arg, arr in zip(case.args, arrays, strict=True)]
+    t_outputs = _float_outputs((case.torch_fn or case.fn)(*t_inputs))
+    t_wanted = [t_inputs[i] for i in positions]
+    try:
+        t_first = _torch_vjp(t_outputs, cotangents, t_wanted, True)
+        t_pairs = [(g, v) for g, v in zip(t_first, directions, strict=True) if g is not None]
+        theirs = _torch_vjp([g for g, _ in t_pairs], [v for _, v in t_pairs], t_wanted, False)
+    except RuntimeError as exc:
+        pytest.skip(f"torch cannot differentiate {case.name} twice: {exc}")
+    for i, got, want in zip(positions, ours, theirs, strict=True):
+        _assert_close(f"{where}, Hessian-vector product for input {i}",
+                      _numpy(got, arrays[i].shape), _torch_numpy(want, arrays[i].shape),
+                      HVP_RTOL, case)
 
 
 def _differentiated(arg: Arg) -> bool:
@@ -164,32 +208,41 @@ def _rounds_to_narrower_float(outputs: list[Tensor]) -> bool:
     return False
 
 
-def _autodiff_grads(case: OpCase, inputs: list[Tensor], outputs: list[Tensor],
-                    cotangents: list[np.ndarray]) -> list[np.ndarray]:
-    tracked = [(o, c) for o, c in zip(outputs, cotangents, strict=True) if o.requires_grad]
-    wanted = [inputs[i] for i in _grad_positions(case)]
-    if not tracked:
-        return [np.zeros(t.shape) for t in wanted]
+def _vjp(outputs: list[Tensor], cotangents: list[np.ndarray],
+         wanted: list[Tensor]) -> list[Tensor | None]:
+    """Gradients of ``sum(out * cotangent)`` over the tracked outputs with respect to
+    ``wanted`` (None where a tensor is not reached)."""
     loss = None
-    for out, cot in tracked:
-        term = (out * Tensor.from_data(cot.astype(out.dtype.numpy), backend=out.backend)).sum()
-        loss = term if loss is None else loss + term
-    grads = loss.backward()  # type: ignore[union-attr]
-    found = [t.grad(grads) for t in wanted]
-    return [np.zeros(t.shape) if g is None else g.to_numpy() for t, g in zip(wanted, found,
-                                                                             strict=True)]
+    for out, cot in zip(outputs, cotangents, strict=True):
+        if out.requires_grad:
+            term = (out * Tensor.from_data(cot.astype(out.dtype.numpy), backend=out.backend)).sum()
+            loss = term if loss is None else loss + term
+    if loss is None:
+        return [None] * len(wanted)
+    grads = loss.backward()
+    return [t.grad(grads) for t in wanted]
 
 
-def _torch_grads(case: OpCase, inputs: list[torch.Tensor], outputs: list[torch.Tensor],
-                 cotangents: list[np.ndarray]) -> list[np.ndarray]:
-    wanted = [inputs[i] for i in _grad_positions(case)]
+def _torch_vjp(outputs: list[torch.Tensor], cotangents: list[np.ndarray],
+               wanted: list[torch.Tensor], create_graph: bool) -> list[torch.Tensor | None]:
+    """torch's gradients of the same objective (``create_graph`` for a second pass)."""
     terms = [(o * torch.from_numpy(c).to(o.dtype)).sum()
              for o, c in zip(outputs, cotangents, strict=True) if o.requires_grad]
     if not terms:
-        return [np.zeros(tuple(t.shape)) for t in wanted]
-    found = torch.autograd.grad(sum(terms), wanted, allow_unused=True)
-    return [np.zeros(tuple(t.shape)) if g is None else g.double().numpy()
-            for t, g in zip(wanted, found, strict=True)]
+        return [None] * len(wanted)
+    return list(torch.autograd.grad(sum(terms), wanted, create_graph=create_graph,
+                                    allow_unused=True))
+
+
+def _numpy(grad: Tensor | None, shape: tuple[int, ...]) -> np.ndarray:
+    return np.zeros(shape) if grad is None else grad.to_numpy()
+
+
+def _torch_numpy(grad: torch.Tensor | None, shape: Any) -> np.ndarray:
+    """A torch gradient as float64 NumPy (torch's symbolic zero tensors included)."""
+    if grad is None:
+        return np.zeros(tuple(shape))
+    return torch.zeros(grad.shape, dtype=torch.float64).add_(grad.detach()).numpy()
 
 
 def _finite_differences(case: OpCase, backend: type, arrays: list[np.ndarray],
