@@ -1,0 +1,243 @@
+"""``Autodiff[B, C]``: the decorator backend that adds reverse-mode gradients to any backend.
+
+``Autodiff(B)`` (or ``Autodiff[B, C]``) builds, once per pair and thread-safely, a subclass
+of ``AutodiffBackend`` whose float primitive is ``AutodiffTensor``; int, bool and quantized
+primitives are B's own and their ops are B's functions, bound directly on the class.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any, ClassVar
+
+from burnpy.autodiff.checkpoint import CheckpointStrategy, NoCheckpointing
+from burnpy.autodiff.gradients import Gradients
+from burnpy.autodiff.graph import new_key, new_leaf, run_backward
+from burnpy.autodiff.ops.activation_ops import AutodiffActivationOps
+from burnpy.autodiff.ops.float_ops import AutodiffFloatOps
+from burnpy.autodiff.ops.module_ops import AutodiffModuleOps
+from burnpy.autodiff.ops.q_ops import AutodiffQOps
+from burnpy.autodiff.tensor import AutodiffTensor
+from burnpy.backend.base import Backend
+from burnpy.backend.device import Device
+from burnpy.backend.dtype import DType, dtype_of_numpy
+from burnpy.backend.errors import AutodiffError, InvalidArgumentError
+from burnpy.backend.ops.bool_ops import BoolOps
+from burnpy.backend.ops.int_ops import IntOps
+from burnpy.backend.ops.q_ops import QOps
+
+
+class AutodiffBackend(AutodiffFloatOps, AutodiffQOps, AutodiffModuleOps, AutodiffActivationOps,
+                      Backend, abstract=True):
+    """Base of every ``Autodiff[B, C]`` class: Burn's ``AutodiffBackend`` API as class methods.
+
+    ``InnerBackend`` is B and ``checkpointing`` is C; gradients are B's float primitives.
+    """
+
+    InnerBackend: ClassVar[type[Backend]]
+    checkpointing: ClassVar[type[CheckpointStrategy]]
+    FloatTensorPrimitive: ClassVar[Any] = AutodiffTensor
+    #: ``checkpointing.record``: wraps an inner result in a tracked tensor.
+    record: ClassVar[Callable[..., AutodiffTensor]]
+
+    # ---- the backend's non-op methods, delegated to B ------------------------------------------
+    @classmethod
+    def name(cls, device: Device | None = None) -> str:
+        label = "" if cls.checkpointing is NoCheckpointing else f", {cls.checkpointing.label}"
+        return f"autodiff<{cls.InnerBackend.name(device)}{label}>"
+
+    @classmethod
+    def seed(cls, device: Device, seed: int) -> None:
+        cls.InnerBackend.seed(device, seed)
+
+    @classmethod
+    def sync(cls, device: Device) -> None:
+        cls.InnerBackend.sync(device)
+
+    @classmethod
+    def ad_enabled(cls) -> bool:
+        return True
+
+    @classmethod
+    def default_device(cls) -> Device:
+        return cls.InnerBackend.default_device()
+
+    @classmethod
+    def devices(cls) -> list[Device]:
+        return cls.InnerBackend.devices()
+
+    @classmethod
+    def supports_dtype(cls, device: Device, dtype: DType) -> bool:
+        return cls.InnerBackend.supports_dtype(device, dtype)
+
+    # ---- gradients ----------------------------------------------------------------------------
+    @classmethod
+    def backward(cls, tensor: AutodiffTensor, grad_output: Any = None,
+                 retain_graph: bool = False) -> Gradients:
+        """Gradients of ``tensor`` for every tracked leaf (and retained tensor) it depends on.
+
+        ``grad_output`` is an inner-backend primitive of ``tensor``'s shape, or None to seed
+        ones (the gradient of ``sum(tensor)``, Burn's rule). The graph's saved state is freed
+        as the pass goes unless ``retain_graph``; a consumed graph cannot be walked again.
+        """
+        root = tensor.node
+        if root is None:
+            raise AutodiffError(
+                "backward: the tensor does not require grad (no tracked tensor was used to "
+                "compute it); call require_grad() on the leaves to differentiate")
+        inner = cls.InnerBackend
+        if grad_output is None:
+            p = tensor.primitive
+            grad_output = inner.float_ones(tensor.shape, inner.float_device(p),
+                                           dtype_of_numpy(p.dtype))
+        return Gradients(run_backward(inner, root, grad_output, retain_graph, cls.checkpointing))
+
+    @classmethod
+    def grad(cls, tensor: AutodiffTensor, grads: Gradients) -> Any:
+        """The gradient of ``tensor`` in ``grads`` (an inner primitive), or None."""
+        return grads.get(tensor)
+
+    @classmethod
+    def grad_remove(cls, tensor: AutodiffTensor, grads: Gradients) -> Any:
+        """Pop the gradient of ``tensor`` from ``grads`` (None when absent)."""
+        return grads.pop(tensor)
+
+    @classmethod
+    def grad_replace(cls, tensor: AutodiffTensor, grads: Gradients, grad: Any) -> None:
+        """Set the gradient of ``tensor`` in ``grads`` to the inner primitive ``grad``."""
+        node = tensor.node
+        if node is None:
+            raise AutodiffError("grad_replace: the tensor is not tracked, so it can have no "
+                                "gradient; call require_grad() on it first")
+        if node.key is None:
+            node.key = new_key()
+        grads.set(node, grad)
+
+    @classmethod
+    def retain_grad(cls, tensor: AutodiffTensor) -> None:
+        """Keep this intermediate tensor's gradient in the Gradients of later backward passes
+        (leaves always keep theirs)."""
+        node = tensor.node
+        if node is None:
+            raise AutodiffError("retain_grad: the tensor does not require grad, so it gets no "
+                                "gradient to retain")
+        if node.key is None:
+            node.key = new_key()
+
+    @classmethod
+    def float_set_require_grad(cls, tensor: AutodiffTensor, require_grad: bool) -> AutodiffTensor:
+        """A leaf that is tracked (or, with False, untracked) holding the same values."""
+        node = tensor.node
+        if node is not None and node.op is not None:
+            raise AutodiffError(
+                f"require_grad: Can't convert a non leaf tensor into a tracked tensor: this "
+                f"tensor was computed by {node.op.name} from tracked tensors; use detach() to "
+                "get a new leaf with its values")
+        if require_grad:
+            return tensor if node is not None else AutodiffTensor(tensor.primitive,
+                                                                  new_leaf(tensor.shape))
+        return tensor if node is None else AutodiffTensor(tensor.primitive)
+
+    @staticmethod
+    def float_is_require_grad(tensor: AutodiffTensor) -> bool:
+        return tensor.node is not None
+
+    @staticmethod
+    def float_detach(tensor: AutodiffTensor) -> AutodiffTensor:
+        return tensor if tensor.node is None else AutodiffTensor(tensor.primitive)
+
+    # ---- crossing between this backend and B --------------------------------------------------
+    @staticmethod
+    def inner(tensor: AutodiffTensor) -> Any:
+        """B's float primitive, untracked."""
+        return tensor.primitive
+
+    @staticmethod
+    def from_inner(tensor: Any) -> AutodiffTensor:
+        """An untracked float primitive of this backend from one of B."""
+        return AutodiffTensor(tensor)
+
+    @staticmethod
+    def int_inner(tensor: Any) -> Any:
+        return tensor
+
+    int_from_inner = bool_inner = bool_from_inner = q_inner = q_from_inner = int_inner
+
+    @classmethod
+    def int_into_float(cls, tensor: Any, dtype: DType) -> AutodiffTensor:
+        return AutodiffTensor(cls.InnerBackend.int_into_float(tensor, dtype))
+
+    @classmethod
+    def bool_into_float(cls, tensor: Any, dtype: DType) -> AutodiffTensor:
+        return AutodiffTensor(cls.InnerBackend.bool_into_float(tensor, dtype))
+
+
+#: Int, bool and quantized ops taken from B unchanged (their primitives are B's own); the few
+#: with float inputs or outputs are defined on AutodiffBackend and its mixins instead.
+_DELEGATED = tuple(sorted(
+    name for name in {*dir(IntOps), *dir(BoolOps), *dir(QOps)}
+    if name.startswith(("int_", "bool_", "q_")) and not hasattr(AutodiffQOps, name)
+    and name not in ("int_into_float", "bool_into_float")))
+
+
+class _AutodiffFactory:
+    """``Autodiff(B)``, ``Autodiff(B, C)`` and ``Autodiff[B, C]``: one cached class per pair."""
+
+    __slots__ = ("_cache", "_lock")
+
+    def __init__(self) -> None:
+        self._cache: dict[tuple[type, type], type[AutodiffBackend]] = {}
+        self._lock = threading.Lock()
+
+    def __call__(self, backend: type[Backend],
+                 checkpointing: type[CheckpointStrategy] = NoCheckpointing
+                 ) -> type[AutodiffBackend]:
+        key = (backend, checkpointing)
+        found = self._cache.get(key)
+        if found is not None:
+            return found
+        if not (isinstance(backend, type) and issubclass(backend, Backend)):
+            raise InvalidArgumentError(f"Autodiff: expected a backend class, got {backend!r}")
+        if not (isinstance(checkpointing, type) and issubclass(checkpointing, CheckpointStrategy)
+                and checkpointing is not CheckpointStrategy):
+            raise InvalidArgumentError(
+                f"Autodiff: expected a checkpoint strategy (NoCheckpointing or "
+                f"BalancedCheckpointing), got {checkpointing!r}")
+        with self._lock:
+            found = self._cache.get(key)
+            if found is None:
+                found = self._cache[key] = _build(backend, checkpointing)
+        return found
+
+    def __getitem__(self, params: Any) -> type[AutodiffBackend]:
+        return self(*params) if isinstance(params, tuple) else self(params)
+
+    def __repr__(self) -> str:
+        return "Autodiff"
+
+
+def _build(inner: type[Backend], checkpointing: type[CheckpointStrategy]) -> type[AutodiffBackend]:
+    """The decorator class of ``inner`` under ``checkpointing``."""
+    namespace: dict[str, Any] = {name: staticmethod(getattr(inner, name)) for name in _DELEGATED}
+    namespace.update(
+        __module__=__name__,
+        __doc__=f"{inner.__name__} with reverse-mode autodiff ({checkpointing.__name__}).",
+        InnerBackend=inner,
+        checkpointing=checkpointing,
+        record=staticmethod(checkpointing.record),
+        Device=inner.Device,
+        IntTensorPrimitive=inner.IntTensorPrimitive,
+        BoolTensorPrimitive=inner.BoolTensorPrimitive,
+        QuantizedTensorPrimitive=inner.QuantizedTensorPrimitive,
+        float_dtype=inner.float_dtype,
+        int_dtype=inner.int_dtype,
+        multi_device=inner.multi_device,
+    )
+    suffix = "" if checkpointing is NoCheckpointing else f", {checkpointing.__name__}"
+    name = f"Autodiff[{inner.__name__}{suffix}]"
+    namespace["__qualname__"] = name
+    return type(name, (AutodiffBackend,), namespace)
+
+
+Autodiff = _AutodiffFactory()

@@ -1,0 +1,169 @@
+"""The gradient graph: ``Op`` (one op's backward rule), ``Node`` and the backward walk.
+
+A node holds plain references to its parents only (child -> parent), so a graph lives exactly
+as long as some tensor still reaches it; nothing global points into it. ``run_backward``
+visits the nodes reachable from the output in reverse topological order (deepest first),
+calls each op's rule, un-broadcasts and accumulates the parents' gradients, and frees each
+node's saved state as soon as its rule has run.
+"""
+
+from __future__ import annotations
+
+import itertools
+import operator
+import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from burnpy.backend.errors import AutodiffError
+
+if TYPE_CHECKING:
+    from burnpy.autodiff.checkpoint import CheckpointStrategy
+
+Shape = tuple[int, ...]
+#: ``rule(B, grad, inputs, output, params, parents) -> one gradient per parent`` (None where
+#: the parent is None), written with the inner backend ``B``'s ops only.
+BackwardRule = Callable[[Any, Any, Any, Any, tuple[Any, ...], tuple[Any, ...]], tuple[Any, ...]]
+#: ``forward(B, inputs, params) -> output``: recomputes a memory-bound op's output.
+RetroForward = Callable[[Any, tuple[Any, ...], tuple[Any, ...]], Any]
+
+
+class Op:
+    """What one kind of recorded op needs in backward.
+
+    ``saves_inputs``/``saves_output`` say which values its rule reads; ``compute_bound`` marks
+    ops whose output is worth keeping (matmul, conv) rather than recomputing; ``forward`` is
+    the retro-forward of memory-bound ops, used by ``BalancedCheckpointing``.
+    """
+
+    __slots__ = ("backward", "compute_bound", "forward", "name", "saves_inputs", "saves_output")
+
+    def __init__(self, name: str, backward: BackwardRule, forward: RetroForward | None, *,
+                 saves_inputs: bool, saves_output: bool, compute_bound: bool) -> None:
+        if forward is None and not compute_bound:
+            raise ValueError(f"op {name}: a memory-bound op needs a retro-forward")
+        self.name = name
+        self.backward = backward
+        self.forward = forward
+        self.saves_inputs = saves_inputs
+        self.saves_output = saves_output
+        self.compute_bound = compute_bound
+
+    def __repr__(self) -> str:
+        return f"Op({self.name})"
+
+
+class Node:
+    """One tracked tensor in the graph.
+
+    A leaf has ``op`` None and no parents. ``parents`` has one entry per float input of the op
+    (None for an untracked input); ``inputs``/``output`` are what the checkpoint strategy saved
+    for the rule; ``depth`` is 1 + the deepest parent's, so sorting by it is a topological
+    order. ``key`` is set on leaves and retained tensors, whose gradients backward keeps.
+    ``parents`` becomes None once a backward pass has consumed the node.
+    """
+
+    __slots__ = ("depth", "inputs", "key", "op", "output", "params", "parents", "shape")
+
+    def __init__(self, op: Op | None, parents: tuple[Node | None, ...] | None, inputs: Any,
+                 output: Any, params: tuple[Any, ...] | None, shape: Shape, depth: int) -> None:
+        self.op = op
+        self.parents = parents
+        self.inputs = inputs
+        self.output = output
+        self.params = params
+        self.shape = shape
+        self.depth = depth
+        self.key: int | None = None
+
+    def __repr__(self) -> str:
+        what = "leaf" if self.op is None else self.op.name
+        return f"Node({what}, shape={self.shape}, depth={self.depth})"
+
+
+_keys = itertools.count(1)
+_keys_lock = threading.Lock()
+
+
+def new_key() -> int:
+    """A process-unique key for a tensor whose gradient backward keeps."""
+    with _keys_lock:
+        return next(_keys)
+
+
+def new_leaf(shape: Shape) -> Node:
+    """A tracked leaf node (a parameter or input that requires grad)."""
+    node = Node(None, (), None, None, (), shape, 0)
+    node.key = new_key()
+    return node
+
+
+def _consumed(node: Node) -> AutodiffError:
+    return AutodiffError(
+        f"backward: the graph through {node.op.name if node.op else 'a tensor'} "
+        f"{node.shape} was already consumed by an earlier backward(), which freed its saved "
+        "state; pass retain_graph=True to the first backward() to differentiate a graph twice")
+
+
+_by_depth = operator.attrgetter("depth")
+
+
+def reverse_topological(root: Node) -> list[Node]:
+    """Every node reachable from ``root``, children before parents (iterative: no recursion
+    limit on deep graphs)."""
+    if root.parents is None:
+        raise _consumed(root)
+    order = [root]
+    seen = {root}
+    stack = [root]
+    while stack:
+        for parent in stack.pop().parents:  # type: ignore[union-attr]
+            if parent is not None and parent not in seen:
+                if parent.parents is None:
+                    raise _consumed(parent)
+                seen.add(parent)
+                order.append(parent)
+                stack.append(parent)
+    order.sort(key=_by_depth, reverse=True)
+    return order
+
+
+def unbroadcast(B: Any, grad: Any, shape: Shape) -> Any:  # noqa: N803 - the backend type
+    """``grad`` summed over the dims broadcasting added or stretched, reshaped to ``shape``."""
+    gshape = grad.shape
+    lead = len(gshape) - len(shape)
+    for d in range(len(gshape)):
+        if d < lead or (shape[d - lead] == 1 and gshape[d] != 1):
+            grad = B.float_sum_dim(grad, d)
+    return B.float_reshape(grad, shape)
+
+
+def run_backward(B: Any, root: Node, seed: Any, retain_graph: bool,  # noqa: N803
+                 strategy: type[CheckpointStrategy]) -> dict[Node, Any]:
+    """Propagate ``seed`` from ``root`` to every reachable node; returns the gradients of the
+    leaves and retained nodes, keyed by node."""
+    order = reverse_topological(root)
+    fetch = strategy.fetcher(B, order)
+    grads: dict[Node, Any] = {root: seed}
+    for node in order:
+        op = node.op
+        if op is None:
+            continue
+        grad = grads.pop(node, None) if node.key is None else grads.get(node)
+        if grad is not None:
+            if fetch is None:
+                inputs, output = node.inputs, node.output
+            else:
+                inputs, output = fetch(node)
+            parents = node.parents
+            parent_grads = op.backward(B, grad, inputs, output, node.params, parents)
+            for parent, pgrad in zip(parents, parent_grads, strict=True):  # type: ignore[arg-type]
+                if parent is None:
+                    continue
+                if pgrad.shape != parent.shape:
+                    pgrad = unbroadcast(B, pgrad, parent.shape)
+                prev = grads.get(parent)
+                grads[parent] = pgrad if prev is None else B.float_add(prev, pgrad)
+        if not retain_graph:  # free the saved state now: later steps never read it
+            node.parents = node.inputs = node.output = node.params = None
+    return grads
