@@ -1,0 +1,67 @@
+"""``DataLoader``: batches of a dataset as tensors, shuffled reproducibly per epoch."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from burnpy.backend.device import Device
+from burnpy.backend.errors import InvalidArgumentError
+from burnpy.data.dataset import Dataset
+from burnpy.tensor import Tensor
+
+if TYPE_CHECKING:
+    from burnpy.backend.base import Backend
+
+
+class DataLoader:
+    """Iterates ``dataset`` in batches of ``batch_size`` as tuples of tensors on ``backend``.
+
+    With ``shuffle``, epoch ``e`` visits the samples in the order drawn from ``(seed, e)``:
+    iterating again moves to the next epoch, and ``set_epoch`` picks one, which is how a
+    resumed run sees the same batches as an uninterrupted one.
+    """
+
+    def __init__(self, dataset: Dataset, batch_size: int = 1, shuffle: bool = False,
+                 seed: int = 0, drop_last: bool = False, *,
+                 backend: type[Backend] | None = None, device: Device | None = None) -> None:
+        if batch_size < 1:
+            raise InvalidArgumentError(f"DataLoader: batch_size must be >= 1, got {batch_size}")
+        self.dataset, self.batch_size, self.shuffle = dataset, batch_size, shuffle
+        self.seed, self.drop_last = seed, drop_last
+        if backend is None:
+            from burnpy_cpu import CpuBackend
+
+            backend = CpuBackend
+        self.backend, self.device = backend, device
+        self.epoch = 0
+
+    def set_epoch(self, epoch: int) -> None:
+        """The epoch whose order the next iteration uses."""
+        self.epoch = epoch
+
+    def __len__(self) -> int:
+        n = len(self.dataset)
+        return n // self.batch_size if self.drop_last else math.ceil(n / self.batch_size)
+
+    def order(self, epoch: int) -> np.ndarray:
+        """The sample indices of ``epoch`` in visiting order."""
+        n = len(self.dataset)
+        if not self.shuffle:
+            return np.arange(n)
+        return np.random.default_rng([self.seed, epoch]).permutation(n)
+
+    def __iter__(self) -> Iterator[tuple[Tensor, ...]]:
+        order = self.order(self.epoch)
+        self.epoch += 1
+        for i in range(len(self)):
+            indices = order[i * self.batch_size:(i + 1) * self.batch_size]
+            yield tuple(self._tensor(field) for field in self.dataset.get_batch(indices))
+
+    def _tensor(self, field: np.ndarray) -> Tensor:
+        """A batch field as a tensor; integer fields (labels) take the backend's int dtype."""
+        dtype = self.backend.int_dtype if field.dtype.kind in "iu" else None
+        return Tensor.from_data(field, backend=self.backend, device=self.device, dtype=dtype)

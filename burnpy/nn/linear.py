@@ -1,0 +1,66 @@
+"""Dense layers: ``Linear`` and ``Embedding`` (torch's shapes, defaults and initializations)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from burnpy.backend.device import Device
+from burnpy.backend.dtype import DTypeLike
+from burnpy.backend.errors import KindError, ShapeError, describe
+from burnpy.nn import functional as F
+from burnpy.nn import init
+from burnpy.nn.module import Module
+from burnpy.tensor import Tensor
+
+if TYPE_CHECKING:
+    from burnpy.backend.base import Backend
+
+
+class Linear(Module):
+    """``y = x @ weight.T + bias`` with ``weight [out_features, in_features]``.
+
+    Initialized as torch: weight and bias uniform in +-1/sqrt(in_features).
+    """
+
+    def __init__(self, in_features: int, out_features: int, bias: bool = True, *,
+                 backend: type[Backend] | None = None, device: Device | None = None,
+                 dtype: DTypeLike | None = None) -> None:
+        self.in_features, self.out_features = in_features, out_features
+        kw = {"backend": backend, "device": device, "dtype": dtype}
+        self.weight = init.fan_in_uniform((out_features, in_features), in_features, **kw)
+        self.bias = init.fan_in_uniform((out_features,), in_features, **kw) if bias else None
+
+    def forward(self, x: Tensor) -> Tensor:
+        """``[..., in_features] -> [..., out_features]``."""
+        if not x.shape or x.shape[-1] != self.in_features:
+            raise ShapeError(f"Linear(in_features={self.in_features}): the input's last dim "
+                             f"must be {self.in_features}, got shape {describe(x.shape)}")
+        return F.linear(x, self.weight, self.bias)
+
+    def extra_repr(self) -> str:
+        return (f"in_features={self.in_features}, out_features={self.out_features}, "
+                f"bias={self.bias is not None}")
+
+
+class Embedding(Module):
+    """A lookup table ``weight [num_embeddings, embedding_dim]`` indexed by int tensors.
+
+    Initialized N(0, 1), as torch.
+    """
+
+    def __init__(self, num_embeddings: int, embedding_dim: int, *,
+                 backend: type[Backend] | None = None, device: Device | None = None,
+                 dtype: DTypeLike | None = None) -> None:
+        self.num_embeddings, self.embedding_dim = num_embeddings, embedding_dim
+        self.weight = init.normal((num_embeddings, embedding_dim), backend=backend,
+                                  device=device, dtype=dtype)
+
+    def forward(self, indices: Tensor) -> Tensor:
+        """Int ``indices [...]`` -> ``[..., embedding_dim]``."""
+        if indices.kind != "int":
+            raise KindError(f"Embedding: indices must be an int tensor, got {indices.kind} "
+                            f"({indices.dtype!r})")
+        return F.embedding(indices, self.weight)
+
+    def extra_repr(self) -> str:
+        return f"{self.num_embeddings}, {self.embedding_dim}"

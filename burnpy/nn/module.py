@@ -1,0 +1,341 @@
+"""``Module``: the base of every layer, with parameters discovered from its attributes.
+
+Discovery rule: every public attribute (no leading ``_``) that is a ``Tensor``, a ``Module``,
+or a ``list``/``dict`` of those is part of the module's state, named by its attribute path
+(``"layers.0.weight"``). A float tensor is a trainable **parameter** unless it was registered
+with ``register_buffer``; buffers (BatchNorm's running stats) and int/bool tensors are saved and
+moved with the module but never trained. On an autodiff backend a parameter is tracked
+(``require_grad``) as soon as it is assigned, so layer code reads ``self.weight = tensor``.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from burnpy.backend.data import TensorData
+from burnpy.backend.device import Device
+from burnpy.backend.dtype import DType, DTypeLike
+from burnpy.backend.errors import BackendMismatchError, BurnpyError, describe
+from burnpy.tensor import Tensor
+from burnpy.tensor._core import FLOAT
+
+if TYPE_CHECKING:
+    from burnpy.backend.base import Backend
+
+Holder = Any  # a Module, list or dict holding a tensor
+
+
+class StateDictError(BurnpyError, ValueError):
+    """A state dict whose names, shapes or dtypes do not match the module."""
+
+
+@dataclass(slots=True)
+class ParamSlot:
+    """One distinct tensor of a module and every place that holds it (tied weights share)."""
+
+    name: str
+    tensor: Tensor
+    holders: list[tuple[Holder, str | int]]
+    is_param: bool
+
+    def assign(self, value: Tensor) -> None:
+        """Put ``value`` in every holder, bypassing ``Module.__setattr__`` (no re-tracking)."""
+        for holder, key in self.holders:
+            if isinstance(holder, Module):
+                holder.__dict__[key] = value
+            else:
+                holder[key] = value
+        self.tensor = value
+
+
+def _set_tracked(t: Tensor) -> Tensor:
+    """Track ``t`` when its backend records gradients (a no-op elsewhere)."""
+    if t.kind is FLOAT and t.backend.ad_enabled() and not t.is_require_grad():
+        t.require_grad()
+    return t
+
+
+class Module:
+    """Base class of layers: subclass, assign tensors and sub-modules in ``__init__``, and
+    write ``forward``. ``module(x)`` calls ``forward``."""
+
+    training: bool = True
+    _buffer_names: frozenset[str] = frozenset()
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if (isinstance(value, Tensor) and value.kind is FLOAT and not name.startswith("_")
+                and name not in self._buffer_names):
+            _set_tracked(value)
+        object.__setattr__(self, name, value)
+
+    def register_buffer(self, name: str, tensor: Tensor) -> None:
+        """Keep ``tensor`` as saved, moved, but untrained state (running statistics)."""
+        object.__setattr__(self, "_buffer_names", self._buffer_names | {name})
+        object.__setattr__(self, name, tensor)
+
+    def forward(self, *args: Any, **kwargs: Any) -> Any:
+        """The computation; every layer overrides it."""
+        raise BurnpyError(f"{type(self).__name__} does not define forward()")
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.forward(*args, **kwargs)
+
+    # ---- discovery ---------------------------------------------------------------------------
+    def _entries(self) -> Iterator[tuple[str, Any]]:
+        for name, value in vars(self).items():
+            if not name.startswith("_"):
+                yield name, value
+
+    def named_children(self) -> Iterator[tuple[str, Module]]:
+        """Direct sub-modules, including those inside list and dict attributes."""
+        for name, value in self._entries():
+            if isinstance(value, Module):
+                yield name, value
+            elif isinstance(value, list | dict):
+                for key, item in _items(value):
+                    if isinstance(item, Module):
+                        yield f"{name}.{key}", item
+
+    def children(self) -> Iterator[Module]:
+        for _, child in self.named_children():
+            yield child
+
+    def named_modules(self, prefix: str = "") -> Iterator[tuple[str, Module]]:
+        """This module and every descendant, depth first, with dotted names."""
+        yield prefix, self
+        for name, child in self.named_children():
+            yield from child.named_modules(f"{prefix}.{name}" if prefix else name)
+
+    def modules(self) -> Iterator[Module]:
+        for _, m in self.named_modules():
+            yield m
+
+    def _walk(self, prefix: str = "") -> Iterator[tuple[str, Tensor, Holder, str | int, bool]]:
+        """(name, tensor, holder, key, is_param) for every tensor place, in attribute order."""
+        for name, value in self._entries():
+            path = f"{prefix}{name}"
+            if isinstance(value, Tensor):
+                yield path, value, self, name, (value.kind is FLOAT
+                                                and name not in self._buffer_names)
+            elif isinstance(value, Module):
+                yield from value._walk(path + ".")
+            elif isinstance(value, list | dict):
+                for key, item in _items(value):
+                    if isinstance(item, Tensor):
+                        yield f"{path}.{key}", item, value, key, item.kind is FLOAT
+                    elif isinstance(item, Module):
+                        yield from item._walk(f"{path}.{key}.")
+
+    def slots(self) -> list[ParamSlot]:
+        """Every distinct tensor once (tied weights keep their first name), with its holders."""
+        by_id: dict[int, ParamSlot] = {}
+        for name, t, holder, key, is_param in self._walk():
+            slot = by_id.get(id(t))
+            if slot is None:
+                by_id[id(t)] = ParamSlot(name, t, [(holder, key)], is_param)
+            else:
+                slot.holders.append((holder, key))
+        return list(by_id.values())
+
+    def named_parameters(self) -> Iterator[tuple[str, Tensor]]:
+        """Trainable float tensors with their dotted names (each tied tensor once)."""
+        for slot in self.slots():
+            if slot.is_param:
+                yield slot.name, slot.tensor
+
+    def parameters(self) -> list[Tensor]:
+        return [t for _, t in self.named_parameters()]
+
+    def named_buffers(self) -> Iterator[tuple[str, Tensor]]:
+        """Saved but untrained tensors (registered buffers, int and bool tensors)."""
+        for slot in self.slots():
+            if not slot.is_param:
+                yield slot.name, slot.tensor
+
+    def buffers(self) -> list[Tensor]:
+        return [t for _, t in self.named_buffers()]
+
+    def num_params(self) -> int:
+        """The number of trainable scalars."""
+        return sum(t.numel() for t in self.parameters())
+
+    @property
+    def backend(self) -> type[Backend] | None:
+        """The backend of the module's tensors (None for a module without any)."""
+        for _, t, _, _, _ in self._walk():
+            return t.backend
+        return None
+
+    @property
+    def device(self) -> Device | None:
+        for _, t, _, _, _ in self._walk():
+            return t.device
+        return None
+
+    # ---- modes and tracking ------------------------------------------------------------------
+    def train(self, mode: bool = True) -> Module:
+        """Training mode (dropout active, batch statistics) for this module and its children."""
+        for m in self.modules():
+            object.__setattr__(m, "training", mode)
+        return self
+
+    def eval(self) -> Module:
+        """Inference mode: dropout off, running statistics."""
+        return self.train(False)
+
+    def require_grad(self) -> Module:
+        """Track every parameter (needs an autodiff backend); returns the module."""
+        for slot in self.slots():
+            if slot.is_param:
+                slot.tensor.require_grad()
+        return self
+
+    # ---- moving ------------------------------------------------------------------------------
+    def to(self, backend: type[Backend] | None = None, device: Device | None = None,
+           dtype: DTypeLike | None = None) -> Module:
+        """Move every tensor to ``backend``/``device`` and cast float ones to ``dtype``, in
+        place (torch's convention); parameters are tracked on an autodiff backend."""
+        target_dtype = None if dtype is None else DType.of(dtype)
+        for slot in self.slots():
+            t = slot.tensor
+            if backend is not None or device is not None:
+                t = t.to_backend(backend or t.backend, device)
+            if target_dtype is not None and t.kind is FLOAT and t.dtype is not target_dtype:
+                t = t.cast(target_dtype)
+            if t is not slot.tensor:
+                slot.assign(_set_tracked(t) if slot.is_param else t)
+        return self
+
+    def valid(self) -> Module:
+        """A copy of this module on the inner backend, in eval mode, for inference.
+
+        Burn's ``valid()``: every tensor is ``inner()`` (same values, untracked), so the copy
+        runs without recording a graph; the training module is left as it is.
+        """
+        b = self.backend
+        if b is not None and getattr(b, "InnerBackend", None) is None:
+            raise BackendMismatchError(
+                f"valid: the module is on {b.name()}, which is not a decorator backend; "
+                "valid() strips Autodiff, use eval() on a plain backend")
+        clone = self._map_tensors(Tensor.inner)
+        clone.eval()
+        return clone
+
+    def _map_tensors(self, fn: Callable[[Tensor], Tensor]) -> Module:
+        """A structural copy with every tensor replaced by ``fn(tensor)`` (ties kept)."""
+        done: dict[int, Any] = {}
+
+        def convert(value: Any) -> Any:
+            key = id(value)
+            if key in done:
+                return done[key]
+            if isinstance(value, Tensor):
+                out: Any = fn(value)
+            elif isinstance(value, Module):
+                out = copy.copy(value)
+                for name, item in value._entries():
+                    out.__dict__[name] = convert(item)
+            elif isinstance(value, list):
+                out = [convert(v) for v in value]
+            elif isinstance(value, dict):
+                out = {k: convert(v) for k, v in value.items()}
+            else:
+                return value
+            done[key] = out
+            return out
+
+        return convert(self)
+
+    # ---- state -------------------------------------------------------------------------------
+    def state_dict(self) -> dict[str, Tensor]:
+        """Every parameter and buffer by dotted name (the record's contents)."""
+        return {slot.name: slot.tensor for slot in self.slots()}
+
+    def load_state_dict(self, state: Mapping[str, Tensor | TensorData | np.ndarray],
+                        strict: bool = True) -> Module:
+        """Replace tensors with ``state``'s values (kept on this module's backends and dtypes).
+
+        Shapes and float dtypes must match (int buffers, such as counters, take the module's
+        int dtype); with ``strict`` the names must match exactly. Raises ``StateDictError``
+        naming the offending entry.
+        """
+        slots = self.slots()
+        names = {s.name for s in slots}
+        if strict:
+            missing = [s.name for s in slots if s.name not in state]
+            unexpected = [k for k in state if k not in names]
+            if missing or unexpected:
+                raise StateDictError(
+                    f"load_state_dict into {type(self).__name__}: "
+                    + "; ".join(part for part in (
+                        f"missing {', '.join(missing)}" if missing else "",
+                        f"unexpected {', '.join(unexpected)}" if unexpected else "") if part))
+        updates = []
+        for slot in slots:
+            if slot.name not in state:
+                continue
+            data = _tensor_data(state[slot.name])
+            t = slot.tensor
+            if tuple(data.shape) != t.shape:
+                raise StateDictError(f"load_state_dict: '{slot.name}' has shape "
+                                     f"{describe(tuple(data.shape))} in the state but "
+                                     f"{describe(t.shape)} in the module")
+            if data.dtype is not t.dtype and data.dtype.is_int and t.dtype.is_int:
+                data = data.convert(t.dtype)
+            if data.dtype is not t.dtype:
+                raise StateDictError(f"load_state_dict: '{slot.name}' is {data.dtype!r} in the "
+                                     f"state but {t.dtype!r} in the module (convert the module "
+                                     "with .to(dtype=...) first)")
+            updates.append((slot, data))
+        for slot, data in updates:
+            t = Tensor.from_data(data, backend=slot.tensor.backend, device=slot.tensor.device)
+            slot.assign(_set_tracked(t) if slot.is_param else t)
+        return self
+
+    def save(self, path: str | Path) -> Path:
+        """Write the module's record to ``path`` (see ``burnpy.record.save``)."""
+        from burnpy import record
+
+        return record.save(self, path)
+
+    def load(self, path: str | Path) -> Module:
+        """Load the record at ``path`` into this module (see ``burnpy.record.load``)."""
+        from burnpy import record
+
+        return record.load(self, path)
+
+    # ---- printing ----------------------------------------------------------------------------
+    def extra_repr(self) -> str:
+        """The layer's configuration, shown in ``repr``."""
+        return ""
+
+    def __repr__(self) -> str:
+        children = list(self.named_children())
+        head = f"{type(self).__name__}({self.extra_repr()}"
+        if not children:
+            return head + ")"
+        lines = [head]
+        for name, child in children:
+            body = repr(child).replace("\n", "\n  ")
+            lines.append(f"  ({name}): {body}")
+        return "\n".join(lines) + "\n)"
+
+
+def _items(container: list[Any] | dict[Any, Any]) -> Iterator[tuple[str | int, Any]]:
+    if isinstance(container, list):
+        return iter(enumerate(container))
+    return iter(container.items())
+
+
+def _tensor_data(value: Tensor | TensorData | np.ndarray) -> TensorData:
+    if isinstance(value, Tensor):
+        return value.into_data()
+    if isinstance(value, TensorData):
+        return value
+    return TensorData.from_any(np.asarray(value))

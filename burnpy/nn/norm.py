@@ -1,0 +1,205 @@
+"""Normalization layers: ``BatchNorm1d/2d``, ``LayerNorm``, ``GroupNorm``, ``RMSNorm``.
+
+Statistics use the biased variance, as torch; BatchNorm's running variance is the unbiased
+one. Running statistics are buffers updated without recording a graph.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import ml_dtypes
+
+from burnpy.backend.device import Device
+from burnpy.backend.dtype import DTypeLike
+from burnpy.backend.errors import InvalidArgumentError, ShapeError, describe
+from burnpy.nn import init
+from burnpy.nn.module import Module
+from burnpy.tensor import Tensor
+
+if TYPE_CHECKING:
+    from burnpy.backend.base import Backend
+
+
+class _BatchNorm(Module):
+    """Normalizes each channel (dim 1) over the batch and spatial dims."""
+
+    _ranks: tuple[int, ...] = (4,)
+
+    def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1,
+                 affine: bool = True, track_running_stats: bool = True, *,
+                 backend: type[Backend] | None = None, device: Device | None = None,
+                 dtype: DTypeLike | None = None) -> None:
+        self.num_features, self.eps, self.momentum = num_features, eps, momentum
+        self.affine, self.track_running_stats = affine, track_running_stats
+        kw = {"backend": backend, "device": device, "dtype": dtype}
+        self.weight = init.ones((num_features,), **kw) if affine else None
+        self.bias = init.zeros((num_features,), **kw) if affine else None
+        if track_running_stats:
+            self.register_buffer("running_mean", init.zeros((num_features,), **kw))
+            self.register_buffer("running_var", init.ones((num_features,), **kw))
+            self.register_buffer("num_batches_tracked",
+                                 Tensor.full((), 0, backend=backend, device=device))
+
+    def forward(self, x: Tensor) -> Tensor:
+        if x.ndim not in self._ranks or x.shape[1] != self.num_features:
+            ranks = " or ".join(f"{r}-d" for r in self._ranks)
+            raise ShapeError(f"{type(self).__name__}({self.num_features}): expected a {ranks} "
+                             f"input with {self.num_features} channels in dim 1, got "
+                             f"{describe(x.shape)}")
+        n, c = x.shape[0], self.num_features
+        # [n, c, positions]: two reductions per statistic instead of one per dim.
+        flat = x.reshape(n, c, -1)
+        if self.training or not self.track_running_stats:
+            count = n * flat.shape[2]
+            if self.training and count <= 1:
+                raise ShapeError(f"{type(self).__name__}: need more than 1 value per channel "
+                                 f"in training, got input {describe(x.shape)}")
+            mean = flat.sum(2, keepdim=True).sum(0, keepdim=True) * (1.0 / count)
+            centered = flat - mean
+            var = centered.square().sum(2, keepdim=True).sum(0, keepdim=True) * (1.0 / count)
+            if self.training and self.track_running_stats:
+                self._update_running(mean, var, count)
+            y = centered * self._scale(var)
+            if self.bias is not None:
+                y = y + self.bias.reshape(1, c, 1)
+        else:
+            scale = self._scale(self.running_var.reshape(1, c, 1))
+            shift = -self.running_mean.reshape(1, c, 1) * scale
+            if self.bias is not None:
+                shift = shift + self.bias.reshape(1, c, 1)
+            y = flat * scale + shift
+        return y.reshape(x.shape)
+
+    def _scale(self, var: Tensor) -> Tensor:
+        """``weight / sqrt(var + eps)`` per channel, shaped ``[1, c, 1]``."""
+        scale = (var + self.eps).rsqrt()
+        return scale * self.weight.reshape(scale.shape) if self.weight is not None else scale
+
+    def _update_running(self, mean: Tensor, var: Tensor, count: int) -> None:
+        """Exponential (or, with ``momentum=None``, cumulative) averages of the statistics."""
+        self.num_batches_tracked = self.num_batches_tracked + 1
+        factor = (1.0 / int(self.num_batches_tracked.item()) if self.momentum is None
+                  else self.momentum)
+        c = self.num_features
+        batch_mean = mean.detach().reshape(c)
+        batch_var = var.detach().reshape(c) * (count / (count - 1))
+        self.running_mean = self.running_mean * (1.0 - factor) + batch_mean * factor
+        self.running_var = self.running_var * (1.0 - factor) + batch_var * factor
+
+    def extra_repr(self) -> str:
+        return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
+                f"affine={self.affine}, track_running_stats={self.track_running_stats}")
+
+
+class BatchNorm1d(_BatchNorm):
+    """Batch normalization of ``[batch, channels]`` or ``[batch, channels, length]``."""
+
+    _ranks = (2, 3)
+
+
+class BatchNorm2d(_BatchNorm):
+    """Batch normalization of ``[batch, channels, height, width]``."""
+
+    _ranks = (4,)
+
+
+def _shape_tuple(normalized_shape: int | Sequence[int]) -> tuple[int, ...]:
+    return (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+
+
+def _check_trailing(layer: str, x: Tensor, shape: tuple[int, ...]) -> tuple[int, ...]:
+    """The trailing dims normalized over; ShapeError unless ``x`` ends with ``shape``."""
+    n = len(shape)
+    if x.shape[x.ndim - n:] != shape or x.ndim < n:
+        raise ShapeError(f"{layer}: normalized_shape {describe(shape)} does not match the "
+                         f"input's trailing dims (input {describe(x.shape)})")
+    return tuple(range(x.ndim - n, x.ndim))
+
+
+class LayerNorm(Module):
+    """Normalizes over the trailing ``normalized_shape`` dims, then scales and shifts."""
+
+    def __init__(self, normalized_shape: int | Sequence[int], eps: float = 1e-5,
+                 elementwise_affine: bool = True, bias: bool = True, *,
+                 backend: type[Backend] | None = None, device: Device | None = None,
+                 dtype: DTypeLike | None = None) -> None:
+        self.normalized_shape = _shape_tuple(normalized_shape)
+        self.eps, self.elementwise_affine = eps, elementwise_affine
+        kw = {"backend": backend, "device": device, "dtype": dtype}
+        self.weight = init.ones(self.normalized_shape, **kw) if elementwise_affine else None
+        self.bias = (init.zeros(self.normalized_shape, **kw)
+                     if elementwise_affine and bias else None)
+
+    def forward(self, x: Tensor) -> Tensor:
+        dims = _check_trailing("LayerNorm", x, self.normalized_shape)
+        centered = x - x.mean(dims, keepdim=True)
+        y = centered * (centered.square().mean(dims, keepdim=True) + self.eps).rsqrt()
+        if self.weight is not None:
+            y = y * self.weight
+        if self.bias is not None:
+            y = y + self.bias
+        return y
+
+    def extra_repr(self) -> str:
+        return (f"{self.normalized_shape}, eps={self.eps}, "
+                f"elementwise_affine={self.elementwise_affine}")
+
+
+class GroupNorm(Module):
+    """Normalizes groups of channels of ``[batch, channels, *]`` per sample."""
+
+    def __init__(self, num_groups: int, num_channels: int, eps: float = 1e-5,
+                 affine: bool = True, *, backend: type[Backend] | None = None,
+                 device: Device | None = None, dtype: DTypeLike | None = None) -> None:
+        if num_groups < 1 or num_channels % num_groups:
+            raise InvalidArgumentError(f"GroupNorm: num_channels={num_channels} must be "
+                                       f"divisible by num_groups={num_groups}")
+        self.num_groups, self.num_channels, self.eps, self.affine = (
+            num_groups, num_channels, eps, affine)
+        kw = {"backend": backend, "device": device, "dtype": dtype}
+        self.weight = init.ones((num_channels,), **kw) if affine else None
+        self.bias = init.zeros((num_channels,), **kw) if affine else None
+
+    def forward(self, x: Tensor) -> Tensor:
+        if x.ndim < 2 or x.shape[1] != self.num_channels:
+            raise ShapeError(f"GroupNorm({self.num_groups}, {self.num_channels}): expected "
+                             f"[batch, {self.num_channels}, *], got {describe(x.shape)}")
+        n = x.shape[0]
+        grouped = x.reshape(n, self.num_groups, -1)
+        centered = grouped - grouped.mean(2, keepdim=True)
+        y = centered * (centered.square().mean(2, keepdim=True) + self.eps).rsqrt()
+        y = y.reshape(x.shape)
+        if self.affine:
+            shape = (1, self.num_channels) + (1,) * (x.ndim - 2)
+            y = y * self.weight.reshape(shape) + self.bias.reshape(shape)
+        return y
+
+    def extra_repr(self) -> str:
+        return f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}"
+
+
+class RMSNorm(Module):
+    """``x / sqrt(mean(x^2) + eps) * weight`` over the trailing dims (torch.nn.RMSNorm).
+
+    ``eps=None`` uses the machine epsilon of the input's dtype, as torch.
+    """
+
+    def __init__(self, normalized_shape: int | Sequence[int], eps: float | None = None,
+                 elementwise_affine: bool = True, *, backend: type[Backend] | None = None,
+                 device: Device | None = None, dtype: DTypeLike | None = None) -> None:
+        self.normalized_shape = _shape_tuple(normalized_shape)
+        self.eps, self.elementwise_affine = eps, elementwise_affine
+        self.weight = (init.ones(self.normalized_shape, backend=backend, device=device,
+                                 dtype=dtype) if elementwise_affine else None)
+
+    def forward(self, x: Tensor) -> Tensor:
+        dims = _check_trailing("RMSNorm", x, self.normalized_shape)
+        eps = self.eps if self.eps is not None else float(ml_dtypes.finfo(x.dtype.numpy).eps)
+        y = x * (x.square().mean(dims, keepdim=True) + eps).rsqrt()
+        return y * self.weight if self.weight is not None else y
+
+    def extra_repr(self) -> str:
+        return (f"{self.normalized_shape}, eps={self.eps}, "
+                f"elementwise_affine={self.elementwise_affine}")

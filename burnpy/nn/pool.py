@@ -1,0 +1,81 @@
+"""Pooling layers over ``[batch, channels, *spatial]`` with torch's defaults."""
+
+from __future__ import annotations
+
+from burnpy.nn import functional as F
+from burnpy.nn.module import Module
+from burnpy.tensor import Tensor
+
+IntOrTuple = int | tuple[int, ...]
+
+
+class MaxPool1d(Module):
+    """Max over sliding windows (stride defaults to the kernel size)."""
+
+    def __init__(self, kernel_size: IntOrTuple, stride: IntOrTuple | None = None,
+                 padding: IntOrTuple = 0, dilation: IntOrTuple = 1,
+                 ceil_mode: bool = False) -> None:
+        self.kernel_size, self.stride, self.padding = kernel_size, stride, padding
+        self.dilation, self.ceil_mode = dilation, ceil_mode
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.max_pool1d(x, self.kernel_size, self.stride, self.padding, self.dilation,
+                            self.ceil_mode)
+
+    def extra_repr(self) -> str:
+        return (f"kernel_size={self.kernel_size}, stride={self.stride or self.kernel_size}, "
+                f"padding={self.padding}")
+
+
+class MaxPool2d(MaxPool1d):
+    """2-d max pool."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.max_pool2d(x, self.kernel_size, self.stride, self.padding, self.dilation,
+                            self.ceil_mode)
+
+
+class AvgPool1d(Module):
+    """Mean over sliding windows (torch's defaults: padding counted in the mean)."""
+
+    def __init__(self, kernel_size: IntOrTuple, stride: IntOrTuple | None = None,
+                 padding: IntOrTuple = 0, ceil_mode: bool = False,
+                 count_include_pad: bool = True) -> None:
+        self.kernel_size, self.stride, self.padding = kernel_size, stride, padding
+        self.ceil_mode, self.count_include_pad = ceil_mode, count_include_pad
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.avg_pool1d(x, self.kernel_size, self.stride, self.padding, self.ceil_mode,
+                            self.count_include_pad)
+
+    def extra_repr(self) -> str:
+        return (f"kernel_size={self.kernel_size}, stride={self.stride or self.kernel_size}, "
+                f"padding={self.padding}")
+
+
+class AvgPool2d(AvgPool1d):
+    """2-d average pool."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.avg_pool2d(x, self.kernel_size, self.stride, self.padding, self.ceil_mode,
+                            self.count_include_pad)
+
+
+class AdaptiveAvgPool1d(Module):
+    """Average pool to a fixed output size, whatever the input size."""
+
+    def __init__(self, output_size: IntOrTuple) -> None:
+        self.output_size = output_size
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.adaptive_avg_pool1d(x, self.output_size)
+
+    def extra_repr(self) -> str:
+        return f"output_size={self.output_size}"
+
+
+class AdaptiveAvgPool2d(AdaptiveAvgPool1d):
+    """2-d adaptive average pool."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.adaptive_avg_pool2d(x, self.output_size)

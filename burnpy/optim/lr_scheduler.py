@@ -1,0 +1,150 @@
+"""Learning-rate schedulers, Burn style: ``lr = scheduler.step()`` each iteration, then
+``optim.step(model, grads, lr=lr)``.
+
+Every scheduler is a pure function of the step count (``lr_at(step)``, equal to the value
+torch's matching scheduler gives after ``step`` calls) plus that counter, so its whole state is
+one integer. Schedulers compose in time with ``SequentialLR``.
+"""
+
+from __future__ import annotations
+
+import math
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from burnpy.backend.errors import InvalidArgumentError
+
+
+class LrScheduler(ABC):
+    """A learning rate per step: ``step()`` returns the current one and advances."""
+
+    def __init__(self) -> None:
+        self.last_step = 0
+
+    @abstractmethod
+    def lr_at(self, step: int) -> float:
+        """The learning rate of step ``step`` (0-based)."""
+
+    @property
+    def lr(self) -> float:
+        """The learning rate the next ``step()`` returns."""
+        return self.lr_at(self.last_step)
+
+    def step(self) -> float:
+        lr = self.lr_at(self.last_step)
+        self.last_step += 1
+        return lr
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"type": type(self).__name__, "last_step": self.last_step}
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> LrScheduler:
+        if state.get("type") != type(self).__name__:
+            raise InvalidArgumentError(f"load_state_dict: the state is for {state.get('type')}, "
+                                       f"not {type(self).__name__}")
+        self.last_step = int(state["last_step"])
+        return self
+
+
+def _positive(name: str, value: float) -> None:
+    if value <= 0:
+        raise InvalidArgumentError(f"{name} must be > 0, got {value}")
+
+
+class ConstantLR(LrScheduler):
+    """The same rate every step."""
+
+    def __init__(self, lr: float) -> None:
+        super().__init__()
+        self.base_lr = lr
+
+    def lr_at(self, step: int) -> float:
+        return self.base_lr
+
+
+class StepLR(LrScheduler):
+    """``lr * gamma ** (step // step_size)``."""
+
+    def __init__(self, lr: float, step_size: int, gamma: float = 0.1) -> None:
+        super().__init__()
+        _positive("StepLR: step_size", step_size)
+        self.base_lr, self.step_size, self.gamma = lr, step_size, gamma
+
+    def lr_at(self, step: int) -> float:
+        return self.base_lr * self.gamma ** (step // self.step_size)
+
+
+class ExponentialLR(LrScheduler):
+    """``lr * gamma ** step``."""
+
+    def __init__(self, lr: float, gamma: float) -> None:
+        super().__init__()
+        self.base_lr, self.gamma = lr, gamma
+
+    def lr_at(self, step: int) -> float:
+        return self.base_lr * self.gamma**step
+
+
+class CosineAnnealingLR(LrScheduler):
+    """Half a cosine from ``lr`` down to ``eta_min`` over ``t_max`` steps (torch's closed form;
+    it rises again after ``t_max``, as torch's does)."""
+
+    def __init__(self, lr: float, t_max: int, eta_min: float = 0.0) -> None:
+        super().__init__()
+        _positive("CosineAnnealingLR: t_max", t_max)
+        self.base_lr, self.t_max, self.eta_min = lr, t_max, eta_min
+
+    def lr_at(self, step: int) -> float:
+        cos = (1.0 + math.cos(math.pi * step / self.t_max)) / 2.0
+        return self.eta_min + (self.base_lr - self.eta_min) * cos
+
+
+class LinearLR(LrScheduler):
+    """``lr`` times a factor moving linearly from ``start_factor`` to ``end_factor`` over
+    ``total_iters`` steps, then constant: a linear warm-up with ``start_factor < 1``."""
+
+    def __init__(self, lr: float, start_factor: float = 1.0 / 3, end_factor: float = 1.0,
+                 total_iters: int = 5) -> None:
+        super().__init__()
+        _positive("LinearLR: total_iters", total_iters)
+        if not 0.0 < start_factor <= 1.0 or not 0.0 <= end_factor <= 1.0:
+            raise InvalidArgumentError(f"LinearLR: need start_factor in (0, 1] and end_factor in "
+                                       f"[0, 1], got {start_factor}, {end_factor}")
+        self.base_lr, self.start_factor, self.end_factor = lr, start_factor, end_factor
+        self.total_iters = total_iters
+
+    def lr_at(self, step: int) -> float:
+        t = min(step, self.total_iters) / self.total_iters
+        return self.base_lr * (self.start_factor + (self.end_factor - self.start_factor) * t)
+
+
+class SequentialLR(LrScheduler):
+    """``schedulers[i]`` from ``milestones[i - 1]`` on, each restarted at its own step 0."""
+
+    def __init__(self, schedulers: Sequence[LrScheduler], milestones: Sequence[int]) -> None:
+        super().__init__()
+        if len(milestones) != len(schedulers) - 1 or list(milestones) != sorted(milestones):
+            raise InvalidArgumentError(f"SequentialLR: need {len(schedulers) - 1} increasing "
+                                       f"milestones for {len(schedulers)} schedulers, got "
+                                       f"{list(milestones)}")
+        self.schedulers, self.milestones = list(schedulers), list(milestones)
+
+    def lr_at(self, step: int) -> float:
+        start = 0
+        index = 0
+        for i, milestone in enumerate(self.milestones):
+            if step >= milestone:
+                start, index = milestone, i + 1
+        return self.schedulers[index].lr_at(step - start)
+
+
+def warmup_cosine(lr: float, warmup_steps: int, total_steps: int, eta_min: float = 0.0,
+                  start_factor: float = 0.01) -> SequentialLR:
+    """Linear warm-up from ``lr * start_factor`` to ``lr``, then cosine decay to ``eta_min``."""
+    if not 0 < warmup_steps < total_steps:
+        raise InvalidArgumentError(f"warmup_cosine: need 0 < warmup_steps < total_steps, got "
+                                   f"{warmup_steps}, {total_steps}")
+    return SequentialLR([LinearLR(lr, start_factor, 1.0, warmup_steps),
+                         CosineAnnealingLR(lr, total_steps - warmup_steps, eta_min)],
+                        [warmup_steps])

@@ -1,0 +1,186 @@
+"""``Optimizer``: Burn's step protocol, ``optim.step(model, grads, lr=None)``.
+
+Each step reads every parameter's gradient from the ``Gradients`` of ``loss.backward()``,
+computes the update on the inner backend (``param.inner()``, ``param.grad(grads)``) with a few
+tensor ops per parameter, and writes the result back as a fresh tracked leaf
+(``Tensor.from_inner(new, backend=B).require_grad()``), so no graph grows across steps. The
+module keeps its identity; its parameter attributes are replaced.
+
+State layout: ``state[param_name][key]`` holds inner-backend tensors (``"momentum_buffer"``,
+``"exp_avg"``...) and ``steps[param_name]`` the per-parameter step count, keyed by the
+parameter's dotted name so a record of it survives a restart.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from burnpy.backend.errors import AutodiffError, BurnpyError, InvalidArgumentError
+from burnpy.nn.module import Module, ParamSlot
+from burnpy.tensor import Tensor
+
+
+class OptimizerStateError(BurnpyError, ValueError):
+    """An optimizer state dict of another optimizer type, or for other parameters."""
+
+
+@dataclass(frozen=True, slots=True)
+class GradientClipping:
+    """Clip gradients before each update: by global norm (torch's ``clip_grad_norm_``) or by
+    value (``clip_grad_value_``). Build with ``GradientClipping.norm(...)``/``.value(...)``."""
+
+    mode: str
+    threshold: float
+    norm_type: float = 2.0
+
+    @staticmethod
+    def norm(max_norm: float, norm_type: float = 2.0) -> GradientClipping:
+        if max_norm <= 0:
+            raise InvalidArgumentError(f"GradientClipping.norm: max_norm must be > 0, got "
+                                       f"{max_norm}")
+        return GradientClipping("norm", float(max_norm), float(norm_type))
+
+    @staticmethod
+    def value(clip_value: float) -> GradientClipping:
+        if clip_value <= 0:
+            raise InvalidArgumentError(f"GradientClipping.value: clip_value must be > 0, got "
+                                       f"{clip_value}")
+        return GradientClipping("value", float(clip_value))
+
+    def apply(self, grads: list[Tensor]) -> list[Tensor]:
+        if self.mode == "norm":
+            return clip_norm(grads, self.threshold, self.norm_type)[0]
+        return [g.clamp(-self.threshold, self.threshold) for g in grads]
+
+
+def total_norm(grads: list[Tensor], norm_type: float = 2.0) -> Tensor:
+    """The ``norm_type``-norm of all gradients taken as one vector (0-d tensor)."""
+    if norm_type == float("inf"):
+        maxima = [g.abs().max() for g in grads]
+        out = maxima[0]
+        for m in maxima[1:]:
+            out = out.maximum(m)
+        return out
+    total = grads[0].abs().pow(norm_type).sum()
+    for g in grads[1:]:
+        total = total + g.abs().pow(norm_type).sum()
+    return total.pow(1.0 / norm_type)
+
+
+def clip_norm(grads: list[Tensor], max_norm: float,
+              norm_type: float = 2.0) -> tuple[list[Tensor], Tensor]:
+    """Scale ``grads`` by ``min(1, max_norm / (norm + 1e-6))``; also returns the norm.
+
+    The scale stays a tensor, so clipping never waits for the device.
+    """
+    if not grads:
+        raise InvalidArgumentError("clip_norm: no gradients to clip")
+    norm = total_norm(grads, norm_type)
+    scale = ((norm + 1e-6).recip() * max_norm).clamp(max=1.0)
+    return [g * scale for g in grads], norm
+
+
+def _tracked_grads(model: Module, grads: Any, op: str) -> list[tuple[ParamSlot, Tensor]]:
+    """(slot, gradient on the inner backend) for every parameter that got one."""
+    out = []
+    for slot in model.slots():
+        if not slot.is_param:
+            continue
+        t = slot.tensor
+        if not t.backend.ad_enabled():
+            raise AutodiffError(f"{op}: parameter '{slot.name}' is on {t.backend.name()}, which "
+                                "does not track gradients; build the model on Autodiff(...)")
+        g = t.grad(grads)
+        if g is not None:
+            out.append((slot, g))
+    return out
+
+
+def clip_grad_norm(model: Module, grads: Any, max_norm: float,
+                   norm_type: float = 2.0) -> Tensor:
+    """Clip ``model``'s gradients in ``grads`` to a global norm (torch.nn.utils.clip_grad_norm_);
+    returns the norm before clipping."""
+    pairs = _tracked_grads(model, grads, "clip_grad_norm")
+    clipped, norm = clip_norm([g for _, g in pairs], max_norm, norm_type)
+    for (slot, _), g in zip(pairs, clipped, strict=True):
+        slot.tensor.grad_replace(grads, g)
+    return norm
+
+
+def clip_grad_value(model: Module, grads: Any, clip_value: float) -> None:
+    """Clamp every gradient of ``model`` in ``grads`` to [-clip_value, clip_value]."""
+    for slot, g in _tracked_grads(model, grads, "clip_grad_value"):
+        slot.tensor.grad_replace(grads, g.clamp(-clip_value, clip_value))
+
+
+class Optimizer(ABC):
+    """Base of the optimizers: subclasses define ``update`` for one parameter."""
+
+    def __init__(self, lr: float, grad_clipping: GradientClipping | None = None) -> None:
+        if lr < 0:
+            raise InvalidArgumentError(f"{type(self).__name__}: lr must be >= 0, got {lr}")
+        self.lr = lr
+        self.grad_clipping = grad_clipping
+        self.state: dict[str, dict[str, Tensor]] = {}
+        self.steps: dict[str, int] = {}
+
+    @abstractmethod
+    def update(self, name: str, param: Tensor, grad: Tensor, lr: float) -> Tensor:
+        """The new value of parameter ``name`` (inner-backend tensors in and out)."""
+
+    @abstractmethod
+    def hyperparameters(self) -> dict[str, Any]:
+        """The configuration (saved with the state for inspection)."""
+
+    def step(self, model: Module, grads: Any, lr: float | None = None) -> Module:
+        """Update every parameter of ``model`` that has a gradient in ``grads``; returns the
+        model (the same object, with new parameter tensors)."""
+        rate = self.lr if lr is None else lr
+        pairs = _tracked_grads(model, grads, "step")
+        if self.grad_clipping is not None and pairs:
+            clipped = self.grad_clipping.apply([g for _, g in pairs])
+            pairs = [(slot, g) for (slot, _), g in zip(pairs, clipped, strict=True)]
+        for slot, g in pairs:
+            param = slot.tensor
+            name = slot.name
+            self.steps[name] = self.steps.get(name, 0) + 1
+            new = self.update(name, param.inner(), g, rate)
+            slot.assign(Tensor.from_inner(new, backend=param.backend).require_grad())
+        return model
+
+    def _buffer(self, name: str, key: str, like: Tensor) -> Tensor | None:
+        """State ``key`` of parameter ``name``, moved to ``like``'s backend if it was loaded
+        elsewhere; None before the first step."""
+        t = self.state.get(name, {}).get(key)
+        if t is not None and t.backend is not like.backend:
+            t = t.to_backend(like.backend, like.device)
+            self.state[name][key] = t
+        return t
+
+    def _store(self, name: str, **tensors: Tensor) -> None:
+        self.state.setdefault(name, {}).update(tensors)
+
+    # ---- records -----------------------------------------------------------------------------
+    def state_dict(self) -> dict[str, Any]:
+        """``{"type", "hyperparameters", "steps", "state"}``: everything a resume needs."""
+        return {"type": type(self).__name__, "hyperparameters": self.hyperparameters(),
+                "steps": dict(self.steps),
+                "state": {n: dict(s) for n, s in self.state.items()}}
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> Optimizer:
+        """Restore steps and buffers saved by ``state_dict`` (the hyperparameters stay this
+        optimizer's own)."""
+        kind = state.get("type")
+        if kind != type(self).__name__:
+            raise OptimizerStateError(f"load_state_dict: the state is for {kind}, not "
+                                      f"{type(self).__name__}")
+        self.steps = {str(k): int(v) for k, v in state.get("steps", {}).items()}
+        self.state = {str(n): dict(s) for n, s in state.get("state", {}).items()}
+        return self
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{k}={v}" for k, v in self.hyperparameters().items())
+        return f"{type(self).__name__}({args})"

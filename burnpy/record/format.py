@@ -1,0 +1,191 @@
+"""The burnpy record file: a safetensors file with burnpy's metadata.
+
+Layout (all in the safetensors header's ``__metadata__``, string to string):
+
+- ``"format": "burnpy-record"``, ``"version": "1"``, ``"kind"``: what was saved (``"module"``,
+  ``"optimizer"``, ``"scheduler"``, ``"checkpoint"``...);
+- ``"tensors"``: JSON, one entry per stored tensor: ``{"kind": "float" | "int" | "bool",
+  "dtype": "bfloat16", "crc32": 123}``. The entry is where a future tensor kind says how its
+  parts are stored (a quantized tensor: ``"kind": "quantized"`` with its scheme), without
+  changing files already written;
+- ``"extra"``: JSON for everything that is not a tensor (step counts, hyperparameters...).
+
+Tensors are stored under their own safetensors dtype (``BF16`` included), so other safetensors
+readers open the file too. Writes are atomic (temporary file in the same folder, then
+``os.replace``); a missing, truncated or corrupt file raises ``RecordError``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import zlib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import safetensors
+
+from burnpy.backend.data import TensorData, contiguous
+from burnpy.backend.dtype import DType
+from burnpy.backend.errors import RecordError
+from burnpy.tensor import Tensor
+
+FORMAT = "burnpy-record"
+VERSION = 1
+
+# burnpy dtype -> the safetensors header tag it is stored under.
+_TAGS = {
+    DType.float64: "F64", DType.float32: "F32", DType.float16: "F16", DType.bfloat16: "BF16",
+    DType.int64: "I64", DType.int32: "I32", DType.int16: "I16", DType.int8: "I8",
+    DType.uint8: "U8", DType.uint32: "U32", DType.bool_: "BOOL",
+}
+
+
+@dataclass
+class Record:
+    """The contents of a record file: its kind, host tensors by name and JSON extras."""
+
+    kind: str
+    tensors: dict[str, TensorData] = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @staticmethod
+    def combine(kind: str, parts: Mapping[str, Record],
+                extra: Mapping[str, Any] | None = None) -> Record:
+        """One record holding several (a checkpoint: model, optimizer...), by part name."""
+        tensors = {f"{p}/{n}": t for p, r in parts.items() for n, t in r.tensors.items()}
+        meta = {p: {"kind": r.kind, "extra": r.extra} for p, r in parts.items()}
+        return Record(kind, tensors, {**(extra or {}), "parts": meta})
+
+    def part(self, name: str) -> Record:
+        """The record ``combine`` stored as part ``name``."""
+        meta = self.extra.get("parts", {}).get(name)
+        if meta is None:
+            raise RecordError(f"record of kind {self.kind!r} has no part {name!r} (parts: "
+                              f"{sorted(self.extra.get('parts', {}))})")
+        prefix = name + "/"
+        tensors = {n[len(prefix):]: t for n, t in self.tensors.items() if n.startswith(prefix)}
+        return Record(meta["kind"], tensors, meta["extra"])
+
+
+def _host(value: Tensor | TensorData) -> TensorData:
+    return value.into_data() if isinstance(value, Tensor) else value
+
+
+def encode(record: Record) -> bytes:
+    """The record as safetensors bytes."""
+    arrays: dict[str, np.ndarray] = {}
+    entries: dict[str, dict[str, Any]] = {}
+    for name, value in record.tensors.items():
+        data = _host(value)
+        if data.dtype not in _TAGS:
+            raise RecordError(f"record: tensor '{name}' has dtype {data.dtype!r}, which records "
+                              "cannot store")
+        arr = contiguous(data.array)
+        if arr.dtype.byteorder == ">":
+            arr = arr.byteswap().view(arr.dtype.newbyteorder("<"))
+        arrays[name] = arr
+        entries[name] = {"kind": data.dtype.kind, "dtype": data.dtype.value,
+                         "crc32": zlib.crc32(arr.tobytes())}
+    specs = {name: safetensors.TensorSpec(dtype=_spec_dtype(DType.of(entries[name]["dtype"])),
+                                          shape=list(arr.shape), data_ptr=arr.ctypes.data,
+                                          data_len=arr.nbytes)
+             for name, arr in arrays.items()}
+    metadata = {"format": FORMAT, "version": str(VERSION), "kind": record.kind,
+                "tensors": json.dumps(entries), "extra": json.dumps(record.extra)}
+    return bytes(safetensors.serialize(specs, metadata=metadata))
+
+
+def _spec_dtype(dtype: DType) -> str:
+    return "bool" if dtype is DType.bool_ else dtype.value
+
+
+def write_record(path: str | Path, record: Record) -> Path:
+    """Write ``record`` to ``path`` atomically; returns the path."""
+    target = Path(path)
+    payload = encode(record)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(payload)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return target
+
+
+def decode(payload: bytes, source: str = "record") -> Record:
+    """Parse safetensors bytes written by ``encode``; RecordError on any damage."""
+    try:
+        entries = safetensors.deserialize(payload)
+    except Exception as exc:  # safetensors raises its own error type
+        raise RecordError(f"{source}: not a readable safetensors file, it is truncated or "
+                          f"corrupt ({exc})") from None
+    meta = _metadata(payload, source)
+    infos = _json(meta, "tensors", source)
+    extra = _json(meta, "extra", source)
+    tensors: dict[str, TensorData] = {}
+    for name, entry in entries:
+        info = infos.get(name)
+        if info is None:
+            raise RecordError(f"{source}: tensor '{name}' has no burnpy metadata entry")
+        tensors[name] = _tensor(name, entry, info, source)
+    missing = sorted(set(infos) - set(tensors))
+    if missing:
+        raise RecordError(f"{source}: tensors {missing} are listed but not stored")
+    return Record(meta["kind"], tensors, extra)
+
+
+def _metadata(payload: bytes, source: str) -> dict[str, str]:
+    size = int.from_bytes(payload[:8], "little")
+    meta = json.loads(payload[8:8 + size]).get("__metadata__") or {}
+    if meta.get("format") != FORMAT:
+        raise RecordError(f"{source}: a safetensors file, but not a burnpy record (no "
+                          f"'format: {FORMAT}' metadata)")
+    if int(meta.get("version", "0")) > VERSION:
+        raise RecordError(f"{source}: record version {meta['version']} is newer than this "
+                          f"burnpy reads ({VERSION}); upgrade burnpy")
+    return meta
+
+
+def _json(meta: dict[str, str], key: str, source: str) -> dict[str, Any]:
+    try:
+        return json.loads(meta.get(key, "{}"))
+    except json.JSONDecodeError as exc:
+        raise RecordError(f"{source}: the '{key}' metadata is corrupt ({exc})") from None
+
+
+def _tensor(name: str, entry: dict[str, Any], info: dict[str, Any], source: str) -> TensorData:
+    try:
+        dtype = DType.of(info["dtype"])
+    except Exception:
+        raise RecordError(f"{source}: tensor '{name}' has an unknown dtype "
+                          f"{info.get('dtype')!r}") from None
+    if _TAGS.get(dtype) != entry["dtype"]:
+        raise RecordError(f"{source}: tensor '{name}' is stored as {entry['dtype']} but its "
+                          f"metadata says {dtype!r}")
+    raw = entry["data"]
+    if zlib.crc32(raw) != info.get("crc32"):
+        raise RecordError(f"{source}: tensor '{name}' is corrupt (its checksum does not match)")
+    arr = np.frombuffer(raw, dtype=dtype.numpy).reshape(entry["shape"])
+    return TensorData(arr, dtype)
+
+
+def read_record(path: str | Path) -> Record:
+    """Read and verify the record at ``path``."""
+    source = Path(path)
+    try:
+        payload = source.read_bytes()
+    except FileNotFoundError:
+        raise RecordError(f"{source}: no such record file") from None
+    except OSError as exc:
+        raise RecordError(f"{source}: cannot read the record ({exc})") from None
+    return decode(payload, str(source))

@@ -1,0 +1,149 @@
+"""Record files: round trips (bfloat16 included), atomic writes, clear errors on damage."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+import safetensors.numpy
+import torch
+from safetensors.torch import load_file
+
+import burnpy as bp
+import burnpy.nn as nn
+from burnpy import optim, record
+from burnpy.autodiff import Autodiff
+from burnpy.backend.errors import RecordError
+from burnpy_cpu import CpuBackend
+
+AD = Autodiff(CpuBackend)
+
+
+def _model(dtype: bp.DType = bp.float32, backend: type = CpuBackend) -> nn.Module:
+    return nn.Sequential(nn.Conv2d(1, 3, 3, backend=backend, dtype=dtype),
+                         nn.BatchNorm2d(3, backend=backend, dtype=dtype),
+                         nn.Linear(4, 2, backend=backend, dtype=dtype))
+
+
+def _same(a: nn.Module, b: nn.Module) -> None:
+    sa, sb = a.state_dict(), b.state_dict()
+    assert list(sa) == list(sb)
+    for name in sa:
+        assert sa[name].dtype is sb[name].dtype, name
+        np.testing.assert_array_equal(sa[name].to_numpy(), sb[name].to_numpy(), err_msg=name)
+
+
+@pytest.mark.parametrize("dtype", [bp.float32, bp.float64, bp.float16, bp.bfloat16])
+def test_module_round_trip_keeps_dtypes(tmp_path: Path, dtype: bp.DType) -> None:
+    model = _model(dtype)
+    model[1].num_batches_tracked = model[1].num_batches_tracked + 7
+    path = model.save(tmp_path / "m.safetensors")
+    loaded = _model(dtype).load(path)
+    _same(model, loaded)
+    assert int(loaded[1].num_batches_tracked.item()) == 7
+    assert [p.name for p in tmp_path.iterdir()] == ["m.safetensors"]
+
+
+def test_bfloat16_file_is_plain_safetensors(tmp_path: Path) -> None:
+    model = _model(bp.bfloat16)
+    record.save(model, tmp_path / "m.safetensors")
+    tensors = load_file(tmp_path / "m.safetensors")
+    assert tensors["0.weight"].dtype == torch.bfloat16
+    np.testing.assert_array_equal(tensors["0.weight"].float().numpy(),
+                                  model[0].weight.to_numpy().astype(np.float32))
+
+
+def test_autodiff_module_loads_tracked(tmp_path: Path) -> None:
+    source = _model()
+    source.save(tmp_path / "m.safetensors")
+    target = _model(backend=AD).load(tmp_path / "m.safetensors")
+    assert target.backend is AD and all(p.is_require_grad() for p in target.parameters())
+    _same(source, target.valid())
+
+
+def test_optimizer_and_scheduler_round_trip(tmp_path: Path) -> None:
+    model = nn.Linear(3, 2, backend=AD)
+    opt = optim.RMSprop(lr=0.01, momentum=0.9, centered=True)
+    for _ in range(3):
+        loss = model(bp.Tensor.ones((4, 3), backend=AD)).square().sum()
+        opt.step(model, loss.backward())
+    record.save(opt, tmp_path / "opt.safetensors")
+    loaded = record.load(optim.RMSprop(lr=0.01, momentum=0.9, centered=True),
+                         tmp_path / "opt.safetensors")
+    assert loaded.steps == opt.steps == {"weight": 3, "bias": 3}
+    for name, buffers in opt.state.items():
+        for key, t in buffers.items():
+            np.testing.assert_array_equal(loaded.state[name][key].to_numpy(), t.to_numpy())
+    sched = optim.StepLR(0.1, 3)
+    sched.step()
+    record.save(sched, tmp_path / "sched.safetensors")
+    assert record.load(optim.StepLR(0.1, 3), tmp_path / "sched.safetensors").last_step == 1
+
+
+def test_mismatches_name_the_entry(tmp_path: Path) -> None:
+    path = _model().save(tmp_path / "m.safetensors")
+    wrong_shape = nn.Sequential(nn.Conv2d(1, 3, 3), nn.BatchNorm2d(3), nn.Linear(5, 2))
+    with pytest.raises(RecordError, match=r"'2\.weight' has shape \(2, 4\) in the state"):
+        wrong_shape.load(path)
+    with pytest.raises(RecordError, match=r"'0\.weight' is bp\.float32 in the "
+                                          r"state but bp\.float64"):
+        _model(bp.float64).load(path)
+    with pytest.raises(RecordError, match=r"missing 3\.weight, 3\.bias"):
+        _model().append(nn.Linear(2, 2)).load(path)
+    with pytest.raises(RecordError, match="holds a module record, not a optimizer"):
+        record.load(optim.SGD(), path)
+    record.save(optim.Adam(), tmp_path / "adam.safetensors")
+    with pytest.raises(RecordError, match="for Adam, not SGD"):
+        record.load(optim.SGD(), tmp_path / "adam.safetensors")
+
+
+def test_truncated_corrupt_foreign_and_missing_files(tmp_path: Path) -> None:
+    path = _model().save(tmp_path / "m.safetensors")
+    payload = path.read_bytes()
+    truncated = tmp_path / "truncated.safetensors"
+    truncated.write_bytes(payload[:-10])
+    with pytest.raises(RecordError, match="truncated or corrupt"):
+        _model().load(truncated)
+    flipped = bytearray(payload)
+    flipped[-5] ^= 0xFF
+    corrupt = tmp_path / "corrupt.safetensors"
+    corrupt.write_bytes(bytes(flipped))
+    with pytest.raises(RecordError, match="is corrupt \\(its checksum does not match\\)"):
+        _model().load(corrupt)
+    garbage = tmp_path / "garbage.safetensors"
+    garbage.write_bytes(b"\x10\x00\x00\x00\x00\x00\x00\x00not json at all!")
+    with pytest.raises(RecordError, match="truncated or corrupt"):
+        _model().load(garbage)
+    foreign = tmp_path / "foreign.safetensors"
+    safetensors.numpy.save_file({"w": np.zeros(3, dtype=np.float32)}, foreign)
+    with pytest.raises(RecordError, match="not a burnpy record"):
+        _model().load(foreign)
+    with pytest.raises(RecordError, match="no such record file"):
+        _model().load(tmp_path / "missing.safetensors")
+
+
+def test_write_is_atomic(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = _model().save(tmp_path / "m.safetensors")
+    before = path.read_bytes()
+
+    def failing_replace(src: str, dst: str) -> None:
+        raise OSError("disk full")
+
+    monkeypatch.setattr(os, "replace", failing_replace)
+    with pytest.raises(OSError, match="disk full"):
+        _model().save(path)
+    assert path.read_bytes() == before
+    assert [p.name for p in tmp_path.iterdir()] == ["m.safetensors"]
+
+
+def test_record_parts_and_unknown_objects() -> None:
+    combined = record.Record.combine("checkpoint", {"model": record.to_record(_model())},
+                                     {"epoch": 3})
+    again = record.decode(record.encode(combined))
+    assert again.extra["epoch"] == 3 and again.part("model").kind == "module"
+    with pytest.raises(RecordError, match="no part 'optimizer'"):
+        again.part("optimizer")
+    with pytest.raises(RecordError, match="cannot record a dict"):
+        record.to_record({})  # type: ignore[arg-type]

@@ -1,0 +1,44 @@
+"""The main job, ``python -m burnpy.examples.digits``, end to end on a tiny budget."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from burnpy.examples import digits
+from burnpy.train.plot import matplotlib_available
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_demo_trains_saves_reloads_and_plots(tmp_path: Path,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    code = digits.main(["--epochs", "1", "--limit", "240", "--out", str(tmp_path),
+                        "--no-progress", "--checkpointing", "balanced"])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "test accuracy: " in out and "reloaded " in out
+    assert (tmp_path / "digits-cnn.safetensors").is_file()
+    assert (tmp_path / "training.png").is_file() == matplotlib_available()
+    assert (tmp_path / "checkpoints" / "checkpoint-001.safetensors").is_file()
+
+
+def test_demo_runs_as_a_module(tmp_path: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "burnpy.examples.digits", "--epochs", "1", "--limit", "200",
+         "--batch-size", "64", "--out", str(tmp_path), "--no-progress"],
+        cwd=ROOT, capture_output=True, text=True, timeout=120, check=False)
+    assert result.returncode == 0, result.stderr
+    line = next(x for x in result.stdout.splitlines() if x.startswith("test accuracy: "))
+    assert line.endswith("%") and 0.0 <= float(line.split()[-1][:-1]) <= 100.0
+
+
+@pytest.mark.parametrize("name", ["wgpu", "cuda"])
+def test_unavailable_backend_fails_clearly(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(digits.BACKENDS, name, ("burnpy_not_installed", "Backend"))
+    with pytest.raises(SystemExit, match=f"--backend {name}: burnpy_not_installed.Backend is "
+                                         "not available .*use --backend cpu"):
+        digits.load_backend(name)
