@@ -1,0 +1,158 @@
+"""Activations as fused array code over an array module (``xp``: NumPy or CuPy).
+
+Each op is a few whole-array expressions instead of the protocol's chain of backend ops, and
+uses the well-conditioned form where one exists (sigmoid and log-sigmoid split by sign, gelu
+through ``erfc``). 16-bit floats are computed in float32 and cast back; other dtypes are kept.
+Helpers are module-level functions taking ``xp`` so they cannot collide with other mixins'
+private names.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, ClassVar, Literal
+
+A = Any  # an ``xp.ndarray``
+GeluApproximate = Literal["none", "tanh"]
+_SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
+_INV_SQRT_2 = 1.0 / math.sqrt(2.0)
+_INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
+_GELU_CUBIC = 0.044715
+
+
+def _work(xp: Any, a: A) -> A:
+    """``a`` in a dtype with float32 or better precision: 16-bit floats become float32."""
+    return a.astype(xp.float32) if a.dtype.itemsize < 4 else a
+
+
+def _sigmoid(xp: Any, x: A) -> A:
+    """exp(min(x, 0)) / (1 + exp(-|x|)): 1 / (1 + exp(-x)) for x >= 0 and exp(x) / (1 +
+    exp(x)) below, so nothing overflows and both tails keep full relative accuracy; written
+    without a masked select, which is slow on mixed signs."""
+    return xp.exp(xp.minimum(x, 0)) / (1.0 + xp.exp(-xp.abs(x)))
+
+
+def _softplus(xp: Any, x: A) -> A:
+    """log(1 + exp(x)) as max(x, 0) + log1p(exp(-|x|)): exact for every x, no overflow."""
+    return xp.maximum(x, 0) + xp.log1p(xp.exp(-xp.abs(x)))
+
+
+class ArrayActivationOps:
+    """Fused activations and their backward kernels; ``special`` provides ``erfc``
+    (``scipy.special`` on the CPU backend)."""
+
+    xp: ClassVar[Any]
+    special: ClassVar[Any]
+
+    @classmethod
+    def relu(cls, x: A) -> A:
+        """max(x, 0), NaN propagating."""
+        return cls.xp.maximum(x, 0)
+
+    @classmethod
+    def relu_backward(cls, output: A, grad: A) -> A:
+        """Gradient of relu given its output: grad where output > 0 (and where it is NaN)."""
+        return cls.xp.where(output <= 0, grad.dtype.type(0), grad)
+
+    @classmethod
+    def leaky_relu(cls, x: A, negative_slope: float) -> A:
+        """x, or negative_slope * x where x < 0: the larger of the two when the slope is at
+        most 1, else the smaller (a branch-free select that propagates NaN)."""
+        pick = cls.xp.maximum if negative_slope <= 1 else cls.xp.minimum
+        return pick(x, x * negative_slope)
+
+    @classmethod
+    def gelu(cls, x: A, approximate: GeluApproximate = "none") -> A:
+        """x * Phi(x) with Phi = erfc(-x / sqrt 2) / 2 (accurate in the left tail), or torch's
+        tanh form written as x * sigmoid(2u) since 1 + tanh(u) = 2 sigmoid(2u)."""
+        xp, dtype = cls.xp, x.dtype
+        x = _work(xp, x)
+        if approximate == "tanh":
+            u = (x + _GELU_CUBIC * (x * x * x)) * _SQRT_2_OVER_PI
+            out = x * _sigmoid(xp, 2.0 * u)
+        else:
+            out = 0.5 * x * cls.special.erfc(x * -_INV_SQRT_2)
+        return out.astype(dtype, copy=False)
+
+    @classmethod
+    def gelu_backward(cls, x: A, grad: A, approximate: GeluApproximate = "none") -> A:
+        """Gradient of gelu: grad * (Phi(x) + x phi(x)), or the tanh form's derivative."""
+        xp, dtype = cls.xp, x.dtype
+        x, grad = _work(xp, x), _work(xp, grad)
+        x2 = x * x
+        if approximate == "tanh":
+            u = (x + _GELU_CUBIC * (x2 * x)) * _SQRT_2_OVER_PI
+            du = (1.0 + 3.0 * _GELU_CUBIC * x2) * _SQRT_2_OVER_PI
+            s = _sigmoid(xp, 2.0 * u)
+            deriv = s + 2.0 * x * s * _sigmoid(xp, -2.0 * u) * du
+        else:
+            cdf = 0.5 * cls.special.erfc(x * -_INV_SQRT_2)
+            deriv = cdf + x * (xp.exp(-0.5 * x2) * _INV_SQRT_2PI)
+        return (grad * deriv).astype(dtype, copy=False)
+
+    @classmethod
+    def sigmoid(cls, x: A) -> A:
+        """1 / (1 + exp(-x)) without overflow, accurate in both tails."""
+        xp, dtype = cls.xp, x.dtype
+        return _sigmoid(xp, _work(xp, x)).astype(dtype, copy=False)
+
+    @classmethod
+    def sigmoid_backward(cls, output: A, grad: A) -> A:
+        """Gradient of sigmoid given its output: grad * s * (1 - s)."""
+        return grad * ((1 - output) * output)
+
+    @classmethod
+    def log_sigmoid(cls, x: A) -> A:
+        """log(sigmoid(x)) = min(x, 0) - log1p(exp(-|x|)), stable for large |x|."""
+        xp, dtype = cls.xp, x.dtype
+        x = _work(xp, x)
+        return (xp.minimum(x, 0) - xp.log1p(xp.exp(-xp.abs(x)))).astype(dtype, copy=False)
+
+    @classmethod
+    def log_sigmoid_backward(cls, x: A, grad: A) -> A:
+        """Gradient of log_sigmoid: grad * sigmoid(-x)."""
+        xp, dtype = cls.xp, x.dtype
+        return (_work(xp, grad) * _sigmoid(xp, -_work(xp, x))).astype(dtype, copy=False)
+
+    @classmethod
+    def silu(cls, x: A) -> A:
+        """x * sigmoid(x)."""
+        xp, dtype = cls.xp, x.dtype
+        x = _work(xp, x)
+        return (x * _sigmoid(xp, x)).astype(dtype, copy=False)
+
+    @classmethod
+    def hard_sigmoid(cls, x: A, alpha: float, beta: float) -> A:
+        """clamp(alpha * x + beta, 0, 1) (torch's hardsigmoid is alpha=1/6, beta=0.5)."""
+        return cls.xp.clip(x * alpha + beta, 0, 1)
+
+    @classmethod
+    def softmax(cls, x: A, dim: int) -> A:
+        """exp(x - max) normalized along ``dim``."""
+        xp, dtype = cls.xp, x.dtype
+        if x.size == 0:
+            return x.copy()
+        x = _work(xp, x)
+        e = xp.exp(x - x.max(axis=dim, keepdims=True))
+        e /= e.sum(axis=dim, keepdims=True)
+        return e.astype(dtype, copy=False)
+
+    @classmethod
+    def log_softmax(cls, x: A, dim: int) -> A:
+        """(x - max) - log(sum(exp(x - max))) along ``dim``."""
+        xp, dtype = cls.xp, x.dtype
+        if x.size == 0:
+            return x.copy()
+        x = _work(xp, x)
+        shifted = x - x.max(axis=dim, keepdims=True)
+        out = shifted - xp.log(xp.exp(shifted).sum(axis=dim, keepdims=True))
+        return out.astype(dtype, copy=False)
+
+    @classmethod
+    def softplus(cls, x: A, beta: float = 1.0) -> A:
+        """log(1 + exp(beta x)) / beta, exact for every x (torch instead returns x once
+        beta x > 20, a relative difference below 1e-9)."""
+        xp, dtype = cls.xp, x.dtype
+        x = _work(xp, x)
+        out = _softplus(xp, x) if beta == 1.0 else _softplus(xp, x * beta) / beta
+        return out.astype(dtype, copy=False)

@@ -1,0 +1,552 @@
+"""Module ops (convolutions, pools, interpolation) written once against an array module.
+
+The mixin reads its array module from the class attribute ``xp`` (NumPy for the CPU backend,
+CuPy for CUDA). Convolutions are im2col (one strided copy per kernel tap) followed by a batched
+BLAS matmul; transposed convolutions are a matmul followed by a col2im scatter-add over the
+kernel taps (or, at stride 1 with few input channels, the equivalent conv); weight gradients
+are a matmul against im2col columns. Pools are strided window
+views reduced tap by tap. Small index tables (pool divisors, interpolation taps) are built on
+the host with NumPy and moved to the device once with ``xp.asarray``. Helpers are
+module-level functions taking ``xp`` so they cannot collide with other mixins' private names.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Callable, Iterator
+from typing import Any, ClassVar
+
+import numpy
+
+from burnpy.backend.ops.module_ops import (
+    ConvOptions,
+    ConvTransposeOptions,
+    InterpolateMode,
+    Ints,
+    conv_output_size,
+    conv_transpose_output_size,
+    pool_output_size,
+)
+
+A = Any  # an ``xp.ndarray``
+Host = numpy.ndarray
+
+
+# ---- helpers ----------------------------------------------------------------------------------
+def _work(xp: Any, a: A) -> A:
+    """``a`` in a dtype BLAS computes in: 16-bit floats are widened to float32."""
+    return a.astype(xp.float32) if a.dtype.itemsize < 4 else a
+
+
+def _taps(kernel: Ints) -> itertools.product:
+    """Every kernel tap as a tuple of per-dim offsets, in row-major order."""
+    return itertools.product(*(range(k) for k in kernel))
+
+
+def _extent(kernel: Ints, stride: Ints, dilation: Ints, grid: Ints) -> Ints:
+    """Padded input length per spatial dim that the windows of a ``grid`` of outputs span."""
+    return tuple((g - 1) * s + (k - 1) * d + 1
+                 for k, s, d, g in zip(kernel, stride, dilation, grid, strict=True))
+
+
+def _tap_window(tap: Ints, stride: Ints, dilation: Ints, grid: Ints) -> tuple[slice, ...]:
+    """Spatial index of the padded-input values that kernel tap ``tap`` reads for a ``grid``
+    of output positions: one strided slice per spatial dim."""
+    return tuple(slice(i * d, i * d + (g - 1) * s + 1, s)
+                 for i, s, d, g in zip(tap, stride, dilation, grid, strict=True))
+
+
+def _crop(padding: Ints, size: Ints) -> tuple[slice, ...]:
+    """Spatial index of the ``size`` interior of a buffer padded by ``padding`` before it."""
+    return tuple(slice(p, p + sz) for p, sz in zip(padding, size, strict=True))
+
+
+def _unpadded(x: A, pad_lo: Ints, extent: Ints) -> A | None:
+    """``x`` padded by ``pad_lo`` to ``extent`` as a view of ``x`` when that needs no padding
+    (only cropping), else None."""
+    if all(p == 0 and e <= size for p, e, size in zip(pad_lo, extent, x.shape[2:],
+                                                      strict=True)):
+        return x[(Ellipsis, *(slice(0, e) for e in extent))]
+    return None
+
+
+def _box(pad_lo: Ints, spatial: Ints, extent: Ints) -> tuple[tuple, tuple]:
+    """Where ``x`` lands when padded by ``pad_lo`` to ``extent`` (cropping what lies beyond):
+    the destination and the source index."""
+    dst, src = [Ellipsis], [Ellipsis]
+    for p, size, e in zip(pad_lo, spatial, extent, strict=True):
+        m = max(0, min(size, e - p))
+        dst.append(slice(min(p, e), min(p, e) + m))
+        src.append(slice(0, m))
+    return tuple(dst), tuple(src)
+
+
+def _padded(xp: Any, x: A, pad_lo: Ints, extent: Ints, fill: float) -> A:
+    """``x`` at offset ``pad_lo`` in a ``fill``-ed buffer whose spatial dims have length
+    ``extent`` (cropping what lies beyond); a view of ``x`` when no padding is needed."""
+    view = _unpadded(x, pad_lo, extent)
+    if view is not None:
+        return view
+    buf = xp.full((*x.shape[:2], *extent), fill, dtype=x.dtype)
+    dst, src = _box(pad_lo, x.shape[2:], extent)
+    buf[dst] = x[src]
+    return buf
+
+
+def _padded_chunks(xp: Any, x: A, pad_lo: Ints, extent: Ints,
+                   per_sample: int, budget: int) -> Iterator[tuple[slice, A]]:
+    """``(batch slice, that chunk of x zero-padded like _padded)`` for chunks whose scratch
+    (``per_sample`` bytes a sample) fits ``budget``. One buffer serves every chunk: its zero
+    border is written once and each chunk only copies its interior."""
+    n = x.shape[0]
+    step = max(1, budget // max(per_sample, 1))
+    chunks = (slice(i, min(i + step, n)) for i in range(0, n, step))
+    view = _unpadded(x, pad_lo, extent)
+    if view is not None:
+        yield from ((chunk, view[chunk]) for chunk in chunks)
+        return
+    buf = xp.zeros((min(step, n), x.shape[1], *extent), dtype=x.dtype)
+    dst, src = _box(pad_lo, x.shape[2:], extent)
+    for chunk in chunks:
+        part = buf[:chunk.stop - chunk.start]
+        part[dst] = x[chunk][src]
+        yield chunk, part
+
+
+def _im2col(xp: Any, xpad: A, kernel: Ints, stride: Ints, dilation: Ints, out_sp: Ints,
+            groups: int) -> A:
+    """Contiguous columns ``[n, groups, c / groups * prod(kernel), prod(out_sp)]`` of an
+    already padded input, laid out so one batched matmul with the ``[groups, out / groups,
+    -1]`` weight is the conv: one strided copy per kernel tap."""
+    n, c = xpad.shape[:2]
+    cols = xp.empty((n, c, *kernel, *out_sp), dtype=xpad.dtype)
+    for tap in _taps(kernel):
+        cols[(slice(None), slice(None), *tap)] = xpad[(Ellipsis, *_tap_window(
+            tap, stride, dilation, out_sp))]
+    return cols.reshape(n, groups, c // groups * math.prod(kernel), math.prod(out_sp))
+
+
+def _im2col_chunks(xp: Any, x: A, kernel: Ints, stride: Ints, dilation: Ints, padding: Ints,
+                   out_sp: Ints, groups: int, budget: int) -> Iterator[tuple[slice, A]]:
+    """``(batch slice, _im2col columns of that chunk)`` with about ``budget`` bytes of
+    columns per chunk, so they are consumed while still in cache."""
+    per_sample = x.shape[1] * math.prod(kernel) * math.prod(out_sp) * x.itemsize
+    extent = _extent(kernel, stride, dilation, out_sp)
+    for chunk, xpad in _padded_chunks(xp, x, padding, extent, per_sample, budget):
+        yield chunk, _im2col(xp, xpad, kernel, stride, dilation, out_sp, groups)
+
+
+def _scatter_extent(kernel: Ints, stride: Ints, dilation: Ints, padding: Ints, grid: Ints,
+                    size: Ints) -> Ints:
+    """Length per spatial dim of a col2im buffer: what a ``grid``'s taps write, and at least
+    the padding plus the ``size`` kept after cropping."""
+    return tuple(max(e, p + sz) for e, p, sz in zip(
+        _extent(kernel, stride, dilation, grid), padding, size, strict=True))
+
+
+def _col2im(xp: Any, tap: Callable[[int], A], lead: Ints, kernel: Ints, stride: Ints,
+            dilation: Ints, padding: Ints, grid: Ints, size: Ints, dtype: Any) -> A:
+    """Adjoint of reading ``_tap_window``s: sums ``tap(t)`` (shaped ``[*lead, *grid]``, for
+    the t-th kernel tap in row-major order) into the padded positions it was read from;
+    returns the view ``[*lead, *size]`` that crops the padding."""
+    buf = xp.zeros((*lead, *_scatter_extent(kernel, stride, dilation, padding, grid, size)),
+                   dtype=dtype)
+    for t, offsets in enumerate(_taps(kernel)):
+        buf[(Ellipsis, *_tap_window(offsets, stride, dilation, grid))] += tap(t)
+    return buf[(Ellipsis, *_crop(padding, size))]
+
+
+def _col2im_flat(xp: Any, cols: A, kernel: Ints, dilation: Ints, padding: Ints, extent: Ints,
+                 size: Ints) -> A:
+    """Stride-1 ``_col2im`` from ``cols [c, g, taps, o * prod(extent)]``: every tap's
+    contribution laid out on zero-padded ``extent``-sized planes, so it lands on one
+    contiguous run of the flattened buffer (what wraps past a row's end is the padding's
+    zeros) and the scatter is k^N long 1-d adds. Returns the cropped view
+    ``[c, g, o, *size]``."""
+    strides = [math.prod(extent[d + 1:]) for d in range(len(extent))]
+    span = cols.shape[-1]
+    offsets = [sum(i * d * st for i, d, st in zip(tap, dilation, strides, strict=True))
+               for tap in _taps(kernel)]
+    buf = xp.zeros((*cols.shape[:2], span + offsets[-1]), dtype=cols.dtype)
+    for t, off in enumerate(offsets):
+        buf[..., off:off + span] += cols[:, :, t]
+    planes = buf[..., :span].reshape(*buf.shape[:2], span // math.prod(extent), *extent)
+    return planes[(Ellipsis, *_crop(padding, size))]
+
+
+def _weight_grad(xp: Any, a: A, columns: Iterator[tuple[slice, A]], shape: Ints) -> A:
+    """``sum_n a[n] @ cols[n].T`` over ``a [n, g, A, P]`` and columns ``[n, g, B, P]``
+    arriving chunk by chunk: a grouped weight gradient, reshaped to ``shape``. It is computed
+    transposed, ``cols @ a.T``, the operand order BLAS runs fastest here."""
+    g, rows = a.shape[1:3]
+    total = xp.zeros((g, math.prod(shape) // max(g * rows, 1), rows), dtype=a.dtype)
+    for chunk, cols in columns:
+        total += xp.matmul(cols, a[chunk].swapaxes(-1, -2)).sum(axis=0)
+    return total.swapaxes(1, 2).reshape(shape)
+
+
+def _conv_by_matmul(xp: Any, x: A, weight: A, out: A, stride: Ints, dilation: Ints,
+                    padding: Ints, groups: int, budget: int) -> None:
+    """Conv of ``x`` into ``out [n, c_out, *size]`` (its size may exceed what ``padding``
+    alone gives: the extra outputs read zero padding): per batch chunk, im2col and a batched
+    matmul with the ``[groups, c_out / groups, -1]`` weight."""
+    n, c_out, size = out.shape[0], out.shape[1], out.shape[2:]
+    w = xp.ascontiguousarray(weight.reshape(groups, c_out // groups,
+                                            math.prod(weight.shape[1:])))
+    grouped = out.reshape(n, groups, c_out // groups, math.prod(size))
+    for chunk, cols in _im2col_chunks(xp, x, weight.shape[2:], stride, dilation, padding, size,
+                                      groups, budget):
+        xp.matmul(w, cols, out=grouped[chunk])
+
+
+def _transpose_by_matmul(xp: Any, x: A, w: A, out: A, kernel: Ints,
+                         options: ConvTransposeOptions, budget: int) -> None:
+    """Transposed conv of ``x`` into ``out [n, g, o, *size]`` with a contiguous weight
+    ``w [g, taps * o, c]``: per batch chunk, a matmul giving every tap's contribution, then
+    col2im. With stride 1 the matmul runs on ``x`` zero-padded to the buffer's extent in all
+    dims but the first and writes rows of zeroed extent-sized planes, so col2im is 1-d adds."""
+    g, c_out_g, size = out.shape[1], out.shape[2], out.shape[3:]
+    in_sp, n_taps, c_in_g = x.shape[2:], math.prod(kernel), w.shape[2]
+    extent = _scatter_extent(kernel, options.stride, options.dilation, options.padding, in_sp,
+                             size)
+    flat = all(s == 1 for s in options.stride)
+    grid = (in_sp[0], *extent[1:]) if flat else in_sp
+    positions, plane = math.prod(grid), math.prod(extent)
+    per_sample = g * c_out_g * (n_taps + 1) * plane * x.itemsize
+    for chunk, xc in _padded_chunks(xp, x, (0,) * len(in_sp), grid, per_sample, budget):
+        m = xc.shape[0]
+        xc = xc.reshape(m, g, c_in_g, positions)
+        if flat:
+            cols = xp.empty((m, g, n_taps * c_out_g, plane), dtype=x.dtype)
+            cols[..., positions:] = 0
+            xp.matmul(w, xc, out=cols[..., :positions])
+            out[chunk] = _col2im_flat(xp, cols.reshape(m, g, n_taps, c_out_g * plane), kernel,
+                                      options.dilation, options.padding, extent, size)
+        else:
+            cols = xp.matmul(w, xc).reshape(m, g, n_taps, c_out_g, *in_sp)
+            out[chunk] = _col2im(xp, lambda t, cols=cols: cols[:, :, t], (m, g, c_out_g),
+                                 kernel, options.stride, options.dilation, options.padding,
+                                 in_sp, size, x.dtype)
+
+
+def _avg_divisor(xp: Any, spatial: Ints, kernel: Ints, stride: Ints, padding: Ints,
+                 out_sp: Ints, count_include_pad: bool, dtype: Any) -> A:
+    """Each avg-pool output's divisor under torch's rule (the window clipped to the padded
+    input; the padding itself excluded unless ``count_include_pad``), shaped ``[*out_sp]``."""
+    nd = len(kernel)
+    div = numpy.ones((1,) * nd, dtype=numpy.int64)
+    for axis, (size, k, s, p, o) in enumerate(
+            zip(spatial, kernel, stride, padding, out_sp, strict=True)):
+        start = numpy.arange(o, dtype=numpy.int64) * s - p
+        end = numpy.minimum(start + k, size + p)
+        if count_include_pad:
+            count = end - start
+        else:
+            count = numpy.minimum(end, size) - numpy.maximum(start, 0)
+        div = div * count.reshape((1,) * axis + (o,) + (1,) * (nd - axis - 1))
+    return xp.asarray(div.astype(dtype))
+
+
+def _run_sum(xp: Any, a: A, axis: int, starts: Host, ends: Host) -> A:
+    """``out[i] = sum(a[starts[i]:ends[i]])`` along ``axis`` (an empty run gives 0): one
+    reshaped sum when the runs tile the axis evenly, else ``max(ends - starts)`` gathers from
+    ``a`` with a zero slab appended for runs that are shorter. Exact, and non-finite values
+    stay within their runs."""
+    size, runs = a.shape[axis], len(starts)
+    counts = ends - starts
+    width = int(counts.max(initial=0))
+    out_shape = (*a.shape[:axis], runs, *a.shape[axis + 1:])
+    if width == 0:
+        return xp.zeros(out_shape, dtype=a.dtype)
+    if runs * width == size and (starts == numpy.arange(runs) * width).all() and (
+            counts == width).all():
+        return a.reshape(*a.shape[:axis], runs, width, *a.shape[axis + 1:]).sum(axis=axis + 1)
+    if (counts < width).any():
+        slab = xp.zeros((*a.shape[:axis], 1, *a.shape[axis + 1:]), dtype=a.dtype)
+        a = xp.concatenate([a, slab], axis=axis)
+    out = None
+    for r in range(width):
+        index = xp.asarray(numpy.where(counts > r, starts + r, size))
+        term = xp.take(a, index, axis=axis)
+        if out is None:
+            out = term
+        else:
+            out += term
+    return out
+
+
+def _adaptive_bins(size_in: int, size_out: int) -> tuple[Host, Host]:
+    """torch's adaptive-pool bins: ``floor(i*in/out)`` to ``ceil((i+1)*in/out)``."""
+    i = numpy.arange(size_out, dtype=numpy.int64)
+    return (i * size_in) // size_out, -((-(i + 1) * size_in) // size_out)
+
+
+def _along(xp: Any, values: Host, axis: int, ndim: int) -> A:
+    """A host vector as a device array broadcasting along ``axis`` of an ``ndim`` array."""
+    return xp.asarray(values.reshape((len(values),) + (1,) * (ndim - axis - 1)))
+
+
+def _interp_taps(size_in: int, size_out: int, mode: InterpolateMode, align_corners: bool,
+                 dtype: Any) -> list[tuple[Host, Host | None]]:
+    """torch's 1-d source taps as ``(indices, weights)`` pairs, indices non-decreasing and
+    weights None for nearest; coordinates are computed in ``dtype`` (float32 for nearest),
+    as torch does."""
+    if mode == "nearest":
+        scale = numpy.float32(size_in) / numpy.float32(size_out)
+        src = numpy.floor(numpy.arange(size_out, dtype=numpy.float32) * scale)
+        return [(numpy.minimum(src.astype(numpy.int64), size_in - 1), None)]
+    ftype = numpy.dtype(dtype).type
+    dst = numpy.arange(size_out, dtype=dtype)
+    if align_corners:
+        scale = ftype(size_in - 1) / ftype(size_out - 1) if size_out > 1 else ftype(0)
+        src = dst * scale
+    else:
+        scale = ftype(size_in) / ftype(size_out)
+        src = numpy.maximum((dst + ftype(0.5)) * scale - ftype(0.5), ftype(0))
+    i0 = numpy.minimum(numpy.floor(src).astype(numpy.int64), size_in - 1)
+    i1 = numpy.minimum(i0 + 1, size_in - 1)
+    l1 = numpy.clip(src - i0.astype(dtype), 0, 1).astype(dtype)
+    return [(i0, (ftype(1) - l1).astype(dtype)), (i1, l1)]
+
+
+class ArrayModuleOps:
+    """Fast convolution, pooling and interpolation ops over ``xp`` arrays (PyTorch layouts).
+
+    Convolutions walk the batch in chunks whose im2col scratch stays near ``conv_chunk_bytes``,
+    so the columns are written and read back while still in cache instead of streaming a
+    batch-sized matrix through memory; a device backend raises the budget to run the whole
+    batch at once.
+    """
+
+    xp: ClassVar[Any]
+    conv_chunk_bytes: ClassVar[int] = 1 << 21
+
+    # ---- convolution --------------------------------------------------------------------------
+    @classmethod
+    def conv(cls, x: A, weight: A, bias: A | None, options: ConvOptions) -> A:
+        """N-d convolution (torch's cross-correlation): im2col and a batched matmul per chunk
+        of the batch."""
+        xp, dtype = cls.xp, x.dtype
+        x, weight = _work(xp, x), _work(xp, weight)
+        c_out, kernel = weight.shape[0], weight.shape[2:]
+        out_sp = tuple(conv_output_size(size, k, s, p, d) for size, k, s, p, d in zip(
+            x.shape[2:], kernel, options.stride, options.padding, options.dilation, strict=True))
+        out = xp.empty((x.shape[0], c_out, *out_sp), dtype=x.dtype)
+        _conv_by_matmul(xp, x, weight, out, options.stride, options.dilation, options.padding,
+                        options.groups, cls.conv_chunk_bytes)
+        if bias is not None:
+            out += _work(xp, bias).reshape(c_out, *(1,) * len(out_sp))
+        return out.astype(dtype, copy=False)
+
+    @classmethod
+    def conv_weight_backward(cls, x: A, weight: A, grad: A, options: ConvOptions) -> A:
+        """Gradient of ``conv`` in ``weight``: per group, ``grad @ im2col(x).T`` summed over
+        the batch."""
+        xp, dtype = cls.xp, weight.dtype
+        x, grad = _work(xp, x), _work(xp, grad)
+        n, g = x.shape[0], options.groups
+        c_out, kernel, out_sp = grad.shape[1], weight.shape[2:], grad.shape[2:]
+        a = grad.reshape(n, g, c_out // g, math.prod(out_sp))
+        columns = _im2col_chunks(xp, x, kernel, options.stride, options.dilation,
+                                 options.padding, out_sp, g, cls.conv_chunk_bytes)
+        return _weight_grad(xp, a, columns, weight.shape).astype(dtype, copy=False)
+
+    @classmethod
+    def conv_transpose(cls, x: A, weight: A, bias: A | None,
+                       options: ConvTransposeOptions) -> A:
+        """N-d transposed convolution: per chunk of the batch, one batched matmul giving every
+        tap's contribution, then a col2im scatter-add (one add per kernel tap). With stride 1
+        and no more input than output channels per group (depthwise, say), it is computed as
+        the equivalent conv instead: the kernel flipped, its channel roles swapped, and
+        ``(k - 1) * dilation - padding`` of padding."""
+        xp, dtype = cls.xp, x.dtype
+        x, weight = _work(xp, x), _work(xp, weight)
+        n, c_in = x.shape[:2]
+        in_sp, kernel = x.shape[2:], weight.shape[2:]
+        g, c_out_g = options.groups, weight.shape[1]
+        c_in_g, nd = c_in // g, len(in_sp)
+        out_sp = tuple(conv_transpose_output_size(size, k, s, p, po, d) for size, k, s, p, po, d
+                       in zip(in_sp, kernel, options.stride, options.padding,
+                              options.padding_out, options.dilation, strict=True))
+        as_conv = tuple((k - 1) * d - p
+                        for k, d, p in zip(kernel, options.dilation, options.padding, strict=True))
+        out = xp.empty((n, g * c_out_g, *out_sp), dtype=x.dtype)
+        if all(s == 1 for s in options.stride) and min(as_conv) >= 0 and c_in_g <= c_out_g:
+            flipped = xp.flip(weight, axis=tuple(range(2, 2 + nd)))
+            w = flipped.reshape(g, c_in_g, c_out_g, *kernel).swapaxes(1, 2)
+            _conv_by_matmul(xp, x, w.reshape(g * c_out_g, c_in_g, *kernel), out,
+                            (1,) * nd, options.dilation, as_conv, g, cls.conv_chunk_bytes)
+        else:
+            n_taps = math.prod(kernel)
+            w = weight.reshape(g, c_in_g, c_out_g, n_taps).transpose(0, 3, 2, 1)
+            _transpose_by_matmul(xp, x, xp.ascontiguousarray(w.reshape(g, n_taps * c_out_g,
+                                                                      c_in_g)),
+                                 out.reshape(n, g, c_out_g, *out_sp), kernel, options,
+                                 cls.conv_chunk_bytes)
+        if bias is not None:
+            out += _work(xp, bias).reshape(g * c_out_g, *(1,) * nd)
+        return out.astype(dtype, copy=False)
+
+    @classmethod
+    def conv_transpose_weight_backward(cls, x: A, weight: A, grad: A,
+                                       options: ConvTransposeOptions) -> A:
+        """Gradient of ``conv_transpose`` in ``weight``: per group, ``x @ im2col(grad).T``,
+        the columns gathering for each input position the outputs its taps wrote."""
+        xp, dtype = cls.xp, weight.dtype
+        x, grad = _work(xp, x), _work(xp, grad)
+        n, g = x.shape[0], options.groups
+        c_in, in_sp, kernel = x.shape[1], x.shape[2:], weight.shape[2:]
+        a = x.reshape(n, g, c_in // g, math.prod(in_sp))
+        columns = _im2col_chunks(xp, grad, kernel, options.stride, options.dilation,
+                                 options.padding, in_sp, g, cls.conv_chunk_bytes)
+        return _weight_grad(xp, a, columns, weight.shape).astype(dtype, copy=False)
+
+    # ---- pooling ------------------------------------------------------------------------------
+    @classmethod
+    def avg_pool(cls, x: A, kernel: Ints, stride: Ints, padding: Ints, count_include_pad: bool,
+                 ceil_mode: bool) -> A:
+        """N-d average pool: the kernel taps' strided views of the padded input summed, over
+        torch's divisor."""
+        xp, dtype = cls.xp, x.dtype
+        x = _work(xp, x)
+        nd = len(kernel)
+        out_sp = tuple(pool_output_size(size, k, s, p, 1, ceil_mode) for size, k, s, p
+                       in zip(x.shape[2:], kernel, stride, padding, strict=True))
+        ones = (1,) * nd
+        xpad = _padded(xp, x, padding, _extent(kernel, stride, ones, out_sp), 0.0)
+        total = xp.zeros((*x.shape[:2], *out_sp), dtype=x.dtype)
+        for tap in _taps(kernel):
+            total += xpad[(Ellipsis, *_tap_window(tap, stride, ones, out_sp))]
+        total /= _avg_divisor(xp, x.shape[2:], kernel, stride, padding, out_sp,
+                              count_include_pad, x.dtype)
+        return total.astype(dtype, copy=False)
+
+    @classmethod
+    def avg_pool_backward(cls, x: A, grad: A, kernel: Ints, stride: Ints, padding: Ints,
+                          count_include_pad: bool, ceil_mode: bool) -> A:
+        """Gradient of ``avg_pool``: the divided grad scattered back to every window tap."""
+        xp, dtype = cls.xp, x.dtype
+        grad = _work(xp, grad)
+        nd, out_sp = len(kernel), grad.shape[2:]
+        share = grad / _avg_divisor(xp, x.shape[2:], kernel, stride, padding, out_sp,
+                                    count_include_pad, grad.dtype)
+        out = _col2im(xp, lambda t: share, x.shape[:2], kernel, stride, (1,) * nd, padding,
+                      out_sp, x.shape[2:], grad.dtype)
+        return xp.ascontiguousarray(out).astype(dtype, copy=False)
+
+    @classmethod
+    def max_pool_with_indices(cls, x: A, kernel: Ints, stride: Ints, padding: Ints,
+                              dilation: Ints, ceil_mode: bool) -> tuple[A, A]:
+        """N-d max pool over the taps of a ``-inf``-padded input, with torch's flat plane indices
+        (first index among ties, a later NaN wins, an all ``-inf`` window picks its first
+        in-bounds tap)."""
+        xp, dtype = cls.xp, x.dtype
+        x = _work(xp, x)
+        nd, spatial = len(kernel), x.shape[2:]
+        out_sp = tuple(pool_output_size(size, k, s, p, d, ceil_mode) for size, k, s, p, d
+                       in zip(spatial, kernel, stride, padding, dilation, strict=True))
+        xpad = _padded(xp, x, padding, _extent(kernel, stride, dilation, out_sp), -math.inf)
+        # Host tables: each output's first in-bounds tap, the flat input index of its tap 0,
+        # and each tap's flat offset from tap 0.
+        first = numpy.zeros((1,) * nd, dtype=numpy.int64)
+        base = numpy.zeros((1,) * nd, dtype=numpy.int64)
+        offsets = numpy.zeros(math.prod(kernel), dtype=numpy.int64)
+        tap_grid = numpy.indices(kernel).reshape(nd, -1)
+        plane_stride, tap_stride = 1, 1
+        for axis in range(nd - 1, -1, -1):
+            o, s, p, d = out_sp[axis], stride[axis], padding[axis], dilation[axis]
+            shape = (1,) * axis + (o,) + (1,) * (nd - axis - 1)
+            start = numpy.arange(o, dtype=numpy.int64) * s - p
+            first = first + (-(numpy.minimum(start, 0) // d)).reshape(shape) * tap_stride
+            base = base + start.reshape(shape) * plane_stride
+            offsets += tap_grid[axis] * d * plane_stride
+            plane_stride *= spatial[axis]
+            tap_stride *= kernel[axis]
+        # Branch-free scan (masked selects are slow on random data): a tap that beats the
+        # running max has a larger index than every earlier winner, so the winning tap is the
+        # running max of ``wins * t``; maximum also makes a NaN stick, as torch does.
+        best = xp.full((*x.shape[:2], *out_sp), -math.inf, dtype=x.dtype)
+        arg = xp.empty(best.shape, dtype=xp.int64)
+        arg[...] = xp.asarray(first)
+        has_nan = bool(xp.isnan(x).any())
+        for t, tap in enumerate(_taps(kernel)):
+            vals = xpad[(Ellipsis, *_tap_window(tap, stride, dilation, out_sp))]
+            wins = vals > best
+            if has_nan:
+                wins |= xp.isnan(vals)
+            xp.maximum(best, vals, out=best)
+            xp.maximum(arg, wins * t, out=arg)
+        indices = xp.take(xp.asarray(offsets), arg) + xp.asarray(base)
+        return best.astype(dtype, copy=False), indices
+
+    @classmethod
+    def adaptive_avg_pool(cls, x: A, output_size: Ints) -> A:
+        """N-d adaptive average pool, one spatial dim at a time (bin sums over bin sizes)."""
+        xp, dtype = cls.xp, x.dtype
+        out = _work(xp, x)
+        for axis, o in enumerate(output_size, start=2):
+            starts, ends = _adaptive_bins(x.shape[axis], o)
+            count = _along(xp, (ends - starts).astype(out.dtype), axis, out.ndim)
+            out = _run_sum(xp, out, axis, starts, ends) / count
+        return out.astype(dtype, copy=False)
+
+    @classmethod
+    def adaptive_avg_pool_backward(cls, x: A, grad: A) -> A:
+        """Gradient of ``adaptive_avg_pool``: each input sums the divided grads of the bins
+        containing it (a contiguous run of bins)."""
+        xp, dtype = cls.xp, x.dtype
+        out = _work(xp, grad)
+        for axis in range(2, x.ndim):
+            size = x.shape[axis]
+            starts, ends = _adaptive_bins(size, grad.shape[axis])
+            count = _along(xp, (ends - starts).astype(out.dtype), axis, out.ndim)
+            j = numpy.arange(size, dtype=numpy.int64)
+            first = numpy.searchsorted(ends, j, side="right")
+            stop = numpy.searchsorted(starts, j, side="right")
+            out = _run_sum(xp, out / count, axis, first, stop)
+        return out.astype(dtype, copy=False)
+
+    # ---- interpolation ------------------------------------------------------------------------
+    @classmethod
+    def interpolate(cls, x: A, output_size: Ints, mode: InterpolateMode,
+                    align_corners: bool) -> A:
+        """Resize ``[n, c, h, w]``: gathers of torch's source taps along w, then along h."""
+        xp, dtype = cls.xp, x.dtype
+        out = _work(xp, x)
+        for axis in (3, 2):
+            acc = None
+            for idx, w in _interp_taps(x.shape[axis], output_size[axis - 2], mode,
+                                       align_corners, out.dtype):
+                term = xp.take(out, xp.asarray(idx), axis=axis)
+                if w is not None:
+                    term *= _along(xp, w, axis, out.ndim)
+                if acc is None:
+                    acc = term
+                else:
+                    acc += term
+            out = acc
+        return out.astype(dtype, copy=False)
+
+    @classmethod
+    def interpolate_backward(cls, x: A, grad: A, output_size: Ints, mode: InterpolateMode,
+                             align_corners: bool) -> A:
+        """Gradient of ``interpolate``: each tap's weighted grad summed back into its sources
+        (sources are non-decreasing, so each input gathers a contiguous run of outputs)."""
+        xp, dtype = cls.xp, x.dtype
+        out = _work(xp, grad)
+        for axis in (2, 3):
+            size = x.shape[axis]
+            j = numpy.arange(size, dtype=numpy.int64)
+            acc = None
+            for idx, w in _interp_taps(size, output_size[axis - 2], mode, align_corners,
+                                       out.dtype):
+                weighted = out if w is None else out * _along(xp, w, axis, out.ndim)
+                term = _run_sum(xp, weighted, axis, numpy.searchsorted(idx, j, side="left"),
+                                numpy.searchsorted(idx, j, side="right"))
+                if acc is None:
+                    acc = term
+                else:
+                    acc += term
+            out = acc
+        return out.astype(dtype, copy=False)
