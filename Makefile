@@ -9,17 +9,17 @@ $(VENV)/.installed: pyproject.toml
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "need $(PYTHON) on PATH"; exit 1; }
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e .
+	$(PY) -m pip install -q -e ".[plot]"
 	touch $@
 
 $(VENV)/.installed-test: $(VENV)/.installed
 	# torch is pinned: 2.13.0 is the CPU build this project's oracle uses.
 	$(PY) -m pip install -q "torch==2.13.0"
-	$(PY) -m pip install -q -e ".[test]"
+	$(PY) -m pip install -q -e ".[test,plot]"
 	touch $@
 
 demo: $(VENV)/.installed
-	$(PY) examples/quickstart.py
+	$(PY) -m burnpy.examples.digits --out runs/digits
 
 test: $(VENV)/.installed-test
 	$(PY) -m ruff check .
