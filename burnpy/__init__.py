@@ -16,6 +16,7 @@ from burnpy.backend import (
     IndexOutOfBoundsError,
     InvalidArgumentError,
     KindError,
+    RecordError,
     ShapeError,
     TensorData,
     UnsupportedDTypeError,
@@ -48,10 +49,10 @@ def tensor(data: object, **kwargs: object) -> Tensor:
 
 
 __all__ = [
-    "Autodiff", "BalancedCheckpointing", "Gradients", "NoCheckpointing",
-    "Backend", "BackendMismatchError", "BurnpyError", "DType", "DTypeError", "Device",
-    "DeviceMismatchError", "DivisionByZeroError", "Distribution", "IndexOutOfBoundsError",
-    "InvalidArgumentError", "KindError", "QuantScheme", "ShapeError", "Tensor", "TensorData",
-    "UnsupportedDTypeError", "bfloat16", "bool_", "cat", "float16", "float32", "float64", "int8",
-    "int16", "int32", "int64", "stack", "tensor", "uint8", "uint32", "where",
+    "Autodiff", "Backend", "BackendMismatchError", "BalancedCheckpointing", "BurnpyError", "DType",
+    "DTypeError", "Device", "DeviceMismatchError", "Distribution", "DivisionByZeroError",
+    "Gradients", "IndexOutOfBoundsError", "InvalidArgumentError", "KindError", "NoCheckpointing",
+    "QuantScheme", "RecordError", "ShapeError", "Tensor", "TensorData", "UnsupportedDTypeError",
+    "bfloat16", "bool_", "cat", "float16", "float32", "float64", "int16", "int32", "int64", "int8",
+    "stack", "tensor", "uint32", "uint8", "where",
 ]

@@ -33,7 +33,7 @@ from burnpy.nn.losses import l1_loss as l1_loss
 from burnpy.nn.losses import mse_loss as mse_loss
 from burnpy.nn.losses import nll_loss as nll_loss
 from burnpy.tensor import Tensor
-from burnpy.tensor._core import BOOL, FLOAT, INT, check_same_backend, new
+from burnpy.tensor._core import BOOL, FLOAT, INT, QUANTIZED, check_same_backend, new
 
 IntOrTuple = int | Sequence[int]
 
@@ -65,8 +65,14 @@ def _same(op: str, x: Tensor, *others: Tensor | None) -> None:
                 raise DTypeError(f"{op}: input is {x.dtype!r} but a parameter is {o.dtype!r}")
 
 
+def _float_weight(weight: Tensor) -> Tensor:
+    """Quantized weights (``Module.quantize_weights``) enter float-only kernels dequantized."""
+    return weight.dequantize() if weight.kind is QUANTIZED else weight
+
+
 def _conv(op: str, n: int, x: Tensor, weight: Tensor, bias: Tensor | None, stride: IntOrTuple,
           padding: IntOrTuple, dilation: IntOrTuple, groups: int) -> Tensor:
+    weight = _float_weight(weight)
     _float_input(op, x, n)
     _same(op, x, weight, bias)
     st = _tuple(op, "stride", stride, n, 1)
@@ -118,6 +124,7 @@ def conv3d(x: Tensor, weight: Tensor, bias: Tensor | None = None, stride: IntOrT
 def _conv_transpose(op: str, n: int, x: Tensor, weight: Tensor, bias: Tensor | None,
                     stride: IntOrTuple, padding: IntOrTuple, output_padding: IntOrTuple,
                     groups: int, dilation: IntOrTuple) -> Tensor:
+    weight = _float_weight(weight)
     _float_input(op, x, n)
     _same(op, x, weight, bias)
     st = _tuple(op, "stride", stride, n, 1)
@@ -285,6 +292,7 @@ def interpolate(x: Tensor, size: IntOrTuple | None = None,
 def embedding(indices: Tensor, weight: Tensor) -> Tensor:
     """Rows of ``weight [vocab, dim]`` picked by int ``indices`` of any shape."""
     op = "embedding"
+    weight = _float_weight(weight)
     check_same_backend(op, weight, indices)
     if indices.kind is not INT:
         raise KindError(f"{op}: indices must be an int tensor, got {indices.kind}")
@@ -307,6 +315,8 @@ def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     op = "linear"
     if x.kind is not FLOAT:
         raise KindError(f"{op}: input must be a float tensor, got {x.kind}")
+    if weight.kind is QUANTIZED:
+        return _quantized_linear(x, weight, bias)
     _same(op, x, weight, bias)
     if weight.ndim != 2 or x.ndim < 1 or x.shape[-1] != weight.shape[1]:
         raise ShapeError(f"{op}: input {describe(x.shape)} does not fit weight "
@@ -317,6 +327,19 @@ def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     b = x.backend
     return new(b, b.linear(x.primitive, weight.primitive,
                            None if bias is None else bias.primitive), FLOAT)
+
+
+def _quantized_linear(x: Tensor, weight: Tensor, bias: Tensor | None) -> Tensor:
+    """``linear`` with a quantized ``[out, in]`` weight: the input is quantized on the fly
+    with the weight's scheme and the backend multiplies the integers (``q_matmul``)."""
+    if weight.ndim != 2 or x.ndim < 1 or x.shape[-1] != weight.shape[1]:
+        raise ShapeError(f"linear: input {describe(x.shape)} does not fit quantized weight "
+                         f"{describe(weight.shape)}")
+    flat = x.reshape(-1, x.shape[-1])
+    out = (flat @ weight.T).cast(x.dtype)
+    if bias is not None:
+        out = out + bias
+    return out.reshape(x.shape[:-1] + (weight.shape[0],))
 
 
 def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,

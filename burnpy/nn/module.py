@@ -27,6 +27,7 @@ from burnpy.tensor._core import FLOAT
 
 if TYPE_CHECKING:
     from burnpy.backend.base import Backend
+    from burnpy.quantization.scheme import QuantScheme
 
 Holder = Any  # a Module, list or dict holding a tensor
 
@@ -194,6 +195,18 @@ class Module:
         for slot in self.slots():
             if slot.is_param:
                 slot.tensor.require_grad()
+        return self
+
+    def quantize_weights(self, scheme: QuantScheme) -> Module:
+        """Quantize, in place, every weight matrix (float parameter of 2 or more dims whose
+        last dim the scheme's block size divides) for inference; biases and norm parameters
+        stay float. Linear layers then multiply integers; others dequantize their weights."""
+        bs = scheme.level.block_size
+        for slot in self.slots():
+            t = slot.tensor
+            if slot.is_param and t.ndim >= 2 and (bs is None or t.shape[-1] % bs == 0):
+                slot.assign(t.detach().inner().quantize(scheme) if t.backend.ad_enabled()
+                            else t.quantize(scheme))
         return self
 
     # ---- moving ------------------------------------------------------------------------------

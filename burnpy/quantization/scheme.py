@@ -129,6 +129,27 @@ class QuantScheme:
         return QuantScheme(QuantValue.Q2S, QuantLevel(block_size), QuantStore.PACKED_U32, param,
                            Calibration.ABS_MEAN)
 
+    def to_dict(self) -> dict[str, object]:
+        """A JSON-ready description (how model files record the scheme)."""
+        return {"value": self.value.label, "block_size": self.level.block_size,
+                "two_level": self.level.two_level, "store": self.store.value,
+                "param": self.param.value, "calibration": self.calibration.value,
+                "propagate": self.propagate}
+
+    @staticmethod
+    def from_dict(spec: dict[str, object]) -> QuantScheme:
+        """The scheme ``to_dict`` described; InvalidArgumentError for an unknown one."""
+        try:
+            value = next(v for v in QuantValue if v.label == spec["value"])
+            block = spec["block_size"]
+            return QuantScheme(value, QuantLevel(None if block is None else int(block),  # type: ignore[arg-type]
+                                                 bool(spec["two_level"])),
+                               QuantStore(spec["store"]), QuantParam(spec["param"]),
+                               Calibration(spec["calibration"]), bool(spec.get("propagate")))
+        except (KeyError, StopIteration, ValueError, TypeError) as exc:
+            raise InvalidArgumentError(f"QuantScheme: cannot read scheme {spec!r} ({exc})") \
+                from None
+
     def with_propagation(self, propagate: bool = True) -> QuantScheme:
         return replace(self, propagate=propagate)
 

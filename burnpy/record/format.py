@@ -21,7 +21,7 @@ import json
 import os
 import tempfile
 import zlib
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,9 +29,10 @@ from typing import Any
 import numpy as np
 import safetensors
 
-from burnpy.backend.data import TensorData, contiguous
+from burnpy.backend.data import QuantParams, TensorData, contiguous
 from burnpy.backend.dtype import DType
-from burnpy.backend.errors import RecordError
+from burnpy.backend.errors import BurnpyError, RecordError
+from burnpy.quantization.scheme import QuantScheme
 from burnpy.tensor import Tensor
 
 FORMAT = "burnpy-record"
@@ -76,12 +77,31 @@ def _host(value: Tensor | TensorData) -> TensorData:
     return value.into_data() if isinstance(value, Tensor) else value
 
 
+#: Quantized tensors are stored as several safetensors entries: the int8 values under the
+#: tensor's name, and its scales under ``name + _PART + "scales"`` (and "tensor_scale").
+_PART = "::"
+
+
+def _flatten(name: str, data: TensorData) -> Iterator[tuple[str, TensorData, dict[str, Any]]]:
+    """(entry name, host data, extra metadata) for each safetensors entry of one tensor."""
+    quant = data.quant
+    if quant is None:
+        yield name, data, {}
+        return
+    yield name, TensorData(data.array, DType.int8), {
+        "kind": "quantized", "dtype": data.dtype.value, "scheme": quant.scheme.to_dict(),
+        "block_axis": quant.block_axis, "float_dtype": quant.float_dtype.value}
+    yield name + _PART + "scales", TensorData(quant.scales), {"part_of": name}
+    if quant.tensor_scale is not None:
+        yield name + _PART + "tensor_scale", TensorData(quant.tensor_scale), {"part_of": name}
+
+
 def encode(record: Record) -> bytes:
     """The record as safetensors bytes."""
     arrays: dict[str, np.ndarray] = {}
     entries: dict[str, dict[str, Any]] = {}
-    for name, value in record.tensors.items():
-        data = _host(value)
+    for name, data, extra_meta in (part for key, value in record.tensors.items()
+                                   for part in _flatten(key, _host(value))):
         if data.dtype not in _TAGS:
             raise RecordError(f"record: tensor '{name}' has dtype {data.dtype!r}, which records "
                               "cannot store")
@@ -90,7 +110,7 @@ def encode(record: Record) -> bytes:
             arr = arr.byteswap().view(arr.dtype.newbyteorder("<"))
         arrays[name] = arr
         entries[name] = {"kind": data.dtype.kind, "dtype": data.dtype.value,
-                         "crc32": zlib.crc32(arr.tobytes())}
+                         "crc32": zlib.crc32(arr.tobytes()), **extra_meta}
     specs = {name: safetensors.TensorSpec(dtype=_spec_dtype(DType.of(entries[name]["dtype"])),
                                           shape=list(arr.shape), data_ptr=arr.ctypes.data,
                                           data_len=arr.nbytes)
@@ -101,6 +121,8 @@ def encode(record: Record) -> bytes:
 
 
 def _spec_dtype(dtype: DType) -> str:
+    if dtype.is_quantized:
+        return "int8"
     return "bool" if dtype is DType.bool_ else dtype.value
 
 
@@ -132,16 +154,35 @@ def decode(payload: bytes, source: str = "record") -> Record:
     meta = _metadata(payload, source)
     infos = _json(meta, "tensors", source)
     extra = _json(meta, "extra", source)
-    tensors: dict[str, TensorData] = {}
+    stored: dict[str, TensorData] = {}
     for name, entry in entries:
         info = infos.get(name)
         if info is None:
             raise RecordError(f"{source}: tensor '{name}' has no burnpy metadata entry")
-        tensors[name] = _tensor(name, entry, info, source)
-    missing = sorted(set(infos) - set(tensors))
+        stored[name] = _tensor(name, entry, info, source)
+    missing = sorted(set(infos) - set(stored))
     if missing:
         raise RecordError(f"{source}: tensors {missing} are listed but not stored")
+    tensors = {name: _assemble(name, data, infos, stored, source)
+               for name, data in stored.items() if "part_of" not in infos[name]}
     return Record(meta["kind"], tensors, extra)
+
+
+def _assemble(name: str, data: TensorData, infos: dict[str, Any],
+              stored: dict[str, TensorData], source: str) -> TensorData:
+    """A stored tensor, with a quantized one's scales and scheme put back together."""
+    info = infos[name]
+    if info.get("kind") != "quantized":
+        return data
+    try:
+        scheme = QuantScheme.from_dict(info["scheme"])
+        scales = stored[name + _PART + "scales"].array
+        ts_data = stored.get(name + _PART + "tensor_scale")
+        params = QuantParams(scales, None if ts_data is None else ts_data.array,
+                             info["block_axis"], scheme, DType.of(info["float_dtype"]))
+    except (KeyError, BurnpyError) as exc:
+        raise RecordError(f"{source}: quantized tensor '{name}' is incomplete ({exc})") from None
+    return TensorData(data.array, scheme.dtype, params)
 
 
 def _metadata(payload: bytes, source: str) -> dict[str, str]:
@@ -169,6 +210,8 @@ def _tensor(name: str, entry: dict[str, Any], info: dict[str, Any], source: str)
     except Exception:
         raise RecordError(f"{source}: tensor '{name}' has an unknown dtype "
                           f"{info.get('dtype')!r}") from None
+    if dtype.is_quantized:
+        dtype = DType.int8  # the values; _assemble restores the quantized dtype
     if _TAGS.get(dtype) != entry["dtype"]:
         raise RecordError(f"{source}: tensor '{name}' is stored as {entry['dtype']} but its "
                           f"metadata says {dtype!r}")

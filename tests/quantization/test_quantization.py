@@ -217,3 +217,21 @@ class _NoInt4(CpuBackend):
 def test_bad_input(call, error: type[Exception], match: str) -> None:
     with pytest.raises(error, match=match):
         call()
+
+
+def test_quantized_module_weights_infer_and_round_trip_through_records(tmp_path) -> None:
+    from burnpy.nn import Linear
+
+    layer = Linear(64, 8)
+    x = _x(3, 64)
+    ref = layer(x).to_numpy()
+    layer.quantize_weights(QuantScheme.int4(32))
+    assert layer.weight.kind == "quantized" and layer.bias.kind == "float"
+    out = layer(x)
+    np.testing.assert_allclose(out.to_numpy(), ref, atol=0.25)
+    path = layer.save(tmp_path / "q.safetensors")
+    again = Linear(64, 8).quantize_weights(QuantScheme.int4(32)).load(path)
+    assert again.weight.into_data() == layer.weight.into_data()
+    np.testing.assert_array_equal(again(x).to_numpy(), out.to_numpy())
+    with pytest.raises(bp.RecordError, match=r"'weight' is bp.qint4 in the state but bp.float32"):
+        Linear(64, 8).load(path)

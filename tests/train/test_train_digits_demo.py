@@ -21,7 +21,10 @@ def test_demo_trains_saves_reloads_and_plots(tmp_path: Path,
     out = capsys.readouterr().out
     assert code == 0
     assert "test accuracy: " in out and "reloaded " in out
+    int8_line = next(x for x in out.splitlines() if x.startswith("int8 test accuracy: "))
+    assert 0.0 <= float(int8_line.split()[3][:-1]) <= 100.0
     assert (tmp_path / "digits-cnn.safetensors").is_file()
+    assert (tmp_path / "digits-cnn-int8.safetensors").is_file()
     assert (tmp_path / "training.png").is_file() == matplotlib_available()
     assert (tmp_path / "checkpoints" / "checkpoint-001.safetensors").is_file()
 
