@@ -103,6 +103,34 @@ def indexed(op: Op, dim_arg: int = 0) -> Method:
     return _finish(method, name)
 
 
+class _IndexedWriteForward:
+    """Retro-forward of ``name(tensor, dim, indices, values)`` (inputs (tensor, values),
+    params (dim, indices))."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __call__(self, B: Any, inputs: tuple[Any, ...], params: tuple[Any, ...]) -> Any:
+        return getattr(B, self.name)(inputs[0], params[0], params[1], inputs[1])
+
+
+def indexed_write(name: str, backward: BackwardRule) -> Method:
+    """``name(tensor, dim, indices, values)``: scatter and select writes, tracked in both the
+    tensor and the values."""
+    op = declare(name, backward, forward=_IndexedWriteForward(name))
+
+    def method(cls: Any, tensor: AutodiffTensor, dim: int, indices: Any,
+               values: AutodiffTensor) -> AutodiffTensor:
+        out = getattr(cls.InnerBackend, name)(tensor.primitive, dim, indices, values.primitive)
+        if tensor.node is None and values.node is None:
+            return AutodiffTensor(out)
+        return cls.record(op, out, (tensor, values), (dim, indices))
+
+    return _finish(method, name)
+
+
 def untracked(name: str, doc: str) -> Method:
     """``name(*args)``: a float result that never carries a graph (creation, conversion)."""
 

@@ -25,6 +25,7 @@ from burnpy.autodiff.ops._define import (
     declare,
     dtype_of,
     indexed,
+    indexed_write,
     on_primitive,
     on_primitives,
     unary,
@@ -262,16 +263,7 @@ class AutodiffFloatOps:
                 None if parents[1] is None else
                 _pad_to(B, B.float_gather(grad, dim, indices), parents[1].shape))
 
-    _SCATTER = declare("float_scatter", _scatter_backward, forward=lambda B, inputs, params:
-                       B.float_scatter(inputs[0], params[0], params[1], inputs[1]))
-
-    @classmethod
-    def float_scatter(cls, tensor: AutodiffTensor, dim: int, indices: Any,
-                      values: AutodiffTensor) -> AutodiffTensor:
-        out = cls.InnerBackend.float_scatter(tensor.primitive, dim, indices, values.primitive)
-        if tensor.node is None and values.node is None:
-            return AutodiffTensor(out)
-        return cls.record(cls._SCATTER, out, (tensor, values), (dim, indices))
+    float_scatter = indexed_write("float_scatter", _scatter_backward)
 
     @staticmethod
     def _scatter_add_backward(B: Any, grad: Any, inputs: Saved, output: Any, params: Params,
@@ -280,18 +272,7 @@ class AutodiffFloatOps:
         return (grad, None if parents[1] is None else
                 _pad_to(B, B.float_gather(grad, dim, indices), parents[1].shape))
 
-    _SCATTER_ADD = declare("float_scatter_add", _scatter_add_backward,
-                           forward=lambda B, inputs, params:
-                           B.float_scatter_add(inputs[0], params[0], params[1], inputs[1]))
-
-    @classmethod
-    def float_scatter_add(cls, tensor: AutodiffTensor, dim: int, indices: Any,
-                          values: AutodiffTensor) -> AutodiffTensor:
-        out = cls.InnerBackend.float_scatter_add(tensor.primitive, dim, indices,
-                                                 values.primitive)
-        if tensor.node is None and values.node is None:
-            return AutodiffTensor(out)
-        return cls.record(cls._SCATTER_ADD, out, (tensor, values), (dim, indices))
+    float_scatter_add = indexed_write("float_scatter_add", _scatter_add_backward)
 
     @staticmethod
     def _select_backward(B: Any, grad: Any, inputs: Saved, output: Any, params: Params,
@@ -310,18 +291,7 @@ class AutodiffFloatOps:
                 B.float_select_assign(grad, dim, indices, zeros(B, picked.shape, grad)),
                 None if parents[1] is None else picked)
 
-    _SELECT_ASSIGN = declare("float_select_assign", _select_assign_backward,
-                             forward=lambda B, inputs, params:
-                             B.float_select_assign(inputs[0], params[0], params[1], inputs[1]))
-
-    @classmethod
-    def float_select_assign(cls, tensor: AutodiffTensor, dim: int, indices: Any,
-                            values: AutodiffTensor) -> AutodiffTensor:
-        out = cls.InnerBackend.float_select_assign(tensor.primitive, dim, indices,
-                                                   values.primitive)
-        if tensor.node is None and values.node is None:
-            return AutodiffTensor(out)
-        return cls.record(cls._SELECT_ASSIGN, out, (tensor, values), (dim, indices))
+    float_select_assign = indexed_write("float_select_assign", _select_assign_backward)
 
     @staticmethod
     def _select_add_backward(B: Any, grad: Any, inputs: Saved, output: Any, params: Params,
@@ -329,17 +299,7 @@ class AutodiffFloatOps:
         dim, indices = params
         return (grad, None if parents[1] is None else B.float_select(grad, dim, indices))
 
-    _SELECT_ADD = declare("float_select_add", _select_add_backward,
-                          forward=lambda B, inputs, params:
-                          B.float_select_add(inputs[0], params[0], params[1], inputs[1]))
-
-    @classmethod
-    def float_select_add(cls, tensor: AutodiffTensor, dim: int, indices: Any,
-                         values: AutodiffTensor) -> AutodiffTensor:
-        out = cls.InnerBackend.float_select_add(tensor.primitive, dim, indices, values.primitive)
-        if tensor.node is None and values.node is None:
-            return AutodiffTensor(out)
-        return cls.record(cls._SELECT_ADD, out, (tensor, values), (dim, indices))
+    float_select_add = indexed_write("float_select_add", _select_add_backward)
 
     @staticmethod
     def _mask_where_backward(B: Any, grad: Any, inputs: Saved, output: Any, params: Params,
