@@ -23,6 +23,7 @@ demo: $(VENV)/.installed
 
 test: $(VENV)/.installed-test
 	$(PY) -m ruff check .
+	sh scripts/ensure_webgpu_adapter.sh $(PY)
 	$(PY) -m pytest -q -n 2 --dist loadfile
 
 lint: $(VENV)/.installed-test

@@ -118,7 +118,7 @@ def _as_index_tensor(t: Tensor, k: Any) -> Tensor:
     arr = np.asarray(k)
     if arr.dtype.kind not in "biu" and arr.size:
         raise KindError(f"index: index values must be ints or bools, got {arr.dtype}")
-    dtype = DType.bool_ if arr.dtype.kind == "b" else DType.int64
+    dtype = DType.bool_ if arr.dtype.kind == "b" else t.backend.int_dtype
     return Tensor.from_data(arr.astype(dtype.numpy), backend=t.backend, device=t.device)
 
 
@@ -150,7 +150,8 @@ def _advanced_positions(t: Tensor, key: tuple[Any, ...]) -> tuple[tuple[slice, .
         if k is Ellipsis or isinstance(k, slice):
             parts.append(k)
         elif _is_basic(k):
-            parts.append(Tensor.from_data(np.int64(k), backend=t.backend, device=t.device))
+            parts.append(Tensor.from_data(int(k), backend=t.backend, device=t.device,
+                                          dtype=t.backend.int_dtype))
         else:
             parts.append(_as_index_tensor(t, k))
     consumed = sum(p.ndim if isinstance(p, Tensor) and p.kind is BOOL else 1

@@ -228,7 +228,7 @@ def _scan_with_indices(t: Tensor, op: str, dim: int) -> tuple[Tensor, Tensor]:
 
 
 def _zero_index(t: Tensor) -> Tensor:
-    """A 0-d int64 zero on ``t``'s backend and device (the index of a 0-d tensor's only value)."""
+    """A 0-d int zero on ``t``'s backend and device (the index of a 0-d tensor's only value)."""
     from burnpy.tensor.tensor import Tensor
 
-    return Tensor.zeros((), backend=t.backend, device=t.device, dtype="int64")
+    return Tensor.zeros((), backend=t.backend, device=t.device, dtype=t.backend.int_dtype)

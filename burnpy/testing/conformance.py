@@ -16,7 +16,7 @@ import pytest
 import torch
 
 from burnpy.backend.dtype import DType
-from burnpy.backend.errors import BurnpyError
+from burnpy.backend.errors import BurnpyError, UnsupportedDTypeError
 from burnpy.tensor import Tensor
 from burnpy.testing.cases import CASES, Arg, OpCase
 
@@ -76,8 +76,13 @@ def run_case(case: OpCase, backend: type, dtype: str, seed: int = 0) -> None:
     AssertionError naming the case, the output and the worst element on any mismatch."""
     rng = np.random.default_rng(seed)
     arrays = [_draw(arg, rng, dtype, case.name) for arg in case.args]
-    ours = case.fn(*[_to_burnpy(a, arr, backend) for a, arr in zip(case.args, arrays,
-                                                                   strict=True)])
+    try:
+        ours = case.fn(*[_to_burnpy(a, arr, backend) for a, arr in zip(case.args, arrays,
+                                                                       strict=True)])
+    except UnsupportedDTypeError as exc:
+        # The case itself asks for a dtype (.double(), .long()...) the backend declared
+        # unsupported: a declared gap, not a failure.
+        pytest.skip(f"{backend.__name__}: {exc}")
     theirs = (case.torch_fn or case.fn)(*[_to_torch(arr) for arr in arrays])
     ours_list, theirs_list = _outputs(ours), _outputs(theirs)
     where = f"case {case.name!r} [{dtype}] on {backend.__name__}"
@@ -100,7 +105,10 @@ def _draw(arg: Arg, rng: np.random.Generator, dtype: str, name: str) -> np.ndarr
 
 
 def _to_burnpy(arg: Arg, arr: np.ndarray, backend: type) -> Tensor:
-    """A Tensor of ``backend``; a non-contiguous argument stays a non-contiguous view."""
+    """A Tensor of ``backend``; a non-contiguous argument stays a non-contiguous view; int
+    arguments take the backend's int dtype when it has no int64 (WebGPU's int32)."""
+    if arr.dtype == np.int64 and not supported(backend, "int64"):
+        arr = arr.astype(backend.int_dtype.numpy)
     if arr.flags.c_contiguous or arr.ndim < 2:
         return Tensor.from_data(arr, backend=backend)
     base = Tensor.from_data(np.ascontiguousarray(arr.T), backend=backend)
@@ -130,6 +138,8 @@ def _compare(where: str, got: Any, want: Any, case: OpCase) -> None:
     if got.shape != tuple(want.shape):
         raise AssertionError(f"{where}: shape {got.shape}, torch gives {tuple(want.shape)}")
     want_dtype = _torch_dtype_name(want)
+    if want_dtype == "int64" and got.kind == "int" and got.dtype is got.backend.int_dtype:
+        want_dtype = got.dtype.value  # a backend without int64 answers in its own int dtype
     if got.dtype.value != want_dtype:
         raise AssertionError(f"{where}: dtype {got.dtype.value}, torch gives {want_dtype}")
     actual = got.to_numpy()

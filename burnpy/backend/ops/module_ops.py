@@ -13,7 +13,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from burnpy.backend.dtype import DType, dtype_of_numpy
+from burnpy.backend.dtype import dtype_of_numpy
 from burnpy.backend.ops._marker import required
 
 F = Any
@@ -279,8 +279,8 @@ class ModuleOps:
         device = cls.float_device(query)
         if is_causal:
             lq, lk = query.shape[-2], key.shape[-2]
-            rows = cls.int_reshape(cls.int_arange(0, lq, 1, device, DType.int64), (lq, 1))
-            cols = cls.int_reshape(cls.int_arange(0, lk, 1, device, DType.int64), (1, lk))
+            rows = cls.int_reshape(cls.int_arange(0, lq, 1, device, cls.int_dtype), (lq, 1))
+            cols = cls.int_reshape(cls.int_arange(0, lk, 1, device, cls.int_dtype), (1, lk))
             causal = cls.int_greater(cols, rows)
             scores = cls.float_mask_fill(scores, causal, float("-inf"))
         if mask is not None:

@@ -1,0 +1,181 @@
+"""Tiled, batched matrix product ``[..., m, k] @ [..., k, n]`` of any strided views.
+
+On GPUs each workgroup of 256 invocations computes a ``TILE x TILE`` block of the output: per
+step it stages a ``TILE x 16`` slab of the left operand and a ``16 x TILE`` slab of the right
+one in workgroup memory, then every invocation accumulates a ``REG x REG`` register tile (rows
+and columns 16 apart). Large products use 64x64 blocks with 4x4 register tiles, small ones
+16x16 blocks with one output per invocation.
+
+On CPU adapters (llvmpipe and other software rasterizers) workgroup memory is ordinary cached
+memory and every ``workgroupBarrier`` is a coroutine switch per SIMD group, so staging costs
+more than it saves: there each invocation accumulates an 8x8 register tile straight from the
+operands (measured 2-5x faster than the staged kernel on llvmpipe).
+
+Batch dims broadcast through stride-0 views and map to the grid's z dimension (split across
+dispatches beyond 65,535). Floats accumulate in f32.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from burnpy_wgpu.dtypes import compute_type, storage_type
+from burnpy_wgpu.kernels.common import header, load, store_cast
+from burnpy_wgpu.kernels.elementwise import alloc_tensor
+from burnpy_wgpu.runtime import WgpuRuntime
+from burnpy_wgpu.tensor import Shape, WgpuTensor, broadcast_view, numel
+
+BK = 16
+_SIDE = 16  # invocations per side of the 16x16 workgroup
+_CONFIGS = {"large": 4, "small": 1}  # register tile side
+#: Register tile side and workgroup side of the CPU-adapter kernel.
+_CPU_REG = 8
+_CPU_SIDE = 8
+
+
+def _source(reg: int, src: tuple[str, str], out_store: str, batch_rank: int) -> str:
+    st, acc = src
+    tile = _SIDE * reg
+    threads = _SIDE * _SIDE
+    loads_a = tile * BK // threads
+    zero = "0.0" if acc == "f32" else f"{acc}(0)"
+    lines = [
+        f"    let tx = lid % {_SIDE}u;", f"    let ty = lid / {_SIDE}u;",
+        f"    let m0 = wid.y * {tile}u;", f"    let n0 = wid.x * {tile}u;",
+        *_batch_offsets(batch_rank),
+    ]
+    lines.append(f"    var acc: array<{acc}, {reg * reg}>;")
+    for i in range(reg * reg):
+        lines.append(f"    acc[{i}] = {zero};")
+    lines.append(f"    for (var k0 = 0u; k0 < K; k0 = k0 + {BK}u) {{")
+    for t in range(loads_a):
+        lines += [
+            f"        {{ let e = lid + {t * threads}u; let r = e / {BK}u; let c = e % {BK}u;",
+            "          let gm = m0 + r; let gk = k0 + c;",
+            f"          var v = {zero};",
+            "          if (gm < M && gk < K) { v = "
+            + load("in0", "u32(a_base + i32(gm) * mi(4u) + i32(gk) * mi(5u))", st, acc) + "; }",
+            f"          As[c * {tile}u + r] = v; }}",
+            f"        {{ let e = lid + {t * threads}u; let r = e / {tile}u; let c = e % {tile}u;",
+            "          let gk = k0 + r; let gn = n0 + c;",
+            f"          var v = {zero};",
+            "          if (gk < K && gn < N) { v = "
+            + load("in1", "u32(b_base + i32(gk) * mi(7u) + i32(gn) * mi(8u))", st, acc) + "; }",
+            f"          Bs[r * {tile}u + c] = v; }}",
+        ]
+    lines.append("        workgroupBarrier();")
+    lines.append(f"        for (var kk = 0u; kk < {BK}u; kk = kk + 1u) {{")
+    for i in range(reg):
+        lines.append(f"            let a{i} = As[kk * {tile}u + ty + {_SIDE * i}u];")
+    for j in range(reg):
+        lines.append(f"            let b{j} = Bs[kk * {tile}u + tx + {_SIDE * j}u];")
+    for i in range(reg):
+        for j in range(reg):
+            lines.append(f"            acc[{i * reg + j}] = acc[{i * reg + j}] + a{i} * b{j};")
+    lines += ["        }", "        workgroupBarrier();", "    }"]
+    for i in range(reg):
+        for j in range(reg):
+            lines += [f"    {{ let gm = m0 + ty + {_SIDE * i}u; let gn = n0 + tx + {_SIDE * j}u;",
+                      "      if (gm < M && gn < N) { out0[o_base + gm * N + gn] = "
+                      + store_cast(f"acc[{i * reg + j}]", out_store, acc) + "; } }"]
+    shared = f"""
+var<workgroup> As: array<{acc}, {tile * BK}>;
+var<workgroup> Bs: array<{acc}, {tile * BK}>;
+"""
+    return header([st, st], [out_store], shared) + f"""
+@compute @workgroup_size({threads})
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {{
+{chr(10).join(lines)}
+}}
+"""
+
+
+def _batch_offsets(batch_rank: int) -> list[str]:
+    """Lines defining M, N, K, ``a_base``/``b_base`` (operand offsets of batch ``wid.z``) and
+    ``o_base`` (its output offset). Meta: [m, n, k, a_off, a_rs, a_cs, b_off, b_rs, b_cs,
+    out_off, batch base, batch shape, a batch strides, b batch strides]."""
+    bb = 11
+    lines = ["    let M = mu(0u);", "    let N = mu(1u);", "    let K = mu(2u);",
+             "    var bq = mu(10u) + wid.z;", "    var a_base = mi(3u);",
+             "    var b_base = mi(6u);",
+             "    let o_base = mu(9u) + (mu(10u) + wid.z) * M * N;"]
+    for d in range(batch_rank - 1, -1, -1):
+        size = f"mu({bb + d}u)"
+        lines.append(f"    a_base = a_base + i32(bq % {size}) * mi({bb + batch_rank + d}u); "
+                     f"b_base = b_base + i32(bq % {size}) * mi({bb + 2 * batch_rank + d}u); "
+                     f"bq = bq / {size};")
+    return lines
+
+
+def _register_source(src: tuple[str, str], out_store: str, batch_rank: int) -> str:
+    """The CPU-adapter kernel: an 8x8 register tile per invocation, no workgroup memory.
+    Out-of-range rows and columns read clamped (valid) positions and are not stored."""
+    st, acc = src
+    r = _CPU_REG
+    zero = "0.0" if acc == "f32" else f"{acc}(0)"
+    lines = [*_batch_offsets(batch_rank),
+             f"    let m0 = (wid.y * {_CPU_SIDE}u + lid.y) * {r}u;",
+             f"    let n0 = (wid.x * {_CPU_SIDE}u + lid.x) * {r}u;",
+             "    if (m0 >= M || n0 >= N) { return; }"]
+    for i in range(r):
+        lines.append(f"    let ra{i} = a_base + i32(min(m0 + {i}u, M - 1u)) * mi(4u);")
+        lines.append(f"    let cb{i} = b_base + i32(min(n0 + {i}u, N - 1u)) * mi(8u);")
+    lines += [f"    var acc{i}_{j}: {acc} = {zero};" for i in range(r) for j in range(r)]
+    lines.append("    for (var k = 0u; k < K; k = k + 1u) {")
+    lines.append("        let ka = i32(k) * mi(5u);")
+    lines.append("        let kb = i32(k) * mi(7u);")
+    lines += [f"        let a{i} = {load('in0', f'u32(ra{i} + ka)', st, acc)};" for i in range(r)]
+    lines += [f"        let b{j} = {load('in1', f'u32(cb{j} + kb)', st, acc)};" for j in range(r)]
+    lines += [f"        acc{i}_{j} = acc{i}_{j} + a{i} * b{j};" for i in range(r) for j in range(r)]
+    lines.append("    }")
+    for i in range(r):
+        for j in range(r):
+            lines.append(f"    if (m0 + {i}u < M && n0 + {j}u < N) {{ "
+                         f"out0[o_base + (m0 + {i}u) * N + n0 + {j}u] = "
+                         f"{store_cast(f'acc{i}_{j}', out_store, acc)}; }}")
+    return header([st, st], [out_store]) + f"""
+@compute @workgroup_size({_CPU_SIDE}, {_CPU_SIDE})
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {{
+{chr(10).join(lines)}
+}}
+"""
+
+
+def matmul(lhs: WgpuTensor, rhs: WgpuTensor, out_dtype: np.dtype[Any] | None = None,
+           out: WgpuTensor | None = None, out_offset: int = 0) -> WgpuTensor:
+    """``lhs @ rhs`` over broadcast batch dims (same ndim >= 2), into a new contiguous tensor
+    or into the contiguous buffer ``out`` starting at element ``out_offset``."""
+    rt: WgpuRuntime = lhs.runtime
+    m, k = lhs.shape[-2:]
+    n = rhs.shape[-1]
+    batch: Shape = tuple(max(a, b) for a, b in zip(lhs.shape[:-2], rhs.shape[:-2], strict=True))
+    dtype = out_dtype or lhs.dtype
+    if out is None:
+        out = alloc_tensor(rt, batch + (m, n), dtype)
+    count = numel(batch)
+    if count == 0 or m == 0 or n == 0:
+        return out
+    a_bst = broadcast_view(lhs.shape[:-2], lhs.strides[:-2], batch)
+    b_bst = broadcast_view(rhs.shape[:-2], rhs.strides[:-2], batch)
+    src = (storage_type(lhs.dtype), compute_type(lhs.dtype))
+    out_store = storage_type(out.dtype)
+    rank = len(batch)
+    if rt.is_cpu:
+        tile = _CPU_SIDE * _CPU_REG
+        kernel = rt.kernel(("matmul_registers", src, out_store, rank),
+                           lambda: _register_source(src, out_store, rank), 2, 1)
+    else:
+        reg = _CONFIGS["large"] if m >= 64 and n >= 64 else _CONFIGS["small"]
+        tile = _SIDE * reg
+        kernel = rt.kernel(("matmul_tiled", reg, src, out_store, rank),
+                           lambda: _source(reg, src, out_store, rank), 2, 1)
+    grid_x, grid_y = -(-n // tile), -(-m // tile)
+    for base in range(0, count, rt.max_groups):
+        z = min(rt.max_groups, count - base)
+        meta = [m, n, k, lhs.offset, lhs.strides[-2], lhs.strides[-1], rhs.offset,
+                rhs.strides[-2], rhs.strides[-1], out_offset, base, *batch, *a_bst, *b_bst]
+        rt.dispatch(kernel, [lhs.handle.slab, rhs.handle.slab], [out.handle.slab], meta,
+                    (grid_x, grid_y, z))
+    return out

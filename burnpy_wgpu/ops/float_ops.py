@@ -1,0 +1,244 @@
+"""Float ops on WebGPU: elementwise ops are WGSL expressions over the generic map kernel;
+matmul, reductions, scans and sorts have their own kernels. Values are computed in f32 (f16
+tensors too) with the accurate special functions of ``kernels.wgsl_math``."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from burnpy.backend.device import Device
+from burnpy.backend.distribution import Distribution
+from burnpy.backend.dtype import DType
+from burnpy_wgpu.dtypes import check_dtype
+from burnpy_wgpu.kernels import random, reduce, scan, sort
+from burnpy_wgpu.kernels.elementwise import launch_map
+from burnpy_wgpu.kernels.matmul import matmul
+from burnpy_wgpu.ops import _shared
+from burnpy_wgpu.runtime import f32_bits, runtime_for
+from burnpy_wgpu.tensor import WgpuTensor
+
+T = WgpuTensor
+Shape = tuple[int, ...]
+BOOL = np.dtype(np.bool_)
+
+
+def _unary(expr: str, *funcs: str) -> staticmethod:
+    """An op applying ``expr`` (over ``a``) elementwise."""
+    def op(tensor: T) -> T:
+        return launch_map(tensor.runtime, expr, [tensor], tensor.dtype, funcs=funcs)
+    return staticmethod(op)
+
+
+def _binary(expr: str, *funcs: str) -> staticmethod:
+    """An op applying ``expr`` (over ``a``, ``b``) with broadcasting."""
+    def op(lhs: T, rhs: T) -> T:
+        return launch_map(lhs.runtime, expr, [lhs, rhs], lhs.dtype, funcs=funcs)
+    return staticmethod(op)
+
+
+def _scalar(expr: str, *funcs: str) -> staticmethod:
+    """An op applying ``expr`` (over ``a`` and the number ``mf(1u)``)."""
+    def op(lhs: T, rhs: float) -> T:
+        return launch_map(lhs.runtime, expr, [lhs], lhs.dtype, [f32_bits(float(rhs))],
+                          funcs=funcs)
+    return staticmethod(op)
+
+
+def _predicate(expr: str) -> staticmethod:
+    """A bool-valued elementwise test over ``a``."""
+    def op(tensor: T) -> T:
+        return launch_map(tensor.runtime, f"select(0u, 1u, {expr})", [tensor], BOOL)
+    return staticmethod(op)
+
+
+def _compare(op_symbol: str) -> staticmethod:
+    def op(lhs: T, rhs: T) -> T:
+        return _shared.compare(lhs, rhs, op_symbol)
+    return staticmethod(op)
+
+
+def _compare_elem(op_symbol: str) -> staticmethod:
+    def op(lhs: T, rhs: float) -> T:
+        return _shared.compare(lhs, None, op_symbol, rhs)
+    return staticmethod(op)
+
+
+class WgpuFloatOps:
+    """The float op family of WgpuBackend."""
+
+    # ---- creation and transfer --------------------------------------------------------------
+    float_from_data = staticmethod(_shared.from_data)
+    float_into_data = staticmethod(_shared.into_data)
+    float_device = staticmethod(_shared.device_of)
+    float_to_device = staticmethod(_shared.to_device)
+    float_empty = staticmethod(_shared.empty)
+    float_full = staticmethod(_shared.full)
+
+    @staticmethod
+    def float_random(shape: Shape, distribution: Distribution, device: Device,
+                     dtype: DType) -> T:
+        rt = runtime_for(device)
+        return random.generate(rt, shape, distribution.kind, distribution.a, distribution.b,
+                               check_dtype(dtype, rt.has_f16))
+
+    @staticmethod
+    def float_cast(tensor: T, dtype: DType) -> T:
+        return _shared.cast(tensor, check_dtype(dtype, tensor.runtime.has_f16))
+
+    @staticmethod
+    def float_into_int(tensor: T, dtype: DType) -> T:
+        return _shared.cast(tensor, check_dtype(dtype, tensor.runtime.has_f16))
+
+    # ---- layout and indexing ------------------------------------------------------------------
+    float_reshape = staticmethod(_shared.reshape)
+    float_swap_dims = staticmethod(_shared.swap_dims)
+    float_permute = staticmethod(_shared.permute)
+    float_flip = staticmethod(_shared.flip)
+    float_expand = staticmethod(_shared.expand)
+    float_repeat_dim = staticmethod(_shared.repeat_dim)
+    float_cat = staticmethod(_shared.cat)
+    float_unfold = staticmethod(_shared.unfold)
+    float_slice = staticmethod(_shared.slice_view)
+    float_slice_assign = staticmethod(_shared.slice_assign)
+    float_gather = staticmethod(_shared.gather)
+    float_scatter = staticmethod(_shared.scatter)
+    float_scatter_add = staticmethod(_shared.scatter_add)
+    float_select = staticmethod(_shared.select)
+    float_select_assign = staticmethod(_shared.select_assign)
+    float_select_add = staticmethod(_shared.select_add)
+    float_mask_where = staticmethod(_shared.mask_where)
+    float_mask_fill = staticmethod(_shared.mask_fill)
+
+    # ---- arithmetic ---------------------------------------------------------------------------
+    float_add = _binary("a + b")
+    float_add_scalar = _scalar("a + mf(1u)")
+    float_sub = _binary("a - b")
+    float_sub_scalar = _scalar("a - mf(1u)")
+    float_mul = _binary("a * b")
+    float_mul_scalar = _scalar("a * mf(1u)")
+    float_div = _binary("a / b")
+    float_div_scalar = _scalar("a / mf(1u)")
+    float_remainder = _binary("fmod_py(a, b)", "fmod_py")
+    float_remainder_scalar = _scalar("fmod_py(a, mf(1u))", "fmod_py")
+    float_powf = _binary("pow_acc(a, b)", "pow_acc")
+    float_powf_scalar = _scalar("pow_acc(a, mf(1u))", "pow_acc")
+    float_atan2 = _binary("atan2_acc(a, b)", "atan2_acc")
+    float_neg = _unary("-a")
+    float_recip = _unary("1.0 / a")
+    float_square = _unary("a * a")
+    float_abs = _unary("abs(a)")
+    float_sign = _unary("select(sign(a), a, is_nan(a))")
+    float_exp = _unary("exp(a)")
+    float_expm1 = _unary("expm1_acc(a)", "expm1_acc")
+    float_log = _unary("log_acc(a)", "log_acc")
+    float_log1p = _unary("log1p_acc(a)", "log1p_acc")
+    float_sqrt = _unary("sqrt(a)")
+    float_sin = _unary("sin(a)")
+    float_cos = _unary("cos(a)")
+    float_tan = _unary("tan(a)")
+    float_asin = _unary("asin_acc(a)", "asin_acc")
+    float_acos = _unary("acos_acc(a)", "acos_acc")
+    float_atan = _unary("atan_acc(a)", "atan_acc")
+    float_sinh = _unary("sinh_acc(a)", "sinh_acc")
+    float_cosh = _unary("cosh_acc(a)", "cosh_acc")
+    float_tanh = _unary("tanh_acc(a)", "tanh_acc")
+    float_asinh = _unary("asinh_acc(a)", "asinh_acc")
+    float_acosh = _unary("acosh_acc(a)", "acosh_acc")
+    float_atanh = _unary("atanh_acc(a)", "atanh_acc")
+    float_erf = _unary("erf_acc(a)", "erf_acc")
+    float_round = _unary("round(a)")
+    float_floor = _unary("floor(a)")
+    float_ceil = _unary("ceil(a)")
+    float_trunc = _unary("trunc(a)")
+
+    @staticmethod
+    def float_matmul(lhs: T, rhs: T) -> T:
+        return matmul(lhs, rhs)
+
+    @staticmethod
+    def float_clamp(tensor: T, min: float | None, max: float | None) -> T:
+        expr, params = "a", []
+        if min is not None:
+            expr, params = f"max({expr}, mf({1 + len(params)}u))", [*params, f32_bits(min)]
+        if max is not None:
+            expr, params = f"min({expr}, mf({1 + len(params)}u))", [*params, f32_bits(max)]
+        return launch_map(tensor.runtime, f"select({expr}, a, is_nan(a))", [tensor],
+                          tensor.dtype, params)
+
+    # ---- comparison ---------------------------------------------------------------------------
+    float_equal = _compare("==")
+    float_not_equal = _compare("!=")
+    float_greater = _compare(">")
+    float_greater_equal = _compare(">=")
+    float_lower = _compare("<")
+    float_lower_equal = _compare("<=")
+    float_equal_elem = _compare_elem("==")
+    float_not_equal_elem = _compare_elem("!=")
+    float_greater_elem = _compare_elem(">")
+    float_greater_equal_elem = _compare_elem(">=")
+    float_lower_elem = _compare_elem("<")
+    float_lower_equal_elem = _compare_elem("<=")
+    float_is_nan = _predicate("is_nan(a)")
+    float_is_inf = _predicate("is_inf(a)")
+
+    # ---- reductions ---------------------------------------------------------------------------
+    @staticmethod
+    def float_sum(tensor: T) -> T:
+        return reduce.reduce_all(tensor, "sum")
+
+    @staticmethod
+    def float_sum_dim(tensor: T, dim: int) -> T:
+        return reduce.reduce_dim(tensor, dim, "sum")
+
+    @staticmethod
+    def float_prod(tensor: T) -> T:
+        return reduce.reduce_all(tensor, "prod")
+
+    @staticmethod
+    def float_prod_dim(tensor: T, dim: int) -> T:
+        return reduce.reduce_dim(tensor, dim, "prod")
+
+    @staticmethod
+    def float_max(tensor: T) -> T:
+        return reduce.reduce_all(tensor, "max")
+
+    @staticmethod
+    def float_min(tensor: T) -> T:
+        return reduce.reduce_all(tensor, "min")
+
+    @staticmethod
+    def float_max_dim(tensor: T, dim: int) -> T:
+        return reduce.reduce_dim(tensor, dim, "max")
+
+    @staticmethod
+    def float_min_dim(tensor: T, dim: int) -> T:
+        return reduce.reduce_dim(tensor, dim, "min")
+
+    @staticmethod
+    def float_max_dim_with_indices(tensor: T, dim: int) -> tuple[T, T]:
+        return reduce.reduce_dim_with_indices(tensor, dim, "max")
+
+    @staticmethod
+    def float_min_dim_with_indices(tensor: T, dim: int) -> tuple[T, T]:
+        return reduce.reduce_dim_with_indices(tensor, dim, "min")
+
+    @staticmethod
+    def float_cumsum(tensor: T, dim: int) -> T:
+        return scan.cumulative(tensor, dim, "sum")
+
+    @staticmethod
+    def float_cumprod(tensor: T, dim: int) -> T:
+        return scan.cumulative(tensor, dim, "prod")
+
+    @staticmethod
+    def float_cummax_with_indices(tensor: T, dim: int) -> tuple[T, T]:
+        return scan.cumulative_with_indices(tensor, dim, "max")
+
+    @staticmethod
+    def float_cummin_with_indices(tensor: T, dim: int) -> tuple[T, T]:
+        return scan.cumulative_with_indices(tensor, dim, "min")
+
+    @staticmethod
+    def float_sort_with_indices(tensor: T, dim: int, descending: bool) -> tuple[T, T]:
+        return sort.sort(tensor, dim, descending)
+
