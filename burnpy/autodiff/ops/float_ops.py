@@ -83,13 +83,11 @@ class AutodiffFloatOps:
     """The float op family (``cls.InnerBackend`` is B, ``cls.record`` the strategy's)."""
 
     # ---- creation, transfer, conversion -------------------------------------------------------
-    float_from_data = untracked("float_from_data", "A constant holding ``data``.")
     float_empty = untracked("float_empty", "Uninitialized constant storage.")
     float_full = untracked("float_full", "A constant filled tensor.")
     float_zeros = untracked("float_zeros", "A constant of zeros.")
     float_ones = untracked("float_ones", "A constant of ones.")
     float_random = untracked("float_random", "Constant random samples.")
-    float_into_data = on_primitive("float_into_data", "The values on the host.")
     float_device = on_primitive("float_device", "The device of the inner primitive.")
     float_into_int = on_primitive("float_into_int", "Truncation into an untracked int tensor.")
 

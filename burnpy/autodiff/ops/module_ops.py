@@ -45,8 +45,8 @@ class AutodiffModuleOps:
         options = params[0]
         return (None if parents[0] is None else B.conv_x_backward(x, weight, grad, options),
                 None if parents[1] is None else B.conv_weight_backward(x, weight, grad, options),
-                *(() if len(parents) == 2 or parents[2] is None else
-                  (B.conv_bias_backward(grad),)))
+                *(() if len(parents) == 2 else
+                  (None if parents[2] is None else B.conv_bias_backward(grad),)))
 
     _CONV = declare("conv", _conv_backward, saves_inputs=True, compute_bound=True)
 
@@ -90,8 +90,8 @@ class AutodiffModuleOps:
                 B.conv_transpose_x_backward(x, weight, grad, options),
                 None if parents[1] is None else
                 B.conv_transpose_weight_backward(x, weight, grad, options),
-                *(() if len(parents) == 2 or parents[2] is None else
-                  (B.conv_bias_backward(grad),)))
+                *(() if len(parents) == 2 else
+                  (None if parents[2] is None else B.conv_bias_backward(grad),)))
 
     _CONV_TRANSPOSE = declare("conv_transpose", _conv_transpose_backward, saves_inputs=True,
                               compute_bound=True)
@@ -250,8 +250,9 @@ class AutodiffModuleOps:
                 None if parents[1] is None else
                 B.float_matmul(B.float_swap_dims(flat_grad, 0, 1),
                                B.float_reshape(x, (rows, x.shape[-1]))),
-                *(() if len(parents) == 2 or parents[2] is None else
-                  (B.float_reshape(B.float_sum_dim(flat_grad, 0), (grad.shape[-1],)),)))
+                *(() if len(parents) == 2 else
+                  (None if parents[2] is None else
+                   B.float_reshape(B.float_sum_dim(flat_grad, 0), (grad.shape[-1],)),)))
 
     _LINEAR = declare("linear", _linear_backward, saves_inputs=True, compute_bound=True)
 
