@@ -2,7 +2,14 @@
 are interchangeable; capabilities such as autodiff are decorator backends wrapping any backend.
 """
 
-from burnpy.autodiff import Autodiff, BalancedCheckpointing, Gradients, NoCheckpointing
+from burnpy.autodiff import (
+    Autodiff,
+    BalancedCheckpointing,
+    Function,
+    GradFn,
+    Gradients,
+    NoCheckpointing,
+)
 from burnpy.backend import (
     Backend,
     BackendMismatchError,
@@ -55,4 +62,11 @@ __all__ = [
     "QuantScheme", "RecordError", "ShapeError", "Tensor", "TensorData", "UnsupportedDTypeError",
     "bfloat16", "bool_", "cat", "float16", "float32", "float64", "int16", "int32", "int64", "int8",
     "stack", "tensor", "uint32", "uint8", "where",
+    "Function", "GradFn",
 ]
+
+# Forward mode and the function transforms (burnpy.func builds on Tensor, imported above).
+from burnpy import func  # noqa: E402
+from burnpy.autodiff import ForwardAD  # noqa: E402
+
+__all__ += ["ForwardAD", "func"]

@@ -13,7 +13,7 @@ from typing import Any, ClassVar
 
 from burnpy.autodiff.checkpoint import CheckpointStrategy, NoCheckpointing
 from burnpy.autodiff.gradients import Gradients
-from burnpy.autodiff.graph import new_key, new_leaf, run_backward
+from burnpy.autodiff.graph import HOST_TRANSFERS, new_key, new_leaf, run_backward
 from burnpy.autodiff.ops.activation_ops import AutodiffActivationOps
 from burnpy.autodiff.ops.float_ops import AutodiffFloatOps
 from burnpy.autodiff.ops.module_ops import AutodiffModuleOps
@@ -147,7 +147,21 @@ class AutodiffBackend(AutodiffFloatOps, AutodiffQOps, AutodiffModuleOps, Autodif
     def float_detach(tensor: AutodiffTensor) -> AutodiffTensor:
         return tensor if tensor.node is None else AutodiffTensor(tensor.primitive)
 
-    # ---- crossing between this backend and B --------------------------------------------------
+    # ---- crossing between this backend and B, or the host ---------------------------------------
+    # The crossings that bypass the graph are counted (``HOST_TRANSFERS``): a custom op's backward
+    # that makes one cannot be differentiated again (see ``burnpy.autodiff.grad_fn``).
+    @classmethod
+    def float_from_data(cls, data: Any, device: Device) -> AutodiffTensor:
+        """A constant holding ``data``."""
+        HOST_TRANSFERS.count += 1
+        return AutodiffTensor(cls.InnerBackend.float_from_data(data, device))
+
+    @classmethod
+    def float_into_data(cls, tensor: AutodiffTensor) -> Any:
+        """The values on the host."""
+        HOST_TRANSFERS.count += 1
+        return cls.InnerBackend.float_into_data(tensor.primitive)
+
     @staticmethod
     def inner(tensor: AutodiffTensor) -> Any:
         """B's float primitive, untracked."""
@@ -156,6 +170,7 @@ class AutodiffBackend(AutodiffFloatOps, AutodiffQOps, AutodiffModuleOps, Autodif
     @staticmethod
     def from_inner(tensor: Any) -> AutodiffTensor:
         """An untracked float primitive of this backend from one of B."""
+        HOST_TRANSFERS.count += 1
         return AutodiffTensor(tensor)
 
     @staticmethod

@@ -98,6 +98,38 @@ def new_leaf(shape: Shape) -> Node:
     return node
 
 
+class OutputGrad:
+    """The gradient of output ``index`` of a ``count``-output node (a custom op's): the rule of
+    the node standing for that output returns it, and ``run_backward`` gathers them into one
+    list per multi-output node, which is the gradient that node's rule receives."""
+
+    __slots__ = ("count", "grad", "index")
+
+    def __init__(self, index: int, count: int, grad: Any) -> None:
+        self.index = index
+        self.count = count
+        self.grad = grad
+
+    def gather(self, grads: list[Any] | None) -> list[Any]:
+        """``grads`` (one slot per output; None starts an empty list) with this slot set."""
+        if grads is None:
+            grads = [None] * self.count
+        grads[self.index] = self.grad
+        return grads
+
+
+class _HostTransfers(threading.local):
+    """Per-thread count of float values moved between the host and an Autodiff backend."""
+
+    count = 0
+
+
+#: Bumped by ``AutodiffBackend`` whenever float values leave a tracked backend for the host
+#: (``float_into_data``) or enter one from outside its graph (``float_from_data``,
+#: ``from_inner``); a custom backward that changes it has left the graph.
+HOST_TRANSFERS = _HostTransfers()
+
+
 def _consumed(node: Node) -> AutodiffError:
     return AutodiffError(
         f"backward: the graph through {node.op.name if node.op else 'a tensor'} "
@@ -158,7 +190,10 @@ def run_backward(B: Any, root: Node, seed: Any, retain_graph: bool,  # noqa: N80
             parents = node.parents
             parent_grads = op.backward(B, grad, inputs, output, node.params, parents)
             for parent, pgrad in zip(parents, parent_grads, strict=True):  # type: ignore[arg-type]
-                if parent is None:
+                if parent is None or pgrad is None:  # None: a custom rule's zero gradient
+                    continue
+                if type(pgrad) is OutputGrad:
+                    grads[parent] = pgrad.gather(grads.get(parent))
                     continue
                 if pgrad.shape != parent.shape:
                     pgrad = unbroadcast(B, pgrad, parent.shape)

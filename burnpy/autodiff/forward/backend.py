@@ -1,0 +1,172 @@
+"""``ForwardAD[B]``: the decorator backend that adds forward-mode derivatives (tangents).
+
+``ForwardAD(B)`` (or ``ForwardAD[B]``) builds, once per B and thread-safely, a subclass of
+``ForwardADBackend`` whose float primitive is ``DualTensor`` (primal and tangent, both B's
+float primitives); int, bool and quantized primitives are B's own and their ops are B's
+functions, bound directly on the class. Every tangent rule uses B's ops only, so the
+decorators stack: ``ForwardAD(ForwardAD(B))`` gives higher forward derivatives and
+``Autodiff(ForwardAD(B))`` Hessian-vector products (forward-over-reverse).
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, ClassVar
+
+from burnpy.autodiff.forward.ops.activation_ops import ForwardActivationOps
+from burnpy.autodiff.forward.ops.float_ops import ForwardFloatOps
+from burnpy.autodiff.forward.ops.module_ops import ForwardModuleOps
+from burnpy.autodiff.forward.ops.q_ops import ForwardQOps
+from burnpy.autodiff.forward.tensor import DualTensor
+from burnpy.backend.base import Backend
+from burnpy.backend.device import Device
+from burnpy.backend.dtype import DType
+from burnpy.backend.errors import DTypeError, InvalidArgumentError, ShapeError, describe
+from burnpy.backend.ops.bool_ops import BoolOps
+from burnpy.backend.ops.int_ops import IntOps
+from burnpy.backend.ops.q_ops import QOps
+
+
+class ForwardADBackend(ForwardFloatOps, ForwardQOps, ForwardModuleOps, ForwardActivationOps,
+                       Backend, abstract=True):
+    """Base of every ``ForwardAD[B]`` class. ``InnerBackend`` is B.
+
+    It tracks no reverse-mode graph (``ad_enabled()`` is False); ``is_forward_ad`` marks it
+    for custom ops, which read and build primitives with ``dual_parts`` and ``make_dual``.
+    """
+
+    InnerBackend: ClassVar[type[Backend]]
+    FloatTensorPrimitive: ClassVar[Any] = DualTensor
+    is_forward_ad: ClassVar[bool] = True
+
+    # ---- the backend's non-op methods, delegated to B ------------------------------------------
+    @classmethod
+    def name(cls, device: Device | None = None) -> str:
+        return f"forward_ad<{cls.InnerBackend.name(device)}>"
+
+    @classmethod
+    def seed(cls, device: Device, seed: int) -> None:
+        cls.InnerBackend.seed(device, seed)
+
+    @classmethod
+    def sync(cls, device: Device) -> None:
+        cls.InnerBackend.sync(device)
+
+    @classmethod
+    def default_device(cls) -> Device:
+        return cls.InnerBackend.default_device()
+
+    @classmethod
+    def devices(cls) -> list[Device]:
+        return cls.InnerBackend.devices()
+
+    @classmethod
+    def supports_dtype(cls, device: Device, dtype: DType) -> bool:
+        return cls.InnerBackend.supports_dtype(device, dtype)
+
+    # ---- tangents -----------------------------------------------------------------------------
+    @staticmethod
+    def dual_parts(tensor: DualTensor) -> tuple[Any, Any]:
+        """``(primal, tangent)``: B's float primitives; the tangent is None when zero."""
+        return tensor.primal, tensor.tangent
+
+    @staticmethod
+    def make_dual(primal: Any, tangent: Any = None) -> DualTensor:
+        """A primitive of this backend from B's ``primal`` and ``tangent`` (same shape and
+        dtype; None for a zero tangent)."""
+        if tangent is not None:
+            if tangent.shape != primal.shape:
+                raise ShapeError(f"make_dual: the tangent's shape {describe(tangent.shape)} "
+                                 f"differs from the primal's {describe(primal.shape)}")
+            if tangent.dtype != primal.dtype:
+                raise DTypeError(f"make_dual: the tangent's dtype {tangent.dtype} differs "
+                                 f"from the primal's {primal.dtype}")
+        return DualTensor(primal, tangent)
+
+    # ---- crossing between this backend and B --------------------------------------------------
+    @staticmethod
+    def inner(tensor: DualTensor) -> Any:
+        """B's float primitive: the primal, without its tangent."""
+        return tensor.primal
+
+    @staticmethod
+    def from_inner(tensor: Any) -> DualTensor:
+        """An untangented float primitive of this backend from one of B."""
+        return DualTensor(tensor)
+
+    @staticmethod
+    def int_inner(tensor: Any) -> Any:
+        return tensor
+
+    int_from_inner = bool_inner = bool_from_inner = q_inner = q_from_inner = int_inner
+
+    @classmethod
+    def int_into_float(cls, tensor: Any, dtype: DType) -> DualTensor:
+        return DualTensor(cls.InnerBackend.int_into_float(tensor, dtype))
+
+    @classmethod
+    def bool_into_float(cls, tensor: Any, dtype: DType) -> DualTensor:
+        return DualTensor(cls.InnerBackend.bool_into_float(tensor, dtype))
+
+
+#: Int, bool and quantized ops taken from B unchanged (their primitives are B's own); the few
+#: with float inputs or outputs are defined on ForwardADBackend and its mixins instead.
+_DELEGATED = tuple(sorted(
+    name for name in {*dir(IntOps), *dir(BoolOps), *dir(QOps)}
+    if name.startswith(("int_", "bool_", "q_")) and not hasattr(ForwardQOps, name)
+    and name not in ("int_into_float", "bool_into_float")))
+
+
+class _ForwardADFactory:
+    """``ForwardAD(B)`` and ``ForwardAD[B]``: one cached class per backend."""
+
+    __slots__ = ("_cache", "_lock")
+
+    def __init__(self) -> None:
+        self._cache: dict[type, type[ForwardADBackend]] = {}
+        self._lock = threading.Lock()
+
+    def __call__(self, backend: type[Backend]) -> type[ForwardADBackend]:
+        found = self._cache.get(backend)
+        if found is not None:
+            return found
+        if not (isinstance(backend, type) and issubclass(backend, Backend)):
+            raise InvalidArgumentError(f"ForwardAD: expected a backend class, got {backend!r}")
+        with self._lock:
+            found = self._cache.get(backend)
+            if found is None:
+                found = self._cache[backend] = _build(backend)
+        return found
+
+    def __getitem__(self, backend: type[Backend]) -> type[ForwardADBackend]:
+        return self(backend)
+
+    def __repr__(self) -> str:
+        return "ForwardAD"
+
+
+def _build(inner: type[Backend]) -> type[ForwardADBackend]:
+    """The decorator class of ``inner``."""
+    namespace: dict[str, Any] = {name: staticmethod(getattr(inner, name)) for name in _DELEGATED}
+    name = f"ForwardAD[{inner.__name__}]"
+    namespace.update(
+        __module__=__name__,
+        __qualname__=name,
+        __doc__=f"{inner.__name__} with forward-mode derivatives (tangents).",
+        InnerBackend=inner,
+        Device=inner.Device,
+        IntTensorPrimitive=inner.IntTensorPrimitive,
+        BoolTensorPrimitive=inner.BoolTensorPrimitive,
+        QuantizedTensorPrimitive=inner.QuantizedTensorPrimitive,
+        float_dtype=inner.float_dtype,
+        int_dtype=inner.int_dtype,
+        multi_device=inner.multi_device,
+        # Every binary op computes its primal with B's op first (so B's broadcasting, promotion
+        # and ValueError on bad shapes hold) and fits its tangent to the primal's shape and
+        # dtype: B's trust carries over.
+        trusted_binary_ops=inner.trusted_binary_ops,
+    )
+    return type(name, (ForwardADBackend,), namespace)
+
+
+ForwardAD = _ForwardADFactory()
