@@ -513,16 +513,25 @@ class ArithmeticOps:
     def matmul(self: Tensor, other: Tensor) -> Tensor:
         """Matrix product with torch's rules: 1-d operands, batched and broadcast batch dims."""
         op = "matmul"
-        if not hasattr(other, "primitive"):
-            return NotImplemented  # type: ignore[return-value]
         b = self.backend
-        if (other.backend is b and self.kind is FLOAT and other.kind is FLOAT
-                and not b.multi_device):
+        if (other.__class__ is self.__class__ and other.backend is b and self.kind is FLOAT
+                and other.kind is FLOAT):
             p, q = self.primitive, other.primitive
-            ps, qs = p.shape, q.shape
-            if (len(ps) == 2 and len(qs) == 2 and ps[1] == qs[0]
-                    and (p.dtype is q.dtype or p.dtype == q.dtype)):
-                return new(b, b.float_matmul(p, q), FLOAT)
+            if b.trusted_binary_ops:
+                # NumPy-style matmul raises ValueError on a shape mismatch: the general path
+                # below then names the op and the shapes.
+                if len(p.shape) == 2 and len(q.shape) == 2:
+                    try:
+                        return new(b, b.float_matmul(p, q), FLOAT)
+                    except ValueError:
+                        pass
+            elif not b.multi_device:
+                ps, qs = p.shape, q.shape
+                if (len(ps) == 2 and len(qs) == 2 and ps[1] == qs[0]
+                        and (p.dtype is q.dtype or p.dtype == q.dtype)):
+                    return new(b, b.float_matmul(p, q), FLOAT)
+        elif not hasattr(other, "primitive"):
+            return NotImplemented  # type: ignore[return-value]
         check_same_backend(op, self, other)
         a, c = self, other
         if QUANTIZED in (a.kind, c.kind):

@@ -85,7 +85,13 @@ class ArrayFloatOps(ArrayLayoutOps):
     float_div_scalar = _keep_dtype(operator.truediv)
     float_remainder_scalar = _keep_dtype(operator.mod)
     float_powf_scalar = _keep_dtype(operator.pow)
-    float_matmul = _keep_dtype(operator.matmul)
+
+    @staticmethod
+    def float_matmul(lhs: A, rhs: A) -> A:
+        """``lhs @ rhs``; bfloat16 @ bfloat16 stays bfloat16 (ml_dtypes widens it to float32),
+        while mixed dtypes promote as burnpy's rule says (NumPy agrees for every other pair)."""
+        out = lhs @ rhs
+        return out.astype(lhs.dtype) if lhs.dtype == rhs.dtype != out.dtype else out
 
     @classmethod
     def float_random(cls, shape: tuple[int, ...], distribution: Distribution, device: Device,

@@ -313,3 +313,21 @@ def test_setitem_casts_values_to_the_tensor_dtype() -> None:
     i = Tensor.zeros((3,), dtype="int32")
     i[1:] = 4
     assert i.dtype is bp.int32 and i.tolist() == [0, 4, 4]
+
+
+_FLOATS = ["float64", "float32", "float16", "bfloat16"]
+
+
+@pytest.mark.parametrize("left", _FLOATS)
+@pytest.mark.parametrize("right", _FLOATS)
+def test_fast_paths_promote_every_float_pair_by_the_rule(left: str, right: str) -> None:
+    """The trusted-backend fast paths hand mixed dtypes to the backend directly: its result
+    must follow burnpy's promotion rule (the wider float; f16 with bf16 meets at f32)."""
+    from burnpy.backend.dtype import promote_floats
+
+    a = Tensor.ones((2, 3), dtype=left)
+    b = Tensor.ones((3, 2), dtype=right)
+    want = promote_floats(bp.DType.of(left), bp.DType.of(right))
+    assert (a @ b).dtype is want
+    assert (a + b.T).dtype is want
+    assert (a * b.T).dtype is want
