@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import burnpy as bp
 import burnpy.nn.functional as F
-from burnpy import Tensor
+from burnpy import Autodiff, Tensor
 from burnpy_cpu import CpuBackend
 
 
@@ -27,6 +27,14 @@ def main() -> None:
     images = Tensor.random((1, 1, 6, 6), backend=backend)
     kernel = Tensor.ones((2, 1, 3, 3), backend=backend) / 9.0
     print("conv2d output shape:", F.conv2d(images, kernel, padding=1).shape)
+
+    # Gradients: the same code on the decorated backend Autodiff(CpuBackend).
+    ad = Autodiff(backend)
+    w_tracked = Tensor.from_inner(w, backend=ad).require_grad()
+    loss = (Tensor.from_data([[1.0, 2.0], [3.0, 4.0]], backend=ad) @ w_tracked).relu().mean()
+    grads = loss.backward()
+    print("d loss / d w:\n", w_tracked.grad(grads))  # a tensor of the inner backend
+    print("inference copy, untracked:", w_tracked.inner().backend.name())
 
     try:
         x + Tensor.ones((3,), backend=backend)
