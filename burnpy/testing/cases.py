@@ -113,6 +113,9 @@ class OpCase:
     grad: bool = True
     rtol: float | None = None
     atol: float | None = None
+    #: Outputs are sums of many products (convolutions): values that cancel to near zero
+    #: are compared relative to the output's largest magnitude, not their own.
+    accumulates: bool = False
     tags: frozenset[str] = field(default_factory=frozenset)
 
 

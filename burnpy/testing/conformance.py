@@ -19,6 +19,7 @@ from burnpy.backend.dtype import DType
 from burnpy.backend.errors import BurnpyError, UnsupportedDTypeError
 from burnpy.tensor import Tensor
 from burnpy.testing.cases import CASES, Arg, OpCase
+from burnpy.testing.module_cases import MODULE_CASES
 
 #: (rtol, atol) per float output dtype; int and bool outputs must match exactly.
 TOLERANCES: dict[str, tuple[float, float]] = {
@@ -50,10 +51,11 @@ def supported(backend: type, dtype: str) -> bool:
 
 def parametrize_cases(backend: type, cases: Sequence[OpCase] | None = None,
                       id_prefix: str = "") -> list[Any]:
-    """``pytest.param(case, dtype)`` for every case and dtype, ids ``"<case>-<dtype>"``;
-    dtypes the backend does not support are skipped with the reason."""
+    """``pytest.param(case, dtype)`` for every case and dtype (by default the op table and the
+    module-op cases), ids ``"<case>-<dtype>"``; dtypes the backend does not support are
+    skipped with the reason."""
     params = []
-    for c in CASES if cases is None else cases:
+    for c in [*CASES, *MODULE_CASES] if cases is None else cases:
         for dtype in c.dtypes:
             marks = () if supported(backend, dtype) else pytest.mark.skip(
                 reason=f"{backend.__name__} does not support {dtype}")
@@ -156,6 +158,8 @@ def _compare(where: str, got: Any, want: Any, case: OpCase) -> None:
     rtol = max(rtol, case.rtol or 0.0)
     atol = max(atol, case.atol or 0.0)
     a, e = actual.astype(np.float64), expected.astype(np.float64)
+    if case.accumulates and e.size:
+        atol = max(atol, rtol * float(np.nanmax(np.abs(e), initial=0.0)))
     nan_a, nan_e = np.isnan(a), np.isnan(e)
     if not np.array_equal(nan_a, nan_e):
         raise AssertionError(f"{where}: NaN at {np.argwhere(nan_a).tolist()[:5]}, torch has "

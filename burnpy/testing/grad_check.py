@@ -35,7 +35,7 @@ from burnpy.backend.dtype import DType
 from burnpy.tensor import Tensor
 from burnpy.testing import op_cases as _op_cases  # noqa: F401 - registers the cases
 from burnpy.testing.cases import CASES, Arg, OpCase
-from burnpy.testing.grad_module_cases import MODULE_GRAD_CASES
+from burnpy.testing.module_cases import MODULE_CASES
 
 #: Relative tolerance against torch's float64 gradients (scaled by the gradient's largest
 #: magnitude for elements that come out of cancellation), and for second derivatives.
@@ -60,7 +60,7 @@ STRATEGIES: tuple[type[CheckpointStrategy], ...] = (NoCheckpointing, BalancedChe
 def grad_cases(cases: Sequence[OpCase] | None = None) -> list[OpCase]:
     """The cases with ``grad=True`` and at least one float argument to differentiate
     (default: the shared table followed by the module-op table)."""
-    pool = [*CASES, *MODULE_GRAD_CASES] if cases is None else cases
+    pool = [*CASES, *MODULE_CASES] if cases is None else cases
     return [c for c in pool if c.grad and any(_differentiated(a) for a in c.args)]
 
 

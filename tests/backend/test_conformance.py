@@ -16,6 +16,7 @@ from burnpy.testing import (
     parametrize_cases,
     run_case,
 )
+from burnpy.testing.module_cases import MODULE_CASES
 from burnpy_cpu import CpuBackend
 
 BACKENDS = backends_available()
@@ -24,7 +25,7 @@ BACKENDS = backends_available()
 @pytest.mark.parametrize(
     ("backend", "case", "dtype"),
     [pytest.param(backend, *p.values, id=f"{backend.__name__}-{p.id}", marks=p.marks)
-     for backend in BACKENDS for p in parametrize_cases(backend, CASES)])
+     for backend in BACKENDS for p in parametrize_cases(backend)])
 def test_forward_matches_torch(backend: type, case: OpCase, dtype: str) -> None:
     run_case(case, backend, dtype, seed=0)
 
@@ -56,7 +57,7 @@ def test_names_are_unique_and_every_case_has_dtypes() -> None:
 
 def test_parametrize_cases_skips_unsupported_dtypes_with_reason() -> None:
     params = parametrize_cases(NoHalfCpu)
-    assert len(params) == sum(len(c.dtypes) for c in CASES)
+    assert len(params) == sum(len(c.dtypes) for c in [*CASES, *MODULE_CASES])
     for p in params:
         case, dtype = p.values
         assert p.id == f"{case.name}-{dtype}"

@@ -1,9 +1,10 @@
-"""Gradient cases of the module ops (conv, transposed conv, pools, embedding, interpolation,
-linear, attention), called through ``burnpy.nn.functional`` with torch's signatures.
+"""Cases of the module ops (conv, transposed conv, pools, embedding, interpolation, linear,
+attention), called through ``burnpy.nn.functional`` with torch's signatures.
 
-They are ``OpCase`` values like the shared table's, kept in their own list
-(``MODULE_GRAD_CASES``) because the gradient suite is what exercises the module ops' backward
-kernels under every stride, padding, dilation and group setting.
+They are ``OpCase`` values like the shared table's, kept in their own list (``MODULE_CASES``):
+the forward suite checks their values in float64 and float32, and the gradient and tangent
+suites (which draw float64) exercise the module ops' backward kernels under every stride,
+padding, dilation and group setting.
 """
 
 from __future__ import annotations
@@ -20,12 +21,13 @@ from burnpy.tensor import Tensor
 from burnpy.testing.cases import Arg, I, OpCase
 from burnpy.testing.cases import F as Flt
 
-MODULE_GRAD_CASES: list[OpCase] = []
+MODULE_CASES: list[OpCase] = []
 
 
 def _case(name: str, fn: Callable[..., Any], *args: Arg,
           torch_fn: Callable[..., Any] | None = None) -> None:
-    MODULE_GRAD_CASES.append(OpCase(name, fn, args, torch_fn=torch_fn, dtypes=("float64",)))
+    MODULE_CASES.append(OpCase(name, fn, args, torch_fn=torch_fn,
+                               dtypes=("float64", "float32"), accumulates=True))
 
 
 def _both(name: str, functional: str, *args: Arg, **kwargs: Any) -> None:
