@@ -8,7 +8,7 @@ import pytest
 
 from burnpy.autodiff import Autodiff, BalancedCheckpointing, NoCheckpointing
 from burnpy.autodiff.checkpoint import CheckpointStrategy
-from burnpy.testing import CASES, OpCase, parametrize_cases, run_case
+from burnpy.testing import CASES, OpCase, backends_available, parametrize_cases, run_case
 from burnpy.testing.grad_check import (
     grad_cases,
     parametrize_grad_cases,
@@ -58,3 +58,13 @@ def test_the_gradient_table_covers_the_module_ops_and_both_strategies() -> None:
 def test_second_derivatives_through_nested_autodiff_match_torch(
         backend: type, case: OpCase, strategy: type[CheckpointStrategy]) -> None:
     run_second_order_case(case, backend, strategy, seed=0)
+
+
+@pytest.mark.parametrize(
+    ("backend", "case", "strategy"),
+    [pytest.param(b, *p.values, id=f"{b.__name__}-f32-{p.id}")
+     for b in backends_available() for p in parametrize_grad_cases()])
+def test_float32_gradients_on_every_backend(backend: type, case: OpCase,
+                                            strategy: type[CheckpointStrategy]) -> None:
+    """The float32 mode: how backends without float64 (WebGPU) run the gradient suite."""
+    run_grad_case(case, backend, strategy, seed=0, dtype="float32")

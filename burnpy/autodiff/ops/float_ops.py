@@ -208,9 +208,9 @@ class AutodiffFloatOps:
         flat = B.float_reshape(B.float_permute(grad, tuple(axes)),
                                shape[:dim] + (windows * size,) + shape[dim + 1:])
         device = B.float_device(grad)
-        starts = B.int_reshape(B.int_arange(0, windows * step, step, device, DType.int64),
+        starts = B.int_reshape(B.int_arange(0, windows * step, step, device, B.int_dtype),
                                (windows, 1))
-        offsets = B.int_reshape(B.int_arange(0, size, 1, device, DType.int64), (1, size))
+        offsets = B.int_reshape(B.int_arange(0, size, 1, device, B.int_dtype), (1, size))
         positions = B.int_reshape(B.int_add(starts, offsets), (windows * size,))
         return (B.float_select_add(zeros(B, shape, grad), dim, positions, flat),)
 
