@@ -7,7 +7,6 @@ primitives are B's own and their ops are B's functions, bound directly on the cl
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 from typing import Any, ClassVar
 
@@ -20,12 +19,10 @@ from burnpy.autodiff.ops.module_ops import AutodiffModuleOps
 from burnpy.autodiff.ops.q_ops import AutodiffQOps
 from burnpy.autodiff.tensor import AutodiffTensor
 from burnpy.backend.base import Backend
+from burnpy.backend.decorator import ClassCache, passthrough_ops
 from burnpy.backend.device import Device
 from burnpy.backend.dtype import DType, dtype_of_numpy
 from burnpy.backend.errors import AutodiffError, InvalidArgumentError
-from burnpy.backend.ops.bool_ops import BoolOps
-from burnpy.backend.ops.int_ops import IntOps
-from burnpy.backend.ops.q_ops import QOps
 
 
 class AutodiffBackend(AutodiffFloatOps, AutodiffQOps, AutodiffModuleOps, AutodiffActivationOps,
@@ -188,30 +185,22 @@ class AutodiffBackend(AutodiffFloatOps, AutodiffQOps, AutodiffModuleOps, Autodif
         return AutodiffTensor(cls.InnerBackend.bool_into_float(tensor, dtype))
 
 
-#: Int, bool and quantized ops taken from B unchanged (their primitives are B's own); the few
-#: with float inputs or outputs are defined on AutodiffBackend and its mixins instead.
-_DELEGATED = tuple(sorted(
-    name for name in {*dir(IntOps), *dir(BoolOps), *dir(QOps)}
-    if name.startswith(("int_", "bool_", "q_")) and not hasattr(AutodiffQOps, name)
-    and name not in ("int_into_float", "bool_into_float")))
+#: Int, bool and quantized ops taken from B unchanged; the few with float inputs or outputs
+#: are defined on AutodiffBackend and its mixins instead.
+_DELEGATED = passthrough_ops(AutodiffQOps)
 
 
 class _AutodiffFactory:
     """``Autodiff(B)``, ``Autodiff(B, C)`` and ``Autodiff[B, C]``: one cached class per pair."""
 
-    __slots__ = ("_cache", "_lock")
+    __slots__ = ("_classes",)
 
     def __init__(self) -> None:
-        self._cache: dict[tuple[type, type], type[AutodiffBackend]] = {}
-        self._lock = threading.Lock()
+        self._classes: ClassCache[type[AutodiffBackend]] = ClassCache()
 
     def __call__(self, backend: type[Backend],
                  checkpointing: type[CheckpointStrategy] = NoCheckpointing
                  ) -> type[AutodiffBackend]:
-        key = (backend, checkpointing)
-        found = self._cache.get(key)
-        if found is not None:
-            return found
         if not (isinstance(backend, type) and issubclass(backend, Backend)):
             raise InvalidArgumentError(f"Autodiff: expected a backend class, got {backend!r}")
         if not (isinstance(checkpointing, type) and issubclass(checkpointing, CheckpointStrategy)
@@ -219,11 +208,8 @@ class _AutodiffFactory:
             raise InvalidArgumentError(
                 f"Autodiff: expected a checkpoint strategy (NoCheckpointing or "
                 f"BalancedCheckpointing), got {checkpointing!r}")
-        with self._lock:
-            found = self._cache.get(key)
-            if found is None:
-                found = self._cache[key] = _build(backend, checkpointing)
-        return found
+        return self._classes.get((backend, checkpointing),
+                                 lambda: _build(backend, checkpointing))
 
     def __getitem__(self, params: Any) -> type[AutodiffBackend]:
         return self(*params) if isinstance(params, tuple) else self(params)

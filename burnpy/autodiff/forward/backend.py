@@ -10,7 +10,6 @@ decorators stack: ``ForwardAD(ForwardAD(B))`` gives higher forward derivatives a
 
 from __future__ import annotations
 
-import threading
 from typing import Any, ClassVar
 
 from burnpy.autodiff.forward.ops.activation_ops import ForwardActivationOps
@@ -19,12 +18,10 @@ from burnpy.autodiff.forward.ops.module_ops import ForwardModuleOps
 from burnpy.autodiff.forward.ops.q_ops import ForwardQOps
 from burnpy.autodiff.forward.tensor import DualTensor
 from burnpy.backend.base import Backend
+from burnpy.backend.decorator import ClassCache, passthrough_ops
 from burnpy.backend.device import Device
 from burnpy.backend.dtype import DType
 from burnpy.backend.errors import DTypeError, InvalidArgumentError, ShapeError, describe
-from burnpy.backend.ops.bool_ops import BoolOps
-from burnpy.backend.ops.int_ops import IntOps
-from burnpy.backend.ops.q_ops import QOps
 
 
 class ForwardADBackend(ForwardFloatOps, ForwardQOps, ForwardModuleOps, ForwardActivationOps,
@@ -109,34 +106,23 @@ class ForwardADBackend(ForwardFloatOps, ForwardQOps, ForwardModuleOps, ForwardAc
         return DualTensor(cls.InnerBackend.bool_into_float(tensor, dtype))
 
 
-#: Int, bool and quantized ops taken from B unchanged (their primitives are B's own); the few
-#: with float inputs or outputs are defined on ForwardADBackend and its mixins instead.
-_DELEGATED = tuple(sorted(
-    name for name in {*dir(IntOps), *dir(BoolOps), *dir(QOps)}
-    if name.startswith(("int_", "bool_", "q_")) and not hasattr(ForwardQOps, name)
-    and name not in ("int_into_float", "bool_into_float")))
+#: Int, bool and quantized ops taken from B unchanged; the few with float inputs or outputs
+#: are defined on ForwardADBackend and its mixins instead.
+_DELEGATED = passthrough_ops(ForwardQOps)
 
 
 class _ForwardADFactory:
     """``ForwardAD(B)`` and ``ForwardAD[B]``: one cached class per backend."""
 
-    __slots__ = ("_cache", "_lock")
+    __slots__ = ("_classes",)
 
     def __init__(self) -> None:
-        self._cache: dict[type, type[ForwardADBackend]] = {}
-        self._lock = threading.Lock()
+        self._classes: ClassCache[type[ForwardADBackend]] = ClassCache()
 
     def __call__(self, backend: type[Backend]) -> type[ForwardADBackend]:
-        found = self._cache.get(backend)
-        if found is not None:
-            return found
         if not (isinstance(backend, type) and issubclass(backend, Backend)):
             raise InvalidArgumentError(f"ForwardAD: expected a backend class, got {backend!r}")
-        with self._lock:
-            found = self._cache.get(backend)
-            if found is None:
-                found = self._cache[backend] = _build(backend)
-        return found
+        return self._classes.get(backend, lambda: _build(backend))
 
     def __getitem__(self, backend: type[Backend]) -> type[ForwardADBackend]:
         return self(backend)

@@ -1,0 +1,46 @@
+"""What every decorator backend (Autodiff, ForwardAD) shares: one cached class per key, and
+the int, bool and quantized ops it takes from its inner backend unchanged."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Hashable
+from typing import Generic, TypeVar
+
+from burnpy.backend.ops.bool_ops import BoolOps
+from burnpy.backend.ops.int_ops import IntOps
+from burnpy.backend.ops.q_ops import QOps
+
+T = TypeVar("T")
+
+#: Int/bool ops with a float result: a decorator wraps them in its own float primitive.
+_FLOAT_RESULTS = ("int_into_float", "bool_into_float")
+
+
+def passthrough_ops(own: type) -> tuple[str, ...]:
+    """The int, bool and quantized ops a decorator delegates to its inner backend (their
+    primitives are the inner backend's own), leaving out those ``own`` defines."""
+    return tuple(sorted(
+        name for name in {*dir(IntOps), *dir(BoolOps), *dir(QOps)}
+        if name.startswith(("int_", "bool_", "q_")) and not hasattr(own, name)
+        and name not in _FLOAT_RESULTS))
+
+
+class ClassCache(Generic[T]):
+    """One value (a decorator class) per key, built once: concurrent first uses from several
+    threads get the same class, so ``Autodiff(B) is Autodiff(B)`` always holds."""
+
+    __slots__ = ("_cache", "_lock")
+
+    def __init__(self) -> None:
+        self._cache: dict[Hashable, T] = {}
+        self._lock = threading.Lock()
+
+    def get(self, key: Hashable, build: Callable[[], T]) -> T:
+        found = self._cache.get(key)
+        if found is None:
+            with self._lock:
+                found = self._cache.get(key)
+                if found is None:
+                    found = self._cache[key] = build()
+        return found
