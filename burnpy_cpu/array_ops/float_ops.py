@@ -263,17 +263,21 @@ class ArrayFloatOps(ArrayLayoutOps):
         acc = _F32 if tensor.dtype in _HALF else tensor.dtype
         return tensor.sum(axis=dim, keepdims=True, dtype=acc).astype(tensor.dtype, copy=False)
 
+    # The mean of nothing is NaN, as in torch, without NumPy's "Mean of empty slice" warning.
     @classmethod
     def float_mean(cls, tensor: A) -> A:
+        if tensor.size == 0:
+            return cls.xp.full((), np.nan, dtype=tensor.dtype)
         acc = _F32 if tensor.dtype in _HALF else tensor.dtype
-        with np.errstate(invalid="ignore", divide="ignore"):
-            return cls.xp.asarray(tensor.mean(dtype=acc)).astype(tensor.dtype, copy=False)
+        return cls.xp.asarray(tensor.mean(dtype=acc)).astype(tensor.dtype, copy=False)
 
-    @staticmethod
-    def float_mean_dim(tensor: A, dim: int) -> A:
+    @classmethod
+    def float_mean_dim(cls, tensor: A, dim: int) -> A:
+        if tensor.shape[dim] == 0:
+            shape = tensor.shape[:dim] + (1,) + tensor.shape[dim + 1:]
+            return cls.xp.full(shape, np.nan, dtype=tensor.dtype)
         acc = _F32 if tensor.dtype in _HALF else tensor.dtype
-        with np.errstate(invalid="ignore", divide="ignore"):
-            return tensor.mean(axis=dim, keepdims=True, dtype=acc).astype(tensor.dtype, copy=False)
+        return tensor.mean(axis=dim, keepdims=True, dtype=acc).astype(tensor.dtype, copy=False)
 
     @classmethod
     def float_prod(cls, tensor: A) -> A:
