@@ -19,14 +19,14 @@ from burnpy.autodiff.ops.module_ops import AutodiffModuleOps
 from burnpy.autodiff.ops.q_ops import AutodiffQOps
 from burnpy.autodiff.tensor import AutodiffTensor
 from burnpy.backend.base import Backend
-from burnpy.backend.decorator import ClassCache, passthrough_ops
+from burnpy.backend.decorator import ClassCache, PassThroughKinds, passthrough_ops
 from burnpy.backend.device import Device
 from burnpy.backend.dtype import DType, dtype_of_numpy
 from burnpy.backend.errors import AutodiffError, InvalidArgumentError
 
 
 class AutodiffBackend(AutodiffFloatOps, AutodiffQOps, AutodiffModuleOps, AutodiffActivationOps,
-                      Backend, abstract=True):
+                      PassThroughKinds, Backend, abstract=True):
     """Base of every ``Autodiff[B, C]`` class: Burn's ``AutodiffBackend`` API as class methods.
 
     ``InnerBackend`` is B and ``checkpointing`` is C; gradients are B's float primitives.
@@ -169,20 +169,6 @@ class AutodiffBackend(AutodiffFloatOps, AutodiffQOps, AutodiffModuleOps, Autodif
         """An untracked float primitive of this backend from one of B."""
         HOST_TRANSFERS.count += 1
         return AutodiffTensor(tensor)
-
-    @staticmethod
-    def int_inner(tensor: Any) -> Any:
-        return tensor
-
-    int_from_inner = bool_inner = bool_from_inner = q_inner = q_from_inner = int_inner
-
-    @classmethod
-    def int_into_float(cls, tensor: Any, dtype: DType) -> AutodiffTensor:
-        return AutodiffTensor(cls.InnerBackend.int_into_float(tensor, dtype))
-
-    @classmethod
-    def bool_into_float(cls, tensor: Any, dtype: DType) -> AutodiffTensor:
-        return AutodiffTensor(cls.InnerBackend.bool_into_float(tensor, dtype))
 
 
 #: Int, bool and quantized ops taken from B unchanged; the few with float inputs or outputs

@@ -1,12 +1,13 @@
 """What every decorator backend (Autodiff, ForwardAD) shares: one cached class per key, and
-the int, bool and quantized ops it takes from its inner backend unchanged."""
+the int, bool and quantized ops and primitives it takes from its inner backend unchanged."""
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Hashable
-from typing import Generic, TypeVar
+from typing import Any, ClassVar, Generic, TypeVar
 
+from burnpy.backend.dtype import DType
 from burnpy.backend.ops.bool_ops import BoolOps
 from burnpy.backend.ops.int_ops import IntOps
 from burnpy.backend.ops.q_ops import QOps
@@ -44,3 +45,26 @@ class ClassCache(Generic[T]):
                 if found is None:
                     found = self._cache[key] = build()
         return found
+
+
+class PassThroughKinds:
+    """The int, bool and quantized side of a decorator: those primitives are the inner
+    backend's own, so they cross unchanged, and the int/bool ops with a float result wrap it
+    in the decorator's (untracked) ``FloatTensorPrimitive``."""
+
+    FloatTensorPrimitive: ClassVar[Any]
+    InnerBackend: ClassVar[Any]
+
+    @staticmethod
+    def int_inner(tensor: Any) -> Any:
+        return tensor
+
+    int_from_inner = bool_inner = bool_from_inner = q_inner = q_from_inner = int_inner
+
+    @classmethod
+    def int_into_float(cls, tensor: Any, dtype: DType) -> Any:
+        return cls.FloatTensorPrimitive(cls.InnerBackend.int_into_float(tensor, dtype))
+
+    @classmethod
+    def bool_into_float(cls, tensor: Any, dtype: DType) -> Any:
+        return cls.FloatTensorPrimitive(cls.InnerBackend.bool_into_float(tensor, dtype))

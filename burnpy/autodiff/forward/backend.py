@@ -18,14 +18,14 @@ from burnpy.autodiff.forward.ops.module_ops import ForwardModuleOps
 from burnpy.autodiff.forward.ops.q_ops import ForwardQOps
 from burnpy.autodiff.forward.tensor import DualTensor
 from burnpy.backend.base import Backend
-from burnpy.backend.decorator import ClassCache, passthrough_ops
+from burnpy.backend.decorator import ClassCache, PassThroughKinds, passthrough_ops
 from burnpy.backend.device import Device
 from burnpy.backend.dtype import DType
 from burnpy.backend.errors import DTypeError, InvalidArgumentError, ShapeError, describe
 
 
 class ForwardADBackend(ForwardFloatOps, ForwardQOps, ForwardModuleOps, ForwardActivationOps,
-                       Backend, abstract=True):
+                       PassThroughKinds, Backend, abstract=True):
     """Base of every ``ForwardAD[B]`` class. ``InnerBackend`` is B.
 
     It tracks no reverse-mode graph (``ad_enabled()`` is False); ``is_forward_ad`` marks it
@@ -90,20 +90,6 @@ class ForwardADBackend(ForwardFloatOps, ForwardQOps, ForwardModuleOps, ForwardAc
     def from_inner(tensor: Any) -> DualTensor:
         """An untangented float primitive of this backend from one of B."""
         return DualTensor(tensor)
-
-    @staticmethod
-    def int_inner(tensor: Any) -> Any:
-        return tensor
-
-    int_from_inner = bool_inner = bool_from_inner = q_inner = q_from_inner = int_inner
-
-    @classmethod
-    def int_into_float(cls, tensor: Any, dtype: DType) -> DualTensor:
-        return DualTensor(cls.InnerBackend.int_into_float(tensor, dtype))
-
-    @classmethod
-    def bool_into_float(cls, tensor: Any, dtype: DType) -> DualTensor:
-        return DualTensor(cls.InnerBackend.bool_into_float(tensor, dtype))
 
 
 #: Int, bool and quantized ops taken from B unchanged; the few with float inputs or outputs
