@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from burnpy.autodiff.forward.tensor import DualTensor
-from burnpy.backend.dtype import DType, dtype_of_numpy
+from burnpy.autodiff.ops._define import dtype_of, zeros
 
 Method = Any  # a classmethod object placed in a mixin's namespace
 #: ``rule(B, x, out, t, *params) -> tangent or None``: the tangent of a one-input op, given the
@@ -138,25 +138,10 @@ def _finish(method: Callable[..., Any], name: str, doc: str | None = None) -> Me
 
 
 # ---- helpers for the rules (inner-backend ops only) -----------------------------------------
-def dtype_of(x: Any) -> DType:
-    """The burnpy DType of an inner primitive."""
-    return dtype_of_numpy(x.dtype)
-
-
-def zeros(B: Any, shape: tuple[int, ...], like: Any) -> Any:
-    """Zeros of ``shape`` on ``like``'s device, in its dtype."""
-    return B.float_zeros(shape, B.float_device(like), dtype_of(like))
-
-
 def tangent_or_zeros(B: Any, tensor: DualTensor) -> Any:
     """The tensor's tangent, materialized as zeros when it has none."""
     t = tensor.tangent
     return zeros(B, tensor.shape, tensor.primal) if t is None else t
-
-
-def as_float(B: Any, mask: Any, like: Any) -> Any:
-    """A bool mask as 0/1 floats of ``like``'s dtype."""
-    return B.bool_into_float(mask, dtype_of(like))
 
 
 def fit(B: Any, tangent: Any, out: Any) -> Any:

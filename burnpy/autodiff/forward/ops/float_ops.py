@@ -17,7 +17,6 @@ from collections.abc import Sequence
 from typing import Any
 
 from burnpy.autodiff.forward.ops._define import (
-    as_float,
     binary,
     constant,
     fit,
@@ -30,6 +29,7 @@ from burnpy.autodiff.forward.ops._define import (
     unary,
 )
 from burnpy.autodiff.forward.tensor import DeferredDualTensor, DualTensor
+from burnpy.autodiff.ops._define import as_float
 
 _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
 
