@@ -329,6 +329,72 @@ def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
                            None if bias is None else bias.primitive), FLOAT)
 
 
+def batch_norm(x: Tensor, running_mean: Tensor | None = None,
+               running_var: Tensor | None = None, weight: Tensor | None = None,
+               bias: Tensor | None = None, training: bool = False, momentum: float = 0.1,
+               eps: float = 1e-5) -> Tensor:
+    """Normalize each channel (dim 1) of ``x [n, c, *]`` (torch's ``batch_norm``). In
+    training the batch's mean and biased variance are used and, when given, ``running_mean``
+    and ``running_var`` are updated in place (the variance unbiased, weighted by
+    ``momentum``); otherwise the running statistics are used."""
+    op = "batch_norm"
+    if running_mean is None or running_var is None:
+        if not training:
+            raise InvalidArgumentError(f"{op}: running_mean and running_var are required "
+                                       f"when training=False")
+    elif training and not 0.0 <= momentum <= 1.0:
+        raise InvalidArgumentError(f"{op}: momentum must be in [0, 1], got {momentum}")
+    if not training:
+        _check_batch_norm(op, x, running_mean, running_var, weight, bias)
+        c = x.shape[1]
+        shape = (1, c) + (1,) * (x.ndim - 2)
+        scale = (running_var + eps).rsqrt()
+        if weight is not None:
+            scale = scale * weight
+        shift = -running_mean * scale
+        if bias is not None:
+            shift = shift + bias
+        return x * scale.reshape(shape) + shift.reshape(shape)
+    y, mean, var = batch_norm_train(x, weight, bias, eps, running_mean, running_var)
+    if running_mean is not None and running_var is not None:
+        count = x.numel() // x.shape[1]
+        running_mean.primitive = (running_mean * (1.0 - momentum)
+                                  + mean * momentum).primitive
+        running_var.primitive = (running_var * (1.0 - momentum)
+                                 + var * (momentum * count / (count - 1))).primitive
+    return y
+
+
+def batch_norm_train(x: Tensor, weight: Tensor | None, bias: Tensor | None, eps: float,
+                     *stats: Tensor | None) -> tuple[Tensor, Tensor, Tensor]:
+    """Training-mode batch normalization, one fused backend op: ``(y, mean [c], var [c])``
+    with the batch's mean and biased variance (untracked: they feed running averages).
+    ``stats`` are running statistics, only validated here."""
+    op = "batch_norm"
+    _check_batch_norm(op, x, *stats, weight, bias)
+    if x.numel() // x.shape[1] <= 1:
+        raise ShapeError(f"{op}: need more than 1 value per channel in training, got input "
+                         f"{describe(x.shape)}")
+    b = x.backend
+    y, mean, var = b.batch_norm(x.primitive, None if weight is None else weight.primitive,
+                                None if bias is None else bias.primitive, eps)
+    return new(b, y, FLOAT), new(b, mean, FLOAT), new(b, var, FLOAT)
+
+
+def _check_batch_norm(op: str, x: Tensor, *per_channel: Tensor | None) -> None:
+    """``x`` is a float ``[n, c, *]`` tensor and every per-channel tensor given is ``[c]``."""
+    if x.kind is not FLOAT:
+        raise KindError(f"{op}: input must be a float tensor, got {x.kind} ({x.dtype!r})")
+    if x.ndim < 2:
+        raise ShapeError(f"{op}: input must be [batch, channels, *], got shape "
+                         f"{describe(x.shape)}")
+    _same(op, x, *per_channel)
+    for t in per_channel:
+        if t is not None and t.shape != (x.shape[1],):
+            raise ShapeError(f"{op}: per-channel tensors must have shape ({x.shape[1]},) for "
+                             f"input {describe(x.shape)}, got {describe(t.shape)}")
+
+
 def _quantized_linear(x: Tensor, weight: Tensor, bias: Tensor | None) -> Tensor:
     """``linear`` with a quantized ``[out, in]`` weight: the input is quantized on the fly
     with the weight's scheme and the backend multiplies the integers (``q_matmul``)."""

@@ -14,6 +14,7 @@ import ml_dtypes
 from burnpy.backend.device import Device
 from burnpy.backend.dtype import DTypeLike
 from burnpy.backend.errors import InvalidArgumentError, ShapeError, describe
+from burnpy.nn import functional as F
 from burnpy.nn import init
 from burnpy.nn.module import Module
 from burnpy.tensor import Tensor
@@ -48,45 +49,22 @@ class _BatchNorm(Module):
             raise ShapeError(f"{type(self).__name__}({self.num_features}): expected a {ranks} "
                              f"input with {self.num_features} channels in dim 1, got "
                              f"{describe(x.shape)}")
-        n, c = x.shape[0], self.num_features
-        # [n, c, positions]: two reductions per statistic instead of one per dim.
-        flat = x.reshape(n, c, -1)
         if self.training or not self.track_running_stats:
-            count = n * flat.shape[2]
-            if self.training and count <= 1:
-                raise ShapeError(f"{type(self).__name__}: need more than 1 value per channel "
-                                 f"in training, got input {describe(x.shape)}")
-            mean = flat.sum(2, keepdim=True).sum(0, keepdim=True) * (1.0 / count)
-            centered = flat - mean
-            var = centered.square().sum(2, keepdim=True).sum(0, keepdim=True) * (1.0 / count)
+            y, mean, var = F.batch_norm_train(x, self.weight, self.bias, self.eps)
             if self.training and self.track_running_stats:
-                self._update_running(mean, var, count)
-            y = centered * self._scale(var)
-            if self.bias is not None:
-                y = y + self.bias.reshape(1, c, 1)
-        else:
-            scale = self._scale(self.running_var.reshape(1, c, 1))
-            shift = -self.running_mean.reshape(1, c, 1) * scale
-            if self.bias is not None:
-                shift = shift + self.bias.reshape(1, c, 1)
-            y = flat * scale + shift
-        return y.reshape(x.shape)
-
-    def _scale(self, var: Tensor) -> Tensor:
-        """``weight / sqrt(var + eps)`` per channel, shaped ``[1, c, 1]``."""
-        scale = (var + self.eps).rsqrt()
-        return scale * self.weight.reshape(scale.shape) if self.weight is not None else scale
+                self._update_running(mean, var, x.numel() // self.num_features)
+            return y
+        return F.batch_norm(x, self.running_mean, self.running_var, self.weight, self.bias,
+                            eps=self.eps)
 
     def _update_running(self, mean: Tensor, var: Tensor, count: int) -> None:
         """Exponential (or, with ``momentum=None``, cumulative) averages of the statistics."""
         self.num_batches_tracked = self.num_batches_tracked + 1
         factor = (1.0 / int(self.num_batches_tracked.item()) if self.momentum is None
                   else self.momentum)
-        c = self.num_features
-        batch_mean = mean.detach().reshape(c)
-        batch_var = var.detach().reshape(c) * (count / (count - 1))
-        self.running_mean = self.running_mean * (1.0 - factor) + batch_mean * factor
-        self.running_var = self.running_var * (1.0 - factor) + batch_var * factor
+        self.running_mean = self.running_mean * (1.0 - factor) + mean * factor
+        self.running_var = (self.running_var * (1.0 - factor)
+                            + var * (factor * count / (count - 1)))
 
     def extra_repr(self) -> str:
         return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "

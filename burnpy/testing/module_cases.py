@@ -1,5 +1,5 @@
 """Cases of the module ops (conv, transposed conv, pools, embedding, interpolation, linear,
-attention), called through ``burnpy.nn.functional`` with torch's signatures.
+batch normalization, attention), called through ``burnpy.nn.functional`` with torch's signatures.
 
 They are ``OpCase`` values like the shared table's, kept in their own list (``MODULE_CASES``):
 the forward suite checks their values in float64 and float32, and the gradient and tangent
@@ -99,6 +99,35 @@ _both("interpolate_bilinear_tiny", "interpolate", Flt(1, 1, 3, 2), size=(4, 5),
 _both("linear", "linear", Flt(3, 4, 5), Flt(6, 5), Flt(6))
 _both("linear_no_bias", "linear", Flt(7, 5), Flt(3, 5))
 _both("linear_tiny", "linear", Flt(2, 3), Flt(2, 3), Flt(2))
+
+# ---- batch normalization ------------------------------------------------------------------------
+_RUNNING_MEAN = np.array([0.3, -1.2, 0.5])
+_RUNNING_VAR = np.array([0.7, 1.9, 0.2])
+
+
+def _bn_train(x: Any, *affine: Any) -> Any:
+    return F.batch_norm(x, None, None, *affine, training=True, eps=1e-3)
+
+
+def _torch_bn_train(x: Any, *affine: Any) -> Any:
+    return TF.batch_norm(x, None, None, *affine, training=True, eps=1e-3)
+
+
+def _bn_eval(x: Any, w: Any, b: Any) -> Any:
+    stats = [Tensor.from_data(a, backend=x.backend, dtype=x.dtype)
+             for a in (_RUNNING_MEAN, _RUNNING_VAR)]
+    return F.batch_norm(x, *stats, w, b)
+
+
+def _torch_bn_eval(x: Any, w: Any, b: Any) -> Any:
+    stats = [torch.from_numpy(a).to(x.dtype) for a in (_RUNNING_MEAN, _RUNNING_VAR)]
+    return TF.batch_norm(x, *stats, w, b)
+
+
+_case("batch_norm_train", _bn_train, Flt(4, 3, 5, 2), Flt(3), Flt(3), torch_fn=_torch_bn_train)
+_case("batch_norm_train_no_affine_1d", _bn_train, Flt(6, 4), torch_fn=_torch_bn_train)
+_case("batch_norm_train_3d", _bn_train, Flt(2, 3, 4), Flt(3), Flt(3), torch_fn=_torch_bn_train)
+_case("batch_norm_eval", _bn_eval, Flt(4, 3, 5), Flt(3), Flt(3), torch_fn=_torch_bn_eval)
 
 # ---- attention ----------------------------------------------------------------------------------
 _both("attention", "scaled_dot_product_attention", Flt(2, 3, 4, 8), Flt(2, 3, 5, 8),

@@ -34,6 +34,15 @@ def _optional(bias: AutodiffTensor | None) -> Any:
     return None if bias is None else bias.primitive
 
 
+def _bn_operands(inputs: Saved, params: Params) -> tuple[Any, Any, Any]:
+    """``(x, weight, bias)`` of a recorded ``batch_norm`` from its saved inputs and their slots
+    (``params[1]``), None where the op had no weight or bias."""
+    operands: list[Any] = [None, None, None]
+    for slot, value in zip(params[1], inputs, strict=True):
+        operands[slot] = value
+    return operands[0], operands[1], operands[2]
+
+
 class AutodiffModuleOps:
     """Convolution, pooling, embedding, interpolation and linear, recorded."""
 
@@ -238,6 +247,35 @@ class AutodiffModuleOps:
         if grad.node is None:
             return AutodiffTensor(out)
         return cls.record(cls._INTERPOLATE_BACKWARD, out, (grad,), (x.primitive, *args))
+
+    # ---- batch normalization ------------------------------------------------------------------
+    @staticmethod
+    def _batch_norm_backward(B: Any, grad: Any, inputs: Saved, output: Any, params: Params,
+                             parents: Parents) -> Rule:
+        x, weight, _ = _bn_operands(inputs, params)
+        grad_x, grad_weight, grad_bias = B.batch_norm_backward(x, weight, grad, params[0])
+        grads = (grad_x, grad_weight, grad_bias)
+        return tuple(grads[slot] if parent is not None else None
+                     for slot, parent in zip(params[1], parents, strict=True))
+
+    _BATCH_NORM = declare("batch_norm", _batch_norm_backward, saves_inputs=True,
+                          forward=lambda B, inputs, params:
+                          B.batch_norm(*_bn_operands(inputs, params), params[0])[0])
+
+    @classmethod
+    def batch_norm(cls, x: AutodiffTensor, weight: AutodiffTensor | None,
+                   bias: AutodiffTensor | None, eps: float) -> tuple[AutodiffTensor, ...]:
+        """One recorded node for the normalized output (the inner backend's fused kernel runs
+        forward, its ``batch_norm_backward`` backward); the statistics come back untracked."""
+        out, mean, var = cls.InnerBackend.batch_norm(x.primitive, _optional(weight),
+                                                     _optional(bias), eps)
+        present = [(slot, t) for slot, t in enumerate((x, weight, bias)) if t is not None]
+        tensors = tuple(t for _, t in present)
+        stats = (AutodiffTensor(mean), AutodiffTensor(var))
+        if not any_tracked(tensors):
+            return (AutodiffTensor(out), *stats)
+        slots = tuple(slot for slot, _ in present)
+        return (cls.record(cls._BATCH_NORM, out, tensors, (eps, slots)), *stats)
 
     @staticmethod
     def _linear_backward(B: Any, grad: Any, inputs: Saved, output: Any, params: Params,

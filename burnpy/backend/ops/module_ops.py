@@ -267,6 +267,51 @@ class ModuleOps:
             out = cls.float_add(out, bias)
         return cls.float_reshape(out, (*lead, weight.shape[0]))
 
+    # ---- batch normalization ------------------------------------------------------------------
+    @classmethod
+    def batch_norm(cls, x: F, weight: F | None, bias: F | None, eps: float) -> tuple[F, F, F]:
+        """Training-mode batch normalization of ``x [n, c, *]`` with the batch's statistics:
+        ``(y, mean [c], var [c])``, ``var`` biased. Each channel is normalized over the batch
+        and spatial dims, then scaled by ``weight`` and shifted by ``bias`` (both ``[c]``).
+        The statistics are returned for running averages; they are not differentiated."""
+        flat, count = _channel_rows(cls, x)
+        mean = cls.float_mul_scalar(_channel_sum(cls, flat), 1.0 / count)
+        centered = cls.float_sub(flat, mean)
+        var = cls.float_mul_scalar(_channel_sum(cls, cls.float_mul(centered, centered)),
+                                   1.0 / count)
+        scale = _bn_scale(cls, var, weight, eps)
+        y = cls.float_mul(centered, scale)
+        if bias is not None:
+            y = cls.float_add(y, cls.float_reshape(bias, scale.shape))
+        c = x.shape[1]
+        return (cls.float_reshape(y, x.shape), cls.float_reshape(mean, (c,)),
+                cls.float_reshape(var, (c,)))
+
+    @classmethod
+    def batch_norm_backward(cls, x: F, weight: F | None, grad: F,
+                            eps: float) -> tuple[F, F, F]:
+        """Gradients of ``batch_norm``'s ``y`` in ``(x, weight, bias)`` (the weight's as if it
+        were ones when None). The statistics are recomputed from ``x``, so on a recording
+        backend this composition is itself differentiable (second order)."""
+        flat, count = _channel_rows(cls, x)
+        g = cls.float_reshape(grad, flat.shape)
+        mean = cls.float_mul_scalar(_channel_sum(cls, flat), 1.0 / count)
+        centered = cls.float_sub(flat, mean)
+        var = cls.float_mul_scalar(_channel_sum(cls, cls.float_mul(centered, centered)),
+                                   1.0 / count)
+        invstd = cls.float_recip(cls.float_sqrt(cls.float_add_scalar(var, eps)))
+        xhat = cls.float_mul(centered, invstd)
+        grad_bias = _channel_sum(cls, g)
+        grad_weight = _channel_sum(cls, cls.float_mul(g, xhat))
+        # dx = w * invstd * (g - mean(g) - xhat * mean(g * xhat)), per channel.
+        inner = cls.float_sub(cls.float_sub(g, cls.float_mul_scalar(grad_bias, 1.0 / count)),
+                              cls.float_mul(xhat, cls.float_mul_scalar(grad_weight,
+                                                                       1.0 / count)))
+        c = x.shape[1]
+        grad_x = cls.float_mul(inner, _bn_scale(cls, var, weight, eps))
+        return (cls.float_reshape(grad_x, x.shape), cls.float_reshape(grad_weight, (c,)),
+                cls.float_reshape(grad_bias, (c,)))
+
     @classmethod
     def attention(cls, query: F, key: F, value: F, mask: Bo | None, scale: float | None,
                   is_causal: bool) -> F:
@@ -287,3 +332,22 @@ class ModuleOps:
             scores = cls.float_mask_fill(scores, cls.bool_not(mask), float("-inf"))
         weights = cls.softmax(scores, len(scores.shape) - 1)
         return cls.float_matmul(weights, value)
+
+
+def _channel_rows(cls: Any, x: F) -> tuple[F, int]:
+    """``x [n, c, *]`` as ``[n, c, positions]`` and the values per channel, ``n * positions``."""
+    n, c = x.shape[0], x.shape[1]
+    positions = math.prod(x.shape[2:])
+    return cls.float_reshape(x, (n, c, positions)), n * positions
+
+
+def _channel_sum(cls: Any, rows: F) -> F:
+    """Per-channel sums of ``[n, c, positions]`` rows, shaped ``[1, c, 1]``."""
+    return cls.float_sum_dim(cls.float_sum_dim(rows, 2), 0)
+
+
+def _bn_scale(cls: Any, var: F, weight: F | None, eps: float) -> F:
+    """``weight / sqrt(var + eps)`` per channel, shaped like ``var`` (``[1, c, 1]``)."""
+    scale = cls.float_recip(cls.float_sqrt(cls.float_add_scalar(var, eps)))
+    return scale if weight is None else cls.float_mul(scale, cls.float_reshape(weight,
+                                                                               scale.shape))

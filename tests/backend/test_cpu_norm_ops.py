@@ -1,0 +1,86 @@
+"""The CPU backend's fused batch norm against the protocol's composition and torch."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import burnpy.nn.functional as F
+from burnpy.backend.errors import InvalidArgumentError, ShapeError
+from burnpy.backend.ops.module_ops import ModuleOps
+from burnpy.tensor import Tensor
+from burnpy_cpu import CpuBackend
+
+SHAPES = [(4, 3, 5, 2), (6, 4), (2, 3, 7)]
+
+
+def _draw(shape: tuple[int, ...], dtype: str, seed: int = 0) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    return (rng.standard_normal(shape) * 2.0 + 0.5).astype(dtype)
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("affine", [True, False])
+def test_fused_batch_norm_matches_the_protocol_composition(shape: tuple[int, ...], dtype: str,
+                                                          affine: bool) -> None:
+    x, grad = _draw(shape, dtype), _draw(shape, dtype, seed=1)
+    c = shape[1]
+    weight = _draw((c,), dtype, seed=2) if affine else None
+    bias = _draw((c,), dtype, seed=3) if affine else None
+    rtol = 1e-12 if dtype == "float64" else 2e-5
+    fused = CpuBackend.batch_norm(x, weight, bias, 1e-3)
+    composed = ModuleOps.batch_norm.__func__(CpuBackend, x, weight, bias, 1e-3)
+    for got, want in zip(fused, composed, strict=True):
+        assert got.dtype == np.dtype(dtype) and got.shape == want.shape
+        np.testing.assert_allclose(got, want, rtol=rtol, atol=rtol)
+    fused = CpuBackend.batch_norm_backward(x, weight, grad, 1e-3)
+    composed = ModuleOps.batch_norm_backward.__func__(CpuBackend, x, weight, grad, 1e-3)
+    for got, want in zip(fused, composed, strict=True):
+        assert got.dtype == np.dtype(dtype) and got.shape == want.shape
+        np.testing.assert_allclose(got, want, rtol=rtol * 10, atol=rtol * 10)
+
+
+def test_fused_batch_norm_backward_matches_torch_autograd() -> None:
+    x, grad = _draw((5, 3, 4), "float64"), _draw((5, 3, 4), "float64", seed=1)
+    weight, bias = _draw((3,), "float64", seed=2), _draw((3,), "float64", seed=3)
+    dx, dw, db = CpuBackend.batch_norm_backward(x, weight, grad, 1e-5)
+    tx, tw, tb = (torch.tensor(a, requires_grad=True) for a in (x, weight, bias))
+    torch.nn.functional.batch_norm(tx, None, None, tw, tb, training=True).backward(
+        torch.from_numpy(grad))
+    for got, want in ((dx, tx.grad), (dw, tw.grad), (db, tb.grad)):
+        np.testing.assert_allclose(got, want.numpy(), rtol=1e-10, atol=1e-12)
+
+
+def test_half_precision_batch_norm_computes_in_float32() -> None:
+    x = _draw((8, 2, 3), "float16")
+    y, mean, var = CpuBackend.batch_norm(x, None, None, 1e-5)
+    assert y.dtype == mean.dtype == var.dtype == np.float16
+    want = torch.nn.functional.batch_norm(torch.from_numpy(x).float(), None, None,
+                                          training=True)
+    np.testing.assert_allclose(y.astype(np.float32), want.numpy(), rtol=2e-3, atol=2e-3)
+
+
+def test_functional_batch_norm_updates_running_statistics_in_place_like_torch() -> None:
+    x = _draw((6, 3, 4), "float64")
+    mean = Tensor.from_data(np.zeros(3), backend=CpuBackend)
+    var = Tensor.from_data(np.ones(3), backend=CpuBackend)
+    y = F.batch_norm(Tensor.from_data(x, backend=CpuBackend), mean, var, training=True,
+                     momentum=0.3)
+    t_mean, t_var = torch.zeros(3, dtype=torch.float64), torch.ones(3, dtype=torch.float64)
+    want = torch.nn.functional.batch_norm(torch.from_numpy(x), t_mean, t_var, training=True,
+                                          momentum=0.3)
+    np.testing.assert_allclose(y.to_numpy(), want.numpy(), rtol=1e-12)
+    np.testing.assert_allclose(mean.to_numpy(), t_mean.numpy(), rtol=1e-12)
+    np.testing.assert_allclose(var.to_numpy(), t_var.numpy(), rtol=1e-12)
+
+
+def test_functional_batch_norm_errors_name_the_problem() -> None:
+    x = Tensor.from_data(_draw((4, 3), "float64"), backend=CpuBackend)
+    with pytest.raises(InvalidArgumentError, match="running_mean and running_var"):
+        F.batch_norm(x)
+    with pytest.raises(ShapeError, match=r"\(3,\)"):
+        F.batch_norm(x, weight=Tensor.from_data(np.ones(4), backend=CpuBackend), training=True)
+    with pytest.raises(ShapeError, match="more than 1 value per channel"):
+        F.batch_norm(Tensor.from_data(np.ones((1, 3)), backend=CpuBackend), training=True)
