@@ -20,6 +20,7 @@ from burnpy_cpu.array_ops.activation_ops import ArrayActivationOps
 from burnpy_cpu.array_ops.bool_ops import ArrayBoolOps
 from burnpy_cpu.array_ops.float_ops import ArrayFloatOps
 from burnpy_cpu.array_ops.int_ops import ArrayIntOps
+from burnpy_cpu.array_ops.loss_ops import ArrayLossOps
 from burnpy_cpu.array_ops.module_ops import ArrayModuleOps
 from burnpy_cpu.array_ops.norm_ops import ArrayNormOps
 from burnpy_cpu.array_ops.q_ops import ArrayQOps, QuantizedArray
@@ -35,7 +36,7 @@ def CudaDevice(index: int = 0) -> Device:  # noqa: N802 - reads like a device ty
 
 
 class CudaBackend(ArrayFloatOps, ArrayIntOps, ArrayBoolOps, ArrayQOps, ArrayModuleOps,
-                  ArrayNormOps, ArrayActivationOps, Backend):
+                  ArrayNormOps, ArrayLossOps, ArrayActivationOps, Backend):
     """Every op on ``cupy.ndarray``s; quantized tensors are ``QuantizedArray``s of CuPy arrays.
 
     Ops run on the device of their inputs: the Tensor layer refuses operands on different

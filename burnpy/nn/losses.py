@@ -6,6 +6,8 @@
 
 from __future__ import annotations
 
+import math
+
 from burnpy.backend.errors import (
     IndexOutOfBoundsError,
     InvalidArgumentError,
@@ -14,6 +16,7 @@ from burnpy.backend.errors import (
     describe,
 )
 from burnpy.tensor import Tensor
+from burnpy.tensor._core import FLOAT, check_same_backend, new
 
 _REDUCTIONS = ("mean", "sum", "none")
 
@@ -107,6 +110,9 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
                             reduction, label_smoothing)
         return out.squeeze(0) if reduction == "none" else out
     c = input.shape[1]
+    if (target.kind == "int" and weight is None and not label_smoothing and input.ndim == 2
+            and target.shape == (input.shape[0],)):
+        return _fused_cross_entropy(input, target, ignore_index, reduction)
     logp = input.log_softmax(1)
     if target.kind == "float":
         _check_same_shape(op, input, target)
@@ -132,6 +138,30 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
         return loss.sum(1)
     total = loss.sum()
     return total / picked.sum() if reduction == "mean" else total
+
+
+def _fused_cross_entropy(logits: Tensor, target: Tensor, ignore_index: int,
+                         reduction: str) -> Tensor:
+    """Plain cross entropy of ``[n, c]`` logits at class indices, one backend op (the
+    common training case); the targets are checked on the host first."""
+    check_same_backend("cross_entropy", logits, target)
+    c = logits.shape[1]
+    labels = target.to_numpy()
+    ignored = labels == ignore_index
+    bad = ~ignored & ((labels < 0) | (labels >= c))
+    if bad.any():
+        raise IndexOutOfBoundsError(f"cross_entropy: target {int(labels[bad][0])} is out of "
+                                    f"range for {c} classes (and is not ignore_index "
+                                    f"{ignore_index})")
+    b = logits.backend
+    loss = new(b, b.cross_entropy(logits.primitive, target.primitive, ignore_index), FLOAT)
+    if reduction == "none":
+        return loss
+    total = loss.sum()
+    if reduction == "sum":
+        return total
+    kept = len(labels) - int(ignored.sum())
+    return total * (1.0 / kept) if kept else total * math.nan
 
 
 def mse_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:

@@ -1,5 +1,6 @@
 """Cases of the module ops (conv, transposed conv, pools, embedding, interpolation, linear,
-batch normalization, attention), called through ``burnpy.nn.functional`` with torch's signatures.
+batch normalization, cross entropy, attention), called through ``burnpy.nn.functional`` with
+torch's signatures.
 
 They are ``OpCase`` values like the shared table's, kept in their own list (``MODULE_CASES``):
 the forward suite checks their values in float64 and float32, and the gradient and tangent
@@ -128,6 +129,12 @@ _case("batch_norm_train", _bn_train, Flt(4, 3, 5, 2), Flt(3), Flt(3), torch_fn=_
 _case("batch_norm_train_no_affine_1d", _bn_train, Flt(6, 4), torch_fn=_torch_bn_train)
 _case("batch_norm_train_3d", _bn_train, Flt(2, 3, 4), Flt(3), Flt(3), torch_fn=_torch_bn_train)
 _case("batch_norm_eval", _bn_eval, Flt(4, 3, 5), Flt(3), Flt(3), torch_fn=_torch_bn_eval)
+
+# ---- cross entropy (the fused path: [n, c] logits, class indices) --------------------------------
+_both("cross_entropy", "cross_entropy", Flt(8, 5), I(8, high=5))
+_both("cross_entropy_ignore_none", "cross_entropy", Flt(9, 4), I(9, high=4), ignore_index=2,
+      reduction="none")
+_both("cross_entropy_sum", "cross_entropy", Flt(3, 6), I(3, high=6), reduction="sum")
 
 # ---- attention ----------------------------------------------------------------------------------
 _both("attention", "scaled_dot_product_attention", Flt(2, 3, 4, 8), Flt(2, 3, 5, 8),

@@ -2,7 +2,8 @@
 """Module ops of the Autodiff backend: recordings and backward rules.
 
 Convolutions, their weight-gradient kernels and ``linear`` are compute-bound (their outputs
-are kept under balanced checkpointing); pools, embedding and interpolation are memory-bound.
+are kept under balanced checkpointing); pools, embedding, interpolation, batch norm and cross
+entropy are memory-bound.
 Rules call the inner backend's ``*_backward`` kernels. The ``*_backward`` ops are themselves
 recorded (they are linear in the incoming gradient), so second derivatives flow through them.
 Provided ops not listed here (``conv1d``..., ``max_pool``, ``attention``,
@@ -276,6 +277,24 @@ class AutodiffModuleOps:
             return (AutodiffTensor(out), *stats)
         slots = tuple(slot for slot, _ in present)
         return (cls.record(cls._BATCH_NORM, out, tensors, (eps, slots)), *stats)
+
+    # ---- cross entropy --------------------------------------------------------------------
+    @staticmethod
+    def _cross_entropy_backward(B: Any, grad: Any, inputs: Saved, output: Any, params: Params,
+                                parents: Parents) -> Rule:
+        return (B.cross_entropy_backward(inputs[0], *params, grad),)
+
+    _CROSS_ENTROPY = declare("cross_entropy", _cross_entropy_backward, saves_inputs=True)
+
+    @classmethod
+    def cross_entropy(cls, logits: AutodiffTensor, target: Any,
+                      ignore_index: int) -> AutodiffTensor:
+        """One recorded node: the inner backend's fused loss forward, its
+        ``cross_entropy_backward`` backward."""
+        out = cls.InnerBackend.cross_entropy(logits.primitive, target, ignore_index)
+        if logits.node is None:
+            return AutodiffTensor(out)
+        return cls.record(cls._CROSS_ENTROPY, out, (logits,), (target, ignore_index))
 
     @staticmethod
     def _linear_backward(B: Any, grad: Any, inputs: Saved, output: Any, params: Params,

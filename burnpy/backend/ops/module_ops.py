@@ -312,6 +312,27 @@ class ModuleOps:
         return (cls.float_reshape(grad_x, x.shape), cls.float_reshape(grad_weight, (c,)),
                 cls.float_reshape(grad_bias, (c,)))
 
+    # ---- cross entropy --------------------------------------------------------------------
+    @classmethod
+    def cross_entropy(cls, logits: F, target: I, ignore_index: int) -> F:
+        """Per-sample cross entropy of ``logits [n, c]`` against class indices ``target [n]``
+        (each in ``[0, c)`` or ``ignore_index``): ``-log_softmax(logits)[i, target[i]]``, 0
+        where ignored. Shape ``[n]``."""
+        picked = _one_hot_targets(cls, logits, target, ignore_index)
+        nll = cls.float_sum_dim(cls.float_mul(cls.log_softmax(logits, 1), picked), 1)
+        return cls.float_reshape(cls.float_neg(nll), (logits.shape[0],))
+
+    @classmethod
+    def cross_entropy_backward(cls, logits: F, target: I, ignore_index: int, grad: F) -> F:
+        """Gradient of ``cross_entropy`` in ``logits`` given ``grad [n]``: each row's
+        ``softmax - one_hot(target)`` times its grad (0 for ignored rows)."""
+        n = logits.shape[0]
+        picked = _one_hot_targets(cls, logits, target, ignore_index)
+        kept = cls.bool_into_float(cls.int_not_equal_elem(target, ignore_index),
+                                   dtype_of_numpy(logits.dtype))
+        row_grad = cls.float_reshape(cls.float_mul(grad, kept), (n, 1))
+        return cls.float_mul(cls.float_sub(cls.softmax(logits, 1), picked), row_grad)
+
     @classmethod
     def attention(cls, query: F, key: F, value: F, mask: Bo | None, scale: float | None,
                   is_causal: bool) -> F:
@@ -351,3 +372,16 @@ def _bn_scale(cls: Any, var: F, weight: F | None, eps: float) -> F:
     scale = cls.float_recip(cls.float_sqrt(cls.float_add_scalar(var, eps)))
     return scale if weight is None else cls.float_mul(scale, cls.float_reshape(weight,
                                                                                scale.shape))
+
+
+def _one_hot_targets(cls: Any, logits: F, target: I, ignore_index: int) -> F:
+    """``[n, c]`` floats: 1 at each row's target class, 0 elsewhere and on ignored rows."""
+    n, c = logits.shape
+    device = cls.float_device(logits)
+    classes = cls.int_reshape(cls.int_arange(0, c, 1, device, dtype_of_numpy(target.dtype)),
+                              (1, c))
+    rows = cls.int_reshape(target, (n, 1))
+    hits = cls.int_equal(rows, classes)
+    if 0 <= ignore_index < c:  # an ignore_index outside [0, c) never matches a class
+        hits = cls.bool_and(hits, cls.int_not_equal_elem(rows, ignore_index))
+    return cls.bool_into_float(hits, dtype_of_numpy(logits.dtype))

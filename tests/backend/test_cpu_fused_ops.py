@@ -1,4 +1,5 @@
-"""The CPU backend's fused batch norm against the protocol's composition and torch."""
+"""The CPU backend's fused batch norm and cross entropy against the protocol's compositions
+and torch."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import pytest
 import torch
 
 import burnpy.nn.functional as F
-from burnpy.backend.errors import InvalidArgumentError, ShapeError
+from burnpy.backend.errors import IndexOutOfBoundsError, InvalidArgumentError, ShapeError
 from burnpy.backend.ops.module_ops import ModuleOps
 from burnpy.tensor import Tensor
 from burnpy_cpu import CpuBackend
@@ -84,3 +85,40 @@ def test_functional_batch_norm_errors_name_the_problem() -> None:
         F.batch_norm(x, weight=Tensor.from_data(np.ones(4), backend=CpuBackend), training=True)
     with pytest.raises(ShapeError, match="more than 1 value per channel"):
         F.batch_norm(Tensor.from_data(np.ones((1, 3)), backend=CpuBackend), training=True)
+
+
+# ---- cross entropy -------------------------------------------------------------------------------
+@pytest.mark.parametrize("dtype", ["float64", "float32", "float16"])
+@pytest.mark.parametrize("ignore_index", [-100, 2])
+def test_fused_cross_entropy_matches_the_protocol_composition(dtype: str,
+                                                              ignore_index: int) -> None:
+    logits, grad = _draw((7, 5), dtype), _draw((7,), dtype, seed=1)
+    target = np.array([0, 2, 4, ignore_index, 1, 2, 3]) if ignore_index < 0 else np.array(
+        [0, 2, 4, 1, 1, 2, 3])
+    rtol = {"float64": 1e-12, "float32": 2e-5, "float16": 2e-3}[dtype]
+    pairs = [(CpuBackend.cross_entropy(logits, target, ignore_index),
+              ModuleOps.cross_entropy.__func__(CpuBackend, logits, target, ignore_index)),
+             (CpuBackend.cross_entropy_backward(logits, target, ignore_index, grad),
+              ModuleOps.cross_entropy_backward.__func__(CpuBackend, logits, target,
+                                                        ignore_index, grad))]
+    for got, want in pairs:
+        assert got.dtype == np.dtype(dtype) and got.shape == want.shape
+        np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), rtol=rtol,
+                                   atol=rtol)
+    assert (CpuBackend.cross_entropy(logits, target, ignore_index)[target == ignore_index]
+            == 0).all()
+
+
+def test_cross_entropy_ignored_rows_and_bad_targets() -> None:
+    logits = Tensor.from_data(_draw((4, 3), "float64"), backend=CpuBackend)
+    ignored = Tensor.from_data(np.array([-100, 1, -100, 0]), backend=CpuBackend)
+    want = torch.nn.functional.cross_entropy(torch.from_numpy(logits.to_numpy()),
+                                             torch.from_numpy(ignored.to_numpy()))
+    np.testing.assert_allclose(F.cross_entropy(logits, ignored).item(), want.item(),
+                               rtol=1e-12)
+    every = Tensor.from_data(np.full(4, -100), backend=CpuBackend)
+    assert np.isnan(F.cross_entropy(logits, every).item())
+    with pytest.raises(IndexOutOfBoundsError, match="target 3 is out of range for 3 classes"):
+        F.cross_entropy(logits, Tensor.from_data(np.array([0, 3, 1, 1]), backend=CpuBackend))
+    with pytest.raises(IndexOutOfBoundsError, match="target -1"):
+        F.cross_entropy(logits, Tensor.from_data(np.array([0, -1, 1, 1]), backend=CpuBackend))
