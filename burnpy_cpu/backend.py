@@ -17,6 +17,7 @@ from burnpy_cpu.array_ops.int_ops import ArrayIntOps
 from burnpy_cpu.array_ops.loss_ops import ArrayLossOps
 from burnpy_cpu.array_ops.module_ops import ArrayModuleOps
 from burnpy_cpu.array_ops.norm_ops import ArrayNormOps
+from burnpy_cpu.array_ops.optim_ops import ArrayOptimOps
 from burnpy_cpu.array_ops.q_ops import ArrayQOps, QuantizedArray
 
 CPU = Device("cpu", 0)
@@ -30,7 +31,7 @@ class CpuDevice:
 
 
 class CpuBackend(ArrayFloatOps, ArrayIntOps, ArrayBoolOps, ArrayQOps, ArrayModuleOps,
-                 ArrayNormOps, ArrayLossOps, ArrayActivationOps, Backend):
+                 ArrayNormOps, ArrayLossOps, ArrayActivationOps, ArrayOptimOps, Backend):
     """Every op on NumPy arrays: float, int and bool primitives are ``numpy.ndarray``;
     quantized ones are ``QuantizedArray`` (int8 or packed uint32 values plus scales)."""
 

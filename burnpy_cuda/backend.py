@@ -23,6 +23,7 @@ from burnpy_cpu.array_ops.int_ops import ArrayIntOps
 from burnpy_cpu.array_ops.loss_ops import ArrayLossOps
 from burnpy_cpu.array_ops.module_ops import ArrayModuleOps
 from burnpy_cpu.array_ops.norm_ops import ArrayNormOps
+from burnpy_cpu.array_ops.optim_ops import ArrayOptimOps
 from burnpy_cpu.array_ops.q_ops import ArrayQOps, QuantizedArray
 from burnpy_cuda.runtime import LazyModule, require_cupy
 
@@ -36,7 +37,8 @@ def CudaDevice(index: int = 0) -> Device:  # noqa: N802 - reads like a device ty
 
 
 class CudaBackend(ArrayFloatOps, ArrayIntOps, ArrayBoolOps, ArrayQOps, ArrayModuleOps,
-                  ArrayNormOps, ArrayLossOps, ArrayActivationOps, Backend):
+                  ArrayNormOps, ArrayLossOps, ArrayActivationOps, ArrayOptimOps,
+                  Backend):
     """Every op on ``cupy.ndarray``s; quantized tensors are ``QuantizedArray``s of CuPy arrays.
 
     Ops run on the device of their inputs: the Tensor layer refuses operands on different

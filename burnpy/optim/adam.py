@@ -1,13 +1,15 @@
-"""``Adam`` (L2 weight decay, optional AMSGrad) and ``AdamW`` (decoupled weight decay)."""
+"""``Adam`` (L2 weight decay, optional AMSGrad) and ``AdamW`` (decoupled weight decay), one
+fused ``adam_step`` backend call per parameter."""
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from burnpy.backend.errors import InvalidArgumentError
 from burnpy.optim.optimizer import GradientClipping, Optimizer
 from burnpy.tensor import Tensor
+from burnpy.tensor._core import FLOAT
+from burnpy.tensor._core import new as wrap
 
 
 class Adam(Optimizer):
@@ -26,31 +28,16 @@ class Adam(Optimizer):
         self.weight_decay, self.amsgrad = weight_decay, amsgrad
 
     def update(self, name: str, param: Tensor, grad: Tensor, lr: float) -> Tensor:
-        beta1, beta2 = self.betas
-        if self.weight_decay:
-            if self.decoupled_weight_decay:
-                param = param * (1.0 - lr * self.weight_decay)
-            else:
-                grad = grad + param * self.weight_decay
-        exp_avg = self._buffer(name, "exp_avg", param)
-        exp_avg_sq = self._buffer(name, "exp_avg_sq", param)
-        if exp_avg is None or exp_avg_sq is None:
-            exp_avg = grad * (1.0 - beta1)
-            exp_avg_sq = grad.square() * (1.0 - beta2)
-        else:
-            exp_avg = exp_avg * beta1 + grad * (1.0 - beta1)
-            exp_avg_sq = exp_avg_sq * beta2 + grad.square() * (1.0 - beta2)
-        self._store(name, exp_avg=exp_avg, exp_avg_sq=exp_avg_sq)
-        second = exp_avg_sq
-        if self.amsgrad:
-            peak = self._buffer(name, "max_exp_avg_sq", param)
-            second = exp_avg_sq if peak is None else peak.maximum(exp_avg_sq)
-            self._store(name, max_exp_avg_sq=second)
-        step = self.steps[name]
-        bias_correction1 = 1.0 - beta1**step
-        bias_correction2 = 1.0 - beta2**step
-        denom = second.sqrt() * (1.0 / math.sqrt(bias_correction2)) + self.eps
-        return param - (exp_avg / denom) * (lr / bias_correction1)
+        b = param.backend
+        exp_avg, exp_avg_sq, peak = self._state(name, param, "exp_avg", "exp_avg_sq",
+                                                "max_exp_avg_sq")
+        new, exp_avg, exp_avg_sq, peak = b.adam_step(
+            param.primitive, grad.primitive, exp_avg, exp_avg_sq, peak if self.amsgrad else None,
+            step=self.steps[name], lr=lr, beta1=self.betas[0], beta2=self.betas[1],
+            eps=self.eps, weight_decay=self.weight_decay,
+            decoupled=self.decoupled_weight_decay, amsgrad=self.amsgrad)
+        self._store(name, b, exp_avg=exp_avg, exp_avg_sq=exp_avg_sq, max_exp_avg_sq=peak)
+        return wrap(b, new, FLOAT)
 
     def hyperparameters(self) -> dict[str, Any]:
         return {"lr": self.lr, "betas": list(self.betas), "eps": self.eps,

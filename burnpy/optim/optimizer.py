@@ -1,8 +1,9 @@
 """``Optimizer``: Burn's step protocol, ``optim.step(model, grads, lr=None)``.
 
 Each step reads every parameter's gradient from the ``Gradients`` of ``loss.backward()``,
-computes the update on the inner backend (``param.inner()``, ``param.grad(grads)``) with a few
-tensor ops per parameter, and writes the result back as a fresh tracked leaf
+computes the update on the inner backend (``param.inner()``, ``param.grad(grads)``), for the
+built-in optimizers with one fused backend op per parameter (``Backend.adam_step``...), and
+writes the result back as a fresh tracked leaf
 (``Tensor.from_inner(new, backend=B).require_grad()``), so no graph grows across steps. The
 module keeps its identity; its parameter attributes are replaced.
 
@@ -16,11 +17,21 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from burnpy.backend.errors import AutodiffError, BurnpyError, InvalidArgumentError
+from burnpy.backend.errors import (
+    AutodiffError,
+    BackendMismatchError,
+    BurnpyError,
+    InvalidArgumentError,
+)
 from burnpy.nn.module import Module, ParamSlot
 from burnpy.tensor import Tensor
+from burnpy.tensor._core import FLOAT
+from burnpy.tensor._core import new as wrap
+
+if TYPE_CHECKING:
+    from burnpy.backend.base import Backend
 
 
 class OptimizerStateError(BurnpyError, ValueError):
@@ -143,25 +154,42 @@ class Optimizer(ABC):
         if self.grad_clipping is not None and pairs:
             clipped = self.grad_clipping.apply([g for _, g in pairs])
             pairs = [(slot, g) for (slot, _), g in zip(pairs, clipped, strict=True)]
+        steps = self.steps
         for slot, g in pairs:
             param = slot.tensor
+            b = param.backend
+            inner = b.InnerBackend
             name = slot.name
-            self.steps[name] = self.steps.get(name, 0) + 1
-            new = self.update(name, param.inner(), g, rate)
-            slot.assign(Tensor.from_inner(new, backend=param.backend).require_grad())
+            steps[name] = steps.get(name, 0) + 1
+            new = self.update(name, wrap(inner, b.inner(param.primitive), FLOAT), g, rate)
+            if new.backend is not inner:
+                raise BackendMismatchError(f"{type(self).__name__}.update: expected a tensor of "
+                                           f"{inner.name()}, got one of {new.backend.name()}")
+            # Tensor.from_inner(new).require_grad() minus the Tensor layer: a new tracked leaf.
+            leaf = b.float_set_require_grad(b.from_inner(new.primitive), True)
+            slot.assign(wrap(b, leaf, FLOAT))
         return model
 
-    def _buffer(self, name: str, key: str, like: Tensor) -> Tensor | None:
-        """State ``key`` of parameter ``name``, moved to ``like``'s backend if it was loaded
-        elsewhere; None before the first step."""
-        t = self.state.get(name, {}).get(key)
-        if t is not None and t.backend is not like.backend:
-            t = t.to_backend(like.backend, like.device)
-            self.state[name][key] = t
-        return t
+    def _state(self, name: str, like: Tensor, *keys: str) -> list[Any]:
+        """The primitives of state ``keys`` of parameter ``name`` (None before its first step),
+        each moved to ``like``'s backend first if it was loaded elsewhere."""
+        state = self.state.get(name)
+        if state is None:
+            return [None] * len(keys)
+        out = []
+        for key in keys:
+            t = state.get(key)
+            if t is not None and t.backend is not like.backend:
+                t = state[key] = t.to_backend(like.backend, like.device)
+            out.append(None if t is None else t.primitive)
+        return out
 
-    def _store(self, name: str, **tensors: Tensor) -> None:
-        self.state.setdefault(name, {}).update(tensors)
+    def _store(self, name: str, backend: type[Backend], **primitives: Any) -> None:
+        """Keep float ``primitives`` of ``backend`` as parameter ``name``'s state (None values
+        are skipped: that buffer is not in use)."""
+        kept = {key: wrap(backend, p, FLOAT) for key, p in primitives.items() if p is not None}
+        if kept:
+            self.state.setdefault(name, {}).update(kept)
 
     # ---- records -----------------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:

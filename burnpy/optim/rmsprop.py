@@ -1,4 +1,5 @@
-"""``RMSprop`` (torch's formulation: optional centering, momentum and weight decay)."""
+"""``RMSprop`` (torch's formulation: optional centering, momentum and weight decay), one fused
+``rmsprop_step`` backend call per parameter."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ from typing import Any
 from burnpy.backend.errors import InvalidArgumentError
 from burnpy.optim.optimizer import GradientClipping, Optimizer
 from burnpy.tensor import Tensor
+from burnpy.tensor._core import FLOAT
+from burnpy.tensor._core import new as wrap
 
 
 class RMSprop(Optimizer):
@@ -23,27 +26,15 @@ class RMSprop(Optimizer):
         self.momentum, self.centered = momentum, centered
 
     def update(self, name: str, param: Tensor, grad: Tensor, lr: float) -> Tensor:
-        if self.weight_decay:
-            grad = grad + param * self.weight_decay
-        alpha = self.alpha
-        square_avg = self._buffer(name, "square_avg", param)
-        sq = grad.square() * (1.0 - alpha)
-        square_avg = sq if square_avg is None else square_avg * alpha + sq
-        self._store(name, square_avg=square_avg)
-        if self.centered:
-            grad_avg = self._buffer(name, "grad_avg", param)
-            grad_avg = (grad * (1.0 - alpha) if grad_avg is None
-                        else grad_avg * alpha + grad * (1.0 - alpha))
-            self._store(name, grad_avg=grad_avg)
-            avg = (square_avg - grad_avg.square()).sqrt() + self.eps
-        else:
-            avg = square_avg.sqrt() + self.eps
-        if self.momentum:
-            buf = self._buffer(name, "momentum_buffer", param)
-            buf = grad / avg if buf is None else buf * self.momentum + grad / avg
-            self._store(name, momentum_buffer=buf)
-            return param - buf * lr
-        return param - (grad / avg) * lr
+        b = param.backend
+        square_avg, grad_avg, buf = self._state(name, param, "square_avg", "grad_avg",
+                                                "momentum_buffer")
+        new, square_avg, grad_avg, buf = b.rmsprop_step(
+            param.primitive, grad.primitive, square_avg, grad_avg if self.centered else None,
+            buf if self.momentum else None, lr=lr, alpha=self.alpha, eps=self.eps,
+            weight_decay=self.weight_decay, momentum=self.momentum, centered=self.centered)
+        self._store(name, b, square_avg=square_avg, grad_avg=grad_avg, momentum_buffer=buf)
+        return wrap(b, new, FLOAT)
 
     def hyperparameters(self) -> dict[str, Any]:
         return {"lr": self.lr, "alpha": self.alpha, "eps": self.eps,

@@ -1,4 +1,5 @@
-"""``SGD`` with momentum, dampening, Nesterov momentum and L2 weight decay (torch's rules)."""
+"""``SGD`` with momentum, dampening, Nesterov momentum and L2 weight decay (torch's rules), one
+fused ``sgd_step`` backend call per parameter."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ from typing import Any
 from burnpy.backend.errors import InvalidArgumentError
 from burnpy.optim.optimizer import GradientClipping, Optimizer
 from burnpy.tensor import Tensor
+from burnpy.tensor._core import FLOAT
+from burnpy.tensor._core import new as wrap
 
 
 class SGD(Optimizer):
@@ -27,13 +30,13 @@ class SGD(Optimizer):
         self.weight_decay, self.nesterov = weight_decay, nesterov
 
     def update(self, name: str, param: Tensor, grad: Tensor, lr: float) -> Tensor:
-        d = grad + param * self.weight_decay if self.weight_decay else grad
-        if self.momentum:
-            buf = self._buffer(name, "momentum_buffer", param)
-            buf = d if buf is None else buf * self.momentum + d * (1.0 - self.dampening)
-            self._store(name, momentum_buffer=buf)
-            d = d + buf * self.momentum if self.nesterov else buf
-        return param - d * lr
+        b = param.backend
+        buf = self._state(name, param, "momentum_buffer")[0] if self.momentum else None
+        new, buf = b.sgd_step(param.primitive, grad.primitive, buf, lr=lr,
+                              momentum=self.momentum, dampening=self.dampening,
+                              weight_decay=self.weight_decay, nesterov=self.nesterov)
+        self._store(name, b, momentum_buffer=buf)
+        return wrap(b, new, FLOAT)
 
     def hyperparameters(self) -> dict[str, Any]:
         return {"lr": self.lr, "momentum": self.momentum, "dampening": self.dampening,
