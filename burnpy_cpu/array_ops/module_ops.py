@@ -1,17 +1,23 @@
 """Module ops (convolutions, pools, interpolation) written once against an array module.
 
 The mixin reads its array module from the class attribute ``xp`` (NumPy for the CPU backend,
-CuPy for CUDA). Convolutions are im2col (one strided copy per kernel tap) followed by a batched
-BLAS matmul; transposed convolutions are a matmul followed by a col2im scatter-add over the
-kernel taps (or, at stride 1 with few input channels, the equivalent conv); weight gradients
-are a matmul against im2col columns. Pools are strided window
-views reduced tap by tap. Small index tables (pool divisors, interpolation taps) are built on
-the host with NumPy and moved to the device once with ``xp.asarray``. Helpers are
-module-level functions taking ``xp`` so they cannot collide with other mixins' private names.
+CuPy for CUDA). Convolutions are im2col followed by a BLAS matmul: on large output planes the
+columns are channels-first (one copy of a strided window view, a batched matmul with the
+weight); on small ones (``_rows_pay``) they are channels-last rows (one copy of a strided
+window view of a channels-last padded input, a matmul with the permuted weight), whose copy
+moves runs of whole kernel rows of channels instead of tiny output rows. Transposed
+convolutions are a matmul followed by a col2im scatter-add over the kernel taps (or, at
+stride 1 with few input channels, the equivalent conv); weight gradients are a matmul against
+the same columns or rows. Max pools copy every window tap into one tap-major buffer and scan
+it; average pools reduce strided window views tap by tap. Small index tables (pool divisors,
+max-pool offsets, interpolation taps) are built on the host with NumPy and moved to the
+device with ``xp.asarray``. Helpers are module-level functions taking ``xp`` so they cannot
+collide with other mixins' private names.
 """
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from collections.abc import Callable, Iterator
@@ -94,19 +100,24 @@ def _padded(xp: Any, x: A, pad_lo: Ints, extent: Ints, fill: float) -> A:
     return buf
 
 
+def _batch_chunks(n: int, per_sample: int, budget: int) -> list[slice]:
+    """Consecutive slices of a batch of ``n`` samples whose scratch (``per_sample`` bytes a
+    sample) fits ``budget``, one sample at least; the first is the longest."""
+    step = max(1, budget // max(per_sample, 1))
+    return [slice(i, min(i + step, n)) for i in range(0, n, step)]
+
+
 def _padded_chunks(xp: Any, x: A, pad_lo: Ints, extent: Ints,
                    per_sample: int, budget: int) -> Iterator[tuple[slice, A]]:
     """``(batch slice, that chunk of x zero-padded like _padded)`` for chunks whose scratch
     (``per_sample`` bytes a sample) fits ``budget``. One buffer serves every chunk: its zero
     border is written once and each chunk only copies its interior."""
-    n = x.shape[0]
-    step = max(1, budget // max(per_sample, 1))
-    chunks = (slice(i, min(i + step, n)) for i in range(0, n, step))
+    chunks = _batch_chunks(x.shape[0], per_sample, budget)
     view = _unpadded(x, pad_lo, extent)
     if view is not None:
         yield from ((chunk, view[chunk]) for chunk in chunks)
         return
-    buf = xp.zeros((min(step, n), x.shape[1], *extent), dtype=x.dtype)
+    buf = xp.zeros((chunks[0].stop if chunks else 0, x.shape[1], *extent), dtype=x.dtype)
     dst, src = _box(pad_lo, x.shape[2:], extent)
     for chunk in chunks:
         part = buf[:chunk.stop - chunk.start]
@@ -114,16 +125,25 @@ def _padded_chunks(xp: Any, x: A, pad_lo: Ints, extent: Ints,
         yield chunk, part
 
 
+def _window_view(xp: Any, xpad: A, kernel: Ints, stride: Ints, dilation: Ints,
+                 out_sp: Ints) -> A:
+    """Strided view ``[n, c, *kernel, *out_sp]`` of an already padded input: ``[..., t...,
+    o...]`` is the value kernel tap ``t`` reads for output ``o``."""
+    sn, sc, *step = xpad.strides
+    return xp.lib.stride_tricks.as_strided(
+        xpad, (*xpad.shape[:2], *kernel, *out_sp),
+        (sn, sc, *(st * d for st, d in zip(step, dilation, strict=True)),
+         *(st * s for st, s in zip(step, stride, strict=True))))
+
+
 def _im2col(xp: Any, xpad: A, kernel: Ints, stride: Ints, dilation: Ints, out_sp: Ints,
             groups: int) -> A:
     """Contiguous columns ``[n, groups, c / groups * prod(kernel), prod(out_sp)]`` of an
     already padded input, laid out so one batched matmul with the ``[groups, out / groups,
-    -1]`` weight is the conv: one strided copy per kernel tap."""
+    -1]`` weight is the conv: one copy of its ``_window_view`` (a copy per kernel tap would
+    cost a Python round trip each, which dominates on small planes)."""
     n, c = xpad.shape[:2]
-    cols = xp.empty((n, c, *kernel, *out_sp), dtype=xpad.dtype)
-    for tap in _taps(kernel):
-        cols[(slice(None), slice(None), *tap)] = xpad[(Ellipsis, *_tap_window(
-            tap, stride, dilation, out_sp))]
+    cols = xp.ascontiguousarray(_window_view(xp, xpad, kernel, stride, dilation, out_sp))
     return cols.reshape(n, groups, c // groups * math.prod(kernel), math.prod(out_sp))
 
 
@@ -135,6 +155,41 @@ def _im2col_chunks(xp: Any, x: A, kernel: Ints, stride: Ints, dilation: Ints, pa
     extent = _extent(kernel, stride, dilation, out_sp)
     for chunk, xpad in _padded_chunks(xp, x, padding, extent, per_sample, budget):
         yield chunk, _im2col(xp, xpad, kernel, stride, dilation, out_sp, groups)
+
+
+def _rows_pay(c: int, kernel: Ints, stride: Ints, dilation: Ints, out_sp: Ints, groups: int,
+              max_plane: int) -> bool:
+    """Whether a conv is done on channels-last rows (``_row_chunks``) rather than ``_im2col``
+    columns: for one group and output planes of at most ``max_plane`` positions, where the
+    rows' contiguous runs (a kernel row of every channel) are clearly longer than the
+    columns' (an output row): copying the columns of small planes is mostly per-run
+    overhead, while on large planes the column layout's matmul is the faster one."""
+    rows_run = c * (kernel[-1] if dilation[-1] == 1 else 1)
+    cols_run = out_sp[-1] if stride[-1] == 1 else 1
+    return groups == 1 and math.prod(out_sp) <= max_plane and 2 * rows_run >= 3 * cols_run
+
+
+def _row_chunks(xp: Any, x: A, kernel: Ints, stride: Ints, dilation: Ints, padding: Ints,
+                out_sp: Ints, budget: int) -> Iterator[tuple[slice, A]]:
+    """``(batch slice, im2col rows of that chunk)``: contiguous ``[m * prod(out_sp),
+    prod(kernel) * c]``, one row per output position, its taps in (kernel..., channel) order.
+    ``x`` is zero-padded once into a channels-last buffer; a strided window view of it is
+    copied chunk by chunk (about ``budget`` bytes of rows each), so each copy moves runs of
+    a whole kernel row of channels instead of one output row per tap."""
+    n, c = x.shape[:2]
+    extent = _extent(kernel, stride, dilation, out_sp)
+    buf = xp.zeros((n, *extent, c), dtype=x.dtype)
+    dst, src = _box(padding, x.shape[2:], extent)
+    buf.transpose(0, buf.ndim - 1, *range(1, buf.ndim - 1))[dst] = x[src]
+    step = buf.strides[1:-1]
+    windows = xp.lib.stride_tricks.as_strided(
+        buf, (n, *out_sp, *kernel, c),
+        (buf.strides[0], *(st * s for st, s in zip(step, stride, strict=True)),
+         *(st * d for st, d in zip(step, dilation, strict=True)), buf.strides[-1]))
+    width = math.prod(kernel) * c
+    rows = math.prod(out_sp)
+    for chunk in _batch_chunks(n, rows * width * x.itemsize, budget):
+        yield chunk, windows[chunk].reshape((chunk.stop - chunk.start) * rows, width)
 
 
 def _scatter_extent(kernel: Ints, stride: Ints, dilation: Ints, padding: Ints, grid: Ints,
@@ -198,6 +253,48 @@ def _conv_by_matmul(xp: Any, x: A, weight: A, out: A, stride: Ints, dilation: In
     for chunk, cols in _im2col_chunks(xp, x, weight.shape[2:], stride, dilation, padding, size,
                                       groups, budget):
         xp.matmul(w, cols, out=grouped[chunk])
+
+
+def _conv_by_rows(xp: Any, x: A, weight: A, out: A, stride: Ints, dilation: Ints,
+                  padding: Ints, budget: int) -> None:
+    """Conv of ``x`` into a fresh ``out [n, c_out, *size]`` with one group: per batch chunk,
+    ``_row_chunks`` rows times the ``[prod(kernel) * c, c_out]`` weight, each sample's
+    ``[positions, c_out]`` product written straight into its transposed slice of ``out``."""
+    n, c_out, size = out.shape[0], out.shape[1], out.shape[2:]
+    positions = math.prod(size)
+    nd = weight.ndim - 2
+    w = weight.transpose(*range(2, 2 + nd), 1, 0).reshape(math.prod(weight.shape[1:]), c_out)
+    dest = out.reshape(n, c_out, positions).swapaxes(1, 2)
+    for chunk, rows in _row_chunks(xp, x, weight.shape[2:], stride, dilation, padding, size,
+                                   budget):
+        xp.matmul(rows.reshape(chunk.stop - chunk.start, positions, w.shape[0]), w,
+                  out=dest[chunk])
+
+
+def _conv_into(xp: Any, x: A, weight: A, out: A, stride: Ints, dilation: Ints,
+               padding: Ints, groups: int, budget: int, max_plane: int) -> None:
+    """Conv of ``x`` into a fresh ``out``: on channels-last rows where ``_rows_pay``, else on
+    ``_im2col`` columns."""
+    if _rows_pay(x.shape[1], weight.shape[2:], stride, dilation, out.shape[2:], groups,
+                 max_plane):
+        _conv_by_rows(xp, x, weight, out, stride, dilation, padding, budget)
+    else:
+        _conv_by_matmul(xp, x, weight, out, stride, dilation, padding, groups, budget)
+
+
+def _weight_grad_rows(xp: Any, grad: A, rows: Iterator[tuple[slice, A]], shape: Ints) -> A:
+    """Weight gradient ``[c_out, c, *kernel]`` of a one-group conv from its ``grad [n, c_out,
+    *size]`` and ``_row_chunks`` rows: ``grad`` as ``[c_out, n * positions]`` times the rows,
+    summed over the chunks."""
+    n, c_out = grad.shape[:2]
+    positions = math.prod(grad.shape[2:])
+    a = xp.ascontiguousarray(grad.reshape(n, c_out, positions).swapaxes(0, 1))
+    a = a.reshape(c_out, n * positions)
+    total = xp.zeros((c_out, math.prod(shape[1:])), dtype=grad.dtype)
+    for chunk, part in rows:
+        total += a[:, chunk.start * positions:chunk.stop * positions] @ part
+    taps_last = total.reshape(c_out, *shape[2:], shape[1])
+    return xp.ascontiguousarray(taps_last.transpose(0, len(shape) - 1, *range(1, len(shape) - 1)))
 
 
 def _transpose_by_matmul(xp: Any, x: A, w: A, out: A, kernel: Ints,
@@ -276,6 +373,49 @@ def _run_sum(xp: Any, a: A, axis: int, starts: Host, ends: Host) -> A:
     return out
 
 
+@functools.lru_cache(maxsize=16)
+def _max_pool_tables(spatial: Ints, kernel: Ints, stride: Ints, padding: Ints,
+                     dilation: Ints, out_sp: Ints) -> tuple[Host, Host, Host]:
+    """Host tables of a max pool over a padded input (all tuples): each output's first
+    in-bounds tap and the flat plane index of its tap 0 (both ``[*out_sp]``), and each tap's
+    flat offset from tap 0 (``[prod(kernel)]``). Cached (read-only), as building them costs
+    more than pooling a small batch."""
+    firsts, bases, offsets = [], [], []
+    plane_stride, tap_stride = 1, 1
+    for size, k, s, p, d, o in reversed(list(zip(spatial, kernel, stride, padding, dilation,
+                                                 out_sp, strict=True))):
+        start = numpy.arange(o, dtype=numpy.int64) * s - p
+        firsts.insert(0, -(numpy.minimum(start, 0) // d) * tap_stride)
+        bases.insert(0, start * plane_stride)
+        offsets.insert(0, numpy.arange(k, dtype=numpy.int64) * (d * plane_stride))
+        plane_stride *= size
+        tap_stride *= k
+    tables = (functools.reduce(numpy.add.outer, firsts),
+              functools.reduce(numpy.add.outer, bases),
+              functools.reduce(numpy.add.outer, offsets).reshape(-1))
+    for table in tables:
+        table.flags.writeable = False
+    return tables
+
+
+def _max_scan(xp: Any, cols: A, best: A, arg: A, first: A | int, nan_aware: bool) -> None:
+    """Max over the taps of contiguous ``cols [taps, *shape]`` into ``best [*shape]`` and the
+    winning tap into ``arg``, starting from each output's ``first`` in-bounds tap.
+    Branch-free (masked selects are slow on random data): a tap that beats the running max
+    has a larger index than every earlier winner, so the winner is the running max of
+    ``wins * t``. ``maximum`` makes a NaN stick; ``nan_aware`` also gives its index to every
+    later NaN, as torch does (only needed when some window holds one)."""
+    best[...] = cols[0]
+    arg[...] = first
+    for t in range(1, len(cols)):
+        vals = cols[t]
+        wins = vals > best
+        if nan_aware:
+            wins |= xp.isnan(vals)
+        xp.maximum(best, vals, out=best)
+        xp.maximum(arg, wins * arg.dtype.type(t), out=arg)
+
+
 def _adaptive_bins(size_in: int, size_out: int) -> tuple[Host, Host]:
     """torch's adaptive-pool bins: ``floor(i*in/out)`` to ``ceil((i+1)*in/out)``."""
     i = numpy.arange(size_out, dtype=numpy.int64)
@@ -313,14 +453,16 @@ def _interp_taps(size_in: int, size_out: int, mode: InterpolateMode, align_corne
 class ArrayModuleOps:
     """Fast convolution, pooling and interpolation ops over ``xp`` arrays (PyTorch layouts).
 
-    Convolutions walk the batch in chunks whose im2col scratch stays near ``conv_chunk_bytes``,
-    so the columns are written and read back while still in cache instead of streaming a
-    batch-sized matrix through memory; a device backend raises the budget to run the whole
-    batch at once.
+    Convolutions and max pools walk the batch in chunks whose scratch (im2col columns or
+    rows, window taps) stays near ``conv_chunk_bytes``, so it is written and read back while
+    still in cache instead of streaming a batch-sized matrix through memory; a device backend
+    raises the budget to run the whole batch at once. Convolutions with output planes of at
+    most ``conv_rows_max_plane`` positions may use the channels-last rows (see ``_rows_pay``).
     """
 
     xp: ClassVar[Any]
     conv_chunk_bytes: ClassVar[int] = 1 << 21
+    conv_rows_max_plane: ClassVar[int] = 196
 
     # ---- convolution --------------------------------------------------------------------------
     @classmethod
@@ -333,8 +475,8 @@ class ArrayModuleOps:
         out_sp = tuple(conv_output_size(size, k, s, p, d) for size, k, s, p, d in zip(
             x.shape[2:], kernel, options.stride, options.padding, options.dilation, strict=True))
         out = xp.empty((x.shape[0], c_out, *out_sp), dtype=x.dtype)
-        _conv_by_matmul(xp, x, weight, out, options.stride, options.dilation, options.padding,
-                        options.groups, cls.conv_chunk_bytes)
+        _conv_into(xp, x, weight, out, options.stride, options.dilation, options.padding,
+                   options.groups, cls.conv_chunk_bytes, cls.conv_rows_max_plane)
         if bias is not None:
             out += _work(xp, bias).reshape(c_out, *(1,) * len(out_sp))
         return out.astype(dtype, copy=False)
@@ -347,18 +489,35 @@ class ArrayModuleOps:
         x, grad = _work(xp, x), _work(xp, grad)
         n, g = x.shape[0], options.groups
         c_out, kernel, out_sp = grad.shape[1], weight.shape[2:], grad.shape[2:]
+        if _rows_pay(x.shape[1], kernel, options.stride, options.dilation, out_sp, g,
+                     cls.conv_rows_max_plane):
+            rows = _row_chunks(xp, x, kernel, options.stride, options.dilation,
+                               options.padding, out_sp, cls.conv_chunk_bytes)
+            return _weight_grad_rows(xp, grad, rows, weight.shape).astype(dtype, copy=False)
         a = grad.reshape(n, g, c_out // g, math.prod(out_sp))
         columns = _im2col_chunks(xp, x, kernel, options.stride, options.dilation,
                                  options.padding, out_sp, g, cls.conv_chunk_bytes)
         return _weight_grad(xp, a, columns, weight.shape).astype(dtype, copy=False)
 
     @classmethod
+    def conv_bias_backward(cls, grad: A) -> A:
+        """Gradient of a conv's bias: ``grad`` summed over the batch first (adds of whole
+        samples, far faster than reducing the short spatial axes first), then per channel."""
+        xp, dtype = cls.xp, grad.dtype
+        grad = _work(xp, grad)
+        n, c = grad.shape[:2]
+        size = math.prod(grad.shape[2:])
+        samples = grad.reshape(n, c * size).sum(axis=0)
+        return samples.reshape(c, size).sum(axis=1).astype(dtype, copy=False)
+
+    @classmethod
     def conv_transpose(cls, x: A, weight: A, bias: A | None,
                        options: ConvTransposeOptions) -> A:
         """N-d transposed convolution: per chunk of the batch, one batched matmul giving every
         tap's contribution, then a col2im scatter-add (one add per kernel tap). With stride 1
-        and no more input than output channels per group (depthwise, say), it is computed as
-        the equivalent conv instead: the kernel flipped, its channel roles swapped, and
+        and no more input than output channels per group (depthwise, say), or up to 4x more
+        on planes small enough for the rows layout (``_rows_pay``), it is computed as the
+        equivalent conv instead: the kernel flipped, its channel roles swapped, and
         ``(k - 1) * dilation - padding`` of padding."""
         xp, dtype = cls.xp, x.dtype
         x, weight = _work(xp, x), _work(xp, weight)
@@ -372,11 +531,15 @@ class ArrayModuleOps:
         as_conv = tuple((k - 1) * d - p
                         for k, d, p in zip(kernel, options.dilation, options.padding, strict=True))
         out = xp.empty((n, g * c_out_g, *out_sp), dtype=x.dtype)
-        if all(s == 1 for s in options.stride) and min(as_conv) >= 0 and c_in_g <= c_out_g:
+        ones = (1,) * nd
+        conv_pays = c_in_g <= c_out_g or (c_in_g <= 4 * c_out_g and _rows_pay(
+            c_in, kernel, ones, options.dilation, out_sp, g, cls.conv_rows_max_plane))
+        if all(s == 1 for s in options.stride) and min(as_conv) >= 0 and conv_pays:
             flipped = xp.flip(weight, axis=tuple(range(2, 2 + nd)))
             w = flipped.reshape(g, c_in_g, c_out_g, *kernel).swapaxes(1, 2)
-            _conv_by_matmul(xp, x, w.reshape(g * c_out_g, c_in_g, *kernel), out,
-                            (1,) * nd, options.dilation, as_conv, g, cls.conv_chunk_bytes)
+            _conv_into(xp, x, w.reshape(g * c_out_g, c_in_g, *kernel), out, ones,
+                       options.dilation, as_conv, g, cls.conv_chunk_bytes,
+                       cls.conv_rows_max_plane)
         else:
             n_taps = math.prod(kernel)
             w = weight.reshape(g, c_in_g, c_out_g, n_taps).transpose(0, 3, 2, 1)
@@ -440,45 +603,47 @@ class ArrayModuleOps:
                               dilation: Ints, ceil_mode: bool) -> tuple[A, A]:
         """N-d max pool over the taps of a ``-inf``-padded input, with torch's flat plane indices
         (first index among ties, a later NaN wins, an all ``-inf`` window picks its first
-        in-bounds tap)."""
+        in-bounds tap). Per batch chunk, every window tap is copied into one tap-major buffer
+        (one copy, where reading strided taps would cost each compare and max a slow pass)
+        and scanned; a chunk whose max holds a NaN is scanned again NaN-aware."""
         xp, dtype = cls.xp, x.dtype
         x = _work(xp, x)
         nd, spatial = len(kernel), x.shape[2:]
         out_sp = tuple(pool_output_size(size, k, s, p, d, ceil_mode) for size, k, s, p, d
                        in zip(spatial, kernel, stride, padding, dilation, strict=True))
         xpad = _padded(xp, x, padding, _extent(kernel, stride, dilation, out_sp), -math.inf)
-        # Host tables: each output's first in-bounds tap, the flat input index of its tap 0,
-        # and each tap's flat offset from tap 0.
-        first = numpy.zeros((1,) * nd, dtype=numpy.int64)
-        base = numpy.zeros((1,) * nd, dtype=numpy.int64)
-        offsets = numpy.zeros(math.prod(kernel), dtype=numpy.int64)
-        tap_grid = numpy.indices(kernel).reshape(nd, -1)
-        plane_stride, tap_stride = 1, 1
-        for axis in range(nd - 1, -1, -1):
-            o, s, p, d = out_sp[axis], stride[axis], padding[axis], dilation[axis]
-            shape = (1,) * axis + (o,) + (1,) * (nd - axis - 1)
-            start = numpy.arange(o, dtype=numpy.int64) * s - p
-            first = first + (-(numpy.minimum(start, 0) // d)).reshape(shape) * tap_stride
-            base = base + start.reshape(shape) * plane_stride
-            offsets += tap_grid[axis] * d * plane_stride
-            plane_stride *= spatial[axis]
-            tap_stride *= kernel[axis]
-        # Branch-free scan (masked selects are slow on random data): a tap that beats the
-        # running max has a larger index than every earlier winner, so the winning tap is the
-        # running max of ``wins * t``; maximum also makes a NaN stick, as torch does.
-        best = xp.full((*x.shape[:2], *out_sp), -math.inf, dtype=x.dtype)
-        arg = xp.empty(best.shape, dtype=xp.int64)
-        arg[...] = xp.asarray(first)
-        has_nan = bool(xp.isnan(x).any())
-        for t, tap in enumerate(_taps(kernel)):
-            vals = xpad[(Ellipsis, *_tap_window(tap, stride, dilation, out_sp))]
-            wins = vals > best
-            if has_nan:
-                wins |= xp.isnan(vals)
-            xp.maximum(best, vals, out=best)
-            xp.maximum(arg, wins * t, out=arg)
-        indices = xp.take(xp.asarray(offsets), arg) + xp.asarray(base)
+        first, base, offsets = _max_pool_tables(spatial, *map(tuple, (kernel, stride, padding,
+                                                                      dilation)), out_sp)
+        n, c, n_taps, size = x.shape[0], x.shape[1], math.prod(kernel), math.prod(out_sp)
+        windows = _window_view(xp, xpad, kernel, stride, dilation, out_sp)
+        taps = windows.transpose(*range(2, 2 + nd), 0, 1, *range(2 + nd, 2 + 2 * nd))
+        best = xp.empty((n * c, size), dtype=x.dtype)
+        arg = xp.empty(best.shape, dtype=numpy.min_scalar_type(n_taps - 1))
+        start = xp.asarray(first.reshape(-1)) if any(padding) else 0
+        for chunk in _batch_chunks(n, n_taps * c * size * x.itemsize, cls.conv_chunk_bytes):
+            rows = slice(chunk.start * c, chunk.stop * c)
+            cols = xp.ascontiguousarray(taps[(*(slice(None),) * nd, chunk)])
+            cols = cols.reshape(n_taps, rows.stop - rows.start, size)
+            _max_scan(xp, cols, best[rows], arg[rows], start, False)
+            if bool(xp.isnan(best[rows]).any()):
+                _max_scan(xp, cols, best[rows], arg[rows], start, True)
+        best = best.reshape(n, c, *out_sp)
+        indices = xp.take(xp.asarray(offsets), arg.reshape(best.shape)) + xp.asarray(base)
         return best.astype(dtype, copy=False), indices
+
+    @classmethod
+    def max_pool_with_indices_backward(cls, x: A, grad: A, indices: A) -> A:
+        """Gradient of a max pool: ``grad`` summed into the flat plane positions named by
+        ``indices``, as one 1-d ``add.at`` over every plane (summed in order in the grad's
+        own dtype, where the protocol's scatter goes through a multi-index and float64)."""
+        xp, dtype = cls.xp, x.dtype
+        grad = _work(xp, grad)
+        n, c = x.shape[:2]
+        plane, size = math.prod(x.shape[2:]), math.prod(grad.shape[2:])
+        flat = indices.reshape(n * c, size) + (xp.arange(n * c, dtype=xp.int64) * plane)[:, None]
+        out = xp.zeros(n * c * plane, dtype=grad.dtype)
+        xp.add.at(out, flat.reshape(-1), grad.reshape(-1))
+        return out.reshape(x.shape).astype(dtype, copy=False)
 
     @classmethod
     def adaptive_avg_pool(cls, x: A, output_size: Ints) -> A:
