@@ -1,9 +1,10 @@
 """Fused batch normalization over an array module ``xp`` (NumPy on the CPU, CuPy on CUDA).
 
 The protocol's composition takes about a dozen backend ops each way; here the statistics are
-two reductions over a ``[n, c, positions]`` view and the output one fused multiply-add, so a
-training step's batch norm costs a few array passes instead of a dozen dispatches. 16-bit
-floats are computed in float32, as torch does on the CPU.
+two einsum reductions over a ``[n, c, positions]`` view and the normalization a few
+elementwise passes over ``[n, c * positions]`` rows against per-channel values repeated along
+the positions (NumPy's inner loop then runs whole rows instead of ``positions``-long pieces).
+16-bit floats are computed in float32, as torch does on the CPU.
 """
 
 from __future__ import annotations
@@ -14,34 +15,40 @@ from typing import Any, ClassVar
 A = Any  # an ``xp.ndarray``
 
 
-def _rows(xp: Any, x: A) -> tuple[A, int]:
-    """``x [n, c, *]`` as ``[n, c, positions]`` in a dtype to compute in, and the values per
-    channel."""
-    n, c = x.shape[0], x.shape[1]
-    positions = math.prod(x.shape[2:])
-    rows = x.reshape(n, c, positions)
-    if rows.dtype.itemsize < 4:
-        rows = rows.astype(xp.float32)
-    return rows, n * positions
+class _Batch:
+    """``x [n, c, *]`` viewed for batch norm: ``[n, c * positions]`` rows in a dtype to compute
+    in, the channel mean, the centered rows and the biased variance."""
+
+    __slots__ = ("centered", "count", "mean", "positions", "var", "xp")
+
+    def __init__(self, xp: Any, x: A) -> None:
+        n, c = x.shape[0], x.shape[1]
+        self.xp, self.positions = xp, math.prod(x.shape[2:])
+        self.count = n * self.positions
+        rows = _compute_dtype(xp, x.reshape(n, c * self.positions))
+        self.mean = self.channel_sum(rows) / self.count
+        self.centered = rows - self.spread(self.mean)
+        self.var = self.channel_dot(self.centered, self.centered) / self.count
+
+    def channel_sum(self, rows: A) -> A:
+        """Per-channel sums of ``[n, c * positions]`` rows (einsum: ~3x NumPy's two-axis sum)."""
+        n = rows.shape[0]
+        return self.xp.einsum("ncp->c", rows.reshape(n, -1, self.positions))
+
+    def channel_dot(self, a: A, b: A) -> A:
+        """Per-channel sums of ``a * b`` without materializing the product."""
+        n = a.shape[0]
+        return self.xp.einsum("ncp,ncp->c", a.reshape(n, -1, self.positions),
+                              b.reshape(n, -1, self.positions))
+
+    def spread(self, per_channel: A) -> A:
+        """A ``[c]`` vector repeated along the positions, broadcasting against the rows."""
+        return self.xp.repeat(per_channel, self.positions)
 
 
-def _statistics(xp: Any, rows: A, count: int) -> tuple[A, A, A]:
-    """Per-channel mean, ``rows`` minus it, and the biased variance; the mean and variance
-    shaped ``[c, 1]`` to broadcast against ``[n, c, positions]``."""
-    mean = _channel_sum(xp, rows).reshape(-1, 1) / count
-    centered = rows - mean
-    var = xp.einsum("ncp,ncp->c", centered, centered).reshape(-1, 1) / count
-    return mean, centered, var
-
-
-def _channel_sum(xp: Any, rows: A) -> A:
-    """Per-channel sum of ``[n, c, positions]`` (einsum: about 3x NumPy's two-axis sum)."""
-    return xp.einsum("ncp->c", rows)
-
-
-def _invstd(xp: Any, var: A, eps: float) -> A:
-    """``1 / sqrt(var + eps)``."""
-    return 1.0 / xp.sqrt(var + eps)
+def _compute_dtype(xp: Any, a: A) -> A:
+    """``a`` widened to float32 if it is a 16-bit float."""
+    return a.astype(xp.float32) if a.dtype.itemsize < 4 else a
 
 
 class ArrayNormOps:
@@ -54,33 +61,34 @@ class ArrayNormOps:
                    eps: float) -> tuple[A, A, A]:
         """Training-mode batch normalization: ``(y, mean [c], var [c])``, var biased."""
         xp, dtype = cls.xp, x.dtype
-        rows, count = _rows(xp, x)
-        mean, centered, var = _statistics(xp, rows, count)
-        scale = _invstd(xp, var, eps)
+        batch = _Batch(xp, x)
+        scale = 1.0 / xp.sqrt(batch.var + eps)
         if weight is not None:
-            scale *= weight.reshape(-1, 1)
-        centered *= scale
+            scale *= weight
+        y = batch.centered
+        y *= batch.spread(scale)
         if bias is not None:
-            centered += bias.reshape(-1, 1)
-        return (centered.reshape(x.shape).astype(dtype, copy=False),
-                mean.reshape(-1).astype(dtype, copy=False),
-                var.reshape(-1).astype(dtype, copy=False))
+            y += batch.spread(bias)
+        return (y.reshape(x.shape).astype(dtype, copy=False),
+                batch.mean.astype(dtype, copy=False), batch.var.astype(dtype, copy=False))
 
     @classmethod
     def batch_norm_backward(cls, x: A, weight: A | None, grad: A,
                             eps: float) -> tuple[A, A, A]:
-        """Gradients in ``(x, weight, bias)``: with ``xhat = (x - mean) * invstd``,
-        ``dx = w * invstd * (g - mean(g) - xhat * mean(g * xhat))`` per channel."""
+        """Gradients in ``(x, weight, bias)``: with ``xhat = (x - mean) * invstd`` and
+        ``scale = weight * invstd``, ``dx = scale * (g - mean(g)) - xhat * scale *
+        mean(g * xhat)`` per channel."""
         xp, dtype = cls.xp, x.dtype
-        rows, count = _rows(xp, x)
-        g, _ = _rows(xp, grad)
-        _, centered, var = _statistics(xp, rows, count)
-        invstd = _invstd(xp, var, eps)
-        grad_bias = _channel_sum(xp, g)
-        grad_weight = xp.einsum("ncp,ncp->c", g, centered) * invstd.reshape(-1)
-        grad_x = g - (grad_bias / count).reshape(-1, 1)
-        centered *= invstd * (grad_weight / count).reshape(-1, 1)
+        batch = _Batch(xp, x)
+        g = _compute_dtype(xp, grad.reshape(batch.centered.shape))
+        invstd = 1.0 / xp.sqrt(batch.var + eps)
+        grad_bias = batch.channel_sum(g)
+        grad_weight = batch.channel_dot(g, batch.centered) * invstd
+        scale = invstd if weight is None else invstd * weight
+        grad_x = g * batch.spread(scale)
+        grad_x -= batch.spread(scale * grad_bias / batch.count)
+        centered = batch.centered
+        centered *= batch.spread(scale * invstd * grad_weight / batch.count)
         grad_x -= centered
-        grad_x *= invstd if weight is None else invstd * weight.reshape(-1, 1)
         return (grad_x.reshape(x.shape).astype(dtype, copy=False),
                 grad_weight.astype(dtype, copy=False), grad_bias.astype(dtype, copy=False))
