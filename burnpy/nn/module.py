@@ -30,6 +30,8 @@ if TYPE_CHECKING:
     from burnpy.quantization.scheme import QuantScheme
 
 Holder = Any  # a Module, list or dict holding a tensor
+#: One tensor place found by ``Module._walk``: (dotted name, tensor, holder, key, is_param).
+Place = tuple[str, Tensor, Holder, str | int, bool]
 
 
 class StateDictError(BurnpyError, ValueError):
@@ -117,21 +119,28 @@ class Module:
         for _, m in self.named_modules():
             yield m
 
-    def _walk(self, prefix: str = "") -> Iterator[tuple[str, Tensor, Holder, str | int, bool]]:
-        """(name, tensor, holder, key, is_param) for every tensor place, in attribute order."""
-        for name, value in self._entries():
-            path = f"{prefix}{name}"
+    def _walk(self, prefix: str = "", out: list[Place] | None = None) -> list[Place]:
+        """(name, tensor, holder, key, is_param) for every tensor place, in attribute order:
+        a list filled by plain recursion (optimizers walk the model every step)."""
+        if out is None:
+            out = []
+        buffers = self._buffer_names
+        for name, value in vars(self).items():
+            if name.startswith("_"):
+                continue
             if isinstance(value, Tensor):
-                yield path, value, self, name, (value.kind is FLOAT
-                                                and name not in self._buffer_names)
+                out.append((prefix + name, value, self, name,
+                            value.kind is FLOAT and name not in buffers))
             elif isinstance(value, Module):
-                yield from value._walk(path + ".")
+                value._walk(f"{prefix}{name}.", out)
             elif isinstance(value, list | dict):
                 for key, item in _items(value):
                     if isinstance(item, Tensor):
-                        yield f"{path}.{key}", item, value, key, item.kind is FLOAT
+                        out.append((f"{prefix}{name}.{key}", item, value, key,
+                                    item.kind is FLOAT))
                     elif isinstance(item, Module):
-                        yield from item._walk(f"{path}.{key}.")
+                        item._walk(f"{prefix}{name}.{key}.", out)
+        return out
 
     def slots(self) -> list[ParamSlot]:
         """Every distinct tensor once (tied weights keep their first name), with its holders."""
