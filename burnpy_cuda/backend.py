@@ -1,8 +1,10 @@
 """``CudaBackend``: the array-module ops of ``burnpy_cpu`` run on CuPy, with CUDA devices,
 per-device seeding, the CuPy memory pool and zero-copy DLPack.
 
-One implementation of each op's logic serves both backends (``burnpy_cpu/array_ops``); this
-module holds only what is CUDA's own: devices, streams, synchronization and host transfer.
+One implementation of each op's logic serves both backends (``burnpy_cpu/array_ops``), except
+where ``CudaKernelOps`` (``kernel_ops.py``) runs a fused CUDA kernel instead (activations,
+softmax, cross entropy, the Adam step); this module holds only what is CUDA's own: devices,
+streams, synchronization and host transfer.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from burnpy_cpu.array_ops.module_ops import ArrayModuleOps
 from burnpy_cpu.array_ops.norm_ops import ArrayNormOps
 from burnpy_cpu.array_ops.optim_ops import ArrayOptimOps
 from burnpy_cpu.array_ops.q_ops import ArrayQOps, QuantizedArray
+from burnpy_cuda.kernel_ops import CudaKernelOps
 from burnpy_cuda.runtime import LazyModule, require_cupy
 
 #: CuPy has no bfloat16 storage type.
@@ -36,8 +39,8 @@ def CudaDevice(index: int = 0) -> Device:  # noqa: N802 - reads like a device ty
     return Device("cuda", index)
 
 
-class CudaBackend(ArrayFloatOps, ArrayIntOps, ArrayBoolOps, ArrayQOps, ArrayModuleOps,
-                  ArrayNormOps, ArrayLossOps, ArrayActivationOps, ArrayOptimOps,
+class CudaBackend(CudaKernelOps, ArrayFloatOps, ArrayIntOps, ArrayBoolOps, ArrayQOps,
+                  ArrayModuleOps, ArrayNormOps, ArrayLossOps, ArrayActivationOps, ArrayOptimOps,
                   Backend):
     """Every op on ``cupy.ndarray``s; quantized tensors are ``QuantizedArray``s of CuPy arrays.
 

@@ -1,0 +1,115 @@
+"""Benchmark: one training step of an MLP 784-512-512-10 (ReLU) with Adam on the GPU, float32,
+batch 256 and 4096: burnpy on ``Autodiff(CudaBackend)`` vs torch CUDA eager.
+
+A step is the forward pass, cross entropy against int labels, the backward pass and an Adam
+update (burnpy's ``optim.Adam``: one fused kernel per parameter; torch's default Adam). Both
+start from the same weights; their losses over the first steps are checked to agree. Steps
+are timed in alternating rounds, the device drained before each timer is read; medians.
+Run: ``.venv/bin/python benchmarks/cuda_mlp_step.py``.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable
+
+import numpy as np
+import torch
+from cuda_timing import alternate_synced, fmt, require_gpu
+
+import burnpy.nn.functional as F
+from burnpy import Tensor, optim
+from burnpy.autodiff import Autodiff
+from burnpy.nn import Linear, Module
+from burnpy_cuda import CudaBackend
+
+SIZES = (784, 512, 512, 10)
+BATCHES = {256: 20, 4096: 10}  # batch size: steps per timed sample
+LR = 1e-3
+ROUNDS = 15
+
+Weights = dict[str, np.ndarray]
+
+
+def _init(rng: np.random.Generator) -> Weights:
+    """Weights ``[out, in]`` and biases of each layer, as torch's Linear lays them out."""
+    weights = {}
+    for i, (n_in, n_out) in enumerate(itertools.pairwise(SIZES)):
+        bound = 1 / np.sqrt(n_in)
+        weights[f"fc{i}.weight"] = rng.uniform(-bound, bound, (n_out, n_in)).astype(np.float32)
+        weights[f"fc{i}.bias"] = rng.uniform(-bound, bound, n_out).astype(np.float32)
+    return weights
+
+
+class BurnpyMLP(Module):
+    def __init__(self, backend: object) -> None:
+        self.fc0, self.fc1, self.fc2 = (Linear(n_in, n_out, backend=backend)
+                                        for n_in, n_out in itertools.pairwise(SIZES))
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.fc2(F.relu(self.fc1(F.relu(self.fc0(x)))))
+
+
+def burnpy_step(weights: Weights, x: np.ndarray, y: np.ndarray) -> Callable[[], Tensor]:
+    backend = Autodiff(CudaBackend)
+    model = BurnpyMLP(backend).load_state_dict(weights)
+    opt = optim.Adam(lr=LR)
+    bx, by = Tensor.from_data(x, backend=backend), Tensor.from_data(y, backend=backend)
+
+    def step() -> Tensor:
+        loss = F.cross_entropy(model(bx), by)
+        opt.step(model, loss.backward())
+        return loss
+
+    return step
+
+
+def torch_step(weights: Weights, x: np.ndarray, y: np.ndarray) -> Callable[[], torch.Tensor]:
+    layers: list[torch.nn.Module] = []
+    for n_in, n_out in itertools.pairwise(SIZES):
+        layers += [torch.nn.Linear(n_in, n_out), torch.nn.ReLU()]
+    model = torch.nn.Sequential(*layers[:-1]).cuda()
+    linears = [m for m in model if isinstance(m, torch.nn.Linear)]
+    with torch.no_grad():
+        for i, layer in enumerate(linears):
+            layer.weight.copy_(torch.from_numpy(weights[f"fc{i}.weight"]))
+            layer.bias.copy_(torch.from_numpy(weights[f"fc{i}.bias"]))
+    opt = torch.optim.Adam(model.parameters(), lr=LR)
+    tx, ty = torch.from_numpy(x).cuda(), torch.from_numpy(y).cuda()
+
+    def step() -> torch.Tensor:
+        opt.zero_grad(set_to_none=True)
+        loss = torch.nn.functional.cross_entropy(model(tx), ty)
+        loss.backward()
+        opt.step()
+        return loss
+
+    return step
+
+
+def main() -> None:
+    require_gpu("cuda_mlp_step")
+    device = CudaBackend.default_device()
+    rng = np.random.default_rng(0)
+    weights = _init(rng)
+    print(f"MLP {'-'.join(map(str, SIZES))} ReLU, Adam, float32 on "
+          f"{torch.cuda.get_device_name()}; median of {ROUNDS} alternating samples")
+    for batch, number in BATCHES.items():
+        x = rng.standard_normal((batch, SIZES[0])).astype(np.float32)
+        y = rng.integers(0, SIZES[-1], batch)
+        ours, theirs = burnpy_step(weights, x, y), torch_step(weights, x, y)
+        np.testing.assert_allclose([ours().item() for _ in range(3)],
+                                   [theirs().item() for _ in range(3)], rtol=1e-3)
+        med = alternate_synced({
+            "burnpy Autodiff(CudaBackend)": (ours, lambda: CudaBackend.sync(device)),
+            "torch CUDA eager": (theirs, torch.cuda.synchronize),
+        }, number, ROUNDS)
+        print(f"  batch {batch} ({number} steps per sample; same losses for 3 steps):")
+        for name, seconds in med.items():
+            print(f"    {name:30s} {fmt(seconds)}/step")
+        ratio = med["burnpy Autodiff(CudaBackend)"] / med["torch CUDA eager"]
+        print(f"    burnpy / torch: {ratio:.2f}x")
+
+
+if __name__ == "__main__":
+    main()
