@@ -31,14 +31,14 @@ class ArrayLossOps:
 
     @classmethod
     def cross_entropy(cls, logits: A, target: A, ignore_index: int) -> A:
-        """``logsumexp(row) - row[target]`` per row, 0 on ignored rows."""
+        """``logsumexp(row) - row[target]`` per row; exactly 0 on ignored rows, whatever
+        their logits hold (torch's value)."""
         xp, dtype = cls.xp, logits.dtype
         x = _work(xp, logits)
         peak = x.max(axis=1, keepdims=True)
         lse = xp.log(xp.exp(x - peak).sum(axis=1)) + peak[:, 0]
         rows, safe, kept = _rows_and_targets(xp, target, ignore_index)
-        loss = lse - x[rows, safe]
-        loss *= kept
+        loss = xp.where(kept, lse - x[rows, safe], 0)
         return loss.astype(dtype, copy=False)
 
     @classmethod
@@ -50,5 +50,5 @@ class ArrayLossOps:
         e /= e.sum(axis=1, keepdims=True)
         rows, safe, kept = _rows_and_targets(xp, target, ignore_index)
         e[rows, safe] -= 1.0
-        e *= (_work(xp, grad) * kept)[:, None]
-        return e.astype(dtype, copy=False)
+        e *= _work(xp, grad)[:, None]
+        return xp.where(kept[:, None], e, 0).astype(dtype, copy=False)

@@ -122,3 +122,23 @@ def test_cross_entropy_ignored_rows_and_bad_targets() -> None:
         F.cross_entropy(logits, Tensor.from_data(np.array([0, 3, 1, 1]), backend=CpuBackend))
     with pytest.raises(IndexOutOfBoundsError, match="target -1"):
         F.cross_entropy(logits, Tensor.from_data(np.array([0, -1, 1, 1]), backend=CpuBackend))
+
+
+def test_ignored_rows_are_exactly_zero_even_with_non_finite_logits() -> None:
+    logits = _draw((3, 4), "float64")
+    logits[1] = [np.nan, np.inf, -np.inf, 1.0]
+    target, grad = np.array([2, -100, 0]), np.ones(3)
+    for impl in (CpuBackend, None):
+        if impl is None:
+            loss = ModuleOps.cross_entropy.__func__(CpuBackend, logits, target, -100)
+            dx = ModuleOps.cross_entropy_backward.__func__(CpuBackend, logits, target, -100,
+                                                           grad)
+        else:
+            loss = impl.cross_entropy(logits, target, -100)
+            dx = impl.cross_entropy_backward(logits, target, -100, grad)
+        assert loss[1] == 0.0 and np.isfinite(loss).all()
+        assert (dx[1] == 0.0).all() and np.isfinite(dx).all()
+    want = torch.nn.functional.cross_entropy(torch.from_numpy(logits), torch.from_numpy(target),
+                                             reduction="none")
+    np.testing.assert_allclose(CpuBackend.cross_entropy(logits, target, -100), want.numpy(),
+                               rtol=1e-12)

@@ -316,22 +316,23 @@ class ModuleOps:
     @classmethod
     def cross_entropy(cls, logits: F, target: I, ignore_index: int) -> F:
         """Per-sample cross entropy of ``logits [n, c]`` against class indices ``target [n]``
-        (each in ``[0, c)`` or ``ignore_index``): ``-log_softmax(logits)[i, target[i]]``, 0
-        where ignored. Shape ``[n]``."""
+        (each in ``[0, c)`` or ``ignore_index``): ``-log_softmax(logits)[i, target[i]]``,
+        exactly 0 where ignored (whatever those logits hold). Shape ``[n]``."""
         picked = _one_hot_targets(cls, logits, target, ignore_index)
         nll = cls.float_sum_dim(cls.float_mul(cls.log_softmax(logits, 1), picked), 1)
-        return cls.float_reshape(cls.float_neg(nll), (logits.shape[0],))
+        loss = cls.float_reshape(cls.float_neg(nll), (logits.shape[0],))
+        return cls.float_mask_fill(loss, cls.int_equal_elem(target, ignore_index), 0.0)
 
     @classmethod
     def cross_entropy_backward(cls, logits: F, target: I, ignore_index: int, grad: F) -> F:
         """Gradient of ``cross_entropy`` in ``logits`` given ``grad [n]``: each row's
-        ``softmax - one_hot(target)`` times its grad (0 for ignored rows)."""
+        ``softmax - one_hot(target)`` times its grad (exactly 0 for ignored rows)."""
         n = logits.shape[0]
         picked = _one_hot_targets(cls, logits, target, ignore_index)
-        kept = cls.bool_into_float(cls.int_not_equal_elem(target, ignore_index),
-                                   dtype_of_numpy(logits.dtype))
-        row_grad = cls.float_reshape(cls.float_mul(grad, kept), (n, 1))
-        return cls.float_mul(cls.float_sub(cls.softmax(logits, 1), picked), row_grad)
+        row_grad = cls.float_reshape(grad, (n, 1))
+        out = cls.float_mul(cls.float_sub(cls.softmax(logits, 1), picked), row_grad)
+        ignored = cls.int_equal_elem(cls.int_reshape(target, (n, 1)), ignore_index)
+        return cls.float_mask_fill(out, cls.bool_expand(ignored, logits.shape), 0.0)
 
     @classmethod
     def attention(cls, query: F, key: F, value: F, mask: Bo | None, scale: float | None,
