@@ -1,12 +1,12 @@
-"""``Adam`` (L2 weight decay, optional AMSGrad) and ``AdamW`` (decoupled weight decay), one
-fused ``adam_step`` backend call per parameter."""
+"""``Adam`` (L2 weight decay, optional AMSGrad) and ``AdamW`` (decoupled weight decay): one
+fused ``adam_step`` backend call per group of alike parameters, concatenated."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from burnpy.backend.errors import InvalidArgumentError
-from burnpy.optim.optimizer import GradientClipping, Optimizer
+from burnpy.optim.optimizer import GradientClipping, Optimizer, concat_flat, split_flat
 from burnpy.tensor import Tensor
 from burnpy.tensor._core import FLOAT
 from burnpy.tensor._core import new as wrap
@@ -38,6 +38,55 @@ class Adam(Optimizer):
             decoupled=self.decoupled_weight_decay, amsgrad=self.amsgrad)
         self._store(name, b, exp_avg=exp_avg, exp_avg_sq=exp_avg_sq, max_exp_avg_sq=peak)
         return wrap(b, new, FLOAT)
+
+    def update_many(self, names: list[str], params: list[Tensor], grads: list[Tensor],
+                    lr: float) -> list[Tensor]:
+        """Parameters alike in backend, dtypes, device, step count and state in use are
+        concatenated and stepped by one ``adam_step`` (the rule is elementwise, so every value
+        is what its own update gives); a lone parameter takes ``update``."""
+        groups: dict[tuple[Any, ...], list[int]] = {}
+        for i, (name, p, g) in enumerate(zip(names, params, grads, strict=True)):
+            state = self.state.get(name, {})
+            key = (p.backend, p.dtype, g.dtype, p.device, self.steps[name],
+                   "exp_avg" in state and "exp_avg_sq" in state,
+                   self.amsgrad and "max_exp_avg_sq" in state)
+            groups.setdefault(key, []).append(i)
+        out: list[Tensor | None] = [None] * len(params)
+        for members in groups.values():
+            if len(members) == 1:
+                i = members[0]
+                out[i] = self.update(names[i], params[i], grads[i], lr)
+                continue
+            news = self._update_group([names[i] for i in members], [params[i] for i in members],
+                                      [grads[i] for i in members], lr)
+            for i, new in zip(members, news, strict=True):
+                out[i] = new
+        return out  # type: ignore[return-value]
+
+    def _update_group(self, names: list[str], params: list[Tensor], grads: list[Tensor],
+                      lr: float) -> list[Tensor]:
+        """One ``adam_step`` over the concatenation of ``params`` (alike, see
+        ``update_many``), split back into each parameter's value and state."""
+        b = params[0].backend
+        states = [self._state(n, p, "exp_avg", "exp_avg_sq", "max_exp_avg_sq")
+                  for n, p in zip(names, params, strict=True)]
+        flat = [None if any(c is None for c in columns) else concat_flat(b, list(columns))
+                for columns in zip(*states, strict=True)]
+        new, exp_avg, exp_avg_sq, peak = b.adam_step(
+            concat_flat(b, [p.primitive for p in params]),
+            concat_flat(b, [g.primitive for g in grads]), flat[0], flat[1],
+            flat[2] if self.amsgrad else None, step=self.steps[names[0]], lr=lr,
+            beta1=self.betas[0], beta2=self.betas[1], eps=self.eps,
+            weight_decay=self.weight_decay, decoupled=self.decoupled_weight_decay,
+            amsgrad=self.amsgrad)
+        shapes = [p.shape for p in params]
+        pieces = [None if a is None else split_flat(b, a, shapes)
+                  for a in (exp_avg, exp_avg_sq, peak)]
+        for k, name in enumerate(names):
+            self._store(name, b, **{key: None if piece is None else piece[k] for key, piece in
+                                    zip(("exp_avg", "exp_avg_sq", "max_exp_avg_sq"), pieces,
+                                        strict=True)})
+        return [wrap(b, p, FLOAT) for p in split_flat(b, new, shapes)]
 
     def hyperparameters(self) -> dict[str, Any]:
         return {"lr": self.lr, "betas": list(self.betas), "eps": self.eps,

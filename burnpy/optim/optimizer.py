@@ -14,6 +14,7 @@ parameter's dotted name so a record of it survives a restart.
 
 from __future__ import annotations
 
+import math
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -142,6 +143,13 @@ class Optimizer(ABC):
     def update(self, name: str, param: Tensor, grad: Tensor, lr: float) -> Tensor:
         """The new value of parameter ``name`` (inner-backend tensors in and out)."""
 
+    def update_many(self, names: list[str], params: list[Tensor], grads: list[Tensor],
+                    lr: float) -> list[Tensor]:
+        """The new values of several parameters (inner-backend tensors in and out): one
+        ``update`` each. Optimizers with an elementwise rule override it to update many
+        parameters in one backend call (``Adam``)."""
+        return [self.update(n, p, g, lr) for n, p, g in zip(names, params, grads, strict=True)]
+
     @abstractmethod
     def hyperparameters(self) -> dict[str, Any]:
         """The configuration (saved with the state for inspection)."""
@@ -155,16 +163,20 @@ class Optimizer(ABC):
             clipped = self.grad_clipping.apply([g for _, g in pairs])
             pairs = [(slot, g) for (slot, _), g in zip(pairs, clipped, strict=True)]
         steps = self.steps
-        for slot, g in pairs:
+        names, params = [], []
+        for slot, _ in pairs:
             param = slot.tensor
-            b = param.backend
-            inner = b.InnerBackend
-            name = slot.name
-            steps[name] = steps.get(name, 0) + 1
-            new = self.update(name, wrap(inner, b.inner(param.primitive), FLOAT), g, rate)
-            if new.backend is not inner:
+            steps[slot.name] = steps.get(slot.name, 0) + 1
+            names.append(slot.name)
+            params.append(wrap(param.backend.InnerBackend,
+                               param.backend.inner(param.primitive), FLOAT))
+        news = self.update_many(names, params, [g for _, g in pairs], rate)
+        for (slot, _), new in zip(pairs, news, strict=True):
+            b = slot.tensor.backend
+            if new.backend is not b.InnerBackend:
                 raise BackendMismatchError(f"{type(self).__name__}.update: expected a tensor of "
-                                           f"{inner.name()}, got one of {new.backend.name()}")
+                                           f"{b.InnerBackend.name()}, got one of "
+                                           f"{new.backend.name()}")
             # Tensor.from_inner(new).require_grad() minus the Tensor layer: a new tracked leaf.
             leaf = b.float_set_require_grad(b.from_inner(new.primitive), True)
             slot.assign(wrap(b, leaf, FLOAT))
@@ -212,3 +224,20 @@ class Optimizer(ABC):
     def __repr__(self) -> str:
         args = ", ".join(f"{k}={v}" for k, v in self.hyperparameters().items())
         return f"{type(self).__name__}({args})"
+
+
+def concat_flat(backend: type[Backend], primitives: list[Any]) -> Any:
+    """Float primitives of one backend and dtype flattened into one 1-d primitive, in order."""
+    return backend.float_cat([backend.float_reshape(p, (math.prod(p.shape),))
+                              for p in primitives], 0)
+
+
+def split_flat(backend: type[Backend], flat: Any, shapes: list[tuple[int, ...]]) -> list[Any]:
+    """The inverse of ``concat_flat``: consecutive pieces of ``flat`` reshaped to ``shapes``."""
+    pieces, start = [], 0
+    for shape in shapes:
+        stop = start + math.prod(shape)
+        pieces.append(backend.float_reshape(backend.float_slice(flat, (slice(start, stop),)),
+                                            shape))
+        start = stop
+    return pieces

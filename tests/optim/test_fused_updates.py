@@ -264,3 +264,47 @@ def test_twenty_steps_match_torch(backend: type[bp.Backend], make: Callable[[], 
         ref_opt.step()
     for a, b in zip(ours, (ref.weight, ref.bias), strict=True):
         np.testing.assert_allclose(a, b.detach().numpy(), rtol=1e-6, atol=1e-12)
+
+
+# ---- Adam over many parameters at once ----------------------------------------------------------
+class _PerParameterAdam(optim.Adam):
+    """Adam with the grouped path switched off: one ``update`` per parameter."""
+
+    def update_many(self, names: list[str], params: list[Tensor], grads: list[Tensor],
+                    lr: float) -> list[Tensor]:
+        return [self.update(n, p, g, lr) for n, p, g in zip(names, params, grads, strict=True)]
+
+
+class _TwoLayers(nn.Module):
+    def __init__(self, backend: Any) -> None:
+        self.first = nn.Linear(4, 3, backend=backend)
+        self.second = nn.Linear(3, 2, backend=backend)
+
+
+@pytest.mark.parametrize("backend", [CpuBackend, WgpuBackend], ids=["cpu", "wgpu"])
+@pytest.mark.parametrize("kwargs", [{}, {"weight_decay": 0.1, "amsgrad": True}])
+def test_grouped_adam_equals_one_update_per_parameter(backend: Any,
+                                                      kwargs: dict[str, Any]) -> None:
+    """Concatenating alike parameters into one adam_step changes no value or state, also when
+    a parameter skips steps (its step count, and so its group, differs)."""
+    ad = Autodiff(backend)
+    results = []
+    for cls in (optim.Adam, _PerParameterAdam):
+        backend.seed(backend.default_device(), 3)
+        model, opt = _TwoLayers(ad), cls(lr=0.05, **kwargs)
+        rng = np.random.default_rng(0)
+        for step in range(4):
+            x = Tensor.from_data(rng.standard_normal((6, 4)).astype(np.float32), backend=ad)
+            hidden = model.first(x).relu()
+            # Every other step the second layer's bias gets no gradient.
+            out = hidden @ model.second.weight.swap_dims(0, 1) if step % 2 else model.second(hidden)
+            opt.step(model, out.square().sum().backward())
+        results.append((model.state_dict(), opt.state_dict()))
+    (params, state), (want_params, want_state) = results
+    assert state["steps"] == want_state["steps"] and state["steps"]["second.bias"] == 2
+    for name, value in want_params.items():
+        np.testing.assert_array_equal(params[name].to_numpy(), value.to_numpy(), err_msg=name)
+    for name, buffers in want_state["state"].items():
+        for key, value in buffers.items():
+            np.testing.assert_array_equal(state["state"][name][key].to_numpy(),
+                                          value.to_numpy(), err_msg=f"{name}.{key}")
