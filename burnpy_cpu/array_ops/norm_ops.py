@@ -21,14 +21,17 @@ class _Batch:
 
     __slots__ = ("centered", "count", "mean", "positions", "var", "xp")
 
-    def __init__(self, xp: Any, x: A) -> None:
+    def __init__(self, xp: Any, x: A, mean: A | None = None, var: A | None = None) -> None:
+        """Statistics computed from ``x``, or the forward's ``mean`` and ``var`` when given."""
         n, c = x.shape[0], x.shape[1]
         self.xp, self.positions = xp, math.prod(x.shape[2:])
         self.count = n * self.positions
         rows = _compute_dtype(xp, x.reshape(n, c * self.positions))
-        self.mean = self.channel_sum(rows) / self.count
+        self.mean = (self.channel_sum(rows) / self.count if mean is None
+                     else _compute_dtype(xp, mean))
         self.centered = rows - self.spread(self.mean)
-        self.var = self.channel_dot(self.centered, self.centered) / self.count
+        self.var = (self.channel_dot(self.centered, self.centered) / self.count if var is None
+                    else _compute_dtype(xp, var))
 
     def channel_sum(self, rows: A) -> A:
         """Per-channel sums of ``[n, c * positions]`` rows (einsum: ~3x NumPy's two-axis sum)."""
@@ -73,13 +76,15 @@ class ArrayNormOps:
                 batch.mean.astype(dtype, copy=False), batch.var.astype(dtype, copy=False))
 
     @classmethod
-    def batch_norm_backward(cls, x: A, weight: A | None, grad: A,
-                            eps: float) -> tuple[A, A, A]:
+    def batch_norm_backward(cls, x: A, weight: A | None, grad: A, eps: float,
+                            mean: A | None = None, var: A | None = None) -> tuple[A, A, A]:
         """Gradients in ``(x, weight, bias)``: with ``xhat = (x - mean) * invstd`` and
         ``scale = weight * invstd``, ``dx = scale * (g - mean(g)) - xhat * scale *
-        mean(g * xhat)`` per channel."""
+        mean(g * xhat)`` per channel; the forward's ``mean`` and ``var`` are reused when
+        given (16-bit inputs recompute them: the forward rounded them to 16 bits)."""
         xp, dtype = cls.xp, x.dtype
-        batch = _Batch(xp, x)
+        reuse = x.dtype.itemsize >= 4
+        batch = _Batch(xp, x, mean if reuse else None, var if reuse else None)
         g = _compute_dtype(xp, grad.reshape(batch.centered.shape))
         invstd = 1.0 / xp.sqrt(batch.var + eps)
         grad_bias = batch.channel_sum(g)

@@ -142,3 +142,19 @@ def test_ignored_rows_are_exactly_zero_even_with_non_finite_logits() -> None:
                                              reduction="none")
     np.testing.assert_allclose(CpuBackend.cross_entropy(logits, target, -100), want.numpy(),
                                rtol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32", "float16"])
+def test_batch_norm_backward_reuses_the_forward_statistics(dtype: str) -> None:
+    x, grad = _draw((6, 3, 5), dtype), _draw((6, 3, 5), dtype, seed=1)
+    weight = _draw((3,), dtype, seed=2)
+    _, mean, var = CpuBackend.batch_norm(x, weight, None, 1e-5)
+    reused = CpuBackend.batch_norm_backward(x, weight, grad, 1e-5, mean, var)
+    recomputed = CpuBackend.batch_norm_backward(x, weight, grad, 1e-5)
+    rtol = {"float64": 1e-12, "float32": 1e-5, "float16": 0.0}[dtype]
+    for got, want in zip(reused, recomputed, strict=True):
+        np.testing.assert_allclose(got, want, rtol=rtol, atol=rtol)
+    # Wrong statistics must change the result: the hint is really used.
+    shifted = CpuBackend.batch_norm_backward(x, weight, grad, 1e-5, mean + 1, var)
+    if dtype != "float16":
+        assert not np.allclose(shifted[0], reused[0])

@@ -254,7 +254,8 @@ class AutodiffModuleOps:
     def _batch_norm_backward(B: Any, grad: Any, inputs: Saved, output: Any, params: Params,
                              parents: Parents) -> Rule:
         x, weight, _ = _bn_operands(inputs, params)
-        grad_x, grad_weight, grad_bias = B.batch_norm_backward(x, weight, grad, params[0])
+        grad_x, grad_weight, grad_bias = B.batch_norm_backward(x, weight, grad, params[0],
+                                                               *params[2:])
         grads = (grad_x, grad_weight, grad_bias)
         return tuple(grads[slot] if parent is not None else None
                      for slot, parent in zip(params[1], parents, strict=True))
@@ -276,7 +277,7 @@ class AutodiffModuleOps:
         if not any_tracked(tensors):
             return (AutodiffTensor(out), *stats)
         slots = tuple(slot for slot, _ in present)
-        return (cls.record(cls._BATCH_NORM, out, tensors, (eps, slots)), *stats)
+        return (cls.record(cls._BATCH_NORM, out, tensors, (eps, slots, mean, var)), *stats)
 
     # ---- cross entropy --------------------------------------------------------------------
     @staticmethod

@@ -288,11 +288,12 @@ class ModuleOps:
                 cls.float_reshape(var, (c,)))
 
     @classmethod
-    def batch_norm_backward(cls, x: F, weight: F | None, grad: F,
-                            eps: float) -> tuple[F, F, F]:
+    def batch_norm_backward(cls, x: F, weight: F | None, grad: F, eps: float,
+                            mean: F | None = None, var: F | None = None) -> tuple[F, F, F]:
         """Gradients of ``batch_norm``'s ``y`` in ``(x, weight, bias)`` (the weight's as if it
-        were ones when None). The statistics are recomputed from ``x``, so on a recording
-        backend this composition is itself differentiable (second order)."""
+        were ones when None). ``mean`` and ``var`` are the forward's statistics, which a fused
+        kernel may reuse; this composition recomputes them from ``x`` regardless, so on a
+        recording backend it is itself differentiable (second order)."""
         flat, count = _channel_rows(cls, x)
         g = cls.float_reshape(grad, flat.shape)
         mean = cls.float_mul_scalar(_channel_sum(cls, flat), 1.0 / count)
