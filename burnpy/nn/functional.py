@@ -381,6 +381,28 @@ def batch_norm_train(x: Tensor, weight: Tensor | None, bias: Tensor | None, eps:
     return new(b, y, FLOAT), new(b, mean, FLOAT), new(b, var, FLOAT)
 
 
+def layer_norm(x: Tensor, normalized_shape: int | Sequence[int], weight: Tensor | None = None,
+               bias: Tensor | None = None, eps: float = 1e-5) -> Tensor:
+    """Normalize over the trailing ``normalized_shape`` dims (torch's ``layer_norm``), then
+    scale by ``weight`` and shift by ``bias`` (each of that shape): one backend op."""
+    op = "layer_norm"
+    shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    if x.kind is not FLOAT:
+        raise KindError(f"{op}: input must be a float tensor, got {x.kind} ({x.dtype!r})")
+    if not shape or x.ndim < len(shape) or x.shape[x.ndim - len(shape):] != shape:
+        raise ShapeError(f"{op}: normalized_shape {describe(shape)} does not match the "
+                         f"input's trailing dims (input {describe(x.shape)})")
+    _same(op, x, weight, bias)
+    for name, t in (("weight", weight), ("bias", bias)):
+        if t is not None and t.shape != shape:
+            raise ShapeError(f"{op}: {name} must have shape {describe(shape)}, got "
+                             f"{describe(t.shape)}")
+    b = x.backend
+    return new(b, b.layer_norm(x.primitive, len(shape),
+                               None if weight is None else weight.primitive,
+                               None if bias is None else bias.primitive, eps), FLOAT)
+
+
 def _check_batch_norm(op: str, x: Tensor, *per_channel: Tensor | None) -> None:
     """``x`` is a float ``[n, c, *]`` tensor and every per-channel tensor given is ``[c]``."""
     if x.kind is not FLOAT:

@@ -111,14 +111,8 @@ class LayerNorm(Module):
                      if elementwise_affine and bias else None)
 
     def forward(self, x: Tensor) -> Tensor:
-        dims = _check_trailing("LayerNorm", x, self.normalized_shape)
-        centered = x - x.mean(dims, keepdim=True)
-        y = centered * (centered.square().mean(dims, keepdim=True) + self.eps).rsqrt()
-        if self.weight is not None:
-            y = y * self.weight
-        if self.bias is not None:
-            y = y + self.bias
-        return y
+        _check_trailing("LayerNorm", x, self.normalized_shape)
+        return F.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)
 
     def extra_repr(self) -> str:
         return (f"{self.normalized_shape}, eps={self.eps}, "

@@ -65,6 +65,10 @@ TORCH_SECOND_FORWARD_WRONG: dict[str, str] = {
         ("batch_norm_train", "batch_norm_train_no_affine_1d", "batch_norm_train_3d"),
         "torch 2.13's forward-over-forward batch_norm (training) disagrees with central "
         "differences and with its own composition from mean and var; burnpy agrees with both"),
+    **dict.fromkeys(
+        ("layer_norm", "layer_norm_two_dims_weight_only", "layer_norm_no_affine"),
+        "torch 2.13's forward-over-forward layer_norm disagrees with central differences and "
+        "with its own composition from mean and var; burnpy agrees with both"),
 }
 
 

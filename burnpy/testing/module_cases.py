@@ -1,6 +1,6 @@
 """Cases of the module ops (conv, transposed conv, pools, embedding, interpolation, linear,
-batch normalization, cross entropy, attention), called through ``burnpy.nn.functional`` with
-torch's signatures.
+batch and layer normalization, cross entropy, attention), called through
+``burnpy.nn.functional`` with torch's signatures.
 
 They are ``OpCase`` values like the shared table's, kept in their own list (``MODULE_CASES``):
 the forward suite checks their values in float64 and float32, and the gradient and tangent
@@ -129,6 +129,18 @@ _case("batch_norm_train", _bn_train, Flt(4, 3, 5, 2), Flt(3), Flt(3), torch_fn=_
 _case("batch_norm_train_no_affine_1d", _bn_train, Flt(6, 4), torch_fn=_torch_bn_train)
 _case("batch_norm_train_3d", _bn_train, Flt(2, 3, 4), Flt(3), Flt(3), torch_fn=_torch_bn_train)
 _case("batch_norm_eval", _bn_eval, Flt(4, 3, 5), Flt(3), Flt(3), torch_fn=_torch_bn_eval)
+
+# ---- layer normalization -------------------------------------------------------------------------
+def _layer_norm_case(name: str, shape: tuple[int, ...], *args: Arg, **kwargs: Any) -> None:
+    """A layer norm over the trailing ``shape`` dims of ``args[0]``; the other args give the
+    weight (and bias)."""
+    _case(name, lambda x, *a: F.layer_norm(x, shape, *a, **kwargs), *args,
+          torch_fn=lambda x, *a: TF.layer_norm(x, shape, *a, **kwargs))
+
+
+_layer_norm_case("layer_norm", (5,), Flt(3, 4, 5), Flt(5), Flt(5))
+_layer_norm_case("layer_norm_two_dims_weight_only", (3, 4), Flt(2, 3, 4), Flt(3, 4), eps=1e-3)
+_layer_norm_case("layer_norm_no_affine", (6,), Flt(4, 6))
 
 # ---- cross entropy (the fused path: [n, c] logits, class indices) --------------------------------
 _both("cross_entropy", "cross_entropy", Flt(8, 5), I(8, high=5))

@@ -1,9 +1,11 @@
-"""Fused batch normalization over an array module ``xp`` (NumPy on the CPU, CuPy on CUDA).
+"""Fused batch and layer normalization over an array module ``xp`` (NumPy on the CPU, CuPy on
+CUDA).
 
 The protocol's composition takes about a dozen backend ops each way; here the statistics are
 two einsum reductions over a ``[n, c, positions]`` view and the normalization a few
 elementwise passes over ``[n, c * positions]`` rows against per-channel values repeated along
 the positions (NumPy's inner loop then runs whole rows instead of ``positions``-long pieces).
+Layer norm works on ``[rows, width]`` with per-row statistics as ``[rows, 1]`` columns.
 16-bit floats are computed in float32, as torch does on the CPU.
 """
 
@@ -97,3 +99,49 @@ class ArrayNormOps:
         grad_x -= centered
         return (grad_x.reshape(x.shape).astype(dtype, copy=False),
                 grad_weight.astype(dtype, copy=False), grad_bias.astype(dtype, copy=False))
+
+    @classmethod
+    def layer_norm(cls, x: A, normalized_ndim: int, weight: A | None, bias: A | None,
+                   eps: float) -> A:
+        """Normalize over the trailing ``normalized_ndim`` dims, then scale and shift."""
+        xp, dtype = cls.xp, x.dtype
+        centered, invstd = _row_statistics(xp, x, normalized_ndim, eps)
+        centered *= invstd
+        if weight is not None:
+            centered *= weight.reshape(-1)
+        if bias is not None:
+            centered += bias.reshape(-1)
+        return centered.reshape(x.shape).astype(dtype, copy=False)
+
+    @classmethod
+    def layer_norm_backward(cls, x: A, normalized_ndim: int, weight: A | None, grad: A,
+                            eps: float) -> tuple[A, A, A]:
+        """Gradients in ``(x, weight, bias)``: with ``xhat`` the normalized rows and
+        ``gh = g * weight``, ``dx = invstd * (gh - mean(gh) - xhat * mean(gh * xhat))``."""
+        xp, dtype = cls.xp, x.dtype
+        xhat, invstd = _row_statistics(xp, x, normalized_ndim, eps)
+        xhat *= invstd
+        g = _compute_dtype(xp, grad.reshape(xhat.shape))
+        trailing = x.shape[x.ndim - normalized_ndim:]
+        grad_weight = xp.einsum("rk,rk->k", g, xhat).reshape(trailing)
+        grad_bias = g.sum(axis=0).reshape(trailing)
+        g_hat = g if weight is None else g * weight.reshape(-1)
+        divisor = max(xhat.shape[1], 1)
+        projection = xp.einsum("rk,rk->r", g_hat, xhat)[:, None] / divisor
+        grad_x = g_hat - g_hat.sum(axis=1, keepdims=True) / divisor
+        xhat *= projection
+        grad_x -= xhat
+        grad_x *= invstd
+        return (grad_x.reshape(x.shape).astype(dtype, copy=False),
+                grad_weight.astype(dtype, copy=False), grad_bias.astype(dtype, copy=False))
+
+
+def _row_statistics(xp: Any, x: A, normalized_ndim: int, eps: float) -> tuple[A, A]:
+    """``x`` as ``[rows, width]`` rows (computing dtype) minus their means, and each row's
+    ``1 / sqrt(var + eps)`` as a ``[rows, 1]`` column."""
+    width = math.prod(x.shape[x.ndim - normalized_ndim:])
+    rows = _compute_dtype(xp, x.reshape(-1, width) if width else x.reshape(0, 0))
+    divisor = max(width, 1)  # an empty row has nothing to divide (and no warning to give)
+    centered = rows - rows.sum(axis=1, keepdims=True) / divisor
+    var = xp.einsum("rk,rk->r", centered, centered)[:, None] / divisor
+    return centered, 1.0 / xp.sqrt(var + eps)

@@ -99,7 +99,7 @@ def test_every_differentiable_protocol_op_is_recorded_or_composed() -> None:
         "max_pool2d", "max_pool1d_with_indices", "max_pool2d_with_indices",
         "adaptive_avg_pool1d", "adaptive_avg_pool2d", "embedding_backward", "attention",
         "relu_backward", "gelu_backward", "sigmoid_backward", "log_sigmoid_backward",
-        "_softplus", "batch_norm_backward", "cross_entropy_backward",
+        "_softplus", "batch_norm_backward", "cross_entropy_backward", "layer_norm_backward",
     }
     recorded = {*vars(AutodiffFloatOps), *vars(AutodiffModuleOps), *vars(AutodiffActivationOps),
                 *vars(AutodiffBackend)}

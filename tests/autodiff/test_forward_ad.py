@@ -126,7 +126,7 @@ def test_every_differentiable_protocol_op_has_a_tangent_rule_or_is_composed() ->
         "max_pool1d_with_indices", "max_pool2d_with_indices", "adaptive_avg_pool1d",
         "adaptive_avg_pool2d", "attention", "gelu_backward", "sigmoid_backward",
         "log_sigmoid_backward", "_softplus", "batch_norm", "batch_norm_backward",
-        "cross_entropy", "cross_entropy_backward",
+        "cross_entropy", "cross_entropy_backward", "layer_norm", "layer_norm_backward",
     }
     ruled = {*vars(ForwardFloatOps), *vars(ForwardModuleOps), *vars(ForwardActivationOps),
              *vars(ForwardADBackend)}

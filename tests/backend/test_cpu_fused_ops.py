@@ -158,3 +158,33 @@ def test_batch_norm_backward_reuses_the_forward_statistics(dtype: str) -> None:
     shifted = CpuBackend.batch_norm_backward(x, weight, grad, 1e-5, mean + 1, var)
     if dtype != "float16":
         assert not np.allclose(shifted[0], reused[0])
+
+
+# ---- layer norm ----------------------------------------------------------------------------------
+@pytest.mark.parametrize(("shape", "ndim"), [((3, 4, 5), 1), ((2, 3, 4), 2), ((7, 6), 1)])
+@pytest.mark.parametrize("dtype", ["float64", "float32", "float16"])
+@pytest.mark.parametrize("affine", [True, False])
+def test_fused_layer_norm_matches_the_protocol_composition(shape: tuple[int, ...], ndim: int,
+                                                           dtype: str, affine: bool) -> None:
+    x, grad = _draw(shape, dtype), _draw(shape, dtype, seed=1)
+    trailing = shape[len(shape) - ndim:]
+    weight = _draw(trailing, dtype, seed=2) if affine else None
+    bias = _draw(trailing, dtype, seed=3) if affine else None
+    rtol = {"float64": 1e-11, "float32": 5e-5, "float16": 2e-2}[dtype]
+    pairs = [((CpuBackend.layer_norm(x, ndim, weight, bias, 1e-5),),
+              (ModuleOps.layer_norm.__func__(CpuBackend, x, ndim, weight, bias, 1e-5),)),
+             (CpuBackend.layer_norm_backward(x, ndim, weight, grad, 1e-5),
+              ModuleOps.layer_norm_backward.__func__(CpuBackend, x, ndim, weight, grad, 1e-5))]
+    for fused, composed in pairs:
+        for got, want in zip(fused, composed, strict=True):
+            assert got.dtype == np.dtype(dtype) and got.shape == want.shape
+            np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64),
+                                       rtol=rtol, atol=rtol)
+
+
+def test_layer_norm_of_empty_rows_is_empty_on_every_path() -> None:
+    x = np.zeros((2, 0), dtype=np.float32)
+    assert CpuBackend.layer_norm(x, 1, None, None, 1e-5).shape == (2, 0)
+    assert ModuleOps.layer_norm.__func__(CpuBackend, x, 1, None, None, 1e-5).shape == (2, 0)
+    grads = CpuBackend.layer_norm_backward(x, 1, None, x, 1e-5)
+    assert [g.shape for g in grads] == [(2, 0), (0,), (0,)]

@@ -2,8 +2,8 @@
 """Module ops of the Autodiff backend: recordings and backward rules.
 
 Convolutions, their weight-gradient kernels and ``linear`` are compute-bound (their outputs
-are kept under balanced checkpointing); pools, embedding, interpolation, batch norm and cross
-entropy are memory-bound.
+are kept under balanced checkpointing); pools, embedding, interpolation, batch and layer norm
+and cross entropy are memory-bound.
 Rules call the inner backend's ``*_backward`` kernels. The ``*_backward`` ops are themselves
 recorded (they are linear in the incoming gradient), so second derivatives flow through them.
 Provided ops not listed here (``conv1d``..., ``max_pool``, ``attention``,
@@ -36,12 +36,18 @@ def _optional(bias: AutodiffTensor | None) -> Any:
 
 
 def _bn_operands(inputs: Saved, params: Params) -> tuple[Any, Any, Any]:
-    """``(x, weight, bias)`` of a recorded ``batch_norm`` from its saved inputs and their slots
-    (``params[1]``), None where the op had no weight or bias."""
+    """``(x, weight, bias)`` of a recorded batch or layer norm from its saved inputs and their
+    slots (``params[1]``), None where the op had no weight or bias."""
     operands: list[Any] = [None, None, None]
     for slot, value in zip(params[1], inputs, strict=True):
         operands[slot] = value
     return operands[0], operands[1], operands[2]
+
+
+def _layer_norm_forward(B: Any, inputs: Saved, params: Params) -> Any:
+    """Retro-forward of a recorded ``layer_norm`` (params: normalized_ndim, eps, slots)."""
+    x, weight, bias = _bn_operands(inputs, params[1:])
+    return B.layer_norm(x, params[0], weight, bias, params[1])
 
 
 class AutodiffModuleOps:
@@ -278,6 +284,33 @@ class AutodiffModuleOps:
             return (AutodiffTensor(out), *stats)
         slots = tuple(slot for slot, _ in present)
         return (cls.record(cls._BATCH_NORM, out, tensors, (eps, slots, mean, var)), *stats)
+
+    # ---- layer normalization --------------------------------------------------------------
+    @staticmethod
+    def _layer_norm_backward(B: Any, grad: Any, inputs: Saved, output: Any, params: Params,
+                             parents: Parents) -> Rule:
+        x, weight, _ = _bn_operands(inputs, params[1:])
+        grads = B.layer_norm_backward(x, params[0], weight, grad, params[1])
+        return tuple(grads[slot] if parent is not None else None
+                     for slot, parent in zip(params[2], parents, strict=True))
+
+    _LAYER_NORM = declare("layer_norm", _layer_norm_backward, saves_inputs=True,
+                          forward=lambda B, inputs, params: _layer_norm_forward(B, inputs,
+                                                                                params))
+
+    @classmethod
+    def layer_norm(cls, x: AutodiffTensor, normalized_ndim: int, weight: AutodiffTensor | None,
+                   bias: AutodiffTensor | None, eps: float) -> AutodiffTensor:
+        """One recorded node: the inner backend's fused kernel forward, its
+        ``layer_norm_backward`` backward."""
+        out = cls.InnerBackend.layer_norm(x.primitive, normalized_ndim, _optional(weight),
+                                          _optional(bias), eps)
+        present = [(slot, t) for slot, t in enumerate((x, weight, bias)) if t is not None]
+        tensors = tuple(t for _, t in present)
+        if not any_tracked(tensors):
+            return AutodiffTensor(out)
+        slots = tuple(slot for slot, _ in present)
+        return cls.record(cls._LAYER_NORM, out, tensors, (normalized_ndim, eps, slots))
 
     # ---- cross entropy --------------------------------------------------------------------
     @staticmethod

@@ -313,6 +313,53 @@ class ModuleOps:
         return (cls.float_reshape(grad_x, x.shape), cls.float_reshape(grad_weight, (c,)),
                 cls.float_reshape(grad_bias, (c,)))
 
+    # ---- layer normalization --------------------------------------------------------------
+    @classmethod
+    def layer_norm(cls, x: F, normalized_ndim: int, weight: F | None, bias: F | None,
+                   eps: float) -> F:
+        """Normalize ``x`` over its trailing ``normalized_ndim`` dims (biased variance), then
+        scale by ``weight`` and shift by ``bias`` (both shaped like those dims)."""
+        rows, width = _trailing_rows(cls, x, normalized_ndim)
+        inv_width = 1.0 / max(width, 1)  # an empty row has nothing to divide
+        centered = cls.float_sub(rows, cls.float_mul_scalar(cls.float_sum_dim(rows, 1),
+                                                            inv_width))
+        var = cls.float_mul_scalar(cls.float_sum_dim(cls.float_mul(centered, centered), 1),
+                                   inv_width)
+        y = cls.float_mul(centered, cls.float_recip(cls.float_sqrt(
+            cls.float_add_scalar(var, eps))))
+        if weight is not None:
+            y = cls.float_mul(y, cls.float_reshape(weight, (1, width)))
+        if bias is not None:
+            y = cls.float_add(y, cls.float_reshape(bias, (1, width)))
+        return cls.float_reshape(y, x.shape)
+
+    @classmethod
+    def layer_norm_backward(cls, x: F, normalized_ndim: int, weight: F | None, grad: F,
+                            eps: float) -> tuple[F, F, F]:
+        """Gradients of ``layer_norm`` in ``(x, weight, bias)`` (the weight's as if it were
+        ones when None). Recomputes the statistics from ``x``, so on a recording backend this
+        composition is itself differentiable (second order)."""
+        rows, width = _trailing_rows(cls, x, normalized_ndim)
+        inv_width = 1.0 / max(width, 1)  # an empty row has nothing to divide
+        g = cls.float_reshape(grad, rows.shape)
+        centered = cls.float_sub(rows, cls.float_mul_scalar(cls.float_sum_dim(rows, 1),
+                                                            inv_width))
+        var = cls.float_mul_scalar(cls.float_sum_dim(cls.float_mul(centered, centered), 1),
+                                   inv_width)
+        invstd = cls.float_recip(cls.float_sqrt(cls.float_add_scalar(var, eps)))
+        xhat = cls.float_mul(centered, invstd)
+        trailing = x.shape[len(x.shape) - normalized_ndim:]
+        grad_weight = cls.float_reshape(cls.float_sum_dim(cls.float_mul(g, xhat), 0), trailing)
+        grad_bias = cls.float_reshape(cls.float_sum_dim(g, 0), trailing)
+        g_hat = g if weight is None else cls.float_mul(g, cls.float_reshape(weight, (1, width)))
+        # dx = invstd * (g_hat - mean(g_hat) - xhat * mean(g_hat * xhat)), per row.
+        inner = cls.float_sub(
+            cls.float_sub(g_hat, cls.float_mul_scalar(cls.float_sum_dim(g_hat, 1), inv_width)),
+            cls.float_mul(xhat, cls.float_mul_scalar(
+                cls.float_sum_dim(cls.float_mul(g_hat, xhat), 1), inv_width)))
+        grad_x = cls.float_reshape(cls.float_mul(inner, invstd), x.shape)
+        return grad_x, grad_weight, grad_bias
+
     # ---- cross entropy --------------------------------------------------------------------
     @classmethod
     def cross_entropy(cls, logits: F, target: I, ignore_index: int) -> F:
@@ -387,3 +434,10 @@ def _one_hot_targets(cls: Any, logits: F, target: I, ignore_index: int) -> F:
     if 0 <= ignore_index < c:  # an ignore_index outside [0, c) never matches a class
         hits = cls.bool_and(hits, cls.int_not_equal_elem(rows, ignore_index))
     return cls.bool_into_float(hits, dtype_of_numpy(logits.dtype))
+
+
+def _trailing_rows(cls: Any, x: F, normalized_ndim: int) -> tuple[F, int]:
+    """``x`` as ``[rows, width]`` with the trailing ``normalized_ndim`` dims flattened into
+    ``width``."""
+    width = math.prod(x.shape[len(x.shape) - normalized_ndim:])
+    return cls.float_reshape(x, (math.prod(x.shape) // max(width, 1), width)), width
