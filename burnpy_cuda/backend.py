@@ -3,8 +3,8 @@ per-device seeding, the CuPy memory pool and zero-copy DLPack.
 
 One implementation of each op's logic serves both backends (``burnpy_cpu/array_ops``), except
 where ``CudaKernelOps`` (``kernel_ops.py``) runs a fused CUDA kernel instead (activations,
-softmax, cross entropy, the Adam step); this module holds only what is CUDA's own: devices,
-streams, synchronization and host transfer.
+softmax, cross entropy, layer norm, the Adam step); this module holds only what is CUDA's own:
+devices, streams, synchronization and host transfer.
 """
 
 from __future__ import annotations

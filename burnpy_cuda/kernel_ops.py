@@ -3,9 +3,10 @@
 CuPy runs each array expression of the shared ops (``burnpy_cpu/array_ops``) as its own
 kernel with its own temporary: gelu's backward is about ten launches and as many passes
 over memory. Here each activation (and backward helper) is one elementwise kernel, softmax,
-log_softmax and cross entropy one block per row, and an Adam step one kernel writing the new
-parameter and moments. Only float16, float32 and float64 take them (and softmax only along
-the last dim); anything else falls through to the shared op, the next class in the MRO.
+log_softmax, cross entropy and layer norm one block per row, and an Adam step one kernel
+writing the new parameter and moments. Only float16, float32 and float64 take them (and
+softmax only along the last dim); anything else falls through to the shared op, the next
+class in the MRO.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import numpy as np
 
 from burnpy_cpu.array_ops.activation_ops import ArrayActivationOps, GeluApproximate
 from burnpy_cpu.array_ops.loss_ops import ArrayLossOps
+from burnpy_cpu.array_ops.norm_ops import ArrayNormOps
 from burnpy_cpu.array_ops.optim_ops import ArrayOptimOps
 from burnpy_cuda import kernel_sources as src
 from burnpy_cuda import kernels
@@ -35,8 +37,14 @@ def _last_dim(x: A, dim: int) -> bool:
     return x.ndim > 0 and x.size > 0 and dim in (-1, x.ndim - 1) and _fused(x)
 
 
-class CudaKernelOps(ArrayLossOps, ArrayActivationOps, ArrayOptimOps):
-    """Fused-kernel overrides of activations, softmax, cross entropy and the Adam step."""
+def _width(x: A, normalized_ndim: int) -> int:
+    """The number of values layer norm normalizes together: the trailing dims' product."""
+    return math.prod(x.shape[x.ndim - normalized_ndim:])
+
+
+class CudaKernelOps(ArrayNormOps, ArrayLossOps, ArrayActivationOps, ArrayOptimOps):
+    """Fused-kernel overrides of activations, softmax, cross entropy, layer norm and the Adam
+    step."""
 
     xp: ClassVar[Any]
 
@@ -133,6 +141,31 @@ class CudaKernelOps(ArrayLossOps, ArrayActivationOps, ArrayOptimOps):
         if not (logits.ndim == 2 and _last_dim(logits, 1) and _fused(logits, grad)):
             return super().cross_entropy_backward(logits, target, ignore_index, grad)
         return kernels.cross_entropy_backward_rows(logits, target, int(ignore_index), grad)
+
+    @classmethod
+    def layer_norm(cls, x: A, normalized_ndim: int, weight: A | None, bias: A | None,
+                   eps: float) -> A:
+        if not (x.size > 0 and _fused(x, weight, bias)):
+            return super().layer_norm(x, normalized_ndim, weight, bias, eps)
+        rows = x.reshape(-1, _width(x, normalized_ndim))
+        return kernels.layer_norm_rows(rows, weight, bias, eps).reshape(x.shape)
+
+    @classmethod
+    def layer_norm_backward(cls, x: A, normalized_ndim: int, weight: A | None, grad: A,
+                            eps: float) -> tuple[A, A, A]:
+        """grad_x from the row kernel; grad_weight and grad_bias, sums down the rows, from the
+        kernel's xhat with array ops (in float32 for float16, as the shared op)."""
+        if not (x.size > 0 and _fused(x, weight, grad)):
+            return super().layer_norm_backward(x, normalized_ndim, weight, grad, eps)
+        rows = x.reshape(-1, _width(x, normalized_ndim))
+        g = grad.reshape(rows.shape)
+        grad_x, xhat = kernels.layer_norm_backward_rows(rows, weight, g, eps)
+        g = g.astype(xhat.dtype, copy=False)
+        trailing = x.shape[x.ndim - normalized_ndim:]
+        grad_weight = cls.xp.einsum("rk,rk->k", g, xhat).reshape(trailing)
+        grad_bias = g.sum(axis=0).reshape(trailing)
+        return (grad_x.reshape(x.shape), grad_weight.astype(x.dtype, copy=False),
+                grad_bias.astype(x.dtype, copy=False))
 
     @classmethod
     def adam_step(cls, param: A, grad: A, exp_avg: A | None, exp_avg_sq: A | None,

@@ -9,10 +9,10 @@ Nothing here needs CuPy, so the sources can be read, checked and compiled anywhe
   Each body is the CPU backend's formula (``burnpy_cpu/array_ops``) in the same operation
   order, so results differ from it only in rounding (the device's math library, FMA
   contraction); the Adam step equals the composed default bit for bit.
-* Row kernels (softmax, log_softmax, cross entropy and its backward): one CUDA block per row
-  of a C-contiguous ``[rows, c]`` array, built by ``row_source(dtype)``. The source comes in
-  pieces (storage helpers, math, block reductions, kernels) so that a host test can compile
-  the kernels with stand-ins for the device-specific ones.
+* Row kernels (softmax, log_softmax, cross entropy, layer norm and their backwards): one
+  CUDA block per row of a C-contiguous ``[rows, c]`` array, built by ``row_source(dtype)``.
+  The source comes in pieces (storage helpers, math, block reductions, kernels) so that a
+  host test can compile the kernels with stand-ins for the device-specific ones.
 """
 
 from __future__ import annotations
@@ -252,7 +252,8 @@ __device__ W bp_block_sum(W v, W* scratch) {
 
 #: The row kernels, after ``typedef <storage> T; typedef <work> W;`` and the pieces above.
 #: A target outside [-c, c) that is not ignore_index gives NaN instead of reading out of
-#: bounds; a negative one counts from the end, as NumPy indexing does.
+#: bounds; a negative one counts from the end, as NumPy indexing does. Layer norm's weight
+#: and bias may be null pointers (CuPy passes None as NULL): absent.
 ROW_KERNELS = r"""
 // Max and sum(exp(x - max)) of one row, NaN-propagating like NumPy's max.
 __device__ void bp_row_stats(const T* x, long long c, W* scratch, W* peak, W* total) {
@@ -318,11 +319,67 @@ extern "C" __global__ void burnpy_cross_entropy_backward_rows(
     bp_store(dx + off + i, kept ? (col < 0 ? bp_nan() : e) * scale : W(0));
   }
 }
+
+// Mean and 1 / sqrt(var + eps) of one row, the biased variance summing squared deviations
+// from the mean (a second pass: no cancellation, as the CPU computes it).
+__device__ void bp_row_moments(const T* x, long long c, double eps, W* scratch, W* mean,
+                               W* invstd) {
+  W s = W(0);
+  for (long long i = threadIdx.x; i < c; i += blockDim.x) s += bp_load(x[i]);
+  const W m = bp_block_sum(s, scratch) / W(c);
+  W q = W(0);
+  for (long long i = threadIdx.x; i < c; i += blockDim.x) {
+    const W d = bp_load(x[i]) - m;
+    q += d * d;
+  }
+  *mean = m;
+  *invstd = W(1) / sqrt(bp_block_sum(q, scratch) / W(c) + W(eps));
+}
+
+// (x - mean) * invstd * weight + bias per row; a null weight or bias is left out.
+extern "C" __global__ void burnpy_layer_norm_rows(
+    const T* x, const T* weight, const T* bias, T* y, long long c, double eps) {
+  __shared__ W scratch[32];
+  const long long off = (long long)blockIdx.x * c;
+  W mean, invstd;
+  bp_row_moments(x + off, c, eps, scratch, &mean, &invstd);
+  for (long long i = threadIdx.x; i < c; i += blockDim.x) {
+    W v = (bp_load(x[off + i]) - mean) * invstd;
+    if (weight) v *= bp_load(weight[i]);
+    if (bias) v += bp_load(bias[i]);
+    bp_store(y + off + i, v);
+  }
+}
+
+// invstd * (gh - mean(gh) - xhat * mean(gh * xhat)) per row, with gh = grad * weight (grad
+// for a null weight); also writes xhat (in W) for the host's column sums of grad_weight.
+extern "C" __global__ void burnpy_layer_norm_backward_rows(
+    const T* x, const T* weight, const T* grad, T* dx, W* xhat, long long c, double eps) {
+  __shared__ W scratch[32];
+  const long long off = (long long)blockIdx.x * c;
+  W mean, invstd;
+  bp_row_moments(x + off, c, eps, scratch, &mean, &invstd);
+  W sum = W(0), dot = W(0);
+  for (long long i = threadIdx.x; i < c; i += blockDim.x) {
+    const W h = (bp_load(x[off + i]) - mean) * invstd;
+    const W gh = weight ? bp_load(grad[off + i]) * bp_load(weight[i]) : bp_load(grad[off + i]);
+    xhat[off + i] = h;
+    sum += gh;
+    dot += gh * h;
+  }
+  const W mean_gh = bp_block_sum(sum, scratch) / W(c);
+  const W projection = bp_block_sum(dot, scratch) / W(c);
+  for (long long i = threadIdx.x; i < c; i += blockDim.x) {
+    const W gh = weight ? bp_load(grad[off + i]) * bp_load(weight[i]) : bp_load(grad[off + i]);
+    bp_store(dx + off + i, ((gh - mean_gh) - xhat[off + i] * projection) * invstd);
+  }
+}
 """
 
 ROW_KERNEL_NAMES: tuple[str, ...] = (
     "burnpy_softmax_rows", "burnpy_log_softmax_rows", "burnpy_cross_entropy_rows",
-    "burnpy_cross_entropy_backward_rows")
+    "burnpy_cross_entropy_backward_rows", "burnpy_layer_norm_rows",
+    "burnpy_layer_norm_backward_rows")
 
 
 def row_source(dtype_name: str) -> str:

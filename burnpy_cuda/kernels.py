@@ -38,8 +38,8 @@ def elementwise(spec: src.ElementwiseSpec, dtype: np.dtype) -> Any:
 
 @functools.cache
 def row_kernel(name: str, dtype: np.dtype) -> Any:
-    """The ``cupy.RawKernel`` ``name`` (one of ROW_KERNEL_NAMES) for ``dtype``; the four row
-    kernels of a dtype share one source, which CuPy compiles once per device."""
+    """The ``cupy.RawKernel`` ``name`` (one of ROW_KERNEL_NAMES) for ``dtype``; the row kernels
+    of a dtype share one source, which CuPy compiles once per device."""
     return require_cupy()[0].RawKernel(src.row_source(dtype.name), name)
 
 
@@ -52,37 +52,61 @@ def row_threads(c: int) -> int:
 def softmax_rows(x: A, log: bool) -> A:
     """softmax (or log_softmax, ``log``) of non-empty ``x`` along its last dim."""
     name = "burnpy_log_softmax_rows" if log else "burnpy_softmax_rows"
-    return _run_rows(name, x, (), x.shape)
+    return _run_rows(name, x, (), ((x.shape, x.dtype),))[0]
 
 
 def cross_entropy_rows(logits: A, target: A, ignore_index: int) -> A:
     """Per-row cross entropy of non-empty ``logits [n, c]`` against ``target [n]``."""
-    return _run_rows("burnpy_cross_entropy_rows", logits, (target,), logits.shape[:1],
-                     ignore_index)
+    return _run_rows("burnpy_cross_entropy_rows", logits, (target,),
+                     ((logits.shape[:1], logits.dtype),), ignore_index)[0]
 
 
 def cross_entropy_backward_rows(logits: A, target: A, ignore_index: int, grad: A) -> A:
     """Gradient of ``cross_entropy_rows`` in ``logits`` given the per-row ``grad [n]``."""
     return _run_rows("burnpy_cross_entropy_backward_rows", logits, (target, grad),
-                     logits.shape, ignore_index)
+                     ((logits.shape, logits.dtype),), ignore_index)[0]
 
 
-def _run_rows(name: str, x: A, inputs: tuple[A, ...], out_shape: tuple[int, ...],
-              *scalars: int) -> A:
-    """Launch row kernel ``name`` with arguments ``(x, *inputs, out, c, *scalars)``, one block
-    per row of ``x [..., c]``, and return ``out`` (``x``'s dtype, ``out_shape``).
+def layer_norm_rows(x: A, weight: A | None, bias: A | None, eps: float) -> A:
+    """Layer norm of each row of non-empty ``x [rows, width]``; ``weight`` and ``bias`` hold
+    ``width`` values (any shape) or are None."""
+    return _run_rows("burnpy_layer_norm_rows", x, (weight, bias), ((x.shape, x.dtype),),
+                     float(eps))[0]
+
+
+def layer_norm_backward_rows(x: A, weight: A | None, grad: A, eps: float) -> tuple[A, A]:
+    """``(grad_x, xhat)`` of layer norm over the rows of non-empty ``x [rows, width]`` given
+    ``grad`` of its shape: xhat is the normalized rows in the dtype computed in (float32 for
+    float16), for the column sums of the weight's and bias's gradients."""
+    work = np.result_type(x.dtype, np.float32)
+    grad_x, xhat = _run_rows("burnpy_layer_norm_backward_rows", x, (weight, grad),
+                             ((x.shape, x.dtype), (x.shape, work)), float(eps))
+    return grad_x, xhat
+
+
+def _run_rows(name: str, x: A, inputs: tuple[A | None, ...],
+              outs: tuple[tuple[tuple[int, ...], np.dtype], ...],
+              *scalars: int | float) -> tuple[A, ...]:
+    """Launch row kernel ``name`` with arguments ``(x, *inputs, *outs, c, *scalars)``, one
+    block per row of ``x [..., c]``, and return the new ``outs`` (each given as shape and
+    dtype).
 
     Everything runs on ``x``'s device: unlike CuPy's own kernels, a RawKernel launches on the
-    current device whatever its arrays. Inputs are made C-contiguous, integer ones int64.
+    current device whatever its arrays. Inputs are made C-contiguous, integer ones int64; a
+    None input is passed as a null pointer. Integer scalars go as ``long long``, float ones as
+    ``double``.
     """
     cupy = require_cupy()[0]
     c = x.shape[-1]
     with x.device:
         x = cupy.ascontiguousarray(x)
-        inputs = tuple(cupy.ascontiguousarray(a, dtype=np.int64 if a.dtype.kind in "iu" else None)
-                       for a in inputs)
-        out = cupy.empty(out_shape, dtype=x.dtype)
+        inputs = tuple(
+            None if a is None
+            else cupy.ascontiguousarray(a, dtype=np.int64 if a.dtype.kind in "iu" else None)
+            for a in inputs)
+        outputs = tuple(cupy.empty(shape, dtype=dtype) for shape, dtype in outs)
         kernel = row_kernel(name, x.dtype)
         kernel((x.size // c,), (row_threads(c),),
-               (x, *inputs, out, np.int64(c), *(np.int64(s) for s in scalars)))
-    return out
+               (x, *inputs, *outputs, np.int64(c),
+                *(np.float64(s) if isinstance(s, float) else np.int64(s) for s in scalars)))
+    return outputs

@@ -41,6 +41,19 @@ def row_cases(dtype: str, c: int = 37) -> np.ndarray:
     return x
 
 
+def layer_norm_cases(dtype: str, c: int = 37) -> tuple[np.ndarray, ...]:
+    """``row_cases`` (NaN and infinite rows become NaN rows; the constant row normalizes to 0)
+    with the last row shifted to a mean 300 times its spread, which a one-pass variance
+    would lose; and a weight, bias ``[c]`` and gradient ``[8, c]`` of random values."""
+    x = row_cases(dtype, c)
+    x[7] = 1000.0 + np.random.default_rng(6).standard_normal(c) * 3
+    rng = np.random.default_rng(7)
+    weight = (rng.standard_normal(c) + 1.0).astype(dtype)
+    bias = rng.standard_normal(c).astype(dtype)
+    grad = (rng.standard_normal((8, c)) * 2).astype(dtype)
+    return x, weight, bias, grad
+
+
 def adam_run(dtype: str, seed: int = 4, n: int = 257) -> tuple[np.ndarray, list[np.ndarray]]:
     """A parameter and three steps' gradients (growing tenfold each step, so float16's
     squares overflow by the third), both with non-finite values and zeros."""

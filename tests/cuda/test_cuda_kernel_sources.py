@@ -2,7 +2,9 @@
 
 * Importing the kernel modules loads no CuPy, and building a kernel without one says why.
 * ``CudaKernelOps`` sends float16/32/64 to the kernels with the right arguments and
-  everything else to the shared ops (on a NumPy stand-in whose kernel builders record).
+  everything else to the shared ops (on a NumPy stand-in whose kernel builders record; layer
+  norm's launch helpers compute their results with CpuBackend, so the host-side reshapes and
+  column sums around them are checked too).
 * Every CUDA C source compiles with nvcc for each dtype (where nvcc is installed).
 * The elementwise bodies, and the row kernels' per-row logic, compiled for the host (g++,
   one thread per block, the host's libm) match CpuBackend; Adam bit for bit.
@@ -24,7 +26,14 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 import pytest
-from cuda_kernel_cases import ADAM_CONFIGS, KERNEL_DTYPES, adam_run, edge_values, row_cases
+from cuda_kernel_cases import (
+    ADAM_CONFIGS,
+    KERNEL_DTYPES,
+    adam_run,
+    edge_values,
+    layer_norm_cases,
+    row_cases,
+)
 
 from burnpy.backend.ops.optim_ops import OptimOps
 from burnpy_cpu import CpuBackend
@@ -66,11 +75,27 @@ class Recorder:
             return ("out",) * len(spec.out_params.split(","))
         return launch
 
-    def rows(self, name: str) -> Callable[..., Any]:
+    def rows(self, name: str, compute: Callable[..., Any] | None = None) -> Callable[..., Any]:
+        """Row launch helper ``name``, returning ``compute`` of its arguments (or a marker)."""
         def launch(x: np.ndarray, *args: Any, **kwargs: Any) -> Any:
             self.calls.append((name, x.dtype, (x, *args, *kwargs.values())))
-            return ("out",)
+            return ("out",) if compute is None else compute(x, *args, **kwargs)
         return launch
+
+
+def layer_norm_rows_on_cpu(x: np.ndarray, weight: np.ndarray | None, bias: np.ndarray | None,
+                           eps: float) -> np.ndarray:
+    """What ``kernels.layer_norm_rows`` computes, by the shared op."""
+    return CpuBackend.layer_norm(x, 1, weight, bias, eps)
+
+
+def layer_norm_backward_rows_on_cpu(x: np.ndarray, weight: np.ndarray | None, grad: np.ndarray,
+                                    eps: float) -> tuple[np.ndarray, np.ndarray]:
+    """What ``kernels.layer_norm_backward_rows`` computes, by the shared ops: grad_x, and
+    xhat in the dtype computed in."""
+    work = x.astype(np.result_type(x.dtype, np.float32))
+    return (CpuBackend.layer_norm_backward(x, 1, weight, grad, eps)[0],
+            CpuBackend.layer_norm(work, 1, None, None, eps))
 
 
 class Probe(CudaKernelOps, CpuBackend):
@@ -83,6 +108,10 @@ def recorder(monkeypatch: pytest.MonkeyPatch) -> Recorder:
     monkeypatch.setattr(kernels, "elementwise", rec.elementwise)
     for name in ("softmax_rows", "cross_entropy_rows", "cross_entropy_backward_rows"):
         monkeypatch.setattr(kernels, name, rec.rows(name))
+    monkeypatch.setattr(kernels, "layer_norm_rows",
+                        rec.rows("layer_norm_rows", layer_norm_rows_on_cpu))
+    monkeypatch.setattr(kernels, "layer_norm_backward_rows",
+                        rec.rows("layer_norm_backward_rows", layer_norm_backward_rows_on_cpu))
     return rec
 
 
@@ -162,6 +191,67 @@ def test_cross_entropy_takes_the_kernel_for_float_logits(recorder: Recorder) -> 
     np.testing.assert_array_equal(
         mixed, CpuBackend.cross_entropy_backward(logits, target, -100, grad.astype(np.float32)))
     assert not recorder.calls
+
+
+#: Whether layer norm gets a weight and a bias.
+LAYER_NORM_AFFINE = [(True, True), (True, False), (False, False)]
+
+
+def _layer_norm_inputs(dtype: Any, shape: tuple[int, ...],
+                       normalized_ndim: int) -> tuple[np.ndarray, ...]:
+    """Random ``x``, ``grad`` (of ``shape``), ``weight`` and ``bias`` (its trailing dims)."""
+    rng = np.random.default_rng(3)
+    trailing = shape[len(shape) - normalized_ndim:]
+    return tuple((rng.standard_normal(s) * 2 + 0.5).astype(dtype)
+                 for s in (shape, shape, trailing, trailing))
+
+
+@pytest.mark.parametrize("dtype", KERNEL_DTYPES)
+@pytest.mark.parametrize(("has_weight", "has_bias"), LAYER_NORM_AFFINE)
+def test_layer_norm_takes_the_row_kernels_for_float_dtypes(recorder: Recorder, dtype: str,
+                                                           has_weight: bool,
+                                                           has_bias: bool) -> None:
+    """On ``[rows, width]`` views of x and grad, the weight and bias passed as they are; the
+    results, the weight's and bias's gradients summed from the kernel's xhat, equal the
+    shared op's."""
+    x, grad, weight, bias = _layer_norm_inputs(dtype, (2, 3, 4, 5), 2)
+    weight_or_none = weight if has_weight else None
+    bias_or_none = bias if has_bias else None
+    got = [Probe.layer_norm(x, 2, weight_or_none, bias_or_none, 1e-5),
+           *Probe.layer_norm_backward(x, 2, weight_or_none, grad, 1e-5)]
+    (forward, forward_dtype, forward_args), (backward, backward_dtype, backward_args) = \
+        recorder.calls
+    assert (forward, backward) == ("layer_norm_rows", "layer_norm_backward_rows")
+    assert forward_dtype == backward_dtype == np.dtype(dtype)
+    assert forward_args[0].shape == backward_args[0].shape == backward_args[2].shape == (6, 20)
+    assert forward_args[1] is weight_or_none and forward_args[2] is bias_or_none
+    assert backward_args[1] is weight_or_none
+    assert forward_args[3] == backward_args[3] == 1e-5
+    want = [CpuBackend.layer_norm(x, 2, weight_or_none, bias_or_none, 1e-5),
+            *CpuBackend.layer_norm_backward(x, 2, weight_or_none, grad, 1e-5)]
+    for g, w in zip(got, want, strict=True):
+        assert g.dtype == w.dtype and g.shape == w.shape
+        np.testing.assert_array_equal(g, w)
+
+
+@pytest.mark.parametrize("case", ["bfloat16", "mixed", "no rows", "no width"])
+def test_layer_norm_with_other_dtypes_or_empty_inputs_takes_the_shared_op(
+        recorder: Recorder, case: str) -> None:
+    """bfloat16; a float64 bias (forward) and grad (backward) with float32 x and weight; and
+    inputs without rows or with empty rows."""
+    shape = {"no rows": (0, 3, 4), "no width": (3, 4, 0)}.get(case, (2, 3, 4))
+    dtype = ml_dtypes.bfloat16 if case == "bfloat16" else np.float32
+    x, grad, weight, bias = _layer_norm_inputs(dtype, shape, 2)
+    if case == "mixed":
+        grad, bias = grad.astype(np.float64), bias.astype(np.float64)
+    got = [Probe.layer_norm(x, 2, weight, bias, 1e-5),
+           *Probe.layer_norm_backward(x, 2, weight, grad, 1e-5)]
+    want = [CpuBackend.layer_norm(x, 2, weight, bias, 1e-5),
+            *CpuBackend.layer_norm_backward(x, 2, weight, grad, 1e-5)]
+    assert not recorder.calls
+    for g, w in zip(got, want, strict=True):
+        assert g.dtype == w.dtype and g.shape == w.shape
+        np.testing.assert_array_equal(g.astype(np.float64), w.astype(np.float64))
 
 
 @pytest.mark.parametrize("config", ADAM_CONFIGS)
@@ -308,6 +398,11 @@ BP_RUN(burnpy_cross_entropy_rows, const T* x BP_COMMA const long long* t BP_COMM
 BP_RUN(burnpy_cross_entropy_backward_rows, const T* x BP_COMMA const long long* t BP_COMMA
        const T* g BP_COMMA T* dx BP_COMMA long long c BP_COMMA long long ignore,
        (x, t, g, dx, c, ignore))
+BP_RUN(burnpy_layer_norm_rows, const T* x BP_COMMA const T* w BP_COMMA const T* b BP_COMMA
+       T* y BP_COMMA long long c BP_COMMA double eps, (x, w, b, y, c, eps))
+BP_RUN(burnpy_layer_norm_backward_rows, const T* x BP_COMMA const T* w BP_COMMA const T* g
+       BP_COMMA T* dx BP_COMMA W* xhat BP_COMMA long long c BP_COMMA double eps,
+       (x, w, g, dx, xhat, c, eps))
 """
 
 
@@ -353,8 +448,9 @@ def _lib(host_libs: dict[str, ctypes.CDLL], dtype: str) -> ctypes.CDLL:
     return host_libs[dtype]
 
 
-def _pointer(a: np.ndarray) -> ctypes.c_void_p:
-    return ctypes.c_void_p(a.ctypes.data)
+def _pointer(a: np.ndarray | None) -> ctypes.c_void_p:
+    """``a``'s data, or a null pointer for None."""
+    return ctypes.c_void_p(None if a is None else a.ctypes.data)
 
 
 def run_elementwise(lib: ctypes.CDLL, spec: src.ElementwiseSpec,
@@ -378,13 +474,14 @@ def run_elementwise(lib: ctypes.CDLL, spec: src.ElementwiseSpec,
 TOLERANCES = {"float16": 2e-3, "float32": 2e-6, "float64": 1e-14}
 
 
-def assert_close(got: np.ndarray, want: np.ndarray, dtype: str, scale: float = 1.0) -> None:
-    """Equal up to ``scale`` times the dtype's rounding (relative; absolute near zero),
-    NaN where NaN, infinities equal."""
+def assert_close(got: np.ndarray, want: np.ndarray, dtype: str, scale: float = 1.0,
+                 unit: float = 1e-3) -> None:
+    """Equal up to ``scale`` times the dtype's rounding, relative to the values or to ``unit``
+    where they are smaller (absolute near zero), NaN where NaN, infinities equal."""
     assert got.dtype == want.dtype == np.dtype(dtype) and got.shape == want.shape
     tol = TOLERANCES[dtype] * scale
     np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), rtol=tol,
-                               atol=tol * 1e-3)
+                               atol=tol * unit)
 
 
 HOST_UNARY = [(src.RELU, "relu", ()), (src.LEAKY_RELU, "leaky_relu", (0.01,)),
@@ -477,14 +574,19 @@ def test_host_build_of_adam_matches_the_composed_default(host_libs: dict[str, ct
         ours, theirs = list(got), list(want)
 
 
-def run_rows(lib: ctypes.CDLL, kernel: str, x: np.ndarray, *inputs: np.ndarray,
-             out_shape: tuple[int, ...], scalars: tuple[int, ...] = ()) -> np.ndarray:
-    """The host build of row kernel ``kernel`` over ``x [rows, c]``; float16 as raw bits."""
+def run_rows(lib: ctypes.CDLL, kernel: str, x: np.ndarray, *inputs: np.ndarray | None,
+             out_shape: tuple[int, ...], extra_outs: tuple[np.ndarray, ...] = (),
+             scalars: tuple[int | float, ...] = ()) -> np.ndarray:
+    """The host build of row kernel ``kernel`` over ``x [rows, c]``; float16 as raw bits, None
+    inputs as null pointers, ``extra_outs`` (written too) after the output, float scalars as
+    double ones, as ``kernels`` launches them."""
     out = np.empty(out_shape, x.dtype)
-    assert all(a.flags.c_contiguous for a in (x, *inputs))
-    args = [_pointer(a) for a in (x, *inputs)] + [_pointer(out), ctypes.c_longlong(x.shape[-1])]
-    getattr(lib, f"host_{kernel}")(ctypes.c_longlong(x.size // x.shape[-1]), *args,
-                                   *(ctypes.c_longlong(s) for s in scalars))
+    assert all(a.flags.c_contiguous for a in (x, *inputs, *extra_outs) if a is not None)
+    args = ([_pointer(a) for a in (x, *inputs, out, *extra_outs)]
+            + [ctypes.c_longlong(x.shape[-1])])
+    getattr(lib, f"host_{kernel}")(
+        ctypes.c_longlong(x.size // x.shape[-1]), *args,
+        *(ctypes.c_double(s) if isinstance(s, float) else ctypes.c_longlong(s) for s in scalars))
     return out
 
 
@@ -532,3 +634,40 @@ def test_host_build_of_cross_entropy_gives_nan_for_an_out_of_range_target(
     dx = run_rows(lib, "burnpy_cross_entropy_backward_rows", x, target, np.ones(3, np.float32),
                   out_shape=x.shape, scalars=(-100,))
     assert np.isnan(dx[:2]).all() and np.isfinite(dx[2]).all()
+
+
+@pytest.mark.parametrize("dtype", KERNEL_DTYPES)
+@pytest.mark.parametrize(("has_weight", "has_bias"), LAYER_NORM_AFFINE)
+def test_host_build_of_layer_norm_rows_matches_cpu(host_libs: dict[str, ctypes.CDLL],
+                                                   dtype: str, has_weight: bool,
+                                                   has_bias: bool) -> None:
+    """NaN and infinite rows, a constant row and one far from zero; an absent weight or bias
+    as a null pointer. Errors count against 1 where values are smaller (``unit``): normalized
+    values are of order 1, and cancel near zero."""
+    lib = _lib(host_libs, dtype)
+    x, weight, bias, _ = layer_norm_cases(dtype)
+    weight_or_none = weight if has_weight else None
+    bias_or_none = bias if has_bias else None
+    got = run_rows(lib, "burnpy_layer_norm_rows", x, weight_or_none, bias_or_none,
+                   out_shape=x.shape, scalars=(1e-5,))
+    want = CpuBackend.layer_norm(x, 1, weight_or_none, bias_or_none, 1e-5)
+    assert_close(got, want, dtype, unit=1)
+
+
+@pytest.mark.parametrize("dtype", KERNEL_DTYPES)
+@pytest.mark.parametrize("has_weight", [True, False])
+def test_host_build_of_layer_norm_backward_rows_matches_cpu(host_libs: dict[str, ctypes.CDLL],
+                                                            dtype: str,
+                                                            has_weight: bool) -> None:
+    """grad_x as the shared op's; xhat, in the dtype computed in, as the normalized rows."""
+    lib = _lib(host_libs, dtype)
+    x, weight, _, grad = layer_norm_cases(dtype)
+    weight_or_none = weight if has_weight else None
+    work = np.result_type(x.dtype, np.float32)
+    xhat = np.empty(x.shape, work)
+    grad_x = run_rows(lib, "burnpy_layer_norm_backward_rows", x, weight_or_none, grad,
+                      out_shape=x.shape, extra_outs=(xhat,), scalars=(1e-5,))
+    want = CpuBackend.layer_norm_backward(x, 1, weight_or_none, grad, 1e-5)[0]
+    assert_close(grad_x, want, dtype, unit=1)
+    assert_close(xhat, CpuBackend.layer_norm(x.astype(work), 1, None, None, 1e-5), work.name,
+                 unit=1)

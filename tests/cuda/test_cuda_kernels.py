@@ -2,9 +2,9 @@
 
 Every kernel op runs on CuPy arrays and is compared with the same CpuBackend op on the NumPy
 originals: activations and their backward helpers, softmax and log_softmax (also through the
-shared path along other dims), cross entropy and its backward, and the Adam step (bit for bit
-with the composed default). A small MLP's loss, gradients and Adam update through
-``Autodiff(CudaBackend)`` must match ``Autodiff(CpuBackend)``.
+shared path along other dims), cross entropy and its backward, layer norm and its backward,
+and the Adam step (bit for bit with the composed default). A small MLP's loss, gradients and
+Adam update through ``Autodiff(CudaBackend)`` must match ``Autodiff(CpuBackend)``.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from cuda_kernel_cases import (
     KERNEL_DTYPES,
     adam_run,
     edge_values,
+    layer_norm_cases,
     row_cases,
 )
 
@@ -32,7 +33,7 @@ import burnpy.nn.functional as F
 from burnpy import Tensor, optim
 from burnpy.autodiff import Autodiff
 from burnpy.backend.ops.optim_ops import OptimOps
-from burnpy.nn import Linear, Module
+from burnpy.nn import LayerNorm, Linear, Module
 from burnpy_cpu import CpuBackend
 
 #: Relative tolerance per dtype: the device's math library differs from NumPy's and SciPy's
@@ -157,6 +158,58 @@ def test_cross_entropy_out_of_range_target_gives_nan_rows() -> None:
 
 
 @pytest.mark.parametrize("dtype", KERNEL_DTYPES)
+@pytest.mark.parametrize("c", [1, 5, 37, 1024, 5000])
+@pytest.mark.parametrize(("has_weight", "has_bias"), [(True, True), (True, False),
+                                                      (False, False)])
+def test_layer_norm_rows_match_cpu(dtype: str, c: int, has_weight: bool,
+                                   has_bias: bool) -> None:
+    """Row lengths below a warp, odd, one full block and several values per thread; NaN and
+    infinite rows, a constant row and one whose mean is 300 times its spread (float32 rounds
+    that mean to a few units of the spread's tolerance, hence the scale). No input is written;
+    the NaN rows make the weight's gradient NaN, which the next test covers."""
+    x, weight, bias, grad = layer_norm_cases(dtype, c)
+    w = weight if has_weight else None
+    b = bias if has_bias else None
+    gx, ggrad = on_gpu(x, grad)
+    gw, gb = (None if a is None else cupy.asarray(a) for a in (w, b))
+    assert_matches(CudaBackend.layer_norm(gx, 1, gw, gb, 1e-5),
+                   CpuBackend.layer_norm(x, 1, w, b, 1e-5), dtype, scale=8)
+    got = CudaBackend.layer_norm_backward(gx, 1, gw, ggrad, 1e-5)
+    want = CpuBackend.layer_norm_backward(x, 1, w, grad, 1e-5)
+    for g, expected in zip(got, want, strict=True):
+        assert_matches(g, expected, dtype, scale=8)
+    np.testing.assert_array_equal(gx.get(), x)
+    np.testing.assert_array_equal(ggrad.get(), grad)
+
+
+@pytest.mark.parametrize("dtype", KERNEL_DTYPES)
+def test_layer_norm_over_trailing_dims_and_layouts(dtype: str) -> None:
+    """Two normalized dims of a 4-d input, C-contiguous and not, with a non-contiguous weight;
+    finite values, so the weight's and bias's gradients (column sums) are compared too. Empty
+    inputs take the shared op."""
+    rng = np.random.default_rng(8)
+    x = (rng.standard_normal((3, 5, 6, 7)) * 2 + 1).astype(dtype)
+    grad = rng.standard_normal(x.shape).astype(dtype)
+    weight = (rng.standard_normal((6, 7)) + 1).astype(dtype)
+    bias = rng.standard_normal((6, 7)).astype(dtype)
+    gx, ggrad, gbias = on_gpu(x, grad, bias)
+    gweight = cupy.asarray(np.ascontiguousarray(weight.T)).T  # a view, not C-contiguous
+    strided = cupy.ascontiguousarray(gx.transpose(0, 1, 3, 2)).transpose(0, 1, 3, 2)
+    assert not (strided.flags.c_contiguous or gweight.flags.c_contiguous)
+    want = [CpuBackend.layer_norm(x, 2, weight, bias, 1e-5),
+            *CpuBackend.layer_norm_backward(x, 2, weight, grad, 1e-5)]
+    for inp in (gx, strided):
+        got = [CudaBackend.layer_norm(inp, 2, gweight, gbias, 1e-5),
+               *CudaBackend.layer_norm_backward(inp, 2, gweight, ggrad, 1e-5)]
+        for g, expected in zip(got, want, strict=True):
+            assert_matches(g, expected, dtype, scale=8)
+    empty = cupy.zeros((3, 0), dtype)
+    assert CudaBackend.layer_norm(empty, 1, None, None, 1e-5).shape == (3, 0)
+    assert [g.shape for g in CudaBackend.layer_norm_backward(empty, 1, None, empty, 1e-5)] == [
+        (3, 0), (0,), (0,)]
+
+
+@pytest.mark.parametrize("dtype", KERNEL_DTYPES)
 @pytest.mark.parametrize("config", ADAM_CONFIGS)
 def test_adam_step_equals_the_composed_default_bit_for_bit(dtype: str,
                                                            config: dict[str, Any]) -> None:
@@ -182,17 +235,19 @@ def test_adam_step_equals_the_composed_default_bit_for_bit(dtype: str,
 
 
 class SmallMLP(Module):
-    """Every fused activation on the way: gelu, silu, relu, sigmoid and leaky_relu."""
+    """Every fused activation on the way (gelu, silu, relu, sigmoid and leaky_relu) and a
+    layer norm."""
 
     def __init__(self, backend: Any, dtype: str) -> None:
         self.fc1 = Linear(24, 64, backend=backend, dtype=dtype)
         self.fc2 = Linear(64, 64, backend=backend, dtype=dtype)
+        self.norm = LayerNorm(64, backend=backend, dtype=dtype)
         self.fc3 = Linear(64, 10, backend=backend, dtype=dtype)
 
     def forward(self, x: Tensor) -> Tensor:
         h = F.gelu(self.fc1(x), "tanh") + F.silu(self.fc1(x)) * 0.5
         h = F.relu(self.fc2(h)) + F.sigmoid(h) - F.leaky_relu(h, 0.1) * 0.25
-        return self.fc3(F.gelu(h))
+        return self.fc3(F.gelu(self.norm(h)))
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
