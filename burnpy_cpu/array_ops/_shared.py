@@ -16,6 +16,12 @@ from burnpy.backend.dtype import DType
 A = Any  # an array of the backend's array module
 
 
+def widened(xp: Any, a: A) -> A:
+    """``a`` in a dtype to compute in: 16-bit floats are widened to float32 (as torch computes
+    them on the CPU); other arrays are returned as they are."""
+    return a.astype(xp.float32) if a.dtype.itemsize < 4 else a
+
+
 _NO_CONTEXT = contextlib.nullcontext()
 
 

@@ -14,6 +14,8 @@ from typing import Any, ClassVar, Literal
 
 import numpy as np
 
+from burnpy_cpu.array_ops._shared import widened
+
 A = Any  # an ``xp.ndarray``
 GeluApproximate = Literal["none", "tanh"]
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
@@ -21,10 +23,6 @@ _INV_SQRT_2 = 1.0 / math.sqrt(2.0)
 _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 _GELU_CUBIC = 0.044715
 
-
-def _work(xp: Any, a: A) -> A:
-    """``a`` in a dtype with float32 or better precision: 16-bit floats become float32."""
-    return a.astype(xp.float32) if a.dtype.itemsize < 4 else a
 
 
 def _sigmoid(xp: Any, x: A) -> A:
@@ -78,7 +76,7 @@ class ArrayActivationOps:
         """x * Phi(x) with Phi = erfc(-x / sqrt 2) / 2 (accurate in the left tail), or torch's
         tanh form written as x * sigmoid(2u) since 1 + tanh(u) = 2 sigmoid(2u)."""
         xp, dtype = cls.xp, x.dtype
-        x = _work(xp, x)
+        x = widened(xp, x)
         if approximate == "tanh":
             u = (x + _GELU_CUBIC * (x * x * x)) * _SQRT_2_OVER_PI
             out = x * _sigmoid(xp, 2.0 * u)
@@ -90,7 +88,7 @@ class ArrayActivationOps:
     def gelu_backward(cls, x: A, grad: A, approximate: GeluApproximate = "none") -> A:
         """Gradient of gelu: grad * (Phi(x) + x phi(x)), or the tanh form's derivative."""
         xp, dtype = cls.xp, x.dtype
-        x, grad = _work(xp, x), _work(xp, grad)
+        x, grad = widened(xp, x), widened(xp, grad)
         x2 = x * x
         if approximate == "tanh":
             u = (x + _GELU_CUBIC * (x2 * x)) * _SQRT_2_OVER_PI
@@ -106,7 +104,7 @@ class ArrayActivationOps:
     def sigmoid(cls, x: A) -> A:
         """1 / (1 + exp(-x)) without overflow, accurate in both tails."""
         xp, dtype = cls.xp, x.dtype
-        return _sigmoid(xp, _work(xp, x)).astype(dtype, copy=False)
+        return _sigmoid(xp, widened(xp, x)).astype(dtype, copy=False)
 
     @classmethod
     def sigmoid_backward(cls, output: A, grad: A) -> A:
@@ -117,20 +115,20 @@ class ArrayActivationOps:
     def log_sigmoid(cls, x: A) -> A:
         """log(sigmoid(x)) = min(x, 0) - log1p(exp(-|x|)), stable for large |x|."""
         xp, dtype = cls.xp, x.dtype
-        x = _work(xp, x)
+        x = widened(xp, x)
         return (xp.minimum(x, 0) - xp.log1p(xp.exp(-xp.abs(x)))).astype(dtype, copy=False)
 
     @classmethod
     def log_sigmoid_backward(cls, x: A, grad: A) -> A:
         """Gradient of log_sigmoid: grad * sigmoid(-x)."""
         xp, dtype = cls.xp, x.dtype
-        return (_work(xp, grad) * _sigmoid(xp, -_work(xp, x))).astype(dtype, copy=False)
+        return (widened(xp, grad) * _sigmoid(xp, -widened(xp, x))).astype(dtype, copy=False)
 
     @classmethod
     def silu(cls, x: A) -> A:
         """x * sigmoid(x)."""
         xp, dtype = cls.xp, x.dtype
-        x = _work(xp, x)
+        x = widened(xp, x)
         return (x * _sigmoid(xp, x)).astype(dtype, copy=False)
 
     @classmethod
@@ -144,7 +142,7 @@ class ArrayActivationOps:
         xp, dtype = cls.xp, x.dtype
         if x.size == 0:
             return x.copy()
-        x = _work(xp, x)
+        x = widened(xp, x)
         e = xp.exp(x - x.max(axis=dim, keepdims=True))
         e /= e.sum(axis=dim, keepdims=True)
         return e.astype(dtype, copy=False)
@@ -155,7 +153,7 @@ class ArrayActivationOps:
         xp, dtype = cls.xp, x.dtype
         if x.size == 0:
             return x.copy()
-        x = _work(xp, x)
+        x = widened(xp, x)
         shifted = x - x.max(axis=dim, keepdims=True)
         out = shifted - xp.log(xp.exp(shifted).sum(axis=dim, keepdims=True))
         return out.astype(dtype, copy=False)
@@ -165,6 +163,6 @@ class ArrayActivationOps:
         """log(1 + exp(beta x)) / beta, exact for every x (torch instead returns x once
         beta x > 20, a relative difference below 1e-9)."""
         xp, dtype = cls.xp, x.dtype
-        x = _work(xp, x)
+        x = widened(xp, x)
         out = _softplus(xp, x) if beta == 1.0 else _softplus(xp, x * beta) / beta
         return out.astype(dtype, copy=False)

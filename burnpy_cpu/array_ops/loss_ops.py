@@ -9,12 +9,10 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+from burnpy_cpu.array_ops._shared import widened
+
 A = Any  # an ``xp.ndarray``
 
-
-def _work(xp: Any, a: A) -> A:
-    """``a`` in a dtype to compute in: 16-bit floats are widened to float32."""
-    return a.astype(xp.float32) if a.dtype.itemsize < 4 else a
 
 
 def _rows_and_targets(xp: Any, target: A, ignore_index: int) -> tuple[A, A, A]:
@@ -34,7 +32,7 @@ class ArrayLossOps:
         """``logsumexp(row) - row[target]`` per row; exactly 0 on ignored rows, whatever
         their logits hold (torch's value)."""
         xp, dtype = cls.xp, logits.dtype
-        x = _work(xp, logits)
+        x = widened(xp, logits)
         peak = x.max(axis=1, keepdims=True)
         lse = xp.log(xp.exp(x - peak).sum(axis=1)) + peak[:, 0]
         rows, safe, kept = _rows_and_targets(xp, target, ignore_index)
@@ -45,10 +43,10 @@ class ArrayLossOps:
     def cross_entropy_backward(cls, logits: A, target: A, ignore_index: int, grad: A) -> A:
         """``(softmax(row) - one_hot(target)) * grad`` per row, 0 on ignored rows."""
         xp, dtype = cls.xp, logits.dtype
-        x = _work(xp, logits)
+        x = widened(xp, logits)
         e = xp.exp(x - x.max(axis=1, keepdims=True))
         e /= e.sum(axis=1, keepdims=True)
         rows, safe, kept = _rows_and_targets(xp, target, ignore_index)
         e[rows, safe] -= 1.0
-        e *= _work(xp, grad)[:, None]
+        e *= widened(xp, grad)[:, None]
         return xp.where(kept[:, None], e, 0).astype(dtype, copy=False)

@@ -34,16 +34,13 @@ from burnpy.backend.ops.module_ops import (
     conv_transpose_output_size,
     pool_output_size,
 )
+from burnpy_cpu.array_ops._shared import widened
 
 A = Any  # an ``xp.ndarray``
 Host = numpy.ndarray
 
 
 # ---- helpers ----------------------------------------------------------------------------------
-def _work(xp: Any, a: A) -> A:
-    """``a`` in a dtype BLAS computes in: 16-bit floats are widened to float32."""
-    return a.astype(xp.float32) if a.dtype.itemsize < 4 else a
-
 
 def _taps(kernel: Ints) -> itertools.product:
     """Every kernel tap as a tuple of per-dim offsets, in row-major order."""
@@ -478,7 +475,7 @@ class ArrayModuleOps:
         """N-d convolution (torch's cross-correlation): im2col and a batched matmul per chunk
         of the batch."""
         xp, dtype = cls.xp, x.dtype
-        x, weight = _work(xp, x), _work(xp, weight)
+        x, weight = widened(xp, x), widened(xp, weight)
         c_out, kernel = weight.shape[0], weight.shape[2:]
         out_sp = tuple(conv_output_size(size, k, s, p, d) for size, k, s, p, d in zip(
             x.shape[2:], kernel, options.stride, options.padding, options.dilation, strict=True))
@@ -486,7 +483,7 @@ class ArrayModuleOps:
         _conv_into(xp, x, weight, out, options.stride, options.dilation, options.padding,
                    options.groups, cls.conv_chunk_bytes, cls.conv_rows_max_plane)
         if bias is not None:
-            out += _work(xp, bias).reshape(c_out, *(1,) * len(out_sp))
+            out += widened(xp, bias).reshape(c_out, *(1,) * len(out_sp))
         return out.astype(dtype, copy=False)
 
     @classmethod
@@ -494,7 +491,7 @@ class ArrayModuleOps:
         """Gradient of ``conv`` in ``weight``: per group, ``grad @ im2col(x).T`` summed over
         the batch."""
         xp, dtype = cls.xp, weight.dtype
-        x, grad = _work(xp, x), _work(xp, grad)
+        x, grad = widened(xp, x), widened(xp, grad)
         n, g = x.shape[0], options.groups
         c_out, kernel, out_sp = grad.shape[1], weight.shape[2:], grad.shape[2:]
         if _rows_pay(x.shape[1], kernel, options.stride, options.dilation, out_sp, g,
@@ -512,7 +509,7 @@ class ArrayModuleOps:
         """Gradient of a conv's bias: ``grad`` summed over the batch first (adds of whole
         samples, far faster than reducing the short spatial axes first), then per channel."""
         xp, dtype = cls.xp, grad.dtype
-        grad = _work(xp, grad)
+        grad = widened(xp, grad)
         n, c = grad.shape[:2]
         size = math.prod(grad.shape[2:])
         samples = grad.reshape(n, c * size).sum(axis=0)
@@ -528,7 +525,7 @@ class ArrayModuleOps:
         equivalent conv instead: the kernel flipped, its channel roles swapped, and
         ``(k - 1) * dilation - padding`` of padding."""
         xp, dtype = cls.xp, x.dtype
-        x, weight = _work(xp, x), _work(xp, weight)
+        x, weight = widened(xp, x), widened(xp, weight)
         n, c_in = x.shape[:2]
         in_sp, kernel = x.shape[2:], weight.shape[2:]
         g, c_out_g = options.groups, weight.shape[1]
@@ -556,7 +553,7 @@ class ArrayModuleOps:
                                  out.reshape(n, g, c_out_g, *out_sp), kernel, options,
                                  cls.conv_chunk_bytes)
         if bias is not None:
-            out += _work(xp, bias).reshape(g * c_out_g, *(1,) * nd)
+            out += widened(xp, bias).reshape(g * c_out_g, *(1,) * nd)
         return out.astype(dtype, copy=False)
 
     @classmethod
@@ -565,7 +562,7 @@ class ArrayModuleOps:
         """Gradient of ``conv_transpose`` in ``weight``: per group, ``x @ im2col(grad).T``,
         the columns gathering for each input position the outputs its taps wrote."""
         xp, dtype = cls.xp, weight.dtype
-        x, grad = _work(xp, x), _work(xp, grad)
+        x, grad = widened(xp, x), widened(xp, grad)
         n, g = x.shape[0], options.groups
         c_in, in_sp, kernel = x.shape[1], x.shape[2:], weight.shape[2:]
         a = x.reshape(n, g, c_in // g, math.prod(in_sp))
@@ -580,7 +577,7 @@ class ArrayModuleOps:
         """N-d average pool: the kernel taps' strided views of the padded input summed, over
         torch's divisor."""
         xp, dtype = cls.xp, x.dtype
-        x = _work(xp, x)
+        x = widened(xp, x)
         nd = len(kernel)
         out_sp = tuple(pool_output_size(size, k, s, p, 1, ceil_mode) for size, k, s, p
                        in zip(x.shape[2:], kernel, stride, padding, strict=True))
@@ -598,7 +595,7 @@ class ArrayModuleOps:
                           count_include_pad: bool, ceil_mode: bool) -> A:
         """Gradient of ``avg_pool``: the divided grad scattered back to every window tap."""
         xp, dtype = cls.xp, x.dtype
-        grad = _work(xp, grad)
+        grad = widened(xp, grad)
         nd, out_sp = len(kernel), grad.shape[2:]
         share = grad / _avg_divisor(xp, x.shape[2:], kernel, stride, padding, out_sp,
                                     count_include_pad, grad.dtype)
@@ -615,7 +612,7 @@ class ArrayModuleOps:
         (one copy, where reading strided taps would cost each compare and max a slow pass)
         and scanned; a chunk whose max holds a NaN is scanned again NaN-aware."""
         xp, dtype = cls.xp, x.dtype
-        x = _work(xp, x)
+        x = widened(xp, x)
         nd, spatial = len(kernel), x.shape[2:]
         out_sp = tuple(pool_output_size(size, k, s, p, d, ceil_mode) for size, k, s, p, d
                        in zip(spatial, kernel, stride, padding, dilation, strict=True))
@@ -645,7 +642,7 @@ class ArrayModuleOps:
         ``indices``, as one 1-d ``add.at`` over every plane (summed in order in the grad's
         own dtype, where the protocol's scatter goes through a multi-index and float64)."""
         xp, dtype = cls.xp, x.dtype
-        grad = _work(xp, grad)
+        grad = widened(xp, grad)
         n, c = x.shape[:2]
         plane, size = math.prod(x.shape[2:]), math.prod(grad.shape[2:])
         flat = indices.reshape(n * c, size) + (xp.arange(n * c, dtype=xp.int64) * plane)[:, None]
@@ -657,7 +654,7 @@ class ArrayModuleOps:
     def adaptive_avg_pool(cls, x: A, output_size: Ints) -> A:
         """N-d adaptive average pool, one spatial dim at a time (bin sums over bin sizes)."""
         xp, dtype = cls.xp, x.dtype
-        out = _work(xp, x)
+        out = widened(xp, x)
         for axis, o in enumerate(output_size, start=2):
             starts, ends = _adaptive_bins(x.shape[axis], o)
             count = _along(xp, (ends - starts).astype(out.dtype), axis, out.ndim)
@@ -669,7 +666,7 @@ class ArrayModuleOps:
         """Gradient of ``adaptive_avg_pool``: each input sums the divided grads of the bins
         containing it (a contiguous run of bins)."""
         xp, dtype = cls.xp, x.dtype
-        out = _work(xp, grad)
+        out = widened(xp, grad)
         for axis in range(2, x.ndim):
             size = x.shape[axis]
             starts, ends = _adaptive_bins(size, grad.shape[axis])
@@ -686,7 +683,7 @@ class ArrayModuleOps:
                     align_corners: bool) -> A:
         """Resize ``[n, c, h, w]``: gathers of torch's source taps along w, then along h."""
         xp, dtype = cls.xp, x.dtype
-        out = _work(xp, x)
+        out = widened(xp, x)
         for axis in (3, 2):
             acc = None
             for idx, w in _interp_taps(x.shape[axis], output_size[axis - 2], mode,
@@ -707,7 +704,7 @@ class ArrayModuleOps:
         """Gradient of ``interpolate``: each tap's weighted grad summed back into its sources
         (sources are non-decreasing, so each input gathers a contiguous run of outputs)."""
         xp, dtype = cls.xp, x.dtype
-        out = _work(xp, grad)
+        out = widened(xp, grad)
         for axis in (2, 3):
             size = x.shape[axis]
             j = numpy.arange(size, dtype=numpy.int64)

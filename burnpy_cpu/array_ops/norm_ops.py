@@ -14,6 +14,8 @@ from __future__ import annotations
 import math
 from typing import Any, ClassVar
 
+from burnpy_cpu.array_ops._shared import widened
+
 A = Any  # an ``xp.ndarray``
 
 
@@ -28,12 +30,12 @@ class _Batch:
         n, c = x.shape[0], x.shape[1]
         self.xp, self.positions = xp, math.prod(x.shape[2:])
         self.count = n * self.positions
-        rows = _compute_dtype(xp, x.reshape(n, c * self.positions))
+        rows = widened(xp, x.reshape(n, c * self.positions))
         self.mean = (self.channel_sum(rows) / self.count if mean is None
-                     else _compute_dtype(xp, mean))
+                     else widened(xp, mean))
         self.centered = rows - self.spread(self.mean)
         self.var = (self.channel_dot(self.centered, self.centered) / self.count if var is None
-                    else _compute_dtype(xp, var))
+                    else widened(xp, var))
 
     def channel_sum(self, rows: A) -> A:
         """Per-channel sums of ``[n, c * positions]`` rows (einsum: ~3x NumPy's two-axis sum)."""
@@ -50,10 +52,6 @@ class _Batch:
         """A ``[c]`` vector repeated along the positions, broadcasting against the rows."""
         return self.xp.repeat(per_channel, self.positions)
 
-
-def _compute_dtype(xp: Any, a: A) -> A:
-    """``a`` widened to float32 if it is a 16-bit float."""
-    return a.astype(xp.float32) if a.dtype.itemsize < 4 else a
 
 
 class ArrayNormOps:
@@ -87,7 +85,7 @@ class ArrayNormOps:
         xp, dtype = cls.xp, x.dtype
         reuse = x.dtype.itemsize >= 4
         batch = _Batch(xp, x, mean if reuse else None, var if reuse else None)
-        g = _compute_dtype(xp, grad.reshape(batch.centered.shape))
+        g = widened(xp, grad.reshape(batch.centered.shape))
         invstd = 1.0 / xp.sqrt(batch.var + eps)
         grad_bias = batch.channel_sum(g)
         grad_weight = batch.channel_dot(g, batch.centered) * invstd
@@ -121,7 +119,7 @@ class ArrayNormOps:
         xp, dtype = cls.xp, x.dtype
         xhat, invstd = _row_statistics(xp, x, normalized_ndim, eps)
         xhat *= invstd
-        g = _compute_dtype(xp, grad.reshape(xhat.shape))
+        g = widened(xp, grad.reshape(xhat.shape))
         trailing = x.shape[x.ndim - normalized_ndim:]
         grad_weight = xp.einsum("rk,rk->k", g, xhat).reshape(trailing)
         grad_bias = g.sum(axis=0).reshape(trailing)
@@ -140,7 +138,7 @@ def _row_statistics(xp: Any, x: A, normalized_ndim: int, eps: float) -> tuple[A,
     """``x`` as ``[rows, width]`` rows (computing dtype) minus their means, and each row's
     ``1 / sqrt(var + eps)`` as a ``[rows, 1]`` column."""
     width = math.prod(x.shape[x.ndim - normalized_ndim:])
-    rows = _compute_dtype(xp, x.reshape(-1, width) if width else x.reshape(0, 0))
+    rows = widened(xp, x.reshape(-1, width) if width else x.reshape(0, 0))
     divisor = max(width, 1)  # an empty row has nothing to divide (and no warning to give)
     centered = rows - rows.sum(axis=1, keepdims=True) / divisor
     var = xp.einsum("rk,rk->r", centered, centered)[:, None] / divisor
