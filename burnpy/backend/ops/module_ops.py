@@ -10,6 +10,7 @@ A spatial rank N (1, 2 or 3) is given by the length of the options' tuples.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -275,10 +276,7 @@ class ModuleOps:
         and spatial dims, then scaled by ``weight`` and shifted by ``bias`` (both ``[c]``).
         The statistics are returned for running averages; they are not differentiated."""
         flat, count = _channel_rows(cls, x)
-        mean = cls.float_mul_scalar(_channel_sum(cls, flat), 1.0 / count)
-        centered = cls.float_sub(flat, mean)
-        var = cls.float_mul_scalar(_channel_sum(cls, cls.float_mul(centered, centered)),
-                                   1.0 / count)
+        mean, centered, var = _moments(cls, flat, lambda a: _channel_sum(cls, a), 1.0 / count)
         scale = _bn_scale(cls, var, weight, eps)
         y = cls.float_mul(centered, scale)
         if bias is not None:
@@ -296,18 +294,12 @@ class ModuleOps:
         recording backend it is itself differentiable (second order)."""
         flat, count = _channel_rows(cls, x)
         g = cls.float_reshape(grad, flat.shape)
-        mean = cls.float_mul_scalar(_channel_sum(cls, flat), 1.0 / count)
-        centered = cls.float_sub(flat, mean)
-        var = cls.float_mul_scalar(_channel_sum(cls, cls.float_mul(centered, centered)),
-                                   1.0 / count)
-        invstd = cls.float_recip(cls.float_sqrt(cls.float_add_scalar(var, eps)))
-        xhat = cls.float_mul(centered, invstd)
+        _, centered, var = _moments(cls, flat, lambda a: _channel_sum(cls, a), 1.0 / count)
+        xhat = cls.float_mul(centered, _invstd(cls, var, eps))
         grad_bias = _channel_sum(cls, g)
         grad_weight = _channel_sum(cls, cls.float_mul(g, xhat))
         # dx = w * invstd * (g - mean(g) - xhat * mean(g * xhat)), per channel.
-        inner = cls.float_sub(cls.float_sub(g, cls.float_mul_scalar(grad_bias, 1.0 / count)),
-                              cls.float_mul(xhat, cls.float_mul_scalar(grad_weight,
-                                                                       1.0 / count)))
+        inner = _projected(cls, g, xhat, grad_bias, grad_weight, 1.0 / count)
         c = x.shape[1]
         grad_x = cls.float_mul(inner, _bn_scale(cls, var, weight, eps))
         return (cls.float_reshape(grad_x, x.shape), cls.float_reshape(grad_weight, (c,)),
@@ -321,12 +313,8 @@ class ModuleOps:
         scale by ``weight`` and shift by ``bias`` (both shaped like those dims)."""
         rows, width = _trailing_rows(cls, x, normalized_ndim)
         inv_width = 1.0 / max(width, 1)  # an empty row has nothing to divide
-        centered = cls.float_sub(rows, cls.float_mul_scalar(cls.float_sum_dim(rows, 1),
-                                                            inv_width))
-        var = cls.float_mul_scalar(cls.float_sum_dim(cls.float_mul(centered, centered), 1),
-                                   inv_width)
-        y = cls.float_mul(centered, cls.float_recip(cls.float_sqrt(
-            cls.float_add_scalar(var, eps))))
+        _, centered, var = _moments(cls, rows, lambda a: cls.float_sum_dim(a, 1), inv_width)
+        y = cls.float_mul(centered, _invstd(cls, var, eps))
         if weight is not None:
             y = cls.float_mul(y, cls.float_reshape(weight, (1, width)))
         if bias is not None:
@@ -342,21 +330,16 @@ class ModuleOps:
         rows, width = _trailing_rows(cls, x, normalized_ndim)
         inv_width = 1.0 / max(width, 1)  # an empty row has nothing to divide
         g = cls.float_reshape(grad, rows.shape)
-        centered = cls.float_sub(rows, cls.float_mul_scalar(cls.float_sum_dim(rows, 1),
-                                                            inv_width))
-        var = cls.float_mul_scalar(cls.float_sum_dim(cls.float_mul(centered, centered), 1),
-                                   inv_width)
-        invstd = cls.float_recip(cls.float_sqrt(cls.float_add_scalar(var, eps)))
+        _, centered, var = _moments(cls, rows, lambda a: cls.float_sum_dim(a, 1), inv_width)
+        invstd = _invstd(cls, var, eps)
         xhat = cls.float_mul(centered, invstd)
         trailing = x.shape[len(x.shape) - normalized_ndim:]
         grad_weight = cls.float_reshape(cls.float_sum_dim(cls.float_mul(g, xhat), 0), trailing)
         grad_bias = cls.float_reshape(cls.float_sum_dim(g, 0), trailing)
         g_hat = g if weight is None else cls.float_mul(g, cls.float_reshape(weight, (1, width)))
         # dx = invstd * (g_hat - mean(g_hat) - xhat * mean(g_hat * xhat)), per row.
-        inner = cls.float_sub(
-            cls.float_sub(g_hat, cls.float_mul_scalar(cls.float_sum_dim(g_hat, 1), inv_width)),
-            cls.float_mul(xhat, cls.float_mul_scalar(
-                cls.float_sum_dim(cls.float_mul(g_hat, xhat), 1), inv_width)))
+        inner = _projected(cls, g_hat, xhat, cls.float_sum_dim(g_hat, 1),
+                           cls.float_sum_dim(cls.float_mul(g_hat, xhat), 1), inv_width)
         grad_x = cls.float_reshape(cls.float_mul(inner, invstd), x.shape)
         return grad_x, grad_weight, grad_bias
 
@@ -416,9 +399,30 @@ def _channel_sum(cls: Any, rows: F) -> F:
     return cls.float_sum_dim(cls.float_sum_dim(rows, 2), 0)
 
 
+def _moments(cls: Any, rows: F, total: Callable[[F], F], scale: float) -> tuple[F, F, F]:
+    """The mean, ``rows`` minus it and the biased variance, where ``total`` sums over the
+    normalized dims (kept) and ``scale`` is one over their count."""
+    mean = cls.float_mul_scalar(total(rows), scale)
+    centered = cls.float_sub(rows, mean)
+    return mean, centered, cls.float_mul_scalar(total(cls.float_mul(centered, centered)), scale)
+
+
+def _invstd(cls: Any, var: F, eps: float) -> F:
+    """``1 / sqrt(var + eps)``."""
+    return cls.float_recip(cls.float_sqrt(cls.float_add_scalar(var, eps)))
+
+
+def _projected(cls: Any, g: F, xhat: F, g_sum: F, g_xhat_sum: F, scale: float) -> F:
+    """``g - mean(g) - xhat * mean(g * xhat)`` from the sums of ``g`` and ``g * xhat`` over
+    the normalized dims (``scale`` is one over their count): a normalization's input
+    gradient before its ``invstd`` factor."""
+    return cls.float_sub(cls.float_sub(g, cls.float_mul_scalar(g_sum, scale)),
+                         cls.float_mul(xhat, cls.float_mul_scalar(g_xhat_sum, scale)))
+
+
 def _bn_scale(cls: Any, var: F, weight: F | None, eps: float) -> F:
     """``weight / sqrt(var + eps)`` per channel, shaped like ``var`` (``[1, c, 1]``)."""
-    scale = cls.float_recip(cls.float_sqrt(cls.float_add_scalar(var, eps)))
+    scale = _invstd(cls, var, eps)
     return scale if weight is None else cls.float_mul(scale, cls.float_reshape(weight,
                                                                                scale.shape))
 
