@@ -35,19 +35,32 @@ def _optional(bias: AutodiffTensor | None) -> Any:
     return None if bias is None else bias.primitive
 
 
-def _bn_operands(inputs: Saved, params: Params) -> tuple[Any, Any, Any]:
-    """``(x, weight, bias)`` of a recorded batch or layer norm from its saved inputs and their
-    slots (``params[1]``), None where the op had no weight or bias."""
+def _present(*operands: AutodiffTensor | None) -> tuple[tuple[int, ...], tuple[Any, ...]]:
+    """The slots (positions) and the tensors of the operands given (a norm's optional weight
+    and bias may be None)."""
+    present = [(slot, t) for slot, t in enumerate(operands) if t is not None]
+    return tuple(slot for slot, _ in present), tuple(t for _, t in present)
+
+
+def _operands(inputs: Saved, slots: tuple[int, ...]) -> tuple[Any, Any, Any]:
+    """``(x, weight, bias)`` of a recorded norm from its saved inputs and their ``slots``, None
+    where the op had no weight or bias."""
     operands: list[Any] = [None, None, None]
-    for slot, value in zip(params[1], inputs, strict=True):
+    for slot, value in zip(slots, inputs, strict=True):
         operands[slot] = value
     return operands[0], operands[1], operands[2]
 
 
+def _by_slot(grads: tuple[Any, ...], slots: tuple[int, ...], parents: Parents) -> Rule:
+    """The gradients of the recorded operands (by slot), None for untracked ones."""
+    return tuple(grads[slot] if parent is not None else None
+                 for slot, parent in zip(slots, parents, strict=True))
+
+
 def _layer_norm_forward(B: Any, inputs: Saved, params: Params) -> Any:
-    """Retro-forward of a recorded ``layer_norm`` (params: normalized_ndim, eps, slots)."""
-    x, weight, bias = _bn_operands(inputs, params[1:])
-    return B.layer_norm(x, params[0], weight, bias, params[1])
+    """Retro-forward of a recorded ``layer_norm`` (params: slots, normalized_ndim, eps)."""
+    x, weight, bias = _operands(inputs, params[0])
+    return B.layer_norm(x, params[1], weight, bias, params[2])
 
 
 class AutodiffModuleOps:
@@ -255,48 +268,42 @@ class AutodiffModuleOps:
             return AutodiffTensor(out)
         return cls.record(cls._INTERPOLATE_BACKWARD, out, (grad,), (x.primitive, *args))
 
-    # ---- batch normalization ------------------------------------------------------------------
+    # ---- batch and layer normalization -----------------------------------------------------
+    # Recorded with params (slots of the operands given, *the op's own params).
     @staticmethod
     def _batch_norm_backward(B: Any, grad: Any, inputs: Saved, output: Any, params: Params,
                              parents: Parents) -> Rule:
-        x, weight, _ = _bn_operands(inputs, params)
-        grad_x, grad_weight, grad_bias = B.batch_norm_backward(x, weight, grad, params[0],
-                                                               *params[2:])
-        grads = (grad_x, grad_weight, grad_bias)
-        return tuple(grads[slot] if parent is not None else None
-                     for slot, parent in zip(params[1], parents, strict=True))
+        x, weight, _ = _operands(inputs, params[0])
+        return _by_slot(B.batch_norm_backward(x, weight, grad, *params[1:]), params[0],
+                        parents)
 
     _BATCH_NORM = declare("batch_norm", _batch_norm_backward, saves_inputs=True,
                           forward=lambda B, inputs, params:
-                          B.batch_norm(*_bn_operands(inputs, params), params[0])[0])
+                          B.batch_norm(*_operands(inputs, params[0]), params[1])[0])
 
     @classmethod
     def batch_norm(cls, x: AutodiffTensor, weight: AutodiffTensor | None,
                    bias: AutodiffTensor | None, eps: float) -> tuple[AutodiffTensor, ...]:
         """One recorded node for the normalized output (the inner backend's fused kernel runs
-        forward, its ``batch_norm_backward`` backward); the statistics come back untracked."""
+        forward, its ``batch_norm_backward`` backward, given the forward's statistics); the
+        statistics come back untracked."""
         out, mean, var = cls.InnerBackend.batch_norm(x.primitive, _optional(weight),
                                                      _optional(bias), eps)
-        present = [(slot, t) for slot, t in enumerate((x, weight, bias)) if t is not None]
-        tensors = tuple(t for _, t in present)
+        slots, tensors = _present(x, weight, bias)
         stats = (AutodiffTensor(mean), AutodiffTensor(var))
         if not any_tracked(tensors):
             return (AutodiffTensor(out), *stats)
-        slots = tuple(slot for slot, _ in present)
-        return (cls.record(cls._BATCH_NORM, out, tensors, (eps, slots, mean, var)), *stats)
+        return (cls.record(cls._BATCH_NORM, out, tensors, (slots, eps, mean, var)), *stats)
 
-    # ---- layer normalization --------------------------------------------------------------
     @staticmethod
     def _layer_norm_backward(B: Any, grad: Any, inputs: Saved, output: Any, params: Params,
                              parents: Parents) -> Rule:
-        x, weight, _ = _bn_operands(inputs, params[1:])
-        grads = B.layer_norm_backward(x, params[0], weight, grad, params[1])
-        return tuple(grads[slot] if parent is not None else None
-                     for slot, parent in zip(params[2], parents, strict=True))
+        x, weight, _ = _operands(inputs, params[0])
+        return _by_slot(B.layer_norm_backward(x, params[1], weight, grad, params[2]),
+                        params[0], parents)
 
     _LAYER_NORM = declare("layer_norm", _layer_norm_backward, saves_inputs=True,
-                          forward=lambda B, inputs, params: _layer_norm_forward(B, inputs,
-                                                                                params))
+                          forward=_layer_norm_forward)
 
     @classmethod
     def layer_norm(cls, x: AutodiffTensor, normalized_ndim: int, weight: AutodiffTensor | None,
@@ -305,12 +312,10 @@ class AutodiffModuleOps:
         ``layer_norm_backward`` backward."""
         out = cls.InnerBackend.layer_norm(x.primitive, normalized_ndim, _optional(weight),
                                           _optional(bias), eps)
-        present = [(slot, t) for slot, t in enumerate((x, weight, bias)) if t is not None]
-        tensors = tuple(t for _, t in present)
+        slots, tensors = _present(x, weight, bias)
         if not any_tracked(tensors):
             return AutodiffTensor(out)
-        slots = tuple(slot for slot, _ in present)
-        return cls.record(cls._LAYER_NORM, out, tensors, (normalized_ndim, eps, slots))
+        return cls.record(cls._LAYER_NORM, out, tensors, (slots, normalized_ndim, eps))
 
     # ---- cross entropy --------------------------------------------------------------------
     @staticmethod
