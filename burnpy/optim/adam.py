@@ -28,22 +28,13 @@ class Adam(Optimizer):
         self.weight_decay, self.amsgrad = weight_decay, amsgrad
 
     def update(self, name: str, param: Tensor, grad: Tensor, lr: float) -> Tensor:
-        b = param.backend
-        exp_avg, exp_avg_sq, peak = self._state(name, param, "exp_avg", "exp_avg_sq",
-                                                "max_exp_avg_sq")
-        new, exp_avg, exp_avg_sq, peak = b.adam_step(
-            param.primitive, grad.primitive, exp_avg, exp_avg_sq, peak if self.amsgrad else None,
-            step=self.steps[name], lr=lr, beta1=self.betas[0], beta2=self.betas[1],
-            eps=self.eps, weight_decay=self.weight_decay,
-            decoupled=self.decoupled_weight_decay, amsgrad=self.amsgrad)
-        self._store(name, b, exp_avg=exp_avg, exp_avg_sq=exp_avg_sq, max_exp_avg_sq=peak)
-        return wrap(b, new, FLOAT)
+        return self._update_group([name], [param], [grad], lr)[0]
 
     def update_many(self, names: list[str], params: list[Tensor], grads: list[Tensor],
                     lr: float) -> list[Tensor]:
         """Parameters alike in backend, dtypes, device, step count and state in use are
         concatenated and stepped by one ``adam_step`` (the rule is elementwise, so every value
-        is what its own update gives); a lone parameter takes ``update``."""
+        is what its own update gives)."""
         groups: dict[tuple[Any, ...], list[int]] = {}
         for i, (name, p, g) in enumerate(zip(names, params, grads, strict=True)):
             state = self.state.get(name, {})
@@ -53,10 +44,6 @@ class Adam(Optimizer):
             groups.setdefault(key, []).append(i)
         out: list[Tensor | None] = [None] * len(params)
         for members in groups.values():
-            if len(members) == 1:
-                i = members[0]
-                out[i] = self.update(names[i], params[i], grads[i], lr)
-                continue
             news = self._update_group([names[i] for i in members], [params[i] for i in members],
                                       [grads[i] for i in members], lr)
             for i, new in zip(members, news, strict=True):
@@ -66,7 +53,8 @@ class Adam(Optimizer):
     def _update_group(self, names: list[str], params: list[Tensor], grads: list[Tensor],
                       lr: float) -> list[Tensor]:
         """One ``adam_step`` over the concatenation of ``params`` (alike, see
-        ``update_many``), split back into each parameter's value and state."""
+        ``update_many``; a lone parameter is only reshaped), split back into each parameter's
+        value and state."""
         b = params[0].backend
         states = [self._state(n, p, "exp_avg", "exp_avg_sq", "max_exp_avg_sq")
                   for n, p in zip(names, params, strict=True)]
