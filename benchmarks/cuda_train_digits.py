@@ -18,27 +18,9 @@ from collections.abc import Callable
 
 import torch
 from cuda_timing import Sync, require_gpu
-from train_digits import LR, WARMUP, Batch, TorchCNN, _batches
+from train_digits import LR, WARMUP, Batch, TorchCNN, _batches, burnpy_step
 
-import burnpy.nn.functional as F
-from burnpy import Tensor, optim
-from burnpy.autodiff import Autodiff
-from burnpy.examples.digits import DigitsCNN
 from burnpy_cuda import CudaBackend
-
-
-def burnpy_step() -> Callable[[Batch], None]:
-    backend = Autodiff(CudaBackend)
-    CudaBackend.seed(CudaBackend.default_device(), 0)
-    model = DigitsCNN(backend=backend)
-    opt = optim.Adam(lr=LR)
-
-    def step(batch: Batch) -> None:
-        x = Tensor.from_data(batch[0], backend=backend)
-        y = Tensor.from_data(batch[1], backend=backend)
-        opt.step(model, F.cross_entropy(model(x), y).backward())
-
-    return step
 
 
 def torch_step() -> Callable[[Batch], None]:
@@ -73,7 +55,7 @@ def main() -> None:
     device = CudaBackend.default_device()
     batches = _batches(args.batch_size)
     steps: dict[str, tuple[Callable[[Batch], None], Sync]] = {
-        "burnpy": (burnpy_step(), lambda: CudaBackend.sync(device)),
+        "burnpy": (burnpy_step(CudaBackend), lambda: CudaBackend.sync(device)),
         "torch": (torch_step(), torch.cuda.synchronize),
     }
     times: dict[str, list[float]] = {name: [] for name in steps}

@@ -28,6 +28,7 @@ import torch  # noqa: E402
 import burnpy.nn.functional as F  # noqa: E402
 from burnpy import Tensor, optim  # noqa: E402
 from burnpy.autodiff import Autodiff  # noqa: E402
+from burnpy.backend.base import Backend  # noqa: E402
 from burnpy.examples.digits import DigitsCNN, digits_splits  # noqa: E402
 from burnpy_cpu import CpuBackend  # noqa: E402
 
@@ -45,9 +46,11 @@ def _batches(batch_size: int) -> list[Batch]:
     return [train.get_batch(order[i * batch_size:(i + 1) * batch_size]) for i in range(n)]
 
 
-def burnpy_step() -> Callable[[Batch], None]:
-    backend = Autodiff(CpuBackend)
-    CpuBackend.seed(CpuBackend.default_device(), 0)
+def burnpy_step(inner: type[Backend] = CpuBackend) -> Callable[[Batch], None]:
+    """One training step of the demo's CNN on ``Autodiff(inner)`` (the CUDA benchmark passes
+    CudaBackend)."""
+    backend = Autodiff(inner)
+    inner.seed(inner.default_device(), 0)
     model = DigitsCNN(backend=backend)
     opt = optim.Adam(lr=LR)
 
