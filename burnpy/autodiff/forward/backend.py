@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from burnpy.autodiff.forward.ops.activation_ops import ForwardActivationOps
+from burnpy.autodiff.forward.ops.elementwise import ForwardElementwiseOps
 from burnpy.autodiff.forward.ops.float_ops import ForwardFloatOps
 from burnpy.autodiff.forward.ops.module_ops import ForwardModuleOps
 from burnpy.autodiff.forward.ops.q_ops import ForwardQOps
@@ -24,8 +25,8 @@ from burnpy.backend.dtype import DType
 from burnpy.backend.errors import DTypeError, InvalidArgumentError, ShapeError, describe
 
 
-class ForwardADBackend(ForwardFloatOps, ForwardQOps, ForwardModuleOps, ForwardActivationOps,
-                       PassThroughKinds, Backend, abstract=True):
+class ForwardADBackend(ForwardElementwiseOps, ForwardFloatOps, ForwardQOps, ForwardModuleOps,
+                       ForwardActivationOps, PassThroughKinds, Backend, abstract=True):
     """Base of every ``ForwardAD[B]`` class. ``InnerBackend`` is B.
 
     It tracks no reverse-mode graph (``ad_enabled()`` is False); ``is_forward_ad`` marks it

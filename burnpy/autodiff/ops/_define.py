@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from burnpy.autodiff.derivatives import ParamBinder
 from burnpy.autodiff.graph import BackwardRule, Op, RetroForward
 from burnpy.autodiff.tensor import AutodiffTensor
-from burnpy.backend.dtype import DType, dtype_of_numpy
 
 Method = Any  # a classmethod object placed in a mixin's namespace
 #: What a rule receives and returns: the saved inner primitives (or None), the non-tensor
@@ -59,20 +59,34 @@ def unary(op: Op) -> Method:
             return AutodiffTensor(out)
         return cls.record(op, out, (tensor,), ())
 
-    return _finish(method, name)
+    return finish(method, name)
 
 
-def unary_params(op: Op) -> Method:
-    """``op.name(tensor, *params)``: one float input followed by non-tensor arguments."""
+def unary_params(op: Op, binder: ParamBinder | None = None) -> Method:
+    """``op.name(tensor, *params)``: one float input followed by non-tensor arguments; with a
+    ``binder``, params left to the protocol's defaults or passed by keyword are completed."""
     name = op.name
+    if binder is None:
 
-    def method(cls: Any, tensor: AutodiffTensor, *params: Any) -> AutodiffTensor:
+        def method(cls: Any, tensor: AutodiffTensor, *params: Any) -> AutodiffTensor:
+            out = getattr(cls.InnerBackend, name)(tensor.primitive, *params)
+            if tensor.node is None:
+                return AutodiffTensor(out)
+            return cls.record(op, out, (tensor,), params)
+
+        return finish(method, name)
+    count = binder.count
+
+    def completing(cls: Any, tensor: AutodiffTensor, *params: Any,
+                   **keywords: Any) -> AutodiffTensor:
+        if keywords or len(params) != count:
+            params = binder(params, keywords)
         out = getattr(cls.InnerBackend, name)(tensor.primitive, *params)
         if tensor.node is None:
             return AutodiffTensor(out)
         return cls.record(op, out, (tensor,), params)
 
-    return _finish(method, name)
+    return finish(completing, name)
 
 
 def binary(op: Op) -> Method:
@@ -85,7 +99,7 @@ def binary(op: Op) -> Method:
             return AutodiffTensor(out)
         return cls.record(op, out, (lhs, rhs), ())
 
-    return _finish(method, name)
+    return finish(method, name)
 
 
 def indexed(op: Op, dim_arg: int = 0) -> Method:
@@ -100,7 +114,7 @@ def indexed(op: Op, dim_arg: int = 0) -> Method:
             return AutodiffTensor(values), indices
         return cls.record(op, values, (tensor,), (params[dim_arg], indices)), indices
 
-    return _finish(method, name)
+    return finish(method, name)
 
 
 class _IndexedWriteForward:
@@ -128,38 +142,38 @@ def indexed_write(name: str, backward: BackwardRule) -> Method:
             return AutodiffTensor(out)
         return cls.record(op, out, (tensor, values), (dim, indices))
 
-    return _finish(method, name)
+    return finish(method, name)
 
 
-def untracked(name: str, doc: str) -> Method:
+def constant(name: str, doc: str) -> Method:
     """``name(*args)``: a float result that never carries a graph (creation, conversion)."""
 
     def method(cls: Any, *args: Any) -> AutodiffTensor:
         return AutodiffTensor(getattr(cls.InnerBackend, name)(*args))
 
-    return _finish(method, name, doc)
+    return finish(method, name, doc)
 
 
-def on_primitive(name: str, doc: str) -> Method:
+def on_inner(name: str, doc: str) -> Method:
     """``name(tensor, *args)`` delegated to the inner backend with the inner primitive (ops
     whose result is not a float tensor: data, device, comparisons, indices)."""
 
     def method(cls: Any, tensor: AutodiffTensor, *args: Any) -> Any:
         return getattr(cls.InnerBackend, name)(tensor.primitive, *args)
 
-    return _finish(method, name, doc)
+    return finish(method, name, doc)
 
 
-def on_primitives(name: str, doc: str) -> Method:
+def on_inners(name: str, doc: str) -> Method:
     """``name(lhs, rhs)`` of two float tensors with a non-float result (comparisons)."""
 
     def method(cls: Any, lhs: AutodiffTensor, rhs: AutodiffTensor) -> Any:
         return getattr(cls.InnerBackend, name)(lhs.primitive, rhs.primitive)
 
-    return _finish(method, name, doc)
+    return finish(method, name, doc)
 
 
-def _finish(method: Callable[..., Any], name: str, doc: str | None = None) -> Method:
+def finish(method: Callable[..., Any], name: str, doc: str | None = None) -> Method:
     method.__name__ = method.__qualname__ = name
     method.__doc__ = doc or f"``{name}`` on the inner backend, recorded when an input is tracked."
     return classmethod(method)
@@ -168,19 +182,3 @@ def _finish(method: Callable[..., Any], name: str, doc: str | None = None) -> Me
 def any_tracked(tensors: tuple[AutodiffTensor, ...]) -> bool:
     """Whether any of ``tensors`` carries a graph node."""
     return any(t.node is not None for t in tensors)
-
-
-# ---- helpers for the rules (inner-backend ops only) -----------------------------------------
-def dtype_of(x: Any) -> DType:
-    """The burnpy DType of an inner primitive."""
-    return dtype_of_numpy(x.dtype)
-
-
-def zeros(B: Any, shape: tuple[int, ...], like: Any) -> Any:
-    """Zeros of ``shape`` on ``like``'s device, in its dtype."""
-    return B.float_zeros(shape, B.float_device(like), dtype_of(like))
-
-
-def as_float(B: Any, mask: Any, like: Any) -> Any:
-    """A bool mask as 0/1 floats of ``like``'s dtype."""
-    return B.bool_into_float(mask, dtype_of(like))

@@ -20,39 +20,24 @@ from burnpy.autodiff.ops._define import (
     Rule,
     Saved,
     any_tracked,
-    as_float,
     binary,
+    constant,
     declare,
-    dtype_of,
     indexed,
     indexed_write,
-    on_primitive,
-    on_primitives,
+    on_inner,
+    on_inners,
     unary,
     unary_params,
-    untracked,
-    zeros,
 )
+from burnpy.autodiff.rule_helpers import as_float, dtype_of, window, zeros
 from burnpy.autodiff.tensor import AutodiffTensor
 from burnpy.backend.dtype import DType
-
-_TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
-
-
-def _zero_grad(B: Any, grad: Any, inputs: Saved, output: Any, params: Params,
-               parents: Parents) -> Rule:
-    """Piecewise-constant ops (sign, round, floor, ceil, trunc): zero gradient."""
-    return (zeros(B, grad.shape, grad),)
 
 
 def _reverse_cumsum(B: Any, x: Any, dim: int) -> Any:
     """``out[k] = sum(x[k:])`` along ``dim``."""
     return B.float_flip(B.float_cumsum(B.float_flip(x, (dim,)), dim), (dim,))
-
-
-def _window(shape: tuple[int, ...], dim: int, start: int, stop: int) -> tuple[slice, ...]:
-    """Slices taking ``start:stop`` of ``dim`` and every earlier dim whole."""
-    return tuple(slice(0, n) for n in shape[:dim]) + (slice(start, stop),)
 
 
 def _pad_to(B: Any, grad: Any, shape: tuple[int, ...]) -> Any:
@@ -83,13 +68,13 @@ class AutodiffFloatOps:
     """The float op family (``cls.InnerBackend`` is B, ``cls.record`` the strategy's)."""
 
     # ---- creation, transfer, conversion -------------------------------------------------------
-    float_empty = untracked("float_empty", "Uninitialized constant storage.")
-    float_full = untracked("float_full", "A constant filled tensor.")
-    float_zeros = untracked("float_zeros", "A constant of zeros.")
-    float_ones = untracked("float_ones", "A constant of ones.")
-    float_random = untracked("float_random", "Constant random samples.")
-    float_device = on_primitive("float_device", "The device of the inner primitive.")
-    float_into_int = on_primitive("float_into_int", "Truncation into an untracked int tensor.")
+    float_empty = constant("float_empty", "Uninitialized constant storage.")
+    float_full = constant("float_full", "A constant filled tensor.")
+    float_zeros = constant("float_zeros", "A constant of zeros.")
+    float_ones = constant("float_ones", "A constant of ones.")
+    float_random = constant("float_random", "Constant random samples.")
+    float_device = on_inner("float_device", "The device of the inner primitive.")
+    float_into_int = on_inner("float_into_int", "Truncation into an untracked int tensor.")
 
     @staticmethod
     def _cast_backward(B: Any, grad: Any, inputs: Saved, output: Any, params: Params,
@@ -180,7 +165,7 @@ class AutodiffFloatOps:
         out, start = [], 0
         for parent, size in zip(parents, sizes, strict=True):
             out.append(None if parent is None else
-                       B.float_slice(grad, _window(grad.shape, dim, start, start + size)))
+                       B.float_slice(grad, window(grad.shape, dim, start, start + size)))
             start += size
         return tuple(out)
 
@@ -318,79 +303,7 @@ class AutodiffFloatOps:
             return AutodiffTensor(out)
         return cls.record(cls._MASK_WHERE, out, (tensor, value), (mask,))
 
-    @staticmethod
-    def _mask_fill_backward(B: Any, grad: Any, inputs: Saved, output: Any, params: Params,
-                            parents: Parents) -> Rule:
-        return (B.float_mask_fill(grad, params[0], 0.0),)
-
-    float_mask_fill = unary_params(declare("float_mask_fill", _mask_fill_backward))
-
-    # ---- arithmetic -----------------------------------------------------------------------------
-    @staticmethod
-    def _add_backward(B: Any, grad: Any, inputs: Saved, output: Any, params: Params,
-                      parents: Parents) -> Rule:
-        return grad, grad
-
-    float_add = binary(declare("float_add", _add_backward))
-
-    @staticmethod
-    def _sub_backward(B: Any, grad: Any, inputs: Saved, output: Any, params: Params,
-                      parents: Parents) -> Rule:
-        return grad, None if parents[1] is None else B.float_neg(grad)
-
-    float_sub = binary(declare("float_sub", _sub_backward))
-
-    @staticmethod
-    def _mul_backward(B: Any, grad: Any, inputs: Saved, output: Any, params: Params,
-                      parents: Parents) -> Rule:
-        lhs, rhs = inputs
-        return (None if parents[0] is None else B.float_mul(grad, rhs),
-                None if parents[1] is None else B.float_mul(grad, lhs))
-
-    float_mul = binary(declare("float_mul", _mul_backward, saves_inputs=True))
-
-    @staticmethod
-    def _div_backward(B: Any, grad: Any, inputs: Saved, output: Any, params: Params,
-                      parents: Parents) -> Rule:
-        lhs, rhs = inputs
-        return (None if parents[0] is None else B.float_div(grad, rhs),
-                None if parents[1] is None else
-                B.float_neg(B.float_div(B.float_mul(grad, lhs), B.float_mul(rhs, rhs))))
-
-    float_div = binary(declare("float_div", _div_backward, saves_inputs=True))
-
-    @staticmethod
-    def _remainder_backward(B: Any, grad: Any, inputs: Saved, output: Any, params: Params,
-                            parents: Parents) -> Rule:
-        lhs, rhs = inputs
-        return (grad, None if parents[1] is None else
-                B.float_neg(B.float_mul(grad, B.float_floor(B.float_div(lhs, rhs)))))
-
-    float_remainder = binary(declare("float_remainder", _remainder_backward, saves_inputs=True))
-
-    @staticmethod
-    def _identity_backward(B: Any, grad: Any, inputs: Saved, output: Any, params: Params,
-                           parents: Parents) -> Rule:
-        return (grad,)
-
-    float_add_scalar = unary_params(declare("float_add_scalar", _identity_backward))
-    float_sub_scalar = unary_params(declare("float_sub_scalar", _identity_backward))
-    float_remainder_scalar = unary_params(declare("float_remainder_scalar", _identity_backward))
-
-    @staticmethod
-    def _mul_scalar_backward(B: Any, grad: Any, inputs: Saved, output: Any, params: Params,
-                             parents: Parents) -> Rule:
-        return (B.float_mul_scalar(grad, params[0]),)
-
-    float_mul_scalar = unary_params(declare("float_mul_scalar", _mul_scalar_backward))
-
-    @staticmethod
-    def _div_scalar_backward(B: Any, grad: Any, inputs: Saved, output: Any, params: Params,
-                             parents: Parents) -> Rule:
-        return (B.float_div_scalar(grad, params[0]),)
-
-    float_div_scalar = unary_params(declare("float_div_scalar", _div_scalar_backward))
-
+    # ---- matrix product -------------------------------------------------------------------------
     @staticmethod
     def _matmul_backward(B: Any, grad: Any, inputs: Saved, output: Any, params: Params,
                          parents: Parents) -> Rule:
@@ -404,268 +317,28 @@ class AutodiffFloatOps:
     float_matmul = binary(declare("float_matmul", _matmul_backward, saves_inputs=True,
                                   compute_bound=True))
 
-    @staticmethod
-    def _neg_backward(B: Any, grad: Any, inputs: Saved, output: Any, params: Params,
-                      parents: Parents) -> Rule:
-        return (B.float_neg(grad),)
-
-    float_neg = unary(declare("float_neg", _neg_backward))
-
-    @staticmethod
-    def _recip_backward(B: Any, grad: Any, inputs: Saved, output: Any, params: Params,
-                        parents: Parents) -> Rule:
-        return (B.float_neg(B.float_mul(grad, B.float_mul(output, output))),)
-
-    float_recip = unary(declare("float_recip", _recip_backward, saves_output=True))
-
-    @staticmethod
-    def _abs_backward(B: Any, grad: Any, inputs: Saved, output: Any, params: Params,
-                      parents: Parents) -> Rule:
-        return (B.float_mul(grad, B.float_sign(inputs[0])),)
-
-    float_abs = unary(declare("float_abs", _abs_backward, saves_inputs=True))
-    float_sign = unary(declare("float_sign", _zero_grad))
-    float_round = unary(declare("float_round", _zero_grad))
-    float_floor = unary(declare("float_floor", _zero_grad))
-    float_ceil = unary(declare("float_ceil", _zero_grad))
-    float_trunc = unary(declare("float_trunc", _zero_grad))
-
-    @staticmethod
-    def _exp_backward(B: Any, grad: Any, inputs: Saved, output: Any, params: Params,
-                      parents: Parents) -> Rule:
-        return (B.float_mul(grad, output),)
-
-    float_exp = unary(declare("float_exp", _exp_backward, saves_output=True))
-
-    @staticmethod
-    def _expm1_backward(B: Any, grad: Any, inputs: Saved, output: Any, params: Params,
-                        parents: Parents) -> Rule:
-        return (B.float_mul(grad, B.float_add_scalar(output, 1.0)),)
-
-    float_expm1 = unary(declare("float_expm1", _expm1_backward, saves_output=True))
-
-    @staticmethod
-    def _log_backward(B: Any, grad: Any, inputs: Saved, output: Any, params: Params,
-                      parents: Parents) -> Rule:
-        return (B.float_div(grad, inputs[0]),)
-
-    float_log = unary(declare("float_log", _log_backward, saves_inputs=True))
-
-    @staticmethod
-    def _log1p_backward(B: Any, grad: Any, inputs: Saved, output: Any, params: Params,
-                        parents: Parents) -> Rule:
-        return (B.float_div(grad, B.float_add_scalar(inputs[0], 1.0)),)
-
-    float_log1p = unary(declare("float_log1p", _log1p_backward, saves_inputs=True))
-
-    @staticmethod
-    def _sqrt_backward(B: Any, grad: Any, inputs: Saved, output: Any, params: Params,
-                       parents: Parents) -> Rule:
-        return (B.float_div(grad, B.float_mul_scalar(output, 2.0)),)
-
-    float_sqrt = unary(declare("float_sqrt", _sqrt_backward, saves_output=True))
-
-    @staticmethod
-    def _square_backward(B: Any, grad: Any, inputs: Saved, output: Any, params: Params,
-                         parents: Parents) -> Rule:
-        return (B.float_mul(grad, B.float_mul_scalar(inputs[0], 2.0)),)
-
-    float_square = unary(declare("float_square", _square_backward, saves_inputs=True))
-
-    @staticmethod
-    def _powf_backward(B: Any, grad: Any, inputs: Saved, output: Any, params: Params,
-                       parents: Parents) -> Rule:
-        base, exponent = inputs
-        grad_base = grad_exponent = None
-        if parents[0] is not None:
-            # exponent * base ** (exponent - 1), zero where the exponent is 0 (torch's rule).
-            slope = B.float_mul(exponent, B.float_powf(base, B.float_sub_scalar(exponent, 1.0)))
-            slope = B.float_mask_fill(slope, B.float_equal_elem(exponent, 0.0), 0.0)
-            grad_base = B.float_mul(grad, slope)
-        if parents[1] is not None:
-            # base ** exponent * log(base), zero where base == 0 and exponent >= 0.
-            slope = B.float_mul(output, B.float_log(base))
-            flat = B.bool_and(B.float_equal_elem(base, 0.0),
-                              B.float_greater_equal_elem(exponent, 0.0))
-            grad_exponent = B.float_mul(grad, B.float_mask_fill(slope, flat, 0.0))
-        return grad_base, grad_exponent
-
-    float_powf = binary(declare("float_powf", _powf_backward, saves_inputs=True,
-                                saves_output=True))
-
-    @staticmethod
-    def _powf_scalar_backward(B: Any, grad: Any, inputs: Saved, output: Any, params: Params,
-                              parents: Parents) -> Rule:
-        exponent = params[0]
-        if exponent == 0:
-            return (zeros(B, grad.shape, grad),)
-        slope = B.float_mul_scalar(B.float_powf_scalar(inputs[0], exponent - 1.0), exponent)
-        return (B.float_mul(grad, slope),)
-
-    float_powf_scalar = unary_params(declare("float_powf_scalar", _powf_scalar_backward,
-                                             saves_inputs=True))
-
-    @staticmethod
-    def _sin_backward(B: Any, grad: Any, inputs: Saved, output: Any, params: Params,
-                      parents: Parents) -> Rule:
-        return (B.float_mul(grad, B.float_cos(inputs[0])),)
-
-    float_sin = unary(declare("float_sin", _sin_backward, saves_inputs=True))
-
-    @staticmethod
-    def _cos_backward(B: Any, grad: Any, inputs: Saved, output: Any, params: Params,
-                      parents: Parents) -> Rule:
-        return (B.float_mul(grad, B.float_neg(B.float_sin(inputs[0]))),)
-
-    float_cos = unary(declare("float_cos", _cos_backward, saves_inputs=True))
-
-    @staticmethod
-    def _tan_backward(B: Any, grad: Any, inputs: Saved, output: Any, params: Params,
-                      parents: Parents) -> Rule:
-        return (B.float_mul(grad, B.float_add_scalar(B.float_mul(output, output), 1.0)),)
-
-    float_tan = unary(declare("float_tan", _tan_backward, saves_output=True))
-
-    @staticmethod
-    def _asin_backward(B: Any, grad: Any, inputs: Saved, output: Any, params: Params,
-                       parents: Parents) -> Rule:
-        return (B.float_div(grad, B.float_sqrt(_one_minus_square(B, inputs[0]))),)
-
-    float_asin = unary(declare("float_asin", _asin_backward, saves_inputs=True))
-
-    @staticmethod
-    def _acos_backward(B: Any, grad: Any, inputs: Saved, output: Any, params: Params,
-                       parents: Parents) -> Rule:
-        return (B.float_neg(B.float_div(grad, B.float_sqrt(_one_minus_square(B, inputs[0])))),)
-
-    float_acos = unary(declare("float_acos", _acos_backward, saves_inputs=True))
-
-    @staticmethod
-    def _atan_backward(B: Any, grad: Any, inputs: Saved, output: Any, params: Params,
-                       parents: Parents) -> Rule:
-        x = inputs[0]
-        return (B.float_div(grad, B.float_add_scalar(B.float_mul(x, x), 1.0)),)
-
-    float_atan = unary(declare("float_atan", _atan_backward, saves_inputs=True))
-
-    @staticmethod
-    def _sinh_backward(B: Any, grad: Any, inputs: Saved, output: Any, params: Params,
-                       parents: Parents) -> Rule:
-        return (B.float_mul(grad, B.float_cosh(inputs[0])),)
-
-    float_sinh = unary(declare("float_sinh", _sinh_backward, saves_inputs=True))
-
-    @staticmethod
-    def _cosh_backward(B: Any, grad: Any, inputs: Saved, output: Any, params: Params,
-                       parents: Parents) -> Rule:
-        return (B.float_mul(grad, B.float_sinh(inputs[0])),)
-
-    float_cosh = unary(declare("float_cosh", _cosh_backward, saves_inputs=True))
-
-    @staticmethod
-    def _tanh_backward(B: Any, grad: Any, inputs: Saved, output: Any, params: Params,
-                       parents: Parents) -> Rule:
-        return (B.float_mul(grad, _one_minus_square(B, output)),)
-
-    float_tanh = unary(declare("float_tanh", _tanh_backward, saves_output=True))
-
-    @staticmethod
-    def _asinh_backward(B: Any, grad: Any, inputs: Saved, output: Any, params: Params,
-                        parents: Parents) -> Rule:
-        x = inputs[0]
-        return (B.float_div(grad, B.float_sqrt(B.float_add_scalar(B.float_mul(x, x), 1.0))),)
-
-    float_asinh = unary(declare("float_asinh", _asinh_backward, saves_inputs=True))
-
-    @staticmethod
-    def _acosh_backward(B: Any, grad: Any, inputs: Saved, output: Any, params: Params,
-                        parents: Parents) -> Rule:
-        x = inputs[0]
-        return (B.float_div(grad, B.float_sqrt(B.float_sub_scalar(B.float_mul(x, x), 1.0))),)
-
-    float_acosh = unary(declare("float_acosh", _acosh_backward, saves_inputs=True))
-
-    @staticmethod
-    def _atanh_backward(B: Any, grad: Any, inputs: Saved, output: Any, params: Params,
-                        parents: Parents) -> Rule:
-        return (B.float_div(grad, _one_minus_square(B, inputs[0])),)
-
-    float_atanh = unary(declare("float_atanh", _atanh_backward, saves_inputs=True))
-
-    @staticmethod
-    def _atan2_backward(B: Any, grad: Any, inputs: Saved, output: Any, params: Params,
-                        parents: Parents) -> Rule:
-        y, x = inputs
-        scaled = B.float_div(grad, B.float_add(B.float_mul(x, x), B.float_mul(y, y)))
-        return (None if parents[0] is None else B.float_mul(scaled, x),
-                None if parents[1] is None else B.float_neg(B.float_mul(scaled, y)))
-
-    float_atan2 = binary(declare("float_atan2", _atan2_backward, saves_inputs=True))
-
-    @staticmethod
-    def _erf_backward(B: Any, grad: Any, inputs: Saved, output: Any, params: Params,
-                      parents: Parents) -> Rule:
-        x = inputs[0]
-        density = B.float_mul_scalar(B.float_exp(B.float_neg(B.float_mul(x, x))),
-                                     _TWO_OVER_SQRT_PI)
-        return (B.float_mul(grad, density),)
-
-    float_erf = unary(declare("float_erf", _erf_backward, saves_inputs=True))
-
-    @staticmethod
-    def _clamp_backward(B: Any, grad: Any, inputs: Saved, output: Any, params: Params,
-                        parents: Parents) -> Rule:
-        """torch's boundary rule: the gradient passes where min <= x <= max."""
-        x = inputs[0]
-        low, high = params
-        inside = None
-        if low is not None:
-            inside = B.float_greater_equal_elem(x, low)
-        if high is not None:
-            below = B.float_lower_equal_elem(x, high)
-            inside = below if inside is None else B.bool_and(inside, below)
-        return (B.float_mask_fill(grad, B.bool_not(inside), 0.0),)
-
-    float_clamp = unary_params(declare("float_clamp", _clamp_backward, saves_inputs=True))
-
-    @staticmethod
-    def _clamp_min_backward(B: Any, grad: Any, inputs: Saved, output: Any, params: Params,
-                            parents: Parents) -> Rule:
-        return (B.float_mask_fill(grad, B.float_lower_elem(inputs[0], params[0]), 0.0),)
-
-    float_clamp_min = unary_params(declare("float_clamp_min", _clamp_min_backward,
-                                           saves_inputs=True))
-
-    @staticmethod
-    def _clamp_max_backward(B: Any, grad: Any, inputs: Saved, output: Any, params: Params,
-                            parents: Parents) -> Rule:
-        return (B.float_mask_fill(grad, B.float_greater_elem(inputs[0], params[0]), 0.0),)
-
-    float_clamp_max = unary_params(declare("float_clamp_max", _clamp_max_backward,
-                                           saves_inputs=True))
-
     # ---- comparison (results are the inner backend's bools, never tracked) ---------------------
-    float_equal = on_primitives("float_equal", "lhs == rhs.")
-    float_not_equal = on_primitives("float_not_equal", "lhs != rhs.")
-    float_greater = on_primitives("float_greater", "lhs > rhs.")
-    float_greater_equal = on_primitives("float_greater_equal", "lhs >= rhs.")
-    float_lower = on_primitives("float_lower", "lhs < rhs.")
-    float_lower_equal = on_primitives("float_lower_equal", "lhs <= rhs.")
-    float_equal_elem = on_primitive("float_equal_elem", "lhs == number.")
-    float_not_equal_elem = on_primitive("float_not_equal_elem", "lhs != number.")
-    float_greater_elem = on_primitive("float_greater_elem", "lhs > number.")
-    float_greater_equal_elem = on_primitive("float_greater_equal_elem", "lhs >= number.")
-    float_lower_elem = on_primitive("float_lower_elem", "lhs < number.")
-    float_lower_equal_elem = on_primitive("float_lower_equal_elem", "lhs <= number.")
-    float_is_nan = on_primitive("float_is_nan", "True where NaN.")
-    float_is_inf = on_primitive("float_is_inf", "True where +-inf.")
-    float_any = on_primitive("float_any", "Whether any element is non-zero.")
-    float_any_dim = on_primitive("float_any_dim", "Whether any element along dim is non-zero.")
-    float_all = on_primitive("float_all", "Whether every element is non-zero.")
-    float_all_dim = on_primitive("float_all_dim", "Whether every element along dim is non-zero.")
-    float_argmax = on_primitive("float_argmax", "Index of the max along dim (untracked).")
-    float_argmin = on_primitive("float_argmin", "Index of the min along dim (untracked).")
-    float_argsort = on_primitive("float_argsort", "Sorting indices along dim (untracked).")
+    float_equal = on_inners("float_equal", "lhs == rhs.")
+    float_not_equal = on_inners("float_not_equal", "lhs != rhs.")
+    float_greater = on_inners("float_greater", "lhs > rhs.")
+    float_greater_equal = on_inners("float_greater_equal", "lhs >= rhs.")
+    float_lower = on_inners("float_lower", "lhs < rhs.")
+    float_lower_equal = on_inners("float_lower_equal", "lhs <= rhs.")
+    float_equal_elem = on_inner("float_equal_elem", "lhs == number.")
+    float_not_equal_elem = on_inner("float_not_equal_elem", "lhs != number.")
+    float_greater_elem = on_inner("float_greater_elem", "lhs > number.")
+    float_greater_equal_elem = on_inner("float_greater_equal_elem", "lhs >= number.")
+    float_lower_elem = on_inner("float_lower_elem", "lhs < number.")
+    float_lower_equal_elem = on_inner("float_lower_equal_elem", "lhs <= number.")
+    float_is_nan = on_inner("float_is_nan", "True where NaN.")
+    float_is_inf = on_inner("float_is_inf", "True where +-inf.")
+    float_any = on_inner("float_any", "Whether any element is non-zero.")
+    float_any_dim = on_inner("float_any_dim", "Whether any element along dim is non-zero.")
+    float_all = on_inner("float_all", "Whether every element is non-zero.")
+    float_all_dim = on_inner("float_all_dim", "Whether every element along dim is non-zero.")
+    float_argmax = on_inner("float_argmax", "Index of the max along dim (untracked).")
+    float_argmin = on_inner("float_argmin", "Index of the min along dim (untracked).")
+    float_argsort = on_inner("float_argsort", "Sorting indices along dim (untracked).")
 
     # ---- reductions -----------------------------------------------------------------------------
     @staticmethod
@@ -755,11 +428,6 @@ class AutodiffFloatOps:
     float_cumprod = unary_params(declare("float_cumprod", _cumprod_backward, saves_inputs=True))
 
 
-def _one_minus_square(B: Any, x: Any) -> Any:
-    """1 - x * x (as -(x * x) + 1, which rounds identically)."""
-    return B.float_add_scalar(B.float_neg(B.float_mul(x, x)), 1.0)
-
-
 def _others_product(B: Any, x: Any, dim: int) -> Any:
     """``out[k] = prod(x[j] for j != k)`` along ``dim``, without division (exact with zeros):
     the running product before k times the running product after k."""
@@ -767,8 +435,8 @@ def _others_product(B: Any, x: Any, dim: int) -> Any:
     if n == 0:
         return x
     ones = B.float_ones(x.shape[:dim] + (1,) + x.shape[dim + 1:], B.float_device(x), dtype_of(x))
-    before = B.float_cumprod(B.float_cat([ones, B.float_slice(x, _window(x.shape, dim, 0, n - 1))],
+    before = B.float_cumprod(B.float_cat([ones, B.float_slice(x, window(x.shape, dim, 0, n - 1))],
                                          dim), dim)
-    tail = B.float_cat([B.float_slice(x, _window(x.shape, dim, 1, n)), ones], dim)
+    tail = B.float_cat([B.float_slice(x, window(x.shape, dim, 1, n)), ones], dim)
     after = B.float_flip(B.float_cumprod(B.float_flip(tail, (dim,)), dim), (dim,))
     return B.float_mul(before, after)

@@ -14,14 +14,13 @@ from collections.abc import Callable
 from typing import Any
 
 from burnpy.autodiff.forward.tensor import DualTensor
-from burnpy.autodiff.ops._define import dtype_of, zeros
+from burnpy.autodiff.rule_helpers import zeros
 
 Method = Any  # a classmethod object placed in a mixin's namespace
-#: ``rule(B, x, out, t, *params) -> tangent or None``: the tangent of a one-input op, given the
-#: input's primal ``x``, the primal output ``out`` and the input's tangent ``t`` (never None).
+#: ``rule(B, t, out, x, *params) -> tangent or None``: the tangent of a one-input op, given the
+#: input's tangent ``t`` (never None), the primal output ``out``, the input's primal ``x`` and
+#: the op's params: the convention of the table of local partials (``derivatives.Partial``).
 UnaryRule = Callable[..., Any]
-#: ``rule(B, lhs, rhs, out, t_lhs, t_rhs) -> tangent``: one of the tangents may be None.
-BinaryRule = Callable[[Any, Any, Any, Any, Any, Any], Any]
 
 
 def linear_op(name: str) -> Method:
@@ -33,7 +32,7 @@ def linear_op(name: str) -> Method:
         t = tensor.tangent
         return DualTensor(op(tensor.primal, *params), None if t is None else op(t, *params))
 
-    return _finish(method, name, f"``{name}`` on the primal and, being linear, on the tangent.")
+    return finish(method, name, f"``{name}`` on the primal and, being linear, on the tangent.")
 
 
 def linear_in_grad(name: str) -> Method:
@@ -45,11 +44,11 @@ def linear_in_grad(name: str) -> Method:
         s, t = structural.primal, grad.tangent
         return DualTensor(op(s, grad.primal, *params), None if t is None else op(s, t, *params))
 
-    return _finish(method, name, f"``{name}``, linear in the incoming gradient.")
+    return finish(method, name, f"``{name}``, linear in the incoming gradient.")
 
 
 def unary(name: str, rule: UnaryRule) -> Method:
-    """``name(tensor, *params)`` with the tangent ``rule(B, x, out, t, *params)``."""
+    """``name(tensor, *params)`` with the tangent ``rule(B, t, out, x, *params)``."""
     rule = getattr(rule, "__func__", rule)
 
     def method(cls: Any, tensor: DualTensor, *params: Any) -> DualTensor:
@@ -57,26 +56,9 @@ def unary(name: str, rule: UnaryRule) -> Method:
         x = tensor.primal
         out = getattr(B, name)(x, *params)
         t = tensor.tangent
-        return DualTensor(out, None if t is None else rule(B, x, out, t, *params))
+        return DualTensor(out, None if t is None else rule(B, t, out, x, *params))
 
-    return _finish(method, name)
-
-
-def binary(name: str, rule: BinaryRule) -> Method:
-    """``name(lhs, rhs)`` broadcasting (and, on trusted backends, promoting) as the primal
-    does; the rule's tangent is fitted to the output's shape and dtype."""
-    rule = getattr(rule, "__func__", rule)
-
-    def method(cls: Any, lhs: DualTensor, rhs: DualTensor) -> DualTensor:
-        B = cls.InnerBackend
-        a, b = lhs.primal, rhs.primal
-        out = getattr(B, name)(a, b)
-        ta, tb = lhs.tangent, rhs.tangent
-        if ta is None and tb is None:
-            return DualTensor(out)
-        return DualTensor(out, fit(B, rule(B, a, b, out, ta, tb), out))
-
-    return _finish(method, name)
+    return finish(method, name)
 
 
 def indexed(name: str, dim_arg: int = 0) -> Method:
@@ -91,16 +73,7 @@ def indexed(name: str, dim_arg: int = 0) -> Method:
             return DualTensor(values), indices
         return DualTensor(values, B.float_gather(t, params[dim_arg], indices)), indices
 
-    return _finish(method, name, f"``{name}``; the tangent is gathered at the indices.")
-
-
-def piecewise_constant(name: str) -> Method:
-    """``name(tensor)`` with a zero derivative wherever it has one (sign, round, floor...)."""
-
-    def method(cls: Any, tensor: DualTensor) -> DualTensor:
-        return DualTensor(getattr(cls.InnerBackend, name)(tensor.primal))
-
-    return _finish(method, name, f"``{name}``: piecewise constant, so a zero tangent.")
+    return finish(method, name, f"``{name}``; the tangent is gathered at the indices.")
 
 
 def constant(name: str, doc: str) -> Method:
@@ -109,29 +82,29 @@ def constant(name: str, doc: str) -> Method:
     def method(cls: Any, *args: Any) -> DualTensor:
         return DualTensor(getattr(cls.InnerBackend, name)(*args))
 
-    return _finish(method, name, doc)
+    return finish(method, name, doc)
 
 
-def on_primal(name: str, doc: str) -> Method:
+def on_inner(name: str, doc: str) -> Method:
     """``name(tensor, *args)`` on the primal (results that are not float tensors: data,
     device, comparisons, indices)."""
 
     def method(cls: Any, tensor: DualTensor, *args: Any) -> Any:
         return getattr(cls.InnerBackend, name)(tensor.primal, *args)
 
-    return _finish(method, name, doc)
+    return finish(method, name, doc)
 
 
-def on_primals(name: str, doc: str) -> Method:
+def on_inners(name: str, doc: str) -> Method:
     """``name(lhs, rhs)`` of two float tensors with a non-float result (comparisons)."""
 
     def method(cls: Any, lhs: DualTensor, rhs: DualTensor) -> Any:
         return getattr(cls.InnerBackend, name)(lhs.primal, rhs.primal)
 
-    return _finish(method, name, doc)
+    return finish(method, name, doc)
 
 
-def _finish(method: Callable[..., Any], name: str, doc: str | None = None) -> Method:
+def finish(method: Callable[..., Any], name: str, doc: str | None = None) -> Method:
     method.__name__ = method.__qualname__ = name
     method.__doc__ = doc or f"``{name}`` on the inner backend, with its tangent rule."
     return classmethod(method)
@@ -142,13 +115,3 @@ def tangent_or_zeros(B: Any, tensor: DualTensor) -> Any:
     """The tensor's tangent, materialized as zeros when it has none."""
     t = tensor.tangent
     return zeros(B, tensor.shape, tensor.primal) if t is None else t
-
-
-def fit(B: Any, tangent: Any, out: Any) -> Any:
-    """``tangent`` broadcast to ``out``'s shape and cast to its dtype where one input alone
-    carried a tangent of its own (smaller, or narrower before promotion) shape or dtype."""
-    if tangent.dtype is not out.dtype and tangent.dtype != out.dtype:
-        tangent = B.float_cast(tangent, dtype_of(out))
-    if tangent.shape != out.shape:
-        tangent = B.float_expand(tangent, out.shape)
-    return tangent

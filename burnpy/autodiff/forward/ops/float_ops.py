@@ -1,13 +1,13 @@
 # ruff: noqa: N803, N806 - rules name the inner backend type ``B``, as Burn's generics do
 """Float ops of the ForwardAD backend: each op's primal and, next to it, its tangent rule.
 
-A unary rule is ``rule(B, x, out, t, *params) -> tangent`` and a binary one
-``rule(B, lhs, rhs, out, t_lhs, t_rhs) -> tangent`` (one tangent may be None), written with
-the inner backend ``B``'s ops only. Ops linear in their input (layout, indexing, sums,
-scaling) push the tangent through the op itself; piecewise-constant ops and every op with a
-non-float result carry no tangent. Provided ops not listed here (``float_max_dim``,
-``float_sort``, ``float_cummax``...) run the protocol's composition on this backend, which
-gives both the inner backend's values and the right tangent.
+A unary rule is ``rule(B, t, out, x, *params) -> tangent``, the convention of the table of
+local partials (which generates the elementwise ops, ``burnpy.autodiff.derivatives``), written
+with the inner backend ``B``'s ops only. Ops linear in their input (layout, indexing, sums)
+push the tangent through the op itself; every op with a non-float result carries no tangent.
+Provided ops not listed here (``float_max_dim``, ``float_sort``, ``float_cummax``...) run the
+protocol's composition on this backend, which gives both the inner backend's values and the
+right tangent.
 """
 
 from __future__ import annotations
@@ -17,31 +17,16 @@ from collections.abc import Sequence
 from typing import Any
 
 from burnpy.autodiff.forward.ops._define import (
-    binary,
     constant,
-    fit,
     indexed,
     linear_op,
-    on_primal,
-    on_primals,
-    piecewise_constant,
+    on_inner,
+    on_inners,
     tangent_or_zeros,
     unary,
 )
 from burnpy.autodiff.forward.tensor import DeferredDualTensor, DualTensor
-from burnpy.autodiff.ops._define import as_float
-
-_TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
-
-
-def _window(shape: tuple[int, ...], dim: int, start: int, stop: int) -> tuple[slice, ...]:
-    """Slices taking ``start:stop`` of ``dim`` and every earlier dim whole."""
-    return tuple(slice(0, n) for n in shape[:dim]) + (slice(start, stop),)
-
-
-def _one_minus_square(B: Any, x: Any) -> Any:
-    """1 - x * x."""
-    return B.float_add_scalar(B.float_neg(B.float_mul(x, x)), 1.0)
+from burnpy.autodiff.rule_helpers import as_float, fit, window
 
 
 def _cumprod_tangent(B: Any, x: Any, t: Any, dim: int) -> Any:
@@ -103,9 +88,9 @@ class ForwardFloatOps:
     float_zeros = constant("float_zeros", "A constant of zeros.")
     float_ones = constant("float_ones", "A constant of ones.")
     float_random = constant("float_random", "Constant random samples.")
-    float_into_data = on_primal("float_into_data", "The primal's values on the host.")
-    float_device = on_primal("float_device", "The device of the primal.")
-    float_into_int = on_primal("float_into_int", "Truncation of the primal into an int tensor.")
+    float_into_data = on_inner("float_into_data", "The primal's values on the host.")
+    float_device = on_inner("float_device", "The device of the primal.")
+    float_into_int = on_inner("float_into_int", "Truncation of the primal into an int tensor.")
     float_cast = linear_op("float_cast")
     float_to_device = linear_op("float_to_device")
 
@@ -188,61 +173,7 @@ class ForwardFloatOps:
         return DualTensor(out, B.float_mask_where(tangent_or_zeros(B, tensor), mask,
                                                   tangent_or_zeros(B, value)))
 
-    @staticmethod
-    def _mask_fill_tangent(B: Any, x: Any, out: Any, t: Any, mask: Any, value: float) -> Any:
-        return B.float_mask_fill(t, mask, 0.0)
-
-    float_mask_fill = unary("float_mask_fill", _mask_fill_tangent)
-
-    # ---- arithmetic -----------------------------------------------------------------------------
-    @staticmethod
-    def _add_tangent(B: Any, a: Any, b: Any, out: Any, ta: Any, tb: Any) -> Any:
-        if tb is None:
-            return ta
-        return tb if ta is None else B.float_add(ta, tb)
-
-    float_add = binary("float_add", _add_tangent)
-
-    @staticmethod
-    def _sub_tangent(B: Any, a: Any, b: Any, out: Any, ta: Any, tb: Any) -> Any:
-        if tb is None:
-            return ta
-        return B.float_neg(tb) if ta is None else B.float_sub(ta, tb)
-
-    float_sub = binary("float_sub", _sub_tangent)
-
-    @staticmethod
-    def _mul_tangent(B: Any, a: Any, b: Any, out: Any, ta: Any, tb: Any) -> Any:
-        if tb is None:
-            return B.float_mul(ta, b)
-        if ta is None:
-            return B.float_mul(a, tb)
-        if a is b and ta is tb:  # x * x, as rules write squares: one product fewer
-            return B.float_mul(ta, B.float_mul_scalar(a, 2.0))
-        return B.float_add(B.float_mul(ta, b), B.float_mul(a, tb))
-
-    float_mul = binary("float_mul", _mul_tangent)
-
-    @staticmethod
-    def _div_tangent(B: Any, a: Any, b: Any, out: Any, ta: Any, tb: Any) -> Any:
-        """(ta - out * tb) / b."""
-        if tb is None:
-            return B.float_div(ta, b)
-        moved = B.float_mul(out, tb)
-        return B.float_div(B.float_neg(moved) if ta is None else B.float_sub(ta, moved), b)
-
-    float_div = binary("float_div", _div_tangent)
-
-    @staticmethod
-    def _remainder_tangent(B: Any, a: Any, b: Any, out: Any, ta: Any, tb: Any) -> Any:
-        """a - floor(a / b) * b: ta - floor(a / b) * tb."""
-        if tb is None:
-            return ta
-        moved = B.float_mul(B.float_floor(B.float_div(a, b)), tb)
-        return B.float_neg(moved) if ta is None else B.float_sub(ta, moved)
-
-    float_remainder = binary("float_remainder", _remainder_tangent)
-
+    # ---- matrix product -------------------------------------------------------------------------
     @classmethod
     def float_matmul(cls, lhs: DualTensor, rhs: DualTensor) -> DualTensor:
         """``a @ b`` with tangent ``ta @ b + a @ tb``. With a tangent, the primal is deferred
@@ -260,240 +191,28 @@ class ForwardFloatOps:
         return DeferredDualTensor(lambda: B.float_matmul(a, b), shape, a.dtype,
                                   _matmul_tangent(B, a, b, ta, tb))
 
-    @staticmethod
-    def _powf_tangent(B: Any, base: Any, exponent: Any, out: Any, t_base: Any,
-                      t_exponent: Any) -> Any:
-        """exponent * base ** (exponent - 1) * t_base (zero where the exponent is 0) plus
-        out * log(base) * t_exponent (zero where base == 0 and exponent >= 0), torch's rules."""
-        tangent = None
-        if t_base is not None:
-            slope = B.float_mul(exponent, B.float_powf(base, B.float_sub_scalar(exponent, 1.0)))
-            slope = B.float_mask_fill(slope, B.float_equal_elem(exponent, 0.0), 0.0)
-            tangent = B.float_mul(slope, t_base)
-        if t_exponent is not None:
-            slope = B.float_mul(out, B.float_log(base))
-            flat = B.bool_and(B.float_equal_elem(base, 0.0),
-                              B.float_greater_equal_elem(exponent, 0.0))
-            term = B.float_mul(B.float_mask_fill(slope, flat, 0.0), t_exponent)
-            tangent = term if tangent is None else B.float_add(tangent, term)
-        return tangent
-
-    float_powf = binary("float_powf", _powf_tangent)
-
-    @staticmethod
-    def _atan2_tangent(B: Any, y: Any, x: Any, out: Any, ty: Any, tx: Any) -> Any:
-        """(x * ty - y * tx) / (x^2 + y^2)."""
-        norm = B.float_add(B.float_mul(x, x), B.float_mul(y, y))
-        if tx is None:
-            return B.float_div(B.float_mul(x, ty), norm)
-        moved = B.float_mul(y, tx)
-        top = B.float_neg(moved) if ty is None else B.float_sub(B.float_mul(x, ty), moved)
-        return B.float_div(top, norm)
-
-    float_atan2 = binary("float_atan2", _atan2_tangent)
-
-    @staticmethod
-    def _identity_tangent(B: Any, x: Any, out: Any, t: Any, scalar: float) -> Any:
-        return t
-
-    float_add_scalar = unary("float_add_scalar", _identity_tangent)
-    float_sub_scalar = unary("float_sub_scalar", _identity_tangent)
-    float_remainder_scalar = unary("float_remainder_scalar", _identity_tangent)
-    float_mul_scalar = linear_op("float_mul_scalar")
-    float_div_scalar = linear_op("float_div_scalar")
-    float_neg = linear_op("float_neg")
-
-    @staticmethod
-    def _recip_tangent(B: Any, x: Any, out: Any, t: Any) -> Any:
-        return B.float_neg(B.float_mul(t, B.float_mul(out, out)))
-
-    float_recip = unary("float_recip", _recip_tangent)
-
-    @staticmethod
-    def _abs_tangent(B: Any, x: Any, out: Any, t: Any) -> Any:
-        return B.float_mul(t, B.float_sign(x))
-
-    float_abs = unary("float_abs", _abs_tangent)
-    float_sign = piecewise_constant("float_sign")
-    float_round = piecewise_constant("float_round")
-    float_floor = piecewise_constant("float_floor")
-    float_ceil = piecewise_constant("float_ceil")
-    float_trunc = piecewise_constant("float_trunc")
-
-    @staticmethod
-    def _exp_tangent(B: Any, x: Any, out: Any, t: Any) -> Any:
-        return B.float_mul(t, out)
-
-    float_exp = unary("float_exp", _exp_tangent)
-
-    @staticmethod
-    def _expm1_tangent(B: Any, x: Any, out: Any, t: Any) -> Any:
-        return B.float_mul(t, B.float_add_scalar(out, 1.0))
-
-    float_expm1 = unary("float_expm1", _expm1_tangent)
-
-    @staticmethod
-    def _log_tangent(B: Any, x: Any, out: Any, t: Any) -> Any:
-        return B.float_div(t, x)
-
-    float_log = unary("float_log", _log_tangent)
-
-    @staticmethod
-    def _log1p_tangent(B: Any, x: Any, out: Any, t: Any) -> Any:
-        return B.float_div(t, B.float_add_scalar(x, 1.0))
-
-    float_log1p = unary("float_log1p", _log1p_tangent)
-
-    @staticmethod
-    def _sqrt_tangent(B: Any, x: Any, out: Any, t: Any) -> Any:
-        return B.float_div(t, B.float_mul_scalar(out, 2.0))
-
-    float_sqrt = unary("float_sqrt", _sqrt_tangent)
-
-    @staticmethod
-    def _square_tangent(B: Any, x: Any, out: Any, t: Any) -> Any:
-        return B.float_mul(t, B.float_mul_scalar(x, 2.0))
-
-    float_square = unary("float_square", _square_tangent)
-
-    @staticmethod
-    def _powf_scalar_tangent(B: Any, x: Any, out: Any, t: Any, exponent: float) -> Any:
-        if exponent == 0:
-            return None
-        slope = B.float_mul_scalar(B.float_powf_scalar(x, exponent - 1.0), exponent)
-        return B.float_mul(t, slope)
-
-    float_powf_scalar = unary("float_powf_scalar", _powf_scalar_tangent)
-
-    @staticmethod
-    def _sin_tangent(B: Any, x: Any, out: Any, t: Any) -> Any:
-        return B.float_mul(t, B.float_cos(x))
-
-    float_sin = unary("float_sin", _sin_tangent)
-
-    @staticmethod
-    def _cos_tangent(B: Any, x: Any, out: Any, t: Any) -> Any:
-        return B.float_neg(B.float_mul(t, B.float_sin(x)))
-
-    float_cos = unary("float_cos", _cos_tangent)
-
-    @staticmethod
-    def _tan_tangent(B: Any, x: Any, out: Any, t: Any) -> Any:
-        return B.float_mul(t, B.float_add_scalar(B.float_mul(out, out), 1.0))
-
-    float_tan = unary("float_tan", _tan_tangent)
-
-    @staticmethod
-    def _asin_tangent(B: Any, x: Any, out: Any, t: Any) -> Any:
-        return B.float_div(t, B.float_sqrt(_one_minus_square(B, x)))
-
-    float_asin = unary("float_asin", _asin_tangent)
-
-    @staticmethod
-    def _acos_tangent(B: Any, x: Any, out: Any, t: Any) -> Any:
-        return B.float_neg(B.float_div(t, B.float_sqrt(_one_minus_square(B, x))))
-
-    float_acos = unary("float_acos", _acos_tangent)
-
-    @staticmethod
-    def _atan_tangent(B: Any, x: Any, out: Any, t: Any) -> Any:
-        return B.float_div(t, B.float_add_scalar(B.float_mul(x, x), 1.0))
-
-    float_atan = unary("float_atan", _atan_tangent)
-
-    @staticmethod
-    def _sinh_tangent(B: Any, x: Any, out: Any, t: Any) -> Any:
-        return B.float_mul(t, B.float_cosh(x))
-
-    float_sinh = unary("float_sinh", _sinh_tangent)
-
-    @staticmethod
-    def _cosh_tangent(B: Any, x: Any, out: Any, t: Any) -> Any:
-        return B.float_mul(t, B.float_sinh(x))
-
-    float_cosh = unary("float_cosh", _cosh_tangent)
-
-    @staticmethod
-    def _tanh_tangent(B: Any, x: Any, out: Any, t: Any) -> Any:
-        """t (1 - out^2), as t - (t out) out: three elementwise ops, not four."""
-        return B.float_sub(t, B.float_mul(B.float_mul(t, out), out))
-
-    float_tanh = unary("float_tanh", _tanh_tangent)
-
-    @staticmethod
-    def _asinh_tangent(B: Any, x: Any, out: Any, t: Any) -> Any:
-        return B.float_div(t, B.float_sqrt(B.float_add_scalar(B.float_mul(x, x), 1.0)))
-
-    float_asinh = unary("float_asinh", _asinh_tangent)
-
-    @staticmethod
-    def _acosh_tangent(B: Any, x: Any, out: Any, t: Any) -> Any:
-        return B.float_div(t, B.float_sqrt(B.float_sub_scalar(B.float_mul(x, x), 1.0)))
-
-    float_acosh = unary("float_acosh", _acosh_tangent)
-
-    @staticmethod
-    def _atanh_tangent(B: Any, x: Any, out: Any, t: Any) -> Any:
-        return B.float_div(t, _one_minus_square(B, x))
-
-    float_atanh = unary("float_atanh", _atanh_tangent)
-
-    @staticmethod
-    def _erf_tangent(B: Any, x: Any, out: Any, t: Any) -> Any:
-        density = B.float_mul_scalar(B.float_exp(B.float_neg(B.float_mul(x, x))),
-                                     _TWO_OVER_SQRT_PI)
-        return B.float_mul(t, density)
-
-    float_erf = unary("float_erf", _erf_tangent)
-
-    @staticmethod
-    def _clamp_tangent(B: Any, x: Any, out: Any, t: Any, low: float | None,
-                       high: float | None) -> Any:
-        """torch's boundary rule: the tangent passes where min <= x <= max."""
-        inside = None
-        if low is not None:
-            inside = B.float_greater_equal_elem(x, low)
-        if high is not None:
-            below = B.float_lower_equal_elem(x, high)
-            inside = below if inside is None else B.bool_and(inside, below)
-        return t if inside is None else B.float_mask_fill(t, B.bool_not(inside), 0.0)
-
-    float_clamp = unary("float_clamp", _clamp_tangent)
-
-    @staticmethod
-    def _clamp_min_tangent(B: Any, x: Any, out: Any, t: Any, low: float) -> Any:
-        return B.float_mask_fill(t, B.float_lower_elem(x, low), 0.0)
-
-    float_clamp_min = unary("float_clamp_min", _clamp_min_tangent)
-
-    @staticmethod
-    def _clamp_max_tangent(B: Any, x: Any, out: Any, t: Any, high: float) -> Any:
-        return B.float_mask_fill(t, B.float_greater_elem(x, high), 0.0)
-
-    float_clamp_max = unary("float_clamp_max", _clamp_max_tangent)
-
     # ---- comparison (results are the inner backend's bools and ints) ----------------------------
-    float_equal = on_primals("float_equal", "lhs == rhs.")
-    float_not_equal = on_primals("float_not_equal", "lhs != rhs.")
-    float_greater = on_primals("float_greater", "lhs > rhs.")
-    float_greater_equal = on_primals("float_greater_equal", "lhs >= rhs.")
-    float_lower = on_primals("float_lower", "lhs < rhs.")
-    float_lower_equal = on_primals("float_lower_equal", "lhs <= rhs.")
-    float_equal_elem = on_primal("float_equal_elem", "lhs == number.")
-    float_not_equal_elem = on_primal("float_not_equal_elem", "lhs != number.")
-    float_greater_elem = on_primal("float_greater_elem", "lhs > number.")
-    float_greater_equal_elem = on_primal("float_greater_equal_elem", "lhs >= number.")
-    float_lower_elem = on_primal("float_lower_elem", "lhs < number.")
-    float_lower_equal_elem = on_primal("float_lower_equal_elem", "lhs <= number.")
-    float_is_nan = on_primal("float_is_nan", "True where NaN.")
-    float_is_inf = on_primal("float_is_inf", "True where +-inf.")
-    float_any = on_primal("float_any", "Whether any element is non-zero.")
-    float_any_dim = on_primal("float_any_dim", "Whether any element along dim is non-zero.")
-    float_all = on_primal("float_all", "Whether every element is non-zero.")
-    float_all_dim = on_primal("float_all_dim", "Whether every element along dim is non-zero.")
-    float_argmax = on_primal("float_argmax", "Index of the max along dim.")
-    float_argmin = on_primal("float_argmin", "Index of the min along dim.")
-    float_argsort = on_primal("float_argsort", "Sorting indices along dim.")
+    float_equal = on_inners("float_equal", "lhs == rhs.")
+    float_not_equal = on_inners("float_not_equal", "lhs != rhs.")
+    float_greater = on_inners("float_greater", "lhs > rhs.")
+    float_greater_equal = on_inners("float_greater_equal", "lhs >= rhs.")
+    float_lower = on_inners("float_lower", "lhs < rhs.")
+    float_lower_equal = on_inners("float_lower_equal", "lhs <= rhs.")
+    float_equal_elem = on_inner("float_equal_elem", "lhs == number.")
+    float_not_equal_elem = on_inner("float_not_equal_elem", "lhs != number.")
+    float_greater_elem = on_inner("float_greater_elem", "lhs > number.")
+    float_greater_equal_elem = on_inner("float_greater_equal_elem", "lhs >= number.")
+    float_lower_elem = on_inner("float_lower_elem", "lhs < number.")
+    float_lower_equal_elem = on_inner("float_lower_equal_elem", "lhs <= number.")
+    float_is_nan = on_inner("float_is_nan", "True where NaN.")
+    float_is_inf = on_inner("float_is_inf", "True where +-inf.")
+    float_any = on_inner("float_any", "Whether any element is non-zero.")
+    float_any_dim = on_inner("float_any_dim", "Whether any element along dim is non-zero.")
+    float_all = on_inner("float_all", "Whether every element is non-zero.")
+    float_all_dim = on_inner("float_all_dim", "Whether every element along dim is non-zero.")
+    float_argmax = on_inner("float_argmax", "Index of the max along dim.")
+    float_argmin = on_inner("float_argmin", "Index of the min along dim.")
+    float_argsort = on_inner("float_argsort", "Sorting indices along dim.")
 
     # ---- reductions -----------------------------------------------------------------------------
     float_sum = linear_op("float_sum")
@@ -503,7 +222,7 @@ class ForwardFloatOps:
     float_cumsum = linear_op("float_cumsum")
 
     @staticmethod
-    def _prod_tangent(B: Any, x: Any, out: Any, t: Any) -> Any:
+    def _prod_tangent(B: Any, t: Any, out: Any, x: Any) -> Any:
         """The last running product's tangent over the flattened tensor."""
         n = math.prod(x.shape)
         if n == 0:
@@ -514,23 +233,23 @@ class ForwardFloatOps:
     float_prod = unary("float_prod", _prod_tangent)
 
     @staticmethod
-    def _prod_dim_tangent(B: Any, x: Any, out: Any, t: Any, dim: int) -> Any:
+    def _prod_dim_tangent(B: Any, t: Any, out: Any, x: Any, dim: int) -> Any:
         """The last running product's tangent along ``dim``."""
         n = x.shape[dim]
         if n == 0:
             return None
-        return B.float_slice(_cumprod_tangent(B, x, t, dim), _window(x.shape, dim, n - 1, n))
+        return B.float_slice(_cumprod_tangent(B, x, t, dim), window(x.shape, dim, n - 1, n))
 
     float_prod_dim = unary("float_prod_dim", _prod_dim_tangent)
 
     @staticmethod
-    def _cumprod_rule(B: Any, x: Any, out: Any, t: Any, dim: int) -> Any:
+    def _cumprod_rule(B: Any, t: Any, out: Any, x: Any, dim: int) -> Any:
         return _cumprod_tangent(B, x, t, dim)
 
     float_cumprod = unary("float_cumprod", _cumprod_rule)
 
     @staticmethod
-    def _extreme_tangent(B: Any, x: Any, out: Any, t: Any) -> Any:
+    def _extreme_tangent(B: Any, t: Any, out: Any, x: Any) -> Any:
         """Full max/min: the mean tangent of the elements equal to the result (torch's rule,
         the transpose of the even split the reverse rule makes among ties)."""
         hits = as_float(B, B.float_equal(x, out), x)
