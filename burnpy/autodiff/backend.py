@@ -7,7 +7,6 @@ primitives are B's own and their ops are B's functions, bound directly on the cl
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any, ClassVar
 
 from burnpy.autodiff.checkpoint import CheckpointStrategy, NoCheckpointing
@@ -33,11 +32,8 @@ class AutodiffBackend(AutodiffElementwiseOps, AutodiffFloatOps, AutodiffQOps, Au
     ``InnerBackend`` is B and ``checkpointing`` is C; gradients are B's float primitives.
     """
 
-    InnerBackend: ClassVar[type[Backend]]
     checkpointing: ClassVar[type[CheckpointStrategy]]
     FloatTensorPrimitive: ClassVar[Any] = AutodiffTensor
-    #: ``checkpointing.record``: wraps an inner result in a tracked tensor.
-    record: ClassVar[Callable[..., AutodiffTensor]]
 
     # ---- the backend's non-op methods, delegated to B ------------------------------------------
     @classmethod

@@ -9,6 +9,7 @@ pass, and dropped as soon as the last step that reads them has run.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import Any, ClassVar
 
@@ -39,7 +40,7 @@ def _link(tensors: tuple[AutodiffTensor, ...]) -> tuple[tuple[Node | None, ...],
     return parents, depth
 
 
-class CheckpointStrategy:
+class CheckpointStrategy(ABC):
     """How ops are recorded (``record``) and how saved values come back in backward
     (``fetcher``). Used as a type parameter: ``Autodiff[B, BalancedCheckpointing]``; a
     strategy subclass implements both static methods (declared here by signature).
@@ -51,12 +52,14 @@ class CheckpointStrategy:
         raise TypeError(f"{cls.__name__} is a strategy type; pass the class, never an instance")
 
     @staticmethod
+    @abstractmethod
     def record(op: Op, out: Any, tensors: tuple[AutodiffTensor, ...],
                params: tuple[Any, ...]) -> AutodiffTensor:
         """Wrap ``out`` (the inner result of ``op`` on ``tensors``, at least one of them
         tracked) in a tracked tensor whose node saves what backward needs."""
 
     @staticmethod
+    @abstractmethod
     def fetcher(B: Any, order: list[Node]) -> Fetch | None:  # noqa: N803
         """The saved-value accessor of one backward pass over ``order``; None when nodes hold
         their saved values directly."""
@@ -143,7 +146,7 @@ class _Recompute:
         op: Op = node.op  # type: ignore[assignment]
         inputs = None
         if op.saves_inputs:
-            inputs = tuple([self._take(s) for s in node.inputs])  # type: ignore[union-attr]
+            inputs = tuple([self._take(s) for s in node.inputs])
         output = node.output
         if output is None and op.saves_output:
             output = self._take(node)
@@ -177,12 +180,13 @@ class _Recompute:
             if node in cache:
                 stack.pop()
                 continue
-            missing = [s for s in node.inputs  # type: ignore[union-attr]
+            missing = [s for s in node.inputs
                        if type(s) is Node and s.output is None and s not in cache]
             if missing:
                 stack.extend(missing)
                 continue
             stack.pop()
-            op: Op = node.op  # type: ignore[assignment]
-            args = tuple([self._take(s) for s in node.inputs])  # type: ignore[union-attr]
-            cache[node] = op.forward(self.B, args, node.params)  # type: ignore[misc]
+            op, params = node.op, node.params
+            # Only memory-bound nodes (which have a retro-forward) are recomputed.
+            assert op is not None and op.forward is not None and params is not None
+            cache[node] = op.forward(self.B, tuple([self._take(s) for s in node.inputs]), params)

@@ -45,7 +45,7 @@ def once_differentiable(backward: F) -> F:
     """Declare a Function's ``backward`` differentiable once only (torch's decorator): it may
     leave the graph (NumPy...), and the gradients it returns raise ``AutodiffError`` when
     differentiated again. Use it under or over ``@staticmethod``."""
-    getattr(backward, "__func__", backward).once_differentiable = True
+    setattr(getattr(backward, "__func__", backward), "once_differentiable", True)  # noqa: B010
     return backward
 
 

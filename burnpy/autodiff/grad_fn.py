@@ -168,7 +168,8 @@ class GradFn(ABC):
             dual: GradOutput = tuple(_dual(dual_backend, g, t)
                                      for g, t in zip(grad_output, tangents, strict=True))
         else:
-            dual = _dual(dual_backend, grad_output, grad_output_tangent)  # type: ignore[arg-type]
+            assert not isinstance(grad_output_tangent, tuple)  # one output, one tangent
+            dual = _make_dual(dual_backend, grad_output, grad_output_tangent)
         grads = self._checked(self.backward(dual), dual_backend)
         return [(None, None) if g is None else _split(dual_backend, g) for g in grads]
 
@@ -280,8 +281,11 @@ class GradFn(ABC):
 
 def _dual(backend: Any, primal: Tensor | None, tangent: Tensor | None) -> Tensor | None:
     """``primal`` with ``tangent`` as a tensor of the ForwardAD ``backend`` (None stays None)."""
-    if primal is None:
-        return None
+    return None if primal is None else _make_dual(backend, primal, tangent)
+
+
+def _make_dual(backend: Any, primal: Tensor, tangent: Tensor | None) -> Tensor:
+    """``primal`` with ``tangent`` (None for zero) as a tensor of the ForwardAD ``backend``."""
     return new(backend, backend.make_dual(primal.primitive,
                                           None if tangent is None else tangent.primitive), FLOAT)
 
@@ -365,7 +369,8 @@ def apply_grad_fn(grad_fn: GradFn, outputs: Tensor | Sequence[Tensor]
     K, or untracked tensors of K). Returns them as tensors of K, the float ones tracked when
     an input is. On a plain backend the outputs come back unchanged."""
     multiple = isinstance(outputs, tuple | list)
-    values = list(outputs) if multiple else [outputs]
+    # Any: a wrong output (an int...) must reach the check below, which names it.
+    values: list[Any] = list(outputs) if isinstance(outputs, tuple | list) else [outputs]
     backend = grad_fn._backend
     if is_forward_ad(backend):
         raise AutodiffError(

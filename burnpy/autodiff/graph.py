@@ -187,9 +187,10 @@ def run_backward(B: Any, root: Node, seed: Any, retain_graph: bool,  # noqa: N80
                 inputs, output = node.inputs, node.output
             else:
                 inputs, output = fetch(node)
-            parents = node.parents
-            parent_grads = op.backward(B, grad, inputs, output, node.params, parents)
-            for parent, pgrad in zip(parents, parent_grads, strict=True):  # type: ignore[arg-type]
+            parents, params = node.parents, node.params
+            assert parents is not None and params is not None  # freed only after this step
+            parent_grads = op.backward(B, grad, inputs, output, params, parents)
+            for parent, pgrad in zip(parents, parent_grads, strict=True):
                 if parent is None or pgrad is None:  # None: a custom rule's zero gradient
                     continue
                 if type(pgrad) is OutputGrad:

@@ -4,7 +4,7 @@ the int, bool and quantized ops and primitives it takes from its inner backend u
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Hashable
+from collections.abc import Callable
 from typing import Any, ClassVar, Generic, TypeVar
 
 from burnpy.backend.dtype import DType
@@ -34,10 +34,10 @@ class ClassCache(Generic[T]):
     __slots__ = ("_cache", "_lock")
 
     def __init__(self) -> None:
-        self._cache: dict[Hashable, T] = {}
+        self._cache: dict[object, T] = {}  # keys: backend classes, or tuples of them
         self._lock = threading.Lock()
 
-    def get(self, key: Hashable, build: Callable[[], T]) -> T:
+    def get(self, key: object, build: Callable[[], T]) -> T:
         found = self._cache.get(key)
         if found is None:
             with self._lock:

@@ -33,7 +33,6 @@ class ForwardADBackend(ForwardElementwiseOps, ForwardFloatOps, ForwardQOps, Forw
     for custom ops, which read and build primitives with ``dual_parts`` and ``make_dual``.
     """
 
-    InnerBackend: ClassVar[type[Backend]]
     FloatTensorPrimitive: ClassVar[Any] = DualTensor
     is_forward_ad: ClassVar[bool] = True
 

@@ -68,8 +68,8 @@ def unpack_dual(tensor: Tensor) -> UnpackedDual:
     primal = tensor.inner()
     if tensor.kind != "float" or tensor.primitive.tangent is None:
         return UnpackedDual(primal, None)
-    return UnpackedDual(primal, tensor.__class__(backend.InnerBackend, tensor.primitive.tangent,
-                                                 "float"))
+    inner = primal.backend  # the backend ForwardAD wraps
+    return UnpackedDual(primal, tensor.__class__(inner, tensor.primitive.tangent, "float"))
 
 
 def _check_float(op: str, what: str, tensor: Tensor) -> None:

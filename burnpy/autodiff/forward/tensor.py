@@ -47,7 +47,7 @@ class DeferredDualTensor(DualTensor):
         self.dtype = dtype
 
     @property
-    def primal(self) -> Any:  # type: ignore[override]
+    def primal(self) -> Any:
         value = self._value
         if value is None:
             compute = self._compute

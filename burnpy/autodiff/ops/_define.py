@@ -9,11 +9,14 @@ so untracked tensors cost one inner call and one ``AutodiffTensor``.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from burnpy.autodiff.derivatives import ParamBinder
 from burnpy.autodiff.graph import BackwardRule, Op, RetroForward
 from burnpy.autodiff.tensor import AutodiffTensor
+
+if TYPE_CHECKING:
+    from burnpy.backend.base import Backend
 
 Method = Any  # a classmethod object placed in a mixin's namespace
 #: What a rule receives and returns: the saved inner primitives (or None), the non-tensor
@@ -22,6 +25,16 @@ Saved = Any
 Params = tuple[Any, ...]
 Parents = tuple[Any, ...]
 Rule = tuple[Any, ...]
+
+
+class AutodiffOps:
+    """Base of the Autodiff op families: what their class methods read from the final
+    ``Autodiff[B, C]`` class (declared here so that each family type-checks on its own)."""
+
+    #: B, the wrapped backend.
+    InnerBackend: ClassVar[type[Backend]]
+    #: The checkpoint strategy's ``record``: wraps an inner result in a tracked tensor.
+    record: ClassVar[Callable[..., AutodiffTensor]]
 
 
 class InnerCall:

@@ -8,10 +8,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from burnpy.autodiff.ops._define import Params, Parents, Rule, Saved, declare, unary_params
+from burnpy.autodiff.ops._define import (
+    AutodiffOps,
+    Params,
+    Parents,
+    Rule,
+    Saved,
+    declare,
+    unary_params,
+)
 
 
-class AutodiffActivationOps:
+class AutodiffActivationOps(AutodiffOps):
     """softmax and log_softmax, recorded with their reverse rules."""
 
     @staticmethod

@@ -14,6 +14,7 @@ from burnpy.autodiff.derivatives import (
     generated_from_table,
 )
 from burnpy.autodiff.ops._define import (
+    AutodiffOps,
     Method,
     Params,
     Parents,
@@ -64,5 +65,5 @@ def recorded(entry: Elementwise) -> Method:
 
 
 @generated_from_table(recorded)
-class AutodiffElementwiseOps:
+class AutodiffElementwiseOps(AutodiffOps):
     """Every op of ``derivatives.ELEMENTWISE``, recorded with its generated reverse rule."""

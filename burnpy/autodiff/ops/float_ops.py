@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from burnpy.autodiff.ops._define import (
+    AutodiffOps,
     Params,
     Parents,
     Rule,
@@ -64,7 +65,7 @@ def _indexed_op(name: str) -> Any:
     return declare(name, _indexed_backward, forward=_indexed_forward)
 
 
-class AutodiffFloatOps:
+class AutodiffFloatOps(AutodiffOps):
     """The float op family (``cls.InnerBackend`` is B, ``cls.record`` the strategy's)."""
 
     # ---- creation, transfer, conversion -------------------------------------------------------

@@ -17,6 +17,7 @@ import math
 from typing import Any
 
 from burnpy.autodiff.ops._define import (
+    AutodiffOps,
     Params,
     Parents,
     Rule,
@@ -63,7 +64,7 @@ def _layer_norm_forward(B: Any, inputs: Saved, params: Params) -> Any:
     return B.layer_norm(x, params[1], weight, bias, params[2])
 
 
-class AutodiffModuleOps:
+class AutodiffModuleOps(AutodiffOps):
     """Convolution, pooling, embedding, interpolation and linear, recorded."""
 
     # ---- convolution --------------------------------------------------------------------------
@@ -283,7 +284,8 @@ class AutodiffModuleOps:
 
     @classmethod
     def batch_norm(cls, x: AutodiffTensor, weight: AutodiffTensor | None,
-                   bias: AutodiffTensor | None, eps: float) -> tuple[AutodiffTensor, ...]:
+                   bias: AutodiffTensor | None,
+                   eps: float) -> tuple[AutodiffTensor, AutodiffTensor, AutodiffTensor]:
         """One recorded node for the normalized output (the inner backend's fused kernel runs
         forward, its ``batch_norm_backward`` backward, given the forward's statistics); the
         statistics come back untracked."""

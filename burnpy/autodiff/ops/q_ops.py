@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from burnpy.autodiff.ops._define import AutodiffOps
 from burnpy.autodiff.tensor import AutodiffTensor
 from burnpy.quantization.scheme import QuantScheme
 
@@ -15,7 +16,7 @@ def _inner(tensor: AutodiffTensor | None) -> Any:
     return None if tensor is None else tensor.primitive
 
 
-class AutodiffQOps:
+class AutodiffQOps(AutodiffOps):
     """quantize / dequantize and the quantized ops with float inputs or outputs."""
 
     @classmethod

@@ -11,10 +11,21 @@ carries a tangent: untangented tensors cost one inner call and one ``DualTensor`
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from burnpy.autodiff.forward.tensor import DualTensor
 from burnpy.autodiff.rule_helpers import zeros
+
+if TYPE_CHECKING:
+    from burnpy.backend.base import Backend
+
+class ForwardOps:
+    """Base of the ForwardAD op families: the final ``ForwardAD[B]`` class's ``InnerBackend``
+    (declared here so that each family type-checks on its own)."""
+
+    #: B, the wrapped backend.
+    InnerBackend: ClassVar[type[Backend]]
+
 
 Method = Any  # a classmethod object placed in a mixin's namespace
 #: ``rule(B, t, out, x, *params) -> tangent or None``: the tangent of a one-input op, given the

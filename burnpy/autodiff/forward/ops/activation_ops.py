@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from burnpy.autodiff.forward.ops._define import linear_in_grad, unary
+from burnpy.autodiff.forward.ops._define import ForwardOps, linear_in_grad, unary
 
 
-class ForwardActivationOps:
+class ForwardActivationOps(ForwardOps):
     """softmax and log_softmax with their tangent rules, and relu_backward."""
 
     relu_backward = linear_in_grad("relu_backward")

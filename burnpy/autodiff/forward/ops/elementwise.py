@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from burnpy.autodiff.derivatives import Elementwise, ParamBinder, generated_from_table
-from burnpy.autodiff.forward.ops._define import Method, finish
+from burnpy.autodiff.forward.ops._define import ForwardOps, Method, finish
 from burnpy.autodiff.forward.tensor import DualTensor
 from burnpy.autodiff.rule_helpers import fit
 
@@ -59,5 +59,5 @@ def _binary(entry: Elementwise) -> Method:
 
 
 @generated_from_table(with_tangent)
-class ForwardElementwiseOps:
+class ForwardElementwiseOps(ForwardOps):
     """Every op of ``derivatives.ELEMENTWISE``, with its generated tangent rule."""

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from burnpy.autodiff.forward.ops._define import (
+    ForwardOps,
     constant,
     indexed,
     linear_op,
@@ -78,7 +79,7 @@ def _matmul_shape(a: Any, b: Any) -> tuple[int, ...] | None:
     return (*batch, sa[-2], sb[-1])
 
 
-class ForwardFloatOps:
+class ForwardFloatOps(ForwardOps):
     """The float op family (``cls.InnerBackend`` is B)."""
 
     # ---- creation, transfer, conversion -------------------------------------------------------

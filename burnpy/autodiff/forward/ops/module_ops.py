@@ -14,7 +14,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from burnpy.autodiff.forward.ops._define import linear_in_grad, linear_op
+from burnpy.autodiff.forward.ops._define import ForwardOps, linear_in_grad, linear_op
 from burnpy.autodiff.forward.tensor import DualTensor
 from burnpy.backend.ops.module_ops import ConvOptions, ConvTransposeOptions
 
@@ -57,7 +57,7 @@ def _bilinear_backward(B: Any, op: Callable[..., Any], x: DualTensor, weight: Du
     return DualTensor(out, tangent)
 
 
-class ForwardModuleOps:
+class ForwardModuleOps(ForwardOps):
     """Convolution, pooling, embedding, interpolation and linear, with tangents."""
 
     # ---- convolution --------------------------------------------------------------------------

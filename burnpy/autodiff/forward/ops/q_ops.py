@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from burnpy.autodiff.forward.ops._define import ForwardOps
 from burnpy.autodiff.forward.tensor import DualTensor
 from burnpy.quantization.scheme import QuantScheme
 
@@ -15,7 +16,7 @@ def _primal(tensor: DualTensor | None) -> Any:
     return None if tensor is None else tensor.primal
 
 
-class ForwardQOps:
+class ForwardQOps(ForwardOps):
     """quantize / dequantize and the quantized ops with float inputs or outputs."""
 
     @classmethod
