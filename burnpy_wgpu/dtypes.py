@@ -20,9 +20,9 @@ I32 = np.dtype(np.int32)
 U32 = np.dtype(np.uint32)
 BOOL = np.dtype(np.bool_)
 
-_STORAGE = {F32: "f32", F16: "f16", I32: "i32", U32: "u32", BOOL: "u32"}
-_COMPUTE = {F32: "f32", F16: "f32", I32: "i32", U32: "u32", BOOL: "u32"}
-_HOST = {F32: F32, F16: F16, I32: I32, U32: U32, BOOL: U32}
+_STORAGE: dict[np.dtype[Any], str] = {F32: "f32", F16: "f16", I32: "i32", U32: "u32", BOOL: "u32"}
+_COMPUTE: dict[np.dtype[Any], str] = {F32: "f32", F16: "f32", I32: "i32", U32: "u32", BOOL: "u32"}
+_HOST: dict[np.dtype[Any], np.dtype[Any]] = {F32: F32, F16: F16, I32: I32, U32: U32, BOOL: U32}
 _WHY = {
     DType.float64: "WGSL has no f64",
     DType.int64: "WGSL has no i64",

@@ -139,7 +139,7 @@ class WgpuRuntime:
                 f"{self.max_binding} bytes")
         slab = self.pool.acquire(nbytes, for_upload=True)
         if nbytes:
-            data = memoryview(host).cast("B")
+            data: memoryview | bytes = host.data.cast("B")
             if nbytes % 4:
                 data = bytes(data) + bytes(4 - nbytes % 4)
             self.queue.write_buffer(slab.buffer, 0, data)

@@ -7,7 +7,7 @@ overridden for speed. ``Backend.__init_subclass__`` names any required op left o
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeAlias
 
 from burnpy.backend.device import Device
 from burnpy.backend.dtype import DType
@@ -20,6 +20,10 @@ from burnpy.backend.ops.int_ops import IntOps
 from burnpy.backend.ops.module_ops import ModuleOps
 from burnpy.backend.ops.optim_ops import OptimOps
 from burnpy.backend.ops.q_ops import QOps
+
+#: The device values ops take and return; inside ``Backend`` the name ``Device`` is the class
+#: attribute (the backend's device class), so signatures there use this alias.
+DeviceValue: TypeAlias = Device
 
 
 class IncompleteBackendError(BurnpyError, TypeError):
@@ -36,10 +40,10 @@ class Backend(FloatOps, IntOps, BoolOps, QOps, ModuleOps, ActivationOps, OptimOp
     """
 
     Device: ClassVar[type[Device]] = Device
-    FloatTensorPrimitive: ClassVar[Any] = object
-    IntTensorPrimitive: ClassVar[Any] = object
-    BoolTensorPrimitive: ClassVar[Any] = object
-    QuantizedTensorPrimitive: ClassVar[Any] = object
+    FloatTensorPrimitive: ClassVar[type[Any]] = object
+    IntTensorPrimitive: ClassVar[type[Any]] = object
+    BoolTensorPrimitive: ClassVar[type[Any]] = object
+    QuantizedTensorPrimitive: ClassVar[type[Any]] = object
     float_dtype: ClassVar[DType] = DType.float32
     int_dtype: ClassVar[DType] = DType.int64
     #: False when every tensor shares one device, letting hot paths skip device checks.
@@ -65,17 +69,17 @@ class Backend(FloatOps, IntOps, BoolOps, QOps, ModuleOps, ActivationOps, OptimOp
 
     # ---- non-op methods ------------------------------------------------------------------------
     @classmethod
-    def name(cls, device: Device | None = None) -> str:
+    def name(cls, device: DeviceValue | None = None) -> str:
         """A human-readable name, e.g. ``"cpu"`` or ``"autodiff<cpu>"``."""
         return cls.__name__
 
     @classmethod
-    def seed(cls, device: Device, seed: int) -> None:
+    def seed(cls, device: DeviceValue, seed: int) -> None:
         """Reseed the random generator of ``device``."""
         raise BurnpyError(f"backend {cls.__name__} has no random generator to seed")
 
     @classmethod
-    def sync(cls, device: Device) -> None:
+    def sync(cls, device: DeviceValue) -> None:
         """Wait until every queued op on ``device`` has finished (no-op when synchronous)."""
 
     @classmethod
@@ -84,16 +88,16 @@ class Backend(FloatOps, IntOps, BoolOps, QOps, ModuleOps, ActivationOps, OptimOp
         return False
 
     @classmethod
-    def default_device(cls) -> Device:
+    def default_device(cls) -> DeviceValue:
         """The device used when a creation op is given none."""
         return cls.devices()[0]
 
     @classmethod
-    def devices(cls) -> list[Device]:
+    def devices(cls) -> list[DeviceValue]:
         """Every device this backend can use on this machine."""
         raise IncompleteBackendError(f"backend {cls.__name__} does not list its devices")
 
     @classmethod
-    def supports_dtype(cls, device: Device, dtype: DType) -> bool:
+    def supports_dtype(cls, device: DeviceValue, dtype: DType) -> bool:
         """Whether ``dtype`` can be stored and computed on ``device``."""
         return True

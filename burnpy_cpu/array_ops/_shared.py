@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -28,7 +28,14 @@ _NO_CONTEXT = contextlib.nullcontext()
 class ArrayLayoutOps:
     """Kind-independent array ops; each kind's mixin binds them under its own prefix."""
 
-    xp: Any = np
+    #: The array module: NumPy, or CuPy for CudaBackend (both untyped to mypy).
+    xp: ClassVar[Any] = np
+
+    @classmethod
+    def _generator(cls, device: Device) -> Any:
+        """The seeded random generator of ``device`` (NumPy's or CuPy's), which each backend
+        keeps."""
+        raise TypeError(f"{cls.__name__} must provide _generator")
 
     @staticmethod
     def _on(device: Device) -> AbstractContextManager[Any]:
@@ -286,3 +293,4 @@ class ArrayLayoutOps:
     @classmethod
     def _lower_equal(cls, lhs: A, rhs: Any) -> A:
         return cls.xp.less_equal(lhs, rhs)
+

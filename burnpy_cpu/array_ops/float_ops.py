@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import operator
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -30,7 +30,7 @@ def _keep_dtype(op: Any) -> staticmethod:
 class ArrayFloatOps(ArrayLayoutOps):
     """The float op family; ``special`` is the module providing ``erf`` (scipy.special)."""
 
-    special: Any = None
+    special: ClassVar[Any] = None
 
     float_from_data = _raw("_from_data")
     float_into_data = _raw("_into_data")
@@ -115,10 +115,6 @@ class ArrayFloatOps(ArrayLayoutOps):
         else:
             out = (gen.random(shape, dtype=sample_dtype) < distribution.a).astype(sample_dtype)
         return cls.xp.asarray(out).astype(dtype.numpy, copy=False)
-
-    @classmethod
-    def _generator(cls, device: Device) -> Any:
-        raise TypeError(f"{cls.__name__} must provide _generator")
 
     @staticmethod
     def float_into_int(tensor: A, dtype: DType) -> A:

@@ -78,10 +78,6 @@ class ArrayIntOps(ArrayLayoutOps):
             return cls.xp.asarray(sample).astype(dtype.numpy, copy=False)
 
     @classmethod
-    def _generator(cls, device: Device) -> object:
-        raise TypeError(f"{cls.__name__} must provide _generator")
-
-    @classmethod
     def int_arange(cls, start: int, end: int, step: int, device: Device, dtype: DType) -> A:
         with cls._on(device):
             return cls.xp.arange(start, end, step, dtype=dtype.numpy)

@@ -21,6 +21,7 @@ import functools
 import itertools
 import math
 from collections.abc import Callable, Iterator
+from types import EllipsisType
 from typing import Any, ClassVar
 
 import numpy
@@ -38,6 +39,8 @@ from burnpy_cpu.array_ops._shared import widened
 
 A = Any  # an ``xp.ndarray``
 Host = numpy.ndarray
+#: A NumPy-style index: ``...`` then one slice per trailing dim.
+_Index = tuple[EllipsisType | slice, ...]
 
 
 # ---- helpers ----------------------------------------------------------------------------------
@@ -74,10 +77,11 @@ def _unpadded(x: A, pad_lo: Ints, extent: Ints) -> A | None:
     return None
 
 
-def _box(pad_lo: Ints, spatial: Ints, extent: Ints) -> tuple[tuple, tuple]:
+def _box(pad_lo: Ints, spatial: Ints, extent: Ints) -> tuple[_Index, _Index]:
     """Where ``x`` lands when padded by ``pad_lo`` to ``extent`` (cropping what lies beyond):
     the destination and the source index."""
-    dst, src = [Ellipsis], [Ellipsis]
+    dst: list[EllipsisType | slice] = [Ellipsis]
+    src: list[EllipsisType | slice] = [Ellipsis]
     for p, size, e in zip(pad_lo, spatial, extent, strict=True):
         m = max(0, min(size, e - p))
         dst.append(slice(min(p, e), min(p, e) + m))
@@ -205,6 +209,11 @@ def _scatter_extent(kernel: Ints, stride: Ints, dilation: Ints, padding: Ints, g
         _extent(kernel, stride, dilation, grid), padding, size, strict=True))
 
 
+def _tap_of(cols: A, t: int) -> A:
+    """The ``t``-th kernel tap of ``cols [m, g, taps, ...]``."""
+    return cols[:, :, t]
+
+
 def _col2im(xp: Any, tap: Callable[[int], A], lead: Ints, kernel: Ints, stride: Ints,
             dilation: Ints, padding: Ints, grid: Ints, size: Ints, dtype: Any) -> A:
     """Adjoint of reading ``_tap_window``s: sums ``tap(t)`` (shaped ``[*lead, *grid]``, for
@@ -327,7 +336,7 @@ def _transpose_by_matmul(xp: Any, x: A, w: A, out: A, kernel: Ints,
                                       options.dilation, options.padding, extent, size)
         else:
             cols = xp.matmul(w, xc).reshape(m, g, n_taps, c_out_g, *in_sp)
-            out[chunk] = _col2im(xp, lambda t, cols=cols: cols[:, :, t], (m, g, c_out_g),
+            out[chunk] = _col2im(xp, functools.partial(_tap_of, cols), (m, g, c_out_g),
                                  kernel, options.stride, options.dilation, options.padding,
                                  in_sp, size, x.dtype)
 
@@ -385,7 +394,9 @@ def _max_pool_tables(spatial: Ints, kernel: Ints, stride: Ints, padding: Ints,
     in-bounds tap and the flat plane index of its tap 0 (both ``[*out_sp]``), and each tap's
     flat offset from tap 0 (``[prod(kernel)]``). Cached (read-only), as building them costs
     more than pooling a small batch."""
-    firsts, bases, offsets = [], [], []
+    firsts: list[Host] = []
+    bases: list[Host] = []
+    offsets: list[Host] = []
     plane_stride, tap_stride = 1, 1
     for size, k, s, p, d, o in reversed(list(zip(spatial, kernel, stride, padding, dilation,
                                                  out_sp, strict=True))):

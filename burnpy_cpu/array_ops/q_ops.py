@@ -11,15 +11,20 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from burnpy.backend.data import QuantParams, TensorData, contiguous
 from burnpy.backend.device import Device
 from burnpy.backend.dtype import DType
+from burnpy.backend.ops._marker import backend_classmethod
+from burnpy.backend.ops.q_ops import requantize
 from burnpy.quantization.scheme import QuantLevel, QuantScheme, QuantStore
 from burnpy_cpu.array_ops._shared import A, ArrayLayoutOps
+
+if TYPE_CHECKING:
+    from burnpy.backend.base import Backend
 
 _F32 = np.dtype(np.float32)
 _F64 = np.dtype(np.float64)
@@ -178,8 +183,9 @@ class ArrayQOps(ArrayLayoutOps):
                           tensor.scheme.dtype, params)
 
     # ---- layout on the integer data ----------------------------------------------------------
-    @classmethod
-    def q_reshape(cls, tensor: QuantizedArray, shape: tuple[int, ...]) -> QuantizedArray:
+    @backend_classmethod
+    def q_reshape(cls: type[ArrayQBackend], tensor: QuantizedArray,
+                  shape: tuple[int, ...]) -> QuantizedArray:
         ax = tensor.block_axis
         if ax is None:
             return QuantizedArray(tensor.data if tensor.scheme.store is not QuantStore.NATIVE
@@ -190,7 +196,7 @@ class ArrayQOps(ArrayLayoutOps):
             values = _unpack(cls.xp, tensor).reshape(shape)
             scales = tensor.scales.reshape(shape[:-1] + tensor.scales.shape[-1:])
             return tensor.with_values(cls.xp, values, scales, len(shape) - 1)
-        return cls._requantize(cls.float_reshape(cls.dequantize(tensor), shape), tensor)
+        return requantize(cls, cls.float_reshape(cls.dequantize(tensor), shape), tensor)
 
     @classmethod
     def q_permute(cls, tensor: QuantizedArray, axes: tuple[int, ...]) -> QuantizedArray:
@@ -279,8 +285,9 @@ class ArrayQOps(ArrayLayoutOps):
         return fine.with_values(cls.xp, values,
                                 cls.xp.take_along_axis(fine.scales, indices, axis=dim))
 
-    @classmethod
-    def q_cat(cls, tensors: Sequence[QuantizedArray], dim: int) -> QuantizedArray:
+    @backend_classmethod
+    def q_cat(cls: type[ArrayQBackend], tensors: Sequence[QuantizedArray],
+              dim: int) -> QuantizedArray:
         first = tensors[0]
         same_scale = first.block_axis is None and all(
             t.block_axis is None and bool((t.scales == first.scales).all()) for t in tensors)
@@ -288,7 +295,7 @@ class ArrayQOps(ArrayLayoutOps):
             t.block_axis == first.block_axis for t in tensors)
         if not (same_scale or blockwise):
             floats = [cls.dequantize(t) for t in tensors]
-            return cls._requantize(cls.float_cat(floats, dim), first)
+            return requantize(cls, cls.float_cat(floats, dim), first)
         values = cls.xp.concatenate([_unpack(cls.xp, t) for t in tensors], axis=dim)
         if same_scale:
             return first.with_values(cls.xp, values)
@@ -296,8 +303,8 @@ class ArrayQOps(ArrayLayoutOps):
         return first.with_values(cls.xp, values, scales)
 
     # ---- matmul on integers ----------------------------------------------------------------------
-    @classmethod
-    def q_matmul(cls, lhs: QuantizedArray, rhs: QuantizedArray) -> A:
+    @backend_classmethod
+    def q_matmul(cls: type[ArrayQBackend], lhs: QuantizedArray, rhs: QuantizedArray) -> A:
         """Integer products accumulated exactly per block, scaled once per block pair.
 
         Thin right-hand sides (matrix-vector, the inference case) accumulate in int32 straight
@@ -340,3 +347,9 @@ class ArrayQOps(ArrayLayoutOps):
             partial *= sr[..., b:b + 1, :] if rb is not None else sr
             out += partial
         return out.astype(out_dtype, copy=False)
+
+
+if TYPE_CHECKING:
+    class ArrayQBackend(ArrayQOps, Backend):
+        """A backend with these quantized ops, as the ones that fall back on float ops see
+        ``cls`` (see ``backend_classmethod``)."""

@@ -157,7 +157,7 @@ class WgpuFloatOps:
 
     @staticmethod
     def float_clamp(tensor: T, min: float | None, max: float | None) -> T:
-        expr, params = "a", []
+        expr, params = "a", list[int]()
         if min is not None:
             expr, params = f"max({expr}, mf({1 + len(params)}u))", [*params, f32_bits(min)]
         if max is not None:

@@ -165,7 +165,7 @@ class WgpuIntOps:
     @staticmethod
     def int_clamp(tensor: T, min: int | None, max: int | None) -> T:
         ct = compute_type(tensor.dtype)
-        expr, params = "a", []
+        expr, params = "a", list[int]()
         if min is not None:
             expr, params = f"max({expr}, {ct}(mi({1 + len(params)}u)))", [*params, min]
         if max is not None:

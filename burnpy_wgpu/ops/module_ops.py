@@ -4,15 +4,19 @@ separable table-driven resampling along each spatial axis."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from burnpy.backend.ops._marker import backend_classmethod
 from burnpy.backend.ops.module_ops import InterpolateMode, Ints
 from burnpy_wgpu.kernels import conv as convolution
 from burnpy_wgpu.kernels import pool, resample
 from burnpy_wgpu.kernels.elementwise import launch_map
 from burnpy_wgpu.tensor import WgpuTensor
+
+if TYPE_CHECKING:
+    from burnpy.backend.base import Backend
 
 T = WgpuTensor
 BOOL = np.dtype(np.bool_)
@@ -106,9 +110,9 @@ class WgpuModuleOps:
         return resample.separable(grad, _interp_tables(x, output_size, mode, align_corners,
                                                        backward=True))
 
-    @classmethod
-    def attention(cls: Any, query: T, key: T, value: T, mask: T | None, scale: float | None,
-                  is_causal: bool) -> T:
+    @backend_classmethod
+    def attention(cls: type[Backend], query: T, key: T, value: T, mask: T | None,
+                  scale: float | None, is_causal: bool) -> T:
         """Scaled dot-product attention (torch's semantics); the causal mask is built by one
         kernel instead of int64 aranges, which WebGPU lacks."""
         d = query.shape[-1]

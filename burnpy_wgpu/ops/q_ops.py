@@ -4,7 +4,7 @@ ops by unpacking, moving values and scales together, and repacking. Selection op
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -12,12 +12,17 @@ from burnpy.backend.data import QuantParams, TensorData
 from burnpy.backend.device import Device
 from burnpy.backend.dtype import DType
 from burnpy.backend.errors import InvalidArgumentError
+from burnpy.backend.ops._marker import backend_classmethod
+from burnpy.backend.ops.q_ops import requantize
 from burnpy.quantization.scheme import QuantScheme
 from burnpy_wgpu.kernels import quant
 from burnpy_wgpu.kernels.elementwise import launch_map
 from burnpy_wgpu.ops import _shared
 from burnpy_wgpu.qtensor import WgpuQTensor
 from burnpy_wgpu.tensor import WgpuTensor, contiguous_strides
+
+if TYPE_CHECKING:
+    from burnpy.backend.base import Backend
 
 Q = WgpuQTensor
 F32 = np.dtype(np.float32)
@@ -65,8 +70,9 @@ class WgpuQOps:
         scales = _shared.cast(scales, F32)
         ts = None if tensor_scale is None else _shared.cast(tensor_scale, F32)
         eff = scales if ts is None else launch_map(scales.runtime, "a * b", [scales, ts], F32)
-        axis = None if scheme.level.block_size is None else len(tensor.shape) - 1
-        blocks = 1 if axis is None else tensor.shape[-1] // scheme.level.block_size
+        bs = scheme.level.block_size
+        axis = None if bs is None else len(tensor.shape) - 1
+        blocks = 1 if bs is None else tensor.shape[-1] // bs
         split, scale_shape = _split(tensor.shape, axis, blocks)
         q = quant.round_clip(_as_view(tensor, split), _as_view(eff, scale_shape),
                              scheme.value.qmin, scheme.value.qmax)
@@ -120,8 +126,8 @@ class WgpuQOps:
             return tensor
         return cls.q_from_data(cls.q_into_data(tensor), device)
 
-    @classmethod
-    def q_reshape(cls: Any, tensor: Q, shape: tuple[int, ...]) -> Q:
+    @backend_classmethod
+    def q_reshape(cls: type[Backend], tensor: Q, shape: tuple[int, ...]) -> Q:
         ax = tensor.block_axis
         if ax is None:
             return WgpuQTensor(tensor.words, shape, tensor.scheme, tensor.scales,
@@ -130,7 +136,7 @@ class WgpuQOps:
             scales = _as_view(tensor.scales, shape[:-1] + tensor.scales.shape[-1:])
             return WgpuQTensor(tensor.words, shape, tensor.scheme, scales, tensor.tensor_scale,
                                len(shape) - 1, tensor.float_dtype)
-        return cls._requantize(_shared.reshape(cls.dequantize(tensor), shape), tensor)
+        return requantize(cls, _shared.reshape(cls.dequantize(tensor), shape), tensor)
 
     @staticmethod
     def q_permute(tensor: Q, axes: tuple[int, ...]) -> Q:

@@ -1,3 +1,5 @@
+# A @required op is a declaration: its body is its docstring, implemented by each backend.
+# mypy: disable-error-code="empty-body"
 """Float tensor ops of the Backend protocol (Burn's ``FloatTensorOps``).
 
 Conventions shared by every op family:
@@ -16,18 +18,18 @@ Conventions shared by every op family:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
 from burnpy.backend.data import TensorData
 from burnpy.backend.device import Device
 from burnpy.backend.distribution import Distribution
 from burnpy.backend.dtype import DType, dtype_of_numpy
-from burnpy.backend.ops._marker import required
+from burnpy.backend.ops._marker import provided, required
+from burnpy.backend.primitives import BoolPrimitive, FloatPrimitive, IntPrimitive, Shape
 
-F = Any  # the backend's FloatTensorPrimitive
-I = Any  # the backend's IntTensorPrimitive
-Bo = Any  # the backend's BoolTensorPrimitive
-Shape = tuple[int, ...]
+if TYPE_CHECKING:
+    from burnpy.backend.base import Backend
+
 
 
 class FloatOps:
@@ -35,487 +37,505 @@ class FloatOps:
 
     # ---- creation and transfer -------------------------------------------------------------
     @required
-    def float_from_data(data: TensorData, device: Device) -> F:
+    def float_from_data(data: TensorData, device: Device) -> FloatPrimitive:
         """A primitive holding ``data`` (already a float dtype) on ``device``."""
 
     @required
-    def float_into_data(tensor: F) -> TensorData:
+    def float_into_data(tensor: FloatPrimitive) -> TensorData:
         """The primitive's values on the host (the only op that must synchronize)."""
 
     @required
-    def float_device(tensor: F) -> Device:
+    def float_device(tensor: FloatPrimitive) -> Device:
         """The device the primitive lives on."""
 
     @required
-    def float_to_device(tensor: F, device: Device) -> F:
+    def float_to_device(tensor: FloatPrimitive, device: Device) -> FloatPrimitive:
         """A copy on ``device`` (the same primitive when already there)."""
 
     @required
-    def float_empty(shape: Shape, device: Device, dtype: DType) -> F:
+    def float_empty(shape: Shape, device: Device, dtype: DType) -> FloatPrimitive:
         """Uninitialized storage of ``shape``."""
 
     @required
-    def float_full(shape: Shape, fill_value: float, device: Device, dtype: DType) -> F:
+    def float_full(shape: Shape, fill_value: float, device: Device, dtype: DType) -> FloatPrimitive:
         """A tensor of ``shape`` filled with ``fill_value``."""
 
-    @classmethod
-    def float_zeros(cls, shape: Shape, device: Device, dtype: DType) -> F:
+    @provided
+    def float_zeros(cls: type[Backend], shape: Shape, device: Device,
+                    dtype: DType) -> FloatPrimitive:
         return cls.float_full(shape, 0.0, device, dtype)
 
-    @classmethod
-    def float_ones(cls, shape: Shape, device: Device, dtype: DType) -> F:
+    @provided
+    def float_ones(cls: type[Backend], shape: Shape, device: Device,
+                   dtype: DType) -> FloatPrimitive:
         return cls.float_full(shape, 1.0, device, dtype)
 
     @required
-    def float_random(shape: Shape, distribution: Distribution, device: Device, dtype: DType) -> F:
+    def float_random(shape: Shape, distribution: Distribution, device: Device,
+                     dtype: DType) -> FloatPrimitive:
         """Samples from ``distribution``, drawn from the device's seeded generator."""
 
     @required
-    def float_cast(tensor: F, dtype: DType) -> F:
+    def float_cast(tensor: FloatPrimitive, dtype: DType) -> FloatPrimitive:
         """The same values in another float dtype."""
 
     @required
-    def float_into_int(tensor: F, dtype: DType) -> I:
+    def float_into_int(tensor: FloatPrimitive, dtype: DType) -> IntPrimitive:
         """Truncation toward zero into an int dtype."""
 
     # ---- layout ------------------------------------------------------------------------------
     @required
-    def float_reshape(tensor: F, shape: Shape) -> F:
+    def float_reshape(tensor: FloatPrimitive, shape: Shape) -> FloatPrimitive:
         """Same elements in row-major order, new shape (a view where the backend can)."""
 
     @required
-    def float_swap_dims(tensor: F, dim1: int, dim2: int) -> F:
+    def float_swap_dims(tensor: FloatPrimitive, dim1: int, dim2: int) -> FloatPrimitive:
         """Exchange two dims."""
 
     @required
-    def float_permute(tensor: F, axes: Shape) -> F:
+    def float_permute(tensor: FloatPrimitive, axes: Shape) -> FloatPrimitive:
         """Reorder dims: output dim i is input dim ``axes[i]``."""
 
     @required
-    def float_flip(tensor: F, axes: Shape) -> F:
+    def float_flip(tensor: FloatPrimitive, axes: Shape) -> FloatPrimitive:
         """Reverse the order of elements along each of ``axes``."""
 
     @required
-    def float_expand(tensor: F, shape: Shape) -> F:
+    def float_expand(tensor: FloatPrimitive, shape: Shape) -> FloatPrimitive:
         """Broadcast to ``shape`` (same ndim or more leading dims; size-1 dims stretch)."""
 
     @required
-    def float_repeat_dim(tensor: F, dim: int, times: int) -> F:
+    def float_repeat_dim(tensor: FloatPrimitive, dim: int, times: int) -> FloatPrimitive:
         """Tile the whole tensor ``times`` along ``dim`` (torch's ``repeat`` on one dim)."""
 
     @required
-    def float_cat(tensors: Sequence[F], dim: int) -> F:
+    def float_cat(tensors: Sequence[FloatPrimitive], dim: int) -> FloatPrimitive:
         """Concatenate along an existing dim."""
 
     @required
-    def float_unfold(tensor: F, dim: int, size: int, step: int) -> F:
+    def float_unfold(tensor: FloatPrimitive, dim: int, size: int, step: int) -> FloatPrimitive:
         """Sliding windows along ``dim`` as a new last dim of ``size`` (``Tensor.unfold``)."""
 
     # ---- indexing ----------------------------------------------------------------------------
     @required
-    def float_slice(tensor: F, slices: tuple[slice, ...]) -> F:
+    def float_slice(tensor: FloatPrimitive, slices: tuple[slice, ...]) -> FloatPrimitive:
         """Sub-tensor at ``slices`` (normalized, positive steps; trailing dims taken whole)."""
 
     @required
-    def float_slice_assign(tensor: F, slices: tuple[slice, ...], value: F) -> F:
+    def float_slice_assign(tensor: FloatPrimitive, slices: tuple[slice, ...],
+                           value: FloatPrimitive) -> FloatPrimitive:
         """A copy of ``tensor`` whose region at ``slices`` is replaced by ``value``."""
 
     @required
-    def float_gather(tensor: F, dim: int, indices: I) -> F:
+    def float_gather(tensor: FloatPrimitive, dim: int, indices: IntPrimitive) -> FloatPrimitive:
         """``out[i][j] = tensor[i][indices[i][j]]`` along ``dim`` (torch.gather)."""
 
     @required
-    def float_scatter(tensor: F, dim: int, indices: I, values: F) -> F:
+    def float_scatter(tensor: FloatPrimitive, dim: int, indices: IntPrimitive,
+                      values: FloatPrimitive) -> FloatPrimitive:
         """A copy of ``tensor`` with ``values`` written at ``indices`` along ``dim``."""
 
     @required
-    def float_scatter_add(tensor: F, dim: int, indices: I, values: F) -> F:
+    def float_scatter_add(tensor: FloatPrimitive, dim: int, indices: IntPrimitive,
+                          values: FloatPrimitive) -> FloatPrimitive:
         """A copy of ``tensor`` with ``values`` summed into ``indices`` along ``dim``."""
 
     @required
-    def float_select(tensor: F, dim: int, indices: I) -> F:
+    def float_select(tensor: FloatPrimitive, dim: int, indices: IntPrimitive) -> FloatPrimitive:
         """Rows of ``tensor`` along ``dim`` picked by 1-D ``indices`` (torch.index_select)."""
 
     @required
-    def float_select_assign(tensor: F, dim: int, indices: I, values: F) -> F:
+    def float_select_assign(tensor: FloatPrimitive, dim: int, indices: IntPrimitive,
+                            values: FloatPrimitive) -> FloatPrimitive:
         """A copy with the slices at 1-D ``indices`` along ``dim`` replaced by ``values``."""
 
     @required
-    def float_select_add(tensor: F, dim: int, indices: I, values: F) -> F:
+    def float_select_add(tensor: FloatPrimitive, dim: int, indices: IntPrimitive,
+                         values: FloatPrimitive) -> FloatPrimitive:
         """A copy with ``values`` summed into the slices at ``indices`` (torch.index_add)."""
 
     @required
-    def float_mask_where(tensor: F, mask: Bo, value: F) -> F:
+    def float_mask_where(tensor: FloatPrimitive, mask: BoolPrimitive,
+                         value: FloatPrimitive) -> FloatPrimitive:
         """``value`` where ``mask`` is true, else ``tensor`` (all three broadcast)."""
 
     @required
-    def float_mask_fill(tensor: F, mask: Bo, value: float) -> F:
+    def float_mask_fill(tensor: FloatPrimitive, mask: BoolPrimitive,
+                        value: float) -> FloatPrimitive:
         """``value`` where ``mask`` is true, else ``tensor``."""
 
     # ---- arithmetic --------------------------------------------------------------------------
     @required
-    def float_add(lhs: F, rhs: F) -> F:
+    def float_add(lhs: FloatPrimitive, rhs: FloatPrimitive) -> FloatPrimitive:
         """Elementwise sum."""
 
     @required
-    def float_add_scalar(lhs: F, rhs: float) -> F:
+    def float_add_scalar(lhs: FloatPrimitive, rhs: float) -> FloatPrimitive:
         """Tensor plus a number."""
 
     @required
-    def float_sub(lhs: F, rhs: F) -> F:
+    def float_sub(lhs: FloatPrimitive, rhs: FloatPrimitive) -> FloatPrimitive:
         """Elementwise difference."""
 
     @required
-    def float_sub_scalar(lhs: F, rhs: float) -> F:
+    def float_sub_scalar(lhs: FloatPrimitive, rhs: float) -> FloatPrimitive:
         """Tensor minus a number."""
 
     @required
-    def float_mul(lhs: F, rhs: F) -> F:
+    def float_mul(lhs: FloatPrimitive, rhs: FloatPrimitive) -> FloatPrimitive:
         """Elementwise product."""
 
     @required
-    def float_mul_scalar(lhs: F, rhs: float) -> F:
+    def float_mul_scalar(lhs: FloatPrimitive, rhs: float) -> FloatPrimitive:
         """Tensor times a number."""
 
     @required
-    def float_div(lhs: F, rhs: F) -> F:
+    def float_div(lhs: FloatPrimitive, rhs: FloatPrimitive) -> FloatPrimitive:
         """Elementwise true division."""
 
     @required
-    def float_div_scalar(lhs: F, rhs: float) -> F:
+    def float_div_scalar(lhs: FloatPrimitive, rhs: float) -> FloatPrimitive:
         """Tensor divided by a number."""
 
     @required
-    def float_remainder(lhs: F, rhs: F) -> F:
+    def float_remainder(lhs: FloatPrimitive, rhs: FloatPrimitive) -> FloatPrimitive:
         """Remainder with the divisor's sign (Python's ``%``, torch.remainder)."""
 
     @required
-    def float_remainder_scalar(lhs: F, rhs: float) -> F:
+    def float_remainder_scalar(lhs: FloatPrimitive, rhs: float) -> FloatPrimitive:
         """Remainder by a number with the divisor's sign."""
 
     @required
-    def float_matmul(lhs: F, rhs: F) -> F:
+    def float_matmul(lhs: FloatPrimitive, rhs: FloatPrimitive) -> FloatPrimitive:
         """Batched matrix product of ``[..., m, k] @ [..., k, n]``: both have the same ndim >= 2
         and size-1 batch dims broadcast."""
 
     @required
-    def float_neg(tensor: F) -> F:
+    def float_neg(tensor: FloatPrimitive) -> FloatPrimitive:
         """Negation."""
 
-    @classmethod
-    def float_recip(cls, tensor: F) -> F:
+    @provided
+    def float_recip(cls: type[Backend], tensor: FloatPrimitive) -> FloatPrimitive:
         """1 / x."""
         return cls.float_div(cls.float_ones((), cls.float_device(tensor), _dt(tensor)), tensor)
 
     @required
-    def float_abs(tensor: F) -> F:
+    def float_abs(tensor: FloatPrimitive) -> FloatPrimitive:
         """|x|."""
 
     @required
-    def float_sign(tensor: F) -> F:
+    def float_sign(tensor: FloatPrimitive) -> FloatPrimitive:
         """-1, 0 or 1 (NaN gives 0, as torch.sign)."""
 
     @required
-    def float_exp(tensor: F) -> F:
+    def float_exp(tensor: FloatPrimitive) -> FloatPrimitive:
         """e**x."""
 
     @required
-    def float_log(tensor: F) -> F:
+    def float_log(tensor: FloatPrimitive) -> FloatPrimitive:
         """Natural logarithm."""
 
     @required
-    def float_log1p(tensor: F) -> F:
+    def float_log1p(tensor: FloatPrimitive) -> FloatPrimitive:
         """log(1 + x), accurate near 0."""
 
-    @classmethod
-    def float_expm1(cls, tensor: F) -> F:
+    @provided
+    def float_expm1(cls: type[Backend], tensor: FloatPrimitive) -> FloatPrimitive:
         """exp(x) - 1."""
         return cls.float_sub_scalar(cls.float_exp(tensor), 1.0)
 
     @required
-    def float_sqrt(tensor: F) -> F:
+    def float_sqrt(tensor: FloatPrimitive) -> FloatPrimitive:
         """Square root."""
 
     @required
-    def float_powf(lhs: F, rhs: F) -> F:
+    def float_powf(lhs: FloatPrimitive, rhs: FloatPrimitive) -> FloatPrimitive:
         """``lhs ** rhs`` elementwise with a tensor exponent."""
 
     @required
-    def float_powf_scalar(tensor: F, exponent: float) -> F:
+    def float_powf_scalar(tensor: FloatPrimitive, exponent: float) -> FloatPrimitive:
         """``tensor ** exponent``."""
 
     @required
-    def float_sin(tensor: F) -> F:
+    def float_sin(tensor: FloatPrimitive) -> FloatPrimitive:
         """Sine."""
 
     @required
-    def float_cos(tensor: F) -> F:
+    def float_cos(tensor: FloatPrimitive) -> FloatPrimitive:
         """Cosine."""
 
     @required
-    def float_tan(tensor: F) -> F:
+    def float_tan(tensor: FloatPrimitive) -> FloatPrimitive:
         """Tangent."""
 
     @required
-    def float_asin(tensor: F) -> F:
+    def float_asin(tensor: FloatPrimitive) -> FloatPrimitive:
         """Inverse sine."""
 
     @required
-    def float_acos(tensor: F) -> F:
+    def float_acos(tensor: FloatPrimitive) -> FloatPrimitive:
         """Inverse cosine."""
 
     @required
-    def float_atan(tensor: F) -> F:
+    def float_atan(tensor: FloatPrimitive) -> FloatPrimitive:
         """Inverse tangent."""
 
     @required
-    def float_sinh(tensor: F) -> F:
+    def float_sinh(tensor: FloatPrimitive) -> FloatPrimitive:
         """Hyperbolic sine."""
 
     @required
-    def float_cosh(tensor: F) -> F:
+    def float_cosh(tensor: FloatPrimitive) -> FloatPrimitive:
         """Hyperbolic cosine."""
 
     @required
-    def float_tanh(tensor: F) -> F:
+    def float_tanh(tensor: FloatPrimitive) -> FloatPrimitive:
         """Hyperbolic tangent."""
 
     @required
-    def float_asinh(tensor: F) -> F:
+    def float_asinh(tensor: FloatPrimitive) -> FloatPrimitive:
         """Inverse hyperbolic sine."""
 
     @required
-    def float_acosh(tensor: F) -> F:
+    def float_acosh(tensor: FloatPrimitive) -> FloatPrimitive:
         """Inverse hyperbolic cosine."""
 
     @required
-    def float_atanh(tensor: F) -> F:
+    def float_atanh(tensor: FloatPrimitive) -> FloatPrimitive:
         """Inverse hyperbolic tangent."""
 
     @required
-    def float_atan2(lhs: F, rhs: F) -> F:
+    def float_atan2(lhs: FloatPrimitive, rhs: FloatPrimitive) -> FloatPrimitive:
         """Angle of the point (rhs, lhs): ``atan2(y=lhs, x=rhs)``."""
 
     @required
-    def float_erf(tensor: F) -> F:
+    def float_erf(tensor: FloatPrimitive) -> FloatPrimitive:
         """Gauss error function (float64 accurate to 1e-12 relative)."""
 
     @required
-    def float_round(tensor: F) -> F:
+    def float_round(tensor: FloatPrimitive) -> FloatPrimitive:
         """Round half to even (torch.round)."""
 
     @required
-    def float_floor(tensor: F) -> F:
+    def float_floor(tensor: FloatPrimitive) -> FloatPrimitive:
         """Largest integer <= x."""
 
     @required
-    def float_ceil(tensor: F) -> F:
+    def float_ceil(tensor: FloatPrimitive) -> FloatPrimitive:
         """Smallest integer >= x."""
 
     @required
-    def float_trunc(tensor: F) -> F:
+    def float_trunc(tensor: FloatPrimitive) -> FloatPrimitive:
         """Round toward zero."""
 
     @required
-    def float_clamp(tensor: F, min: float | None, max: float | None) -> F:
+    def float_clamp(tensor: FloatPrimitive, min: float | None, max: float | None) -> FloatPrimitive:
         """Limit values to [min, max]; either bound may be None."""
 
-    @classmethod
-    def float_clamp_min(cls, tensor: F, min: float) -> F:
+    @provided
+    def float_clamp_min(cls: type[Backend], tensor: FloatPrimitive, min: float) -> FloatPrimitive:
         return cls.float_clamp(tensor, min, None)
 
-    @classmethod
-    def float_clamp_max(cls, tensor: F, max: float) -> F:
+    @provided
+    def float_clamp_max(cls: type[Backend], tensor: FloatPrimitive, max: float) -> FloatPrimitive:
         return cls.float_clamp(tensor, None, max)
 
-    @classmethod
-    def float_square(cls, tensor: F) -> F:
+    @provided
+    def float_square(cls: type[Backend], tensor: FloatPrimitive) -> FloatPrimitive:
         return cls.float_mul(tensor, tensor)
 
     # ---- comparison --------------------------------------------------------------------------
     @required
-    def float_equal(lhs: F, rhs: F) -> Bo:
+    def float_equal(lhs: FloatPrimitive, rhs: FloatPrimitive) -> BoolPrimitive:
         """lhs == rhs."""
 
     @required
-    def float_not_equal(lhs: F, rhs: F) -> Bo:
+    def float_not_equal(lhs: FloatPrimitive, rhs: FloatPrimitive) -> BoolPrimitive:
         """lhs != rhs."""
 
     @required
-    def float_greater(lhs: F, rhs: F) -> Bo:
+    def float_greater(lhs: FloatPrimitive, rhs: FloatPrimitive) -> BoolPrimitive:
         """lhs > rhs."""
 
     @required
-    def float_greater_equal(lhs: F, rhs: F) -> Bo:
+    def float_greater_equal(lhs: FloatPrimitive, rhs: FloatPrimitive) -> BoolPrimitive:
         """lhs >= rhs."""
 
     @required
-    def float_lower(lhs: F, rhs: F) -> Bo:
+    def float_lower(lhs: FloatPrimitive, rhs: FloatPrimitive) -> BoolPrimitive:
         """lhs < rhs."""
 
     @required
-    def float_lower_equal(lhs: F, rhs: F) -> Bo:
+    def float_lower_equal(lhs: FloatPrimitive, rhs: FloatPrimitive) -> BoolPrimitive:
         """lhs <= rhs."""
 
     @required
-    def float_equal_elem(lhs: F, rhs: float) -> Bo:
+    def float_equal_elem(lhs: FloatPrimitive, rhs: float) -> BoolPrimitive:
         """lhs == number."""
 
     @required
-    def float_not_equal_elem(lhs: F, rhs: float) -> Bo:
+    def float_not_equal_elem(lhs: FloatPrimitive, rhs: float) -> BoolPrimitive:
         """lhs != number."""
 
     @required
-    def float_greater_elem(lhs: F, rhs: float) -> Bo:
+    def float_greater_elem(lhs: FloatPrimitive, rhs: float) -> BoolPrimitive:
         """lhs > number."""
 
     @required
-    def float_greater_equal_elem(lhs: F, rhs: float) -> Bo:
+    def float_greater_equal_elem(lhs: FloatPrimitive, rhs: float) -> BoolPrimitive:
         """lhs >= number."""
 
     @required
-    def float_lower_elem(lhs: F, rhs: float) -> Bo:
+    def float_lower_elem(lhs: FloatPrimitive, rhs: float) -> BoolPrimitive:
         """lhs < number."""
 
     @required
-    def float_lower_equal_elem(lhs: F, rhs: float) -> Bo:
+    def float_lower_equal_elem(lhs: FloatPrimitive, rhs: float) -> BoolPrimitive:
         """lhs <= number."""
 
     @required
-    def float_is_nan(tensor: F) -> Bo:
+    def float_is_nan(tensor: FloatPrimitive) -> BoolPrimitive:
         """True where NaN."""
 
     @required
-    def float_is_inf(tensor: F) -> Bo:
+    def float_is_inf(tensor: FloatPrimitive) -> BoolPrimitive:
         """True where +-inf."""
 
     # ---- reductions --------------------------------------------------------------------------
     @required
-    def float_sum(tensor: F) -> F:
+    def float_sum(tensor: FloatPrimitive) -> FloatPrimitive:
         """Sum of all elements, shape ()."""
 
     @required
-    def float_sum_dim(tensor: F, dim: int) -> F:
+    def float_sum_dim(tensor: FloatPrimitive, dim: int) -> FloatPrimitive:
         """Sum along ``dim``, kept with size 1."""
 
     @required
-    def float_prod(tensor: F) -> F:
+    def float_prod(tensor: FloatPrimitive) -> FloatPrimitive:
         """Product of all elements, shape ()."""
 
     @required
-    def float_prod_dim(tensor: F, dim: int) -> F:
+    def float_prod_dim(tensor: FloatPrimitive, dim: int) -> FloatPrimitive:
         """Product along ``dim``, kept with size 1."""
 
-    @classmethod
-    def float_mean(cls, tensor: F) -> F:
+    @provided
+    def float_mean(cls: type[Backend], tensor: FloatPrimitive) -> FloatPrimitive:
         n = _numel(tensor.shape)
         return cls.float_div_scalar(cls.float_sum(tensor), float(n) if n else float("nan"))
 
-    @classmethod
-    def float_mean_dim(cls, tensor: F, dim: int) -> F:
+    @provided
+    def float_mean_dim(cls: type[Backend], tensor: FloatPrimitive, dim: int) -> FloatPrimitive:
         n = tensor.shape[dim]
         return cls.float_div_scalar(cls.float_sum_dim(tensor, dim), float(n) if n else float("nan"))
 
     @required
-    def float_max(tensor: F) -> F:
+    def float_max(tensor: FloatPrimitive) -> FloatPrimitive:
         """Largest element, shape () (NaN propagates)."""
 
     @required
-    def float_min(tensor: F) -> F:
+    def float_min(tensor: FloatPrimitive) -> FloatPrimitive:
         """Smallest element, shape () (NaN propagates)."""
 
     @required
-    def float_max_dim_with_indices(tensor: F, dim: int) -> tuple[F, I]:
+    def float_max_dim_with_indices(tensor: FloatPrimitive,
+                                   dim: int) -> tuple[FloatPrimitive, IntPrimitive]:
         """Largest values along ``dim`` (kept) and the index of the first one."""
 
     @required
-    def float_min_dim_with_indices(tensor: F, dim: int) -> tuple[F, I]:
+    def float_min_dim_with_indices(tensor: FloatPrimitive,
+                                   dim: int) -> tuple[FloatPrimitive, IntPrimitive]:
         """Smallest values along ``dim`` (kept) and the index of the first one."""
 
-    @classmethod
-    def float_max_dim(cls, tensor: F, dim: int) -> F:
+    @provided
+    def float_max_dim(cls: type[Backend], tensor: FloatPrimitive, dim: int) -> FloatPrimitive:
         return cls.float_max_dim_with_indices(tensor, dim)[0]
 
-    @classmethod
-    def float_min_dim(cls, tensor: F, dim: int) -> F:
+    @provided
+    def float_min_dim(cls: type[Backend], tensor: FloatPrimitive, dim: int) -> FloatPrimitive:
         return cls.float_min_dim_with_indices(tensor, dim)[0]
 
-    @classmethod
-    def float_argmax(cls, tensor: F, dim: int) -> I:
+    @provided
+    def float_argmax(cls: type[Backend], tensor: FloatPrimitive, dim: int) -> IntPrimitive:
         return cls.float_max_dim_with_indices(tensor, dim)[1]
 
-    @classmethod
-    def float_argmin(cls, tensor: F, dim: int) -> I:
+    @provided
+    def float_argmin(cls: type[Backend], tensor: FloatPrimitive, dim: int) -> IntPrimitive:
         return cls.float_min_dim_with_indices(tensor, dim)[1]
 
     @required
-    def float_cumsum(tensor: F, dim: int) -> F:
+    def float_cumsum(tensor: FloatPrimitive, dim: int) -> FloatPrimitive:
         """Running sum along ``dim``."""
 
     @required
-    def float_cumprod(tensor: F, dim: int) -> F:
+    def float_cumprod(tensor: FloatPrimitive, dim: int) -> FloatPrimitive:
         """Running product along ``dim``."""
 
     @required
-    def float_cummax_with_indices(tensor: F, dim: int) -> tuple[F, I]:
+    def float_cummax_with_indices(tensor: FloatPrimitive,
+                                  dim: int) -> tuple[FloatPrimitive, IntPrimitive]:
         """Running max along ``dim`` and, as torch.cummax, the index where it was reached
         (the latest index among ties)."""
 
     @required
-    def float_cummin_with_indices(tensor: F, dim: int) -> tuple[F, I]:
+    def float_cummin_with_indices(tensor: FloatPrimitive,
+                                  dim: int) -> tuple[FloatPrimitive, IntPrimitive]:
         """Running min along ``dim`` and the index where it was reached (latest among ties)."""
 
-    @classmethod
-    def float_cummax(cls, tensor: F, dim: int) -> F:
+    @provided
+    def float_cummax(cls: type[Backend], tensor: FloatPrimitive, dim: int) -> FloatPrimitive:
         return cls.float_cummax_with_indices(tensor, dim)[0]
 
-    @classmethod
-    def float_cummin(cls, tensor: F, dim: int) -> F:
+    @provided
+    def float_cummin(cls: type[Backend], tensor: FloatPrimitive, dim: int) -> FloatPrimitive:
         return cls.float_cummin_with_indices(tensor, dim)[0]
 
     @required
-    def float_sort_with_indices(tensor: F, dim: int, descending: bool) -> tuple[F, I]:
+    def float_sort_with_indices(tensor: FloatPrimitive, dim: int,
+                                descending: bool) -> tuple[FloatPrimitive, IntPrimitive]:
         """Stable sort along ``dim`` with the source index of each value."""
 
-    @classmethod
-    def float_sort(cls, tensor: F, dim: int, descending: bool) -> F:
+    @provided
+    def float_sort(cls: type[Backend], tensor: FloatPrimitive, dim: int,
+                   descending: bool) -> FloatPrimitive:
         return cls.float_sort_with_indices(tensor, dim, descending)[0]
 
-    @classmethod
-    def float_argsort(cls, tensor: F, dim: int, descending: bool) -> I:
+    @provided
+    def float_argsort(cls: type[Backend], tensor: FloatPrimitive, dim: int,
+                      descending: bool) -> IntPrimitive:
         return cls.float_sort_with_indices(tensor, dim, descending)[1]
 
-    @classmethod
-    def float_topk_with_indices(cls, tensor: F, k: int, dim: int, largest: bool) -> tuple[F, I]:
+    @provided
+    def float_topk_with_indices(cls: type[Backend], tensor: FloatPrimitive, k: int, dim: int,
+                                largest: bool) -> tuple[FloatPrimitive, IntPrimitive]:
         """The ``k`` largest (or smallest) values along ``dim``, sorted, with their indices."""
         values, indices = cls.float_sort_with_indices(tensor, dim, largest)
         window = tuple(slice(0, n) for n in tensor.shape[:dim]) + (slice(0, k),)
         return cls.float_slice(values, window), cls.int_slice(indices, window)
 
-    @classmethod
-    def float_any(cls, tensor: F) -> Bo:
+    @provided
+    def float_any(cls: type[Backend], tensor: FloatPrimitive) -> BoolPrimitive:
         return cls.bool_any(cls.float_not_equal_elem(tensor, 0.0))
 
-    @classmethod
-    def float_any_dim(cls, tensor: F, dim: int) -> Bo:
+    @provided
+    def float_any_dim(cls: type[Backend], tensor: FloatPrimitive, dim: int) -> BoolPrimitive:
         return cls.bool_any_dim(cls.float_not_equal_elem(tensor, 0.0), dim)
 
-    @classmethod
-    def float_all(cls, tensor: F) -> Bo:
+    @provided
+    def float_all(cls: type[Backend], tensor: FloatPrimitive) -> BoolPrimitive:
         return cls.bool_all(cls.float_not_equal_elem(tensor, 0.0))
 
-    @classmethod
-    def float_all_dim(cls, tensor: F, dim: int) -> Bo:
+    @provided
+    def float_all_dim(cls: type[Backend], tensor: FloatPrimitive, dim: int) -> BoolPrimitive:
         return cls.bool_all_dim(cls.float_not_equal_elem(tensor, 0.0), dim)
 
     # ---- autodiff hooks (a plain backend tracks nothing) --------------------------------------
-    @staticmethod
-    def float_is_require_grad(tensor: F) -> bool:
+    @provided
+    def float_is_require_grad(cls: type[Backend], tensor: FloatPrimitive) -> bool:
         """Whether the primitive is a tracked leaf or depends on one."""
         return False
 
-    @staticmethod
-    def float_detach(tensor: F) -> F:
+    @provided
+    def float_detach(cls: type[Backend], tensor: FloatPrimitive) -> FloatPrimitive:
         """The same values, cut from any gradient graph."""
         return tensor
 
@@ -527,5 +547,5 @@ def _numel(shape: Shape) -> int:
     return n
 
 
-def _dt(tensor: F) -> DType:
+def _dt(tensor: FloatPrimitive) -> DType:
     return dtype_of_numpy(tensor.dtype)

@@ -1,3 +1,5 @@
+# A @required op is a declaration: its body is its docstring, implemented by each backend.
+# mypy: disable-error-code="empty-body"
 """Module ops of the Backend protocol (Burn's ``ModuleOps``): convolutions, pools, embedding,
 interpolation, linear and attention, with the backward kernels autodiff needs.
 
@@ -12,14 +14,15 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from burnpy.backend.dtype import dtype_of_numpy
-from burnpy.backend.ops._marker import required
+from burnpy.backend.ops._marker import provided, required
+from burnpy.backend.primitives import BoolPrimitive, FloatPrimitive, IntPrimitive
 
-F = Any
-I = Any
-Bo = Any
+if TYPE_CHECKING:
+    from burnpy.backend.base import Backend
+
 Ints = tuple[int, ...]
 InterpolateMode = Literal["nearest", "bilinear"]
 
@@ -72,24 +75,29 @@ class ModuleOps:
 
     # ---- convolution --------------------------------------------------------------------------
     @required
-    def conv(x: F, weight: F, bias: F | None, options: ConvOptions) -> F:
+    def conv(x: FloatPrimitive, weight: FloatPrimitive, bias: FloatPrimitive | None,
+             options: ConvOptions) -> FloatPrimitive:
         """N-d convolution (cross-correlation, as torch), N = len(options.stride)."""
 
     @required
-    def conv_weight_backward(x: F, weight: F, grad: F, options: ConvOptions) -> F:
+    def conv_weight_backward(x: FloatPrimitive, weight: FloatPrimitive, grad: FloatPrimitive,
+                             options: ConvOptions) -> FloatPrimitive:
         """Gradient of ``conv`` with respect to ``weight``."""
 
     @required
-    def conv_transpose(x: F, weight: F, bias: F | None, options: ConvTransposeOptions) -> F:
+    def conv_transpose(x: FloatPrimitive, weight: FloatPrimitive, bias: FloatPrimitive | None,
+                       options: ConvTransposeOptions) -> FloatPrimitive:
         """N-d transposed convolution (the adjoint of ``conv`` in ``x``)."""
 
     @required
-    def conv_transpose_weight_backward(x: F, weight: F, grad: F,
-                                       options: ConvTransposeOptions) -> F:
+    def conv_transpose_weight_backward(x: FloatPrimitive, weight: FloatPrimitive,
+                                       grad: FloatPrimitive,
+                                       options: ConvTransposeOptions) -> FloatPrimitive:
         """Gradient of ``conv_transpose`` with respect to ``weight``."""
 
-    @classmethod
-    def conv_x_backward(cls, x: F, weight: F, grad: F, options: ConvOptions) -> F:
+    @provided
+    def conv_x_backward(cls: type[Backend], x: FloatPrimitive, weight: FloatPrimitive,
+                        grad: FloatPrimitive, options: ConvOptions) -> FloatPrimitive:
         """Gradient of ``conv`` with respect to ``x``: a transposed conv of ``grad``, with the
         output padding that restores x's exact size."""
         spatial = x.shape[2:]
@@ -102,9 +110,10 @@ class ModuleOps:
                                       options.dilation, options.groups)
         return cls.conv_transpose(grad, weight, None, t_opts)
 
-    @classmethod
-    def conv_transpose_x_backward(cls, x: F, weight: F, grad: F,
-                                  options: ConvTransposeOptions) -> F:
+    @provided
+    def conv_transpose_x_backward(cls: type[Backend], x: FloatPrimitive, weight: FloatPrimitive,
+                                  grad: FloatPrimitive,
+                                  options: ConvTransposeOptions) -> FloatPrimitive:
         """Gradient of ``conv_transpose`` with respect to ``x``: a plain conv of ``grad``."""
         c_opts = ConvOptions(options.stride, options.padding, options.dilation, options.groups)
         out = cls.conv(grad, weight, None, c_opts)
@@ -112,8 +121,8 @@ class ModuleOps:
         window = tuple(slice(0, n) for n in x.shape)
         return cls.float_slice(out, window)
 
-    @classmethod
-    def conv_bias_backward(cls, grad: F) -> F:
+    @provided
+    def conv_bias_backward(cls: type[Backend], grad: FloatPrimitive) -> FloatPrimitive:
         """Gradient of a conv's bias: ``grad`` summed over batch and spatial dims."""
         summed = grad
         for dim in range(len(grad.shape) - 1, 1, -1):
@@ -121,57 +130,66 @@ class ModuleOps:
         summed = cls.float_sum_dim(summed, 0)
         return cls.float_reshape(summed, (grad.shape[1],))
 
-    @classmethod
-    def conv1d(cls, x: F, weight: F, bias: F | None, options: ConvOptions) -> F:
+    @provided
+    def conv1d(cls: type[Backend], x: FloatPrimitive, weight: FloatPrimitive,
+               bias: FloatPrimitive | None, options: ConvOptions) -> FloatPrimitive:
         return cls.conv(x, weight, bias, options)
 
-    @classmethod
-    def conv2d(cls, x: F, weight: F, bias: F | None, options: ConvOptions) -> F:
+    @provided
+    def conv2d(cls: type[Backend], x: FloatPrimitive, weight: FloatPrimitive,
+               bias: FloatPrimitive | None, options: ConvOptions) -> FloatPrimitive:
         return cls.conv(x, weight, bias, options)
 
-    @classmethod
-    def conv3d(cls, x: F, weight: F, bias: F | None, options: ConvOptions) -> F:
+    @provided
+    def conv3d(cls: type[Backend], x: FloatPrimitive, weight: FloatPrimitive,
+               bias: FloatPrimitive | None, options: ConvOptions) -> FloatPrimitive:
         return cls.conv(x, weight, bias, options)
 
-    @classmethod
-    def conv_transpose1d(cls, x: F, weight: F, bias: F | None,
-                         options: ConvTransposeOptions) -> F:
+    @provided
+    def conv_transpose1d(cls: type[Backend], x: FloatPrimitive, weight: FloatPrimitive,
+                         bias: FloatPrimitive | None,
+                         options: ConvTransposeOptions) -> FloatPrimitive:
         return cls.conv_transpose(x, weight, bias, options)
 
-    @classmethod
-    def conv_transpose2d(cls, x: F, weight: F, bias: F | None,
-                         options: ConvTransposeOptions) -> F:
+    @provided
+    def conv_transpose2d(cls: type[Backend], x: FloatPrimitive, weight: FloatPrimitive,
+                         bias: FloatPrimitive | None,
+                         options: ConvTransposeOptions) -> FloatPrimitive:
         return cls.conv_transpose(x, weight, bias, options)
 
-    @classmethod
-    def conv_transpose3d(cls, x: F, weight: F, bias: F | None,
-                         options: ConvTransposeOptions) -> F:
+    @provided
+    def conv_transpose3d(cls: type[Backend], x: FloatPrimitive, weight: FloatPrimitive,
+                         bias: FloatPrimitive | None,
+                         options: ConvTransposeOptions) -> FloatPrimitive:
         return cls.conv_transpose(x, weight, bias, options)
 
     # ---- pooling ------------------------------------------------------------------------------
     @required
-    def avg_pool(x: F, kernel: Ints, stride: Ints, padding: Ints, count_include_pad: bool,
-                 ceil_mode: bool) -> F:
+    def avg_pool(x: FloatPrimitive, kernel: Ints, stride: Ints, padding: Ints,
+                 count_include_pad: bool, ceil_mode: bool) -> FloatPrimitive:
         """N-d average pool (N = len(kernel), 1 or 2), torch's semantics."""
 
     @required
-    def avg_pool_backward(x: F, grad: F, kernel: Ints, stride: Ints, padding: Ints,
-                          count_include_pad: bool, ceil_mode: bool) -> F:
+    def avg_pool_backward(x: FloatPrimitive, grad: FloatPrimitive, kernel: Ints, stride: Ints,
+                          padding: Ints, count_include_pad: bool,
+                          ceil_mode: bool) -> FloatPrimitive:
         """Gradient of ``avg_pool`` with respect to ``x``."""
 
     @required
-    def max_pool_with_indices(x: F, kernel: Ints, stride: Ints, padding: Ints, dilation: Ints,
-                              ceil_mode: bool) -> tuple[F, I]:
+    def max_pool_with_indices(x: FloatPrimitive, kernel: Ints, stride: Ints, padding: Ints,
+                              dilation: Ints,
+                              ceil_mode: bool) -> tuple[FloatPrimitive, IntPrimitive]:
         """N-d max pool (N = 1 or 2) and, per output, the flat index of the max within the
         input's spatial plane (torch's convention; first index among ties)."""
 
-    @classmethod
-    def max_pool(cls, x: F, kernel: Ints, stride: Ints, padding: Ints, dilation: Ints,
-                 ceil_mode: bool) -> F:
+    @provided
+    def max_pool(cls: type[Backend], x: FloatPrimitive, kernel: Ints, stride: Ints, padding: Ints,
+                 dilation: Ints, ceil_mode: bool) -> FloatPrimitive:
         return cls.max_pool_with_indices(x, kernel, stride, padding, dilation, ceil_mode)[0]
 
-    @classmethod
-    def max_pool_with_indices_backward(cls, x: F, grad: F, indices: I) -> F:
+    @provided
+    def max_pool_with_indices_backward(cls: type[Backend], x: FloatPrimitive, grad: FloatPrimitive,
+                                       indices: IntPrimitive) -> FloatPrimitive:
         """Gradient of a max pool: ``grad`` summed into the positions named by ``indices``."""
         n, c = x.shape[0], x.shape[1]
         plane = math.prod(x.shape[2:])
@@ -182,64 +200,70 @@ class ModuleOps:
         out = cls.float_scatter_add(zeros, 2, flat_idx, flat_grad)
         return cls.float_reshape(out, x.shape)
 
-    @classmethod
-    def avg_pool1d(cls, x: F, kernel: int, stride: int, padding: int, count_include_pad: bool,
-                   ceil_mode: bool) -> F:
+    @provided
+    def avg_pool1d(cls: type[Backend], x: FloatPrimitive, kernel: int, stride: int, padding: int,
+                   count_include_pad: bool, ceil_mode: bool) -> FloatPrimitive:
         return cls.avg_pool(x, (kernel,), (stride,), (padding,), count_include_pad, ceil_mode)
 
-    @classmethod
-    def avg_pool2d(cls, x: F, kernel: Ints, stride: Ints, padding: Ints,
-                   count_include_pad: bool, ceil_mode: bool) -> F:
+    @provided
+    def avg_pool2d(cls: type[Backend], x: FloatPrimitive, kernel: Ints, stride: Ints, padding: Ints,
+                   count_include_pad: bool, ceil_mode: bool) -> FloatPrimitive:
         return cls.avg_pool(x, kernel, stride, padding, count_include_pad, ceil_mode)
 
-    @classmethod
-    def max_pool1d(cls, x: F, kernel: int, stride: int, padding: int, dilation: int,
-                   ceil_mode: bool) -> F:
+    @provided
+    def max_pool1d(cls: type[Backend], x: FloatPrimitive, kernel: int, stride: int, padding: int,
+                   dilation: int, ceil_mode: bool) -> FloatPrimitive:
         return cls.max_pool(x, (kernel,), (stride,), (padding,), (dilation,), ceil_mode)
 
-    @classmethod
-    def max_pool2d(cls, x: F, kernel: Ints, stride: Ints, padding: Ints, dilation: Ints,
-                   ceil_mode: bool) -> F:
+    @provided
+    def max_pool2d(cls: type[Backend], x: FloatPrimitive, kernel: Ints, stride: Ints, padding: Ints,
+                   dilation: Ints, ceil_mode: bool) -> FloatPrimitive:
         return cls.max_pool(x, kernel, stride, padding, dilation, ceil_mode)
 
-    @classmethod
-    def max_pool1d_with_indices(cls, x: F, kernel: int, stride: int, padding: int,
-                                dilation: int, ceil_mode: bool) -> tuple[F, I]:
+    @provided
+    def max_pool1d_with_indices(cls: type[Backend], x: FloatPrimitive, kernel: int, stride: int,
+                                padding: int, dilation: int,
+                                ceil_mode: bool) -> tuple[FloatPrimitive, IntPrimitive]:
         return cls.max_pool_with_indices(x, (kernel,), (stride,), (padding,), (dilation,),
                                          ceil_mode)
 
-    @classmethod
-    def max_pool2d_with_indices(cls, x: F, kernel: Ints, stride: Ints, padding: Ints,
-                                dilation: Ints, ceil_mode: bool) -> tuple[F, I]:
+    @provided
+    def max_pool2d_with_indices(cls: type[Backend], x: FloatPrimitive, kernel: Ints, stride: Ints,
+                                padding: Ints, dilation: Ints,
+                                ceil_mode: bool) -> tuple[FloatPrimitive, IntPrimitive]:
         return cls.max_pool_with_indices(x, kernel, stride, padding, dilation, ceil_mode)
 
     @required
-    def adaptive_avg_pool(x: F, output_size: Ints) -> F:
+    def adaptive_avg_pool(x: FloatPrimitive, output_size: Ints) -> FloatPrimitive:
         """N-d adaptive average pool (N = len(output_size), 1 or 2), torch's bin edges
         ``floor(i*in/out)`` to ``ceil((i+1)*in/out)``."""
 
     @required
-    def adaptive_avg_pool_backward(x: F, grad: F) -> F:
+    def adaptive_avg_pool_backward(x: FloatPrimitive, grad: FloatPrimitive) -> FloatPrimitive:
         """Gradient of ``adaptive_avg_pool`` with respect to ``x``."""
 
-    @classmethod
-    def adaptive_avg_pool1d(cls, x: F, output_size: int) -> F:
+    @provided
+    def adaptive_avg_pool1d(cls: type[Backend], x: FloatPrimitive,
+                            output_size: int) -> FloatPrimitive:
         return cls.adaptive_avg_pool(x, (output_size,))
 
-    @classmethod
-    def adaptive_avg_pool2d(cls, x: F, output_size: Ints) -> F:
+    @provided
+    def adaptive_avg_pool2d(cls: type[Backend], x: FloatPrimitive,
+                            output_size: Ints) -> FloatPrimitive:
         return cls.adaptive_avg_pool(x, output_size)
 
     # ---- embedding, interpolation, linear, attention -------------------------------------------
-    @classmethod
-    def embedding(cls, weight: F, indices: I) -> F:
+    @provided
+    def embedding(cls: type[Backend], weight: FloatPrimitive,
+                  indices: IntPrimitive) -> FloatPrimitive:
         """Rows of ``weight [vocab, dim]`` for int ``indices`` of any shape -> ``[*idx, dim]``."""
         flat = cls.int_reshape(indices, (math.prod(indices.shape),))
         rows = cls.float_select(weight, 0, flat)
         return cls.float_reshape(rows, (*indices.shape, weight.shape[1]))
 
-    @classmethod
-    def embedding_backward(cls, weight: F, grad: F, indices: I) -> F:
+    @provided
+    def embedding_backward(cls: type[Backend], weight: FloatPrimitive, grad: FloatPrimitive,
+                           indices: IntPrimitive) -> FloatPrimitive:
         """Gradient of ``embedding`` for the weight: rows of ``grad`` summed per index."""
         n = math.prod(indices.shape)
         flat = cls.int_reshape(indices, (n,))
@@ -249,16 +273,18 @@ class ModuleOps:
         return cls.float_select_add(zeros, 0, flat, g)
 
     @required
-    def interpolate(x: F, output_size: Ints, mode: InterpolateMode, align_corners: bool) -> F:
+    def interpolate(x: FloatPrimitive, output_size: Ints, mode: InterpolateMode,
+                    align_corners: bool) -> FloatPrimitive:
         """Resize the 2-d spatial dims of ``[n, c, h, w]`` (torch.nn.functional.interpolate)."""
 
     @required
-    def interpolate_backward(x: F, grad: F, output_size: Ints, mode: InterpolateMode,
-                             align_corners: bool) -> F:
+    def interpolate_backward(x: FloatPrimitive, grad: FloatPrimitive, output_size: Ints,
+                             mode: InterpolateMode, align_corners: bool) -> FloatPrimitive:
         """Gradient of ``interpolate`` with respect to ``x``."""
 
-    @classmethod
-    def linear(cls, x: F, weight: F, bias: F | None) -> F:
+    @provided
+    def linear(cls: type[Backend], x: FloatPrimitive, weight: FloatPrimitive,
+               bias: FloatPrimitive | None) -> FloatPrimitive:
         """``x @ weight.T + bias`` with ``weight [out, in]``; x may have any leading dims."""
         wt = cls.float_swap_dims(weight, 0, 1)
         lead = x.shape[:-1]
@@ -269,8 +295,10 @@ class ModuleOps:
         return cls.float_reshape(out, (*lead, weight.shape[0]))
 
     # ---- batch normalization ------------------------------------------------------------------
-    @classmethod
-    def batch_norm(cls, x: F, weight: F | None, bias: F | None, eps: float) -> tuple[F, F, F]:
+    @provided
+    def batch_norm(cls: type[Backend], x: FloatPrimitive, weight: FloatPrimitive | None,
+                   bias: FloatPrimitive | None,
+                   eps: float) -> tuple[FloatPrimitive, FloatPrimitive, FloatPrimitive]:
         """Training-mode batch normalization of ``x [n, c, *]`` with the batch's statistics:
         ``(y, mean [c], var [c])``, ``var`` biased. Each channel is normalized over the batch
         and spatial dims, then scaled by ``weight`` and shifted by ``bias`` (both ``[c]``).
@@ -285,9 +313,11 @@ class ModuleOps:
         return (cls.float_reshape(y, x.shape), cls.float_reshape(mean, (c,)),
                 cls.float_reshape(var, (c,)))
 
-    @classmethod
-    def batch_norm_backward(cls, x: F, weight: F | None, grad: F, eps: float,
-                            mean: F | None = None, var: F | None = None) -> tuple[F, F, F]:
+    @provided
+    def batch_norm_backward(cls: type[Backend], x: FloatPrimitive, weight: FloatPrimitive | None,
+                            grad: FloatPrimitive, eps: float, mean: FloatPrimitive | None = None,
+                            var: FloatPrimitive | None = None,
+                            ) -> tuple[FloatPrimitive, FloatPrimitive, FloatPrimitive]:
         """Gradients of ``batch_norm``'s ``y`` in ``(x, weight, bias)`` (the weight's as if it
         were ones when None). ``mean`` and ``var`` are the forward's statistics, which a fused
         kernel may reuse; this composition recomputes them from ``x`` regardless, so on a
@@ -306,9 +336,10 @@ class ModuleOps:
                 cls.float_reshape(grad_bias, (c,)))
 
     # ---- layer normalization --------------------------------------------------------------
-    @classmethod
-    def layer_norm(cls, x: F, normalized_ndim: int, weight: F | None, bias: F | None,
-                   eps: float) -> F:
+    @provided
+    def layer_norm(cls: type[Backend], x: FloatPrimitive, normalized_ndim: int,
+                   weight: FloatPrimitive | None, bias: FloatPrimitive | None,
+                   eps: float) -> FloatPrimitive:
         """Normalize ``x`` over its trailing ``normalized_ndim`` dims (biased variance), then
         scale by ``weight`` and shift by ``bias`` (both shaped like those dims)."""
         rows, width = _trailing_rows(cls, x, normalized_ndim)
@@ -321,9 +352,10 @@ class ModuleOps:
             y = cls.float_add(y, cls.float_reshape(bias, (1, width)))
         return cls.float_reshape(y, x.shape)
 
-    @classmethod
-    def layer_norm_backward(cls, x: F, normalized_ndim: int, weight: F | None, grad: F,
-                            eps: float) -> tuple[F, F, F]:
+    @provided
+    def layer_norm_backward(cls: type[Backend], x: FloatPrimitive, normalized_ndim: int,
+                            weight: FloatPrimitive | None, grad: FloatPrimitive,
+                            eps: float) -> tuple[FloatPrimitive, FloatPrimitive, FloatPrimitive]:
         """Gradients of ``layer_norm`` in ``(x, weight, bias)`` (the weight's as if it were
         ones when None). Recomputes the statistics from ``x``, so on a recording backend this
         composition is itself differentiable (second order)."""
@@ -344,8 +376,9 @@ class ModuleOps:
         return grad_x, grad_weight, grad_bias
 
     # ---- cross entropy --------------------------------------------------------------------
-    @classmethod
-    def cross_entropy(cls, logits: F, target: I, ignore_index: int) -> F:
+    @provided
+    def cross_entropy(cls: type[Backend], logits: FloatPrimitive, target: IntPrimitive,
+                      ignore_index: int) -> FloatPrimitive:
         """Per-sample cross entropy of ``logits [n, c]`` against class indices ``target [n]``
         (each in ``[0, c)`` or ``ignore_index``): ``-log_softmax(logits)[i, target[i]]``,
         exactly 0 where ignored (whatever those logits hold). Shape ``[n]``."""
@@ -354,8 +387,9 @@ class ModuleOps:
         loss = cls.float_reshape(cls.float_neg(nll), (logits.shape[0],))
         return cls.float_mask_fill(loss, cls.int_equal_elem(target, ignore_index), 0.0)
 
-    @classmethod
-    def cross_entropy_backward(cls, logits: F, target: I, ignore_index: int, grad: F) -> F:
+    @provided
+    def cross_entropy_backward(cls: type[Backend], logits: FloatPrimitive, target: IntPrimitive,
+                               ignore_index: int, grad: FloatPrimitive) -> FloatPrimitive:
         """Gradient of ``cross_entropy`` in ``logits`` given ``grad [n]``: each row's
         ``softmax - one_hot(target)`` times its grad (exactly 0 for ignored rows)."""
         n = logits.shape[0]
@@ -365,9 +399,10 @@ class ModuleOps:
         ignored = cls.int_equal_elem(cls.int_reshape(target, (n, 1)), ignore_index)
         return cls.float_mask_fill(out, cls.bool_expand(ignored, logits.shape), 0.0)
 
-    @classmethod
-    def attention(cls, query: F, key: F, value: F, mask: Bo | None, scale: float | None,
-                  is_causal: bool) -> F:
+    @provided
+    def attention(cls: type[Backend], query: FloatPrimitive, key: FloatPrimitive,
+                  value: FloatPrimitive, mask: BoolPrimitive | None, scale: float | None,
+                  is_causal: bool) -> FloatPrimitive:
         """Scaled dot-product attention over ``[..., seq, dim]`` (torch's
         ``scaled_dot_product_attention``): a bool ``mask`` is True where attention is allowed."""
         d = query.shape[-1]
@@ -387,19 +422,21 @@ class ModuleOps:
         return cls.float_matmul(weights, value)
 
 
-def _channel_rows(cls: Any, x: F) -> tuple[F, int]:
+def _channel_rows(cls: type[Backend], x: FloatPrimitive) -> tuple[FloatPrimitive, int]:
     """``x [n, c, *]`` as ``[n, c, positions]`` and the values per channel, ``n * positions``."""
     n, c = x.shape[0], x.shape[1]
     positions = math.prod(x.shape[2:])
     return cls.float_reshape(x, (n, c, positions)), n * positions
 
 
-def _channel_sum(cls: Any, rows: F) -> F:
+def _channel_sum(cls: type[Backend], rows: FloatPrimitive) -> FloatPrimitive:
     """Per-channel sums of ``[n, c, positions]`` rows, shaped ``[1, c, 1]``."""
     return cls.float_sum_dim(cls.float_sum_dim(rows, 2), 0)
 
 
-def _moments(cls: Any, rows: F, total: Callable[[F], F], scale: float) -> tuple[F, F, F]:
+def _moments(cls: type[Backend], rows: FloatPrimitive,
+             total: Callable[[FloatPrimitive], FloatPrimitive],
+             scale: float) -> tuple[FloatPrimitive, FloatPrimitive, FloatPrimitive]:
     """The mean, ``rows`` minus it and the biased variance, where ``total`` sums over the
     normalized dims (kept) and ``scale`` is one over their count."""
     mean = cls.float_mul_scalar(total(rows), scale)
@@ -407,12 +444,13 @@ def _moments(cls: Any, rows: F, total: Callable[[F], F], scale: float) -> tuple[
     return mean, centered, cls.float_mul_scalar(total(cls.float_mul(centered, centered)), scale)
 
 
-def _invstd(cls: Any, var: F, eps: float) -> F:
+def _invstd(cls: type[Backend], var: FloatPrimitive, eps: float) -> FloatPrimitive:
     """``1 / sqrt(var + eps)``."""
     return cls.float_recip(cls.float_sqrt(cls.float_add_scalar(var, eps)))
 
 
-def _projected(cls: Any, g: F, xhat: F, g_sum: F, g_xhat_sum: F, scale: float) -> F:
+def _projected(cls: type[Backend], g: FloatPrimitive, xhat: FloatPrimitive, g_sum: FloatPrimitive,
+               g_xhat_sum: FloatPrimitive, scale: float) -> FloatPrimitive:
     """``g - mean(g) - xhat * mean(g * xhat)`` from the sums of ``g`` and ``g * xhat`` over
     the normalized dims (``scale`` is one over their count): a normalization's input
     gradient before its ``invstd`` factor."""
@@ -420,14 +458,16 @@ def _projected(cls: Any, g: F, xhat: F, g_sum: F, g_xhat_sum: F, scale: float) -
                          cls.float_mul(xhat, cls.float_mul_scalar(g_xhat_sum, scale)))
 
 
-def _bn_scale(cls: Any, var: F, weight: F | None, eps: float) -> F:
+def _bn_scale(cls: type[Backend], var: FloatPrimitive, weight: FloatPrimitive | None,
+              eps: float) -> FloatPrimitive:
     """``weight / sqrt(var + eps)`` per channel, shaped like ``var`` (``[1, c, 1]``)."""
     scale = _invstd(cls, var, eps)
     return scale if weight is None else cls.float_mul(scale, cls.float_reshape(weight,
                                                                                scale.shape))
 
 
-def _one_hot_targets(cls: Any, logits: F, target: I, ignore_index: int) -> F:
+def _one_hot_targets(cls: type[Backend], logits: FloatPrimitive, target: IntPrimitive,
+                     ignore_index: int) -> FloatPrimitive:
     """``[n, c]`` floats: 1 at each row's target class, 0 elsewhere and on ignored rows."""
     n, c = logits.shape
     device = cls.float_device(logits)
@@ -440,7 +480,8 @@ def _one_hot_targets(cls: Any, logits: F, target: I, ignore_index: int) -> F:
     return cls.bool_into_float(hits, dtype_of_numpy(logits.dtype))
 
 
-def _trailing_rows(cls: Any, x: F, normalized_ndim: int) -> tuple[F, int]:
+def _trailing_rows(cls: type[Backend], x: FloatPrimitive,
+                   normalized_ndim: int) -> tuple[FloatPrimitive, int]:
     """``x`` as ``[rows, width]`` with the trailing ``normalized_ndim`` dims flattened into
     ``width``."""
     width = math.prod(x.shape[len(x.shape) - normalized_ndim:])

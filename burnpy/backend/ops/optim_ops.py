@@ -16,18 +16,31 @@ State buffers are None before a parameter's first step; the returned state repla
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, TypeAlias
 
-F = Any
+from burnpy.backend.ops._marker import provided
+from burnpy.backend.primitives import FloatPrimitive
+
+if TYPE_CHECKING:
+    from burnpy.backend.base import Backend
+
+#: ``adam_step``'s result: the new parameter, both moments and the AMSGrad peak (or None).
+AdamResult: TypeAlias = tuple[FloatPrimitive, FloatPrimitive, FloatPrimitive,
+                              FloatPrimitive | None]
+#: ``rmsprop_step``'s result: the new parameter, the square average, and the gradient average
+#: and momentum buffer (each None when unused).
+RmspropResult: TypeAlias = tuple[FloatPrimitive, FloatPrimitive, FloatPrimitive | None,
+                                 FloatPrimitive | None]
 
 
 class OptimOps:
     """Fused optimizer updates as provided ops (``cls`` is the concrete backend)."""
 
-    @classmethod
-    def sgd_step(cls, param: F, grad: F, momentum_buffer: F | None, *, lr: float,
-                 momentum: float = 0.0, dampening: float = 0.0, weight_decay: float = 0.0,
-                 nesterov: bool = False) -> tuple[F, F | None]:
+    @provided
+    def sgd_step(cls: type[Backend], param: FloatPrimitive, grad: FloatPrimitive,
+                 momentum_buffer: FloatPrimitive | None, *, lr: float, momentum: float = 0.0,
+                 dampening: float = 0.0, weight_decay: float = 0.0,
+                 nesterov: bool = False) -> tuple[FloatPrimitive, FloatPrimitive | None]:
         """torch's SGD: ``(new_param, new_momentum_buffer)``; the buffer stays None without
         momentum. The first step's buffer is the (decayed) gradient itself."""
         d = grad
@@ -41,11 +54,12 @@ class OptimOps:
             d = cls.float_add(d, cls.float_mul_scalar(buf, momentum)) if nesterov else buf
         return cls.float_sub(param, cls.float_mul_scalar(d, lr)), buf
 
-    @classmethod
-    def adam_step(cls, param: F, grad: F, exp_avg: F | None, exp_avg_sq: F | None,
-                  max_exp_avg_sq: F | None, *, step: int, lr: float, beta1: float,
+    @provided
+    def adam_step(cls: type[Backend], param: FloatPrimitive, grad: FloatPrimitive,
+                  exp_avg: FloatPrimitive | None, exp_avg_sq: FloatPrimitive | None,
+                  max_exp_avg_sq: FloatPrimitive | None, *, step: int, lr: float, beta1: float,
                   beta2: float, eps: float, weight_decay: float = 0.0, decoupled: bool = False,
-                  amsgrad: bool = False) -> tuple[F, F, F, F | None]:
+                  amsgrad: bool = False) -> AdamResult:
         """torch's Adam (``decoupled=False``: L2 decay added to the gradient) or AdamW
         (``decoupled=True``: ``param * (1 - lr * weight_decay)`` first), optionally AMSGrad.
 
@@ -82,11 +96,12 @@ class OptimOps:
         update = cls.float_mul_scalar(cls.float_div(exp_avg, denom), lr / (1.0 - beta1**step))
         return cls.float_sub(param, update), exp_avg, exp_avg_sq, max_exp_avg_sq
 
-    @classmethod
-    def rmsprop_step(cls, param: F, grad: F, square_avg: F | None, grad_avg: F | None,
-                     momentum_buffer: F | None, *, lr: float, alpha: float, eps: float,
+    @provided
+    def rmsprop_step(cls: type[Backend], param: FloatPrimitive, grad: FloatPrimitive,
+                     square_avg: FloatPrimitive | None, grad_avg: FloatPrimitive | None,
+                     momentum_buffer: FloatPrimitive | None, *, lr: float, alpha: float, eps: float,
                      weight_decay: float = 0.0, momentum: float = 0.0,
-                     centered: bool = False) -> tuple[F, F, F | None, F | None]:
+                     centered: bool = False) -> RmspropResult:
         """torch's RMSprop: ``(new_param, square_avg, grad_avg, momentum_buffer)``;
         ``grad_avg`` is None unless ``centered``, the buffer None without momentum."""
         if weight_decay:

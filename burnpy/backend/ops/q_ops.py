@@ -1,3 +1,5 @@
+# A @required op is a declaration: its body is its docstring, implemented by each backend.
+# mypy: disable-error-code="empty-body"
 """Quantized tensor ops of the Backend protocol (Burn's ``QTensorOps``).
 
 A quantized primitive exposes ``.shape``, ``.dtype`` (a quantized ``DType``), ``.scheme``
@@ -17,75 +19,88 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from burnpy.backend.data import TensorData
 from burnpy.backend.device import Device
 from burnpy.backend.dtype import DType
-from burnpy.backend.ops._marker import required
+from burnpy.backend.ops._marker import provided, required
+from burnpy.backend.primitives import FloatPrimitive, IntPrimitive, QuantizedPrimitive, Shape
 from burnpy.quantization.scheme import Calibration, QuantLevel
 
 if TYPE_CHECKING:
+    from burnpy.backend.base import Backend
     from burnpy.quantization.scheme import QuantScheme
 
-F = Any
-I = Any
-Q = Any  # the backend's QuantizedTensorPrimitive
-Shape = tuple[int, ...]
 
 #: Relative nudge that keeps a scale rounded to f16/bf16 >= the exact one, so rounding never
 #: pushes a value past the integer range (the round-trip error stays within scale / 2).
 _SCALE_NUDGE = {DType.float32: 0.0, DType.float16: 2.0**-10, DType.bfloat16: 2.0**-7}
 
 
+def requantize(backend: type[Backend], tensor: FloatPrimitive,
+               like: QuantizedPrimitive) -> QuantizedPrimitive:
+    """Quantize a float result with the scheme of ``like`` (the selection-op fallback, also
+    used by backends' own layout ops); blocks shrink to a divisor of the new last dim when the
+    old size no longer fits."""
+    scheme = like.scheme
+    bs = scheme.level.block_size
+    if bs is not None and tensor.shape[-1] % bs:
+        level = QuantLevel(math.gcd(bs, tensor.shape[-1]) or 1, scheme.level.two_level)
+        scheme = replace(scheme, level=level)
+    return backend.quantize_dynamic(backend.float_cast(tensor, like.float_dtype), scheme)
+
+
 class QOps:
     """Ops on quantized primitives."""
 
     @required
-    def q_from_data(data: TensorData, device: Device) -> Q:
+    def q_from_data(data: TensorData, device: Device) -> QuantizedPrimitive:
         """A quantized primitive from host data (``data.quant`` holds scales and scheme)."""
 
     @required
-    def q_into_data(tensor: Q) -> TensorData:
+    def q_into_data(tensor: QuantizedPrimitive) -> TensorData:
         """Host data: int8 values of the logical shape, with ``quant`` parameters."""
 
     @required
-    def q_device(tensor: Q) -> Device:
+    def q_device(tensor: QuantizedPrimitive) -> Device:
         """The device the primitive lives on."""
 
     @required
-    def q_to_device(tensor: Q, device: Device) -> Q:
+    def q_to_device(tensor: QuantizedPrimitive, device: Device) -> QuantizedPrimitive:
         """A copy on ``device``."""
 
     @required
-    def quantize(tensor: F, scheme: QuantScheme, scales: F, tensor_scale: F | None) -> Q:
+    def quantize(tensor: FloatPrimitive, scheme: QuantScheme, scales: FloatPrimitive,
+                 tensor_scale: FloatPrimitive | None) -> QuantizedPrimitive:
         """``round(x / scale)`` clipped to the scheme's range, with the given scales: shape
         ``()`` per tensor, or the tensor's shape with the last dim divided by the block size
         per block; ``tensor_scale`` (shape ``()``) multiplies block scales in two-level
         schemes."""
 
     @required
-    def dequantize(tensor: Q) -> F:
+    def dequantize(tensor: QuantizedPrimitive) -> FloatPrimitive:
         """``q * scale`` in the primitive's ``float_dtype``."""
 
     @required
-    def q_reshape(tensor: Q, shape: Shape) -> Q:
+    def q_reshape(tensor: QuantizedPrimitive, shape: Shape) -> QuantizedPrimitive:
         """See float_reshape (a per-block tensor keeps its block axis and its size)."""
 
     @required
-    def q_swap_dims(tensor: Q, dim1: int, dim2: int) -> Q:
+    def q_swap_dims(tensor: QuantizedPrimitive, dim1: int, dim2: int) -> QuantizedPrimitive:
         """See float_swap_dims; scales move with their values."""
 
     @required
-    def q_permute(tensor: Q, axes: Shape) -> Q:
+    def q_permute(tensor: QuantizedPrimitive, axes: Shape) -> QuantizedPrimitive:
         """See float_permute; scales move with their values."""
 
     @required
-    def q_flip(tensor: Q, axes: Shape) -> Q:
+    def q_flip(tensor: QuantizedPrimitive, axes: Shape) -> QuantizedPrimitive:
         """See float_flip; scales move with their values."""
 
-    @classmethod
-    def q_compute_params(cls, tensor: F, scheme: QuantScheme) -> tuple[F, F | None]:
+    @provided
+    def q_compute_params(cls: type[Backend], tensor: FloatPrimitive,
+                         scheme: QuantScheme) -> tuple[FloatPrimitive, FloatPrimitive | None]:
         """Scales (and a two-level tensor scale) calibrated on ``tensor`` for ``scheme``."""
         shape = tensor.shape
         x = cls.float_abs(tensor)
@@ -115,49 +130,46 @@ class QOps:
             scale = cls.float_mul_scalar(scale, 1.0 + nudge)
         return cls.float_cast(scale, param), tensor_scale
 
-    @classmethod
-    def quantize_dynamic(cls, tensor: F, scheme: QuantScheme) -> Q:
+    @provided
+    def quantize_dynamic(cls: type[Backend], tensor: FloatPrimitive,
+                         scheme: QuantScheme) -> QuantizedPrimitive:
         """Quantize with scales calibrated on the tensor itself."""
         scales, tensor_scale = cls.q_compute_params(tensor, scheme)
         return cls.quantize(tensor, scheme, scales, tensor_scale)
 
-    @classmethod
-    def _requantize(cls, tensor: F, like: Q) -> Q:
-        """Quantize a float result with the scheme of ``like`` (the selection-op fallback);
-        blocks shrink to a divisor of the new last dim when the old size no longer fits."""
-        scheme = like.scheme
-        bs = scheme.level.block_size
-        if bs is not None and tensor.shape[-1] % bs:
-            level = QuantLevel(math.gcd(bs, tensor.shape[-1]) or 1, scheme.level.two_level)
-            scheme = replace(scheme, level=level)
-        return cls.quantize_dynamic(cls.float_cast(tensor, like.float_dtype), scheme)
+    @provided
+    def q_expand(cls: type[Backend], tensor: QuantizedPrimitive,
+                 shape: Shape) -> QuantizedPrimitive:
+        return requantize(cls, cls.float_expand(cls.dequantize(tensor), shape), tensor)
 
-    @classmethod
-    def q_expand(cls, tensor: Q, shape: Shape) -> Q:
-        return cls._requantize(cls.float_expand(cls.dequantize(tensor), shape), tensor)
+    @provided
+    def q_repeat_dim(cls: type[Backend], tensor: QuantizedPrimitive, dim: int,
+                     times: int) -> QuantizedPrimitive:
+        return requantize(cls, cls.float_repeat_dim(cls.dequantize(tensor), dim, times), tensor)
 
-    @classmethod
-    def q_repeat_dim(cls, tensor: Q, dim: int, times: int) -> Q:
-        return cls._requantize(cls.float_repeat_dim(cls.dequantize(tensor), dim, times), tensor)
+    @provided
+    def q_slice(cls: type[Backend], tensor: QuantizedPrimitive,
+                slices: tuple[slice, ...]) -> QuantizedPrimitive:
+        return requantize(cls, cls.float_slice(cls.dequantize(tensor), slices), tensor)
 
-    @classmethod
-    def q_slice(cls, tensor: Q, slices: tuple[slice, ...]) -> Q:
-        return cls._requantize(cls.float_slice(cls.dequantize(tensor), slices), tensor)
+    @provided
+    def q_select(cls: type[Backend], tensor: QuantizedPrimitive, dim: int,
+                 indices: IntPrimitive) -> QuantizedPrimitive:
+        return requantize(cls, cls.float_select(cls.dequantize(tensor), dim, indices), tensor)
 
-    @classmethod
-    def q_select(cls, tensor: Q, dim: int, indices: I) -> Q:
-        return cls._requantize(cls.float_select(cls.dequantize(tensor), dim, indices), tensor)
+    @provided
+    def q_gather(cls: type[Backend], tensor: QuantizedPrimitive, dim: int,
+                 indices: IntPrimitive) -> QuantizedPrimitive:
+        return requantize(cls, cls.float_gather(cls.dequantize(tensor), dim, indices), tensor)
 
-    @classmethod
-    def q_gather(cls, tensor: Q, dim: int, indices: I) -> Q:
-        return cls._requantize(cls.float_gather(cls.dequantize(tensor), dim, indices), tensor)
-
-    @classmethod
-    def q_cat(cls, tensors: Sequence[Q], dim: int) -> Q:
+    @provided
+    def q_cat(cls: type[Backend], tensors: Sequence[QuantizedPrimitive],
+              dim: int) -> QuantizedPrimitive:
         floats = [cls.dequantize(t) for t in tensors]
-        return cls._requantize(cls.float_cat(floats, dim), tensors[0])
+        return requantize(cls, cls.float_cat(floats, dim), tensors[0])
 
-    @classmethod
-    def q_matmul(cls, lhs: Q, rhs: Q) -> F:
+    @provided
+    def q_matmul(cls: type[Backend], lhs: QuantizedPrimitive,
+                 rhs: QuantizedPrimitive) -> FloatPrimitive:
         """``lhs @ rhs`` of two quantized tensors, as float (see float_matmul)."""
         return cls.float_matmul(cls.dequantize(lhs), cls.dequantize(rhs))
