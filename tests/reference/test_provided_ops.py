@@ -4,8 +4,9 @@ the general op: ``conv`` rather than ``conv2d``, ``float_sort_with_indices`` rat
 ``ReferenceBackend``, where the protocol's default runs, and on CpuBackend, where the native
 override (or the same default on native parts) runs: the two must agree.
 
-``test_every_provided_op_is_checked`` finds, by running the suites' cases under a profiler,
-which provided ops they reach, so a new default that neither reaches nor appears here fails.
+``test_every_provided_op_is_checked`` records, on a subclass of the reference that wraps every
+provided op, which ones the cases and these calls reach, so a new default that is neither
+reached by a case nor called here fails, named.
 """
 
 from __future__ import annotations
@@ -40,22 +41,27 @@ IDX = np.array([2, 0, 1])
 
 
 def f(b: type[Backend], values: np.ndarray) -> Any:
+    """A float64 primitive of ``b``."""
     return b.float_from_data(TensorData(np.asarray(values, dtype=np.float64)), DEVICE)
 
 
 def i(b: type[Backend], values: np.ndarray) -> Any:
+    """An int64 primitive of ``b``."""
     return b.int_from_data(TensorData(np.asarray(values, dtype=np.int64)), DEVICE)
 
 
 def q(b: type[Backend], values: np.ndarray, scheme: QuantScheme | None = None) -> Any:
+    """A quantized primitive of ``b`` (per-tensor int8 unless ``scheme`` says otherwise)."""
     return b.quantize_dynamic(f(b, values), scheme or QuantScheme.int8())
 
 
 def conv(n: int) -> ConvOptions:
+    """Stride 1, padding 1, dilation 1 over ``n`` spatial dims."""
     return ConvOptions((1,) * n, (1,) * n, (1,) * n)
 
 
 def conv_t(n: int) -> ConvTransposeOptions:
+    """Stride 2, padding 1, output padding 1, dilation 1 over ``n`` spatial dims."""
     return ConvTransposeOptions((2,) * n, (1,) * n, (1,) * n, (1,) * n)
 
 
