@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 import torch
 
+from burnpy.backend.base import Backend
 from burnpy.backend.dtype import DType
 from burnpy.backend.errors import BurnpyError, UnsupportedDTypeError
 from burnpy.tensor import Tensor
@@ -29,11 +30,11 @@ TOLERANCES: dict[str, tuple[float, float]] = {
     "bfloat16": (2e-2, 1e-2),
 }
 
-def backends_available() -> list[type]:
+def backends_available() -> list[type[Backend]]:
     """Every backend class importable and usable here: CpuBackend, plus wgpu/CUDA if present."""
     from burnpy_cpu import CpuBackend
 
-    found: list[type] = [CpuBackend]
+    found: list[type[Backend]] = [CpuBackend]
     for module, name in (("burnpy_wgpu", "WgpuBackend"), ("burnpy_cuda", "CudaBackend")):
         try:
             backend = getattr(importlib.import_module(module), name, None)
@@ -44,12 +45,12 @@ def backends_available() -> list[type]:
     return found
 
 
-def supported(backend: type, dtype: str) -> bool:
+def supported(backend: type[Backend], dtype: str) -> bool:
     """Whether ``backend`` stores and computes ``dtype`` on its default device."""
     return bool(backend.supports_dtype(backend.default_device(), DType.of(dtype)))
 
 
-def parametrize_cases(backend: type, cases: Sequence[OpCase] | None = None,
+def parametrize_cases(backend: type[Backend], cases: Sequence[OpCase] | None = None,
                       id_prefix: str = "") -> list[Any]:
     """``pytest.param(case, dtype)`` for every case and dtype (by default the op table and the
     module-op cases), ids ``"<case>-<dtype>"``; dtypes the backend does not support are
@@ -63,7 +64,7 @@ def parametrize_cases(backend: type, cases: Sequence[OpCase] | None = None,
     return params
 
 
-def conformance_tests(backend: type, seed: int = 0) -> Any:
+def conformance_tests(backend: type[Backend], seed: int = 0) -> Any:
     """A pytest test function running every case on ``backend``: assign it to a ``test_`` name."""
 
     @pytest.mark.parametrize(("case", "dtype"), parametrize_cases(backend))
@@ -73,7 +74,7 @@ def conformance_tests(backend: type, seed: int = 0) -> Any:
     return test_conformance
 
 
-def run_case(case: OpCase, backend: type, dtype: str, seed: int = 0) -> None:
+def run_case(case: OpCase, backend: type[Backend], dtype: str, seed: int = 0) -> None:
     """Run ``case`` with float inputs of ``dtype`` on ``backend`` and on torch; raise
     AssertionError naming the case, the output and the worst element on any mismatch."""
     rng = np.random.default_rng(seed)
@@ -106,7 +107,7 @@ def _draw(arg: Arg, rng: np.random.Generator, dtype: str, name: str) -> np.ndarr
     return arg.draw(rng, dt.numpy)
 
 
-def _to_burnpy(arg: Arg, arr: np.ndarray, backend: type) -> Tensor:
+def _to_burnpy(arg: Arg, arr: np.ndarray, backend: type[Backend]) -> Tensor:
     """A Tensor of ``backend``; a non-contiguous argument stays a non-contiguous view; int
     arguments take the backend's int dtype when it has no int64 (WebGPU's int32)."""
     if arr.dtype == np.int64 and not supported(backend, "int64"):

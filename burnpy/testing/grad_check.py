@@ -31,6 +31,7 @@ import torch
 
 from burnpy.autodiff import Autodiff, BalancedCheckpointing, NoCheckpointing
 from burnpy.autodiff.checkpoint import CheckpointStrategy
+from burnpy.backend.base import Backend
 from burnpy.backend.dtype import DType
 from burnpy.backend.errors import UnsupportedDTypeError
 from burnpy.tensor import Tensor
@@ -82,7 +83,7 @@ def parametrize_grad_cases(cases: Sequence[OpCase] | None = None,
             for c in grad_cases(cases) for s in strategies]
 
 
-def run_grad_case(case: OpCase, backend: type, strategy: type[CheckpointStrategy],
+def run_grad_case(case: OpCase, backend: type[Backend], strategy: type[CheckpointStrategy],
                   seed: int = 0, dtype: str = "float64") -> None:
     """Check the gradients of ``case`` on ``Autodiff[backend, strategy]``; raise
     AssertionError naming the case, the input and the worst element on any mismatch.
@@ -152,7 +153,7 @@ def run_grad_case(case: OpCase, backend: type, strategy: type[CheckpointStrategy
                           FD_RTOL, case)
 
 
-def run_second_order_case(case: OpCase, backend: type, strategy: type[CheckpointStrategy],
+def run_second_order_case(case: OpCase, backend: type[Backend], strategy: type[CheckpointStrategy],
                           seed: int = 0) -> None:
     """Check ``d/dx <grad_x sum(out * cotangent), v>`` for random directions ``v`` on
     ``Autodiff[Autodiff[backend, strategy], strategy]`` against torch's double backward;
@@ -189,7 +190,7 @@ def run_second_order_case(case: OpCase, backend: type, strategy: type[Checkpoint
                       HVP_RTOL, case)
 
 
-def _single(arr: np.ndarray, backend: type) -> np.ndarray:
+def _single(arr: np.ndarray, backend: type[Backend]) -> np.ndarray:
     """A float draw rounded to float32; an int draw in the backend's int dtype when it has
     no int64."""
     if arr.dtype.kind == "f":
@@ -212,7 +213,7 @@ def _draw(arg: Arg, rng: np.random.Generator) -> np.ndarray:
     return arg.draw(rng, np.dtype(np.float64) if arg.kind == "float" else np.dtype(np.int64))
 
 
-def _to_burnpy(arg: Arg, arr: np.ndarray, backend: type) -> Tensor:
+def _to_burnpy(arg: Arg, arr: np.ndarray, backend: type[Backend]) -> Tensor:
     """A Tensor of ``backend`` (a non-contiguous view stays one); a differentiated float
     argument is a tracked leaf."""
     if arr.flags.c_contiguous or arr.ndim < 2:
@@ -275,8 +276,8 @@ def _torch_vjp(outputs: list[torch.Tensor], cotangents: list[np.ndarray],
              for o, c in zip(outputs, cotangents, strict=True) if o.requires_grad]
     if not terms:
         return [None] * len(wanted)
-    return list(torch.autograd.grad(sum(terms), wanted, create_graph=create_graph,
-                                    allow_unused=True))
+    return list(torch.autograd.grad(sum(terms[1:], start=terms[0]), wanted,
+                                    create_graph=create_graph, allow_unused=True))
 
 
 def _numpy(grad: Tensor | None, shape: tuple[int, ...]) -> np.ndarray:
@@ -290,7 +291,7 @@ def _torch_numpy(grad: torch.Tensor | None, shape: Any) -> np.ndarray:
     return torch.zeros(grad.shape, dtype=torch.float64).add_(grad.detach()).numpy()
 
 
-def _finite_differences(case: OpCase, backend: type, arrays: list[np.ndarray],
+def _finite_differences(case: OpCase, backend: type[Backend], arrays: list[np.ndarray],
                         cotangents: list[np.ndarray]) -> list[np.ndarray]:
     """Central differences of ``sum(out * cotangent)`` through burnpy on ``backend``."""
 

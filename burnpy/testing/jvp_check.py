@@ -33,6 +33,7 @@ import torch.func
 
 from burnpy.autodiff import Autodiff
 from burnpy.autodiff.forward import ForwardAD, make_dual, unpack_dual
+from burnpy.backend.base import Backend
 from burnpy.backend.dtype import DType
 from burnpy.tensor import Tensor
 from burnpy.testing.cases import OpCase
@@ -78,7 +79,7 @@ def parametrize_jvp_cases(cases: Sequence[OpCase] | None = None) -> list[Any]:
     return [pytest.param(c, id=c.name) for c in grad_cases(cases)]
 
 
-def run_jvp_case(case: OpCase, backend: type, seed: int = 0) -> None:
+def run_jvp_case(case: OpCase, backend: type[Backend], seed: int = 0) -> None:
     """Check the float64 tangents of ``case`` on ``ForwardAD(backend)``; raise AssertionError
     naming the case, the output and the worst element on any mismatch."""
     where = f"jvp case {case.name!r} on ForwardAD[{backend.__name__}]"
@@ -101,8 +102,8 @@ def run_jvp_case(case: OpCase, backend: type, seed: int = 0) -> None:
                       theirs.double().numpy(), 1e-12, case)
     ours = [_numpy(tangent, primal.shape) for primal, tangent in outputs]
     try:
-        _, theirs_tangents = torch.func.jvp(
-            fn, t_primals, tuple(torch.from_numpy(tangents[i]) for i in positions))
+        theirs_tangents = torch.func.jvp(
+            fn, t_primals, tuple(torch.from_numpy(tangents[i]) for i in positions))[1]
     except (RuntimeError, NotImplementedError):  # no forward derivative in torch
         theirs_tangents = None
     if theirs_tangents is not None:
@@ -120,7 +121,7 @@ def run_jvp_case(case: OpCase, backend: type, seed: int = 0) -> None:
                       FD_RTOL, case)
 
 
-def run_forward_over_forward_case(case: OpCase, backend: type, seed: int = 0) -> None:
+def run_forward_over_forward_case(case: OpCase, backend: type[Backend], seed: int = 0) -> None:
     """Check ``D2f[u, v]`` of ``case`` through ``ForwardAD(ForwardAD(backend))`` (inner
     tangent ``v``, outer tangent ``u``) against torch's ``jvp`` of ``jvp``; where torch cannot
     take it (or takes it wrongly, ``TORCH_SECOND_FORWARD_WRONG``), against central differences
@@ -152,8 +153,8 @@ def run_forward_over_forward_case(case: OpCase, backend: type, seed: int = 0) ->
     u = tuple(torch.from_numpy(outer_tangents[i]) for i in positions)
     if case.name not in TORCH_SECOND_FORWARD_WRONG:
         try:
-            _, theirs = torch.func.jvp(lambda *p: torch.func.jvp(fn, p, v)[1],
-                                       tuple(t_inputs[i] for i in positions), u)
+            theirs = torch.func.jvp(lambda *p: torch.func.jvp(fn, p, v)[1],
+                                    tuple(t_inputs[i] for i in positions), u)[1]
         except (RuntimeError, NotImplementedError):  # no second forward derivative in torch
             pass
         else:
@@ -176,7 +177,7 @@ def run_forward_over_forward_case(case: OpCase, backend: type, seed: int = 0) ->
                       got, (a - b) / (2 * FD_EPS), FD_RTOL, case)
 
 
-def run_hvp_case(case: OpCase, backend: type, seed: int = 0) -> None:
+def run_hvp_case(case: OpCase, backend: type[Backend], seed: int = 0) -> None:
     """Check the Hessian-vector product of ``sum(out * cotangent)`` along random directions
     through ``Autodiff(ForwardAD(backend))`` against torch's double backward; where torch
     cannot differentiate twice, against central differences along the directions of the
@@ -228,7 +229,7 @@ def run_hvp_case(case: OpCase, backend: type, seed: int = 0) -> None:
                       got, (a - b) / (2 * FD_EPS), FD_RTOL, case)
 
 
-def _dual(case: OpCase, i: int, arr: np.ndarray, backend: type,
+def _dual(case: OpCase, i: int, arr: np.ndarray, backend: type[Backend],
           tangent: np.ndarray | None) -> Tensor:
     """Argument ``i`` on ``ForwardAD(backend)`` (a non-contiguous view stays one), with
     ``tangent`` when it is differentiated."""
@@ -252,7 +253,7 @@ def _on_positions(case: OpCase, t_inputs: list[torch.Tensor],
     return call
 
 
-def _directional_differences(case: OpCase, backend: type, arrays: list[np.ndarray],
+def _directional_differences(case: OpCase, backend: type[Backend], arrays: list[np.ndarray],
                              tangents: dict[int, np.ndarray]) -> list[np.ndarray]:
     """Central differences of every float output along the tangents, through burnpy on
     ``backend``."""

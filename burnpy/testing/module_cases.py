@@ -106,23 +106,23 @@ _RUNNING_MEAN = np.array([0.3, -1.2, 0.5])
 _RUNNING_VAR = np.array([0.7, 1.9, 0.2])
 
 
-def _bn_train(x: Any, *affine: Any) -> Any:
-    return F.batch_norm(x, None, None, *affine, training=True, eps=1e-3)
+def _bn_train(x: Tensor, weight: Tensor | None = None, bias: Tensor | None = None) -> Tensor:
+    return F.batch_norm(x, None, None, weight, bias, training=True, eps=1e-3)
 
 
-def _torch_bn_train(x: Any, *affine: Any) -> Any:
-    return TF.batch_norm(x, None, None, *affine, training=True, eps=1e-3)
+def _torch_bn_train(x: Any, weight: Any = None, bias: Any = None) -> Any:
+    return TF.batch_norm(x, None, None, weight, bias, training=True, eps=1e-3)
 
 
-def _bn_eval(x: Any, w: Any, b: Any) -> Any:
-    stats = [Tensor.from_data(a, backend=x.backend, dtype=x.dtype)
-             for a in (_RUNNING_MEAN, _RUNNING_VAR)]
-    return F.batch_norm(x, *stats, w, b)
+def _bn_eval(x: Tensor, w: Tensor, b: Tensor) -> Tensor:
+    mean, var = (Tensor.from_data(a, backend=x.backend, dtype=x.dtype)
+                 for a in (_RUNNING_MEAN, _RUNNING_VAR))
+    return F.batch_norm(x, mean, var, w, b)
 
 
 def _torch_bn_eval(x: Any, w: Any, b: Any) -> Any:
-    stats = [torch.from_numpy(a).to(x.dtype) for a in (_RUNNING_MEAN, _RUNNING_VAR)]
-    return TF.batch_norm(x, *stats, w, b)
+    mean, var = (torch.from_numpy(a).to(x.dtype) for a in (_RUNNING_MEAN, _RUNNING_VAR))
+    return TF.batch_norm(x, mean, var, w, b)
 
 
 _case("batch_norm_train", _bn_train, Flt(4, 3, 5, 2), Flt(3), Flt(3), torch_fn=_torch_bn_train)

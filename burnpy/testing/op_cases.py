@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypedDict
 
 import torch
 import torch.nn.functional as TF
@@ -698,8 +698,15 @@ case("to_dtype", lambda x: x.to(bp.float64), F(3, 4), torch_fn=lambda x: x.to(to
 case("detach", lambda x: x.detach() * 2, F(3, 4), dtypes=FD, grad=False)
 
 # ---- int ops ---------------------------------------------------------------------------------
-_IA = {"low": -9, "high": 10}
-_DIVISOR = {"low": 1, "high": 5}
+class _IntRange(TypedDict):
+    """The ``low``/``high`` keywords of an int argument, spread into ``I``."""
+
+    low: int
+    high: int
+
+
+_IA: _IntRange = {"low": -9, "high": 10}
+_DIVISOR: _IntRange = {"low": 1, "high": 5}
 for _name, _op in (("add", operator.add), ("sub", operator.sub), ("mul", operator.mul)):
     case(f"int_{_name}", _op, I(3, 4, **_IA), I(3, 4, **_IA), dtypes=INT, grad=False)
     case(f"int_{_name}_bcast", _op, I(3, 1, **_IA), I(4, **_IA), dtypes=INT, grad=False)

@@ -18,19 +18,14 @@ from burnpy.autodiff import (
     Gradients,
     NoCheckpointing,
 )
-from burnpy.autodiff.ops.activation_ops import AutodiffActivationOps
-from burnpy.autodiff.ops.float_ops import AutodiffFloatOps
-from burnpy.autodiff.ops.module_ops import AutodiffModuleOps
+from burnpy.backend.base import Backend
 from burnpy.backend.errors import (
     AutodiffError,
     BackendMismatchError,
     InvalidArgumentError,
     KindError,
 )
-from burnpy.backend.ops._marker import is_required
-from burnpy.backend.ops.activation_ops import ActivationOps
-from burnpy.backend.ops.float_ops import FloatOps
-from burnpy.backend.ops.module_ops import ModuleOps
+from burnpy.testing.rules import composed_ops, differentiable_ops, missing_rules
 from burnpy_cpu import CpuBackend
 
 AD = Autodiff(CpuBackend)
@@ -90,27 +85,17 @@ def test_autodiff_rejects_what_is_not_a_backend_or_a_strategy() -> None:
 
 def test_every_differentiable_protocol_op_is_recorded_or_composed() -> None:
     """Each float/module/activation op has a rule here, or is a provided composition that
-    runs on the Autodiff backend and records its parts."""
-    composed = {
-        "float_max_dim", "float_min_dim", "float_cummax", "float_cummin", "float_sort",
-        "conv_x_backward", "conv_transpose_x_backward", "conv_bias_backward", "conv1d",
-        "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d",
-        "max_pool", "max_pool_with_indices_backward", "avg_pool1d", "avg_pool2d", "max_pool1d",
-        "max_pool2d", "max_pool1d_with_indices", "max_pool2d_with_indices",
-        "adaptive_avg_pool1d", "adaptive_avg_pool2d", "embedding_backward", "attention",
-        "relu_backward", "gelu_backward", "sigmoid_backward", "log_sigmoid_backward",
-        "_softplus", "batch_norm_backward", "cross_entropy_backward", "layer_norm_backward",
-    }
-    recorded = {*vars(AutodiffFloatOps), *vars(AutodiffModuleOps), *vars(AutodiffActivationOps),
-                *vars(AutodiffBackend)}
-    for protocol in (FloatOps, ModuleOps, ActivationOps):
-        for name, attr in vars(protocol).items():
-            if name.startswith("__"):
-                continue
-            assert name in recorded or name in composed, f"{name} has no autodiff rule"
-            if name in composed:
-                assert not is_required(attr), f"{name} is required, so it needs a rule"
-            assert hasattr(AD, name)
+    runs on the Autodiff backend and records its parts: never a required op left bare."""
+    assert differentiable_ops() and composed_ops(AD)
+    assert missing_rules(AD) == [], "required ops need an autodiff rule"
+
+
+def test_a_decorator_without_rules_misses_every_required_op_and_composes_the_rest() -> None:
+    class NoRules(Backend, abstract=True):
+        """A decorator that defines no rule at all."""
+
+    assert "float_add" in missing_rules(NoRules) and "float_sort" not in missing_rules(NoRules)
+    assert composed_ops(NoRules) == differentiable_ops()
 
 
 # ---- primitives and kinds -----------------------------------------------------------------------

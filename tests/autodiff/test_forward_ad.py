@@ -15,9 +15,6 @@ import burnpy as bp
 from burnpy import Tensor
 from burnpy.autodiff import Autodiff, ForwardAD, make_dual, unpack_dual
 from burnpy.autodiff.forward import DualTensor, ForwardADBackend
-from burnpy.autodiff.forward.ops.activation_ops import ForwardActivationOps
-from burnpy.autodiff.forward.ops.float_ops import ForwardFloatOps
-from burnpy.autodiff.forward.ops.module_ops import ForwardModuleOps
 from burnpy.autodiff.forward.tensor import DeferredDualTensor
 from burnpy.backend.errors import (
     BackendMismatchError,
@@ -26,10 +23,6 @@ from burnpy.backend.errors import (
     KindError,
     ShapeError,
 )
-from burnpy.backend.ops._marker import is_required
-from burnpy.backend.ops.activation_ops import ActivationOps
-from burnpy.backend.ops.float_ops import FloatOps
-from burnpy.backend.ops.module_ops import ModuleOps
 from burnpy.testing import CASES, OpCase, parametrize_cases, run_case
 from burnpy.testing.jvp_check import (
     parametrize_jvp_cases,
@@ -37,6 +30,7 @@ from burnpy.testing.jvp_check import (
     run_hvp_case,
     run_jvp_case,
 )
+from burnpy.testing.rules import composed_ops, differentiable_ops, missing_rules
 from burnpy_cpu import CpuBackend
 
 FAD = ForwardAD(CpuBackend)
@@ -117,26 +111,10 @@ def test_forward_ad_rejects_what_is_not_a_backend() -> None:
 
 def test_every_differentiable_protocol_op_has_a_tangent_rule_or_is_composed() -> None:
     """Each float/module/activation op has a rule here, or is a provided composition that
-    runs on the ForwardAD backend (and so carries tangents through its parts)."""
-    composed = {
-        "float_max_dim", "float_min_dim", "float_cummax", "float_cummin", "float_sort",
-        "conv_x_backward", "conv_transpose_x_backward", "conv_bias_backward", "conv1d",
-        "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d",
-        "max_pool", "avg_pool1d", "avg_pool2d", "max_pool1d", "max_pool2d",
-        "max_pool1d_with_indices", "max_pool2d_with_indices", "adaptive_avg_pool1d",
-        "adaptive_avg_pool2d", "attention", "gelu_backward", "sigmoid_backward",
-        "log_sigmoid_backward", "_softplus", "batch_norm", "batch_norm_backward",
-        "cross_entropy", "cross_entropy_backward", "layer_norm", "layer_norm_backward",
-    }
-    ruled = {*vars(ForwardFloatOps), *vars(ForwardModuleOps), *vars(ForwardActivationOps),
-             *vars(ForwardADBackend)}
-    for protocol in (FloatOps, ModuleOps, ActivationOps):
-        for name, attr in vars(protocol).items():
-            if name.startswith("__"):
-                continue
-            assert name in ruled or name in composed, f"{name} has no tangent rule"
-            if name in composed:
-                assert not is_required(attr), f"{name} is required, so it needs a rule"
+    runs on the ForwardAD backend (and so carries tangents through its parts): never a
+    required op left bare."""
+    assert differentiable_ops() and composed_ops(FAD)
+    assert missing_rules(FAD) == [], "required ops need a tangent rule"
 
 
 def test_dual_tensor_is_slotted_and_copies_shape_and_dtype() -> None:
