@@ -14,10 +14,11 @@ import copy
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
+from burnpy import record
 from burnpy.backend.data import TensorData
 from burnpy.backend.device import Device
 from burnpy.backend.dtype import DType, DTypeLike
@@ -68,6 +69,8 @@ class Module:
     """Base class of layers: subclass, assign tensors and sub-modules in ``__init__``, and
     write ``forward``. ``module(x)`` calls ``forward``."""
 
+    #: What a record of a module holds (``burnpy.record.Stateful``).
+    record_kind: ClassVar[str] = "module"
     training: bool = True
     _buffer_names: frozenset[str] = frozenset()
 
@@ -322,14 +325,10 @@ class Module:
 
     def save(self, path: str | Path) -> Path:
         """Write the module's record to ``path`` (see ``burnpy.record.save``)."""
-        from burnpy import record
-
         return record.save(self, path)
 
     def load(self, path: str | Path) -> Module:
         """Load the record at ``path`` into this module (see ``burnpy.record.load``)."""
-        from burnpy import record
-
         return record.load(self, path)
 
     # ---- printing ----------------------------------------------------------------------------

@@ -11,13 +11,16 @@ from __future__ import annotations
 import math
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 from burnpy.backend.errors import InvalidArgumentError
 
 
 class LrScheduler(ABC):
     """A learning rate per step: ``step()`` returns the current one and advances."""
+
+    #: What a record of a scheduler holds (``burnpy.record.Stateful``).
+    record_kind: ClassVar[str] = "scheduler"
 
     def __init__(self) -> None:
         self.last_step = 0

@@ -18,8 +18,9 @@ import math
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
+from burnpy.backend.data import TensorData
 from burnpy.backend.errors import (
     AutodiffError,
     BackendMismatchError,
@@ -131,6 +132,9 @@ def clip_grad_value(model: Module, grads: Any, clip_value: float) -> None:
 class Optimizer(ABC):
     """Base of the optimizers: subclasses define ``update`` for one parameter."""
 
+    #: What a record of an optimizer holds (``burnpy.record.Stateful``).
+    record_kind: ClassVar[str] = "optimizer"
+
     def __init__(self, lr: float, grad_clipping: GradientClipping | None = None) -> None:
         if lr < 0:
             raise InvalidArgumentError(f"{type(self).__name__}: lr must be >= 0, got {lr}")
@@ -212,18 +216,24 @@ class Optimizer(ABC):
 
     def load_state_dict(self, state: Mapping[str, Any]) -> Optimizer:
         """Restore steps and buffers saved by ``state_dict`` (the hyperparameters stay this
-        optimizer's own)."""
+        optimizer's own). Buffers may be tensors or host ``TensorData`` (from a record); each
+        moves to its parameter's backend at the next step."""
         kind = state.get("type")
         if kind != type(self).__name__:
             raise OptimizerStateError(f"load_state_dict: the state is for {kind}, not "
                                       f"{type(self).__name__}")
         self.steps = {str(k): int(v) for k, v in state.get("steps", {}).items()}
-        self.state = {str(n): dict(s) for n, s in state.get("state", {}).items()}
+        self.state = {str(n): {str(k): _as_tensor(t) for k, t in s.items()}
+                      for n, s in state.get("state", {}).items()}
         return self
 
     def __repr__(self) -> str:
         args = ", ".join(f"{k}={v}" for k, v in self.hyperparameters().items())
         return f"{type(self).__name__}({args})"
+
+
+def _as_tensor(value: Tensor | TensorData) -> Tensor:
+    return value if isinstance(value, Tensor) else Tensor.from_data(value)
 
 
 def concat_flat(backend: type[Backend], primitives: list[Any]) -> Any:
