@@ -39,3 +39,11 @@ def test_burnpy_testing_imports_without_pytest_and_torch() -> None:
 def test_the_blocker_blocks() -> None:
     out = run_without({"torch"}, "import torch")
     assert out.returncode != 0 and "blocked by the test" in out.stderr
+
+
+def test_demo_without_scikit_learn_names_the_extra(tmp_path: Path) -> None:
+    out = run_without({"sklearn"}, (
+        "from burnpy.examples import digits\n"
+        f"digits.main(['--epochs', '1', '--limit', '20', '--out', {str(tmp_path)!r}])"))
+    assert out.returncode == 1
+    assert "needs scikit-learn" in out.stderr and "burnpy[examples]" in out.stderr

@@ -75,8 +75,15 @@ class Splits:
 
 
 def digits_splits(seed: int, limit: int | None = None) -> Splits:
-    """Images scaled to [0, 1] as ``[n, 1, 8, 8]`` float32: 20% test, 10% of the rest valid."""
-    from sklearn.datasets import load_digits
+    """Images scaled to [0, 1] as ``[n, 1, 8, 8]`` float32: 20% test, 10% of the rest valid.
+
+    The data set comes with scikit-learn, which only this demo needs (the ``examples`` extra).
+    """
+    try:
+        from sklearn.datasets import load_digits
+    except ImportError as exc:
+        raise SystemExit("the digits demo needs scikit-learn for its data set: "
+                         "pip install 'burnpy[examples]'") from exc
 
     digits = load_digits()
     images = (digits.images / 16.0).astype(np.float32)[:, None, :, :]
