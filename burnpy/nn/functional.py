@@ -338,13 +338,10 @@ def batch_norm(x: Tensor, running_mean: Tensor | None = None,
     and ``running_var`` are updated in place (the variance unbiased, weighted by
     ``momentum``); otherwise the running statistics are used."""
     op = "batch_norm"
-    if running_mean is None or running_var is None:
-        if not training:
+    if not training:
+        if running_mean is None or running_var is None:
             raise InvalidArgumentError(f"{op}: running_mean and running_var are required "
                                        f"when training=False")
-    elif training and not 0.0 <= momentum <= 1.0:
-        raise InvalidArgumentError(f"{op}: momentum must be in [0, 1], got {momentum}")
-    if not training:
         _check_batch_norm(op, x, running_mean, running_var, weight, bias)
         c = x.shape[1]
         shape = (1, c) + (1,) * (x.ndim - 2)
@@ -355,6 +352,8 @@ def batch_norm(x: Tensor, running_mean: Tensor | None = None,
         if bias is not None:
             shift = shift + bias
         return x * scale.reshape(shape) + shift.reshape(shape)
+    if running_mean is not None and running_var is not None and not 0.0 <= momentum <= 1.0:
+        raise InvalidArgumentError(f"{op}: momentum must be in [0, 1], got {momentum}")
     y, mean, var = batch_norm_train(x, weight, bias, eps, running_mean, running_var)
     if running_mean is not None and running_var is not None:
         count = x.numel() // x.shape[1]

@@ -51,7 +51,7 @@ class ParamSlot:
     def assign(self, value: Tensor) -> None:
         """Put ``value`` in every holder, bypassing ``Module.__setattr__`` (no re-tracking)."""
         for holder, key in self.holders:
-            if isinstance(holder, Module):
+            if isinstance(holder, Module) and isinstance(key, str):
                 holder.__dict__[key] = value
             else:
                 holder[key] = value

@@ -27,6 +27,10 @@ class _BatchNorm(Module):
     """Normalizes each channel (dim 1) over the batch and spatial dims."""
 
     _ranks: tuple[int, ...] = (4,)
+    # Buffers, present with ``track_running_stats``.
+    running_mean: Tensor
+    running_var: Tensor
+    num_batches_tracked: Tensor
 
     def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1,
                  affine: bool = True, track_running_stats: bool = True, *,
@@ -34,7 +38,7 @@ class _BatchNorm(Module):
                  dtype: DTypeLike | None = None) -> None:
         self.num_features, self.eps, self.momentum = num_features, eps, momentum
         self.affine, self.track_running_stats = affine, track_running_stats
-        kw = {"backend": backend, "device": device, "dtype": dtype}
+        kw = init.Placement(backend=backend, device=device, dtype=dtype)
         self.weight = init.ones((num_features,), **kw) if affine else None
         self.bias = init.zeros((num_features,), **kw) if affine else None
         if track_running_stats:
@@ -105,7 +109,7 @@ class LayerNorm(Module):
                  dtype: DTypeLike | None = None) -> None:
         self.normalized_shape = _shape_tuple(normalized_shape)
         self.eps, self.elementwise_affine = eps, elementwise_affine
-        kw = {"backend": backend, "device": device, "dtype": dtype}
+        kw = init.Placement(backend=backend, device=device, dtype=dtype)
         self.weight = init.ones(self.normalized_shape, **kw) if elementwise_affine else None
         self.bias = (init.zeros(self.normalized_shape, **kw)
                      if elementwise_affine and bias else None)
@@ -130,7 +134,7 @@ class GroupNorm(Module):
                                        f"divisible by num_groups={num_groups}")
         self.num_groups, self.num_channels, self.eps, self.affine = (
             num_groups, num_channels, eps, affine)
-        kw = {"backend": backend, "device": device, "dtype": dtype}
+        kw = init.Placement(backend=backend, device=device, dtype=dtype)
         self.weight = init.ones((num_channels,), **kw) if affine else None
         self.bias = init.zeros((num_channels,), **kw) if affine else None
 
@@ -143,7 +147,7 @@ class GroupNorm(Module):
         centered = grouped - grouped.mean(2, keepdim=True)
         y = centered * (centered.square().mean(2, keepdim=True) + self.eps).rsqrt()
         y = y.reshape(x.shape)
-        if self.affine:
+        if self.weight is not None and self.bias is not None:  # affine
             shape = (1, self.num_channels) + (1,) * (x.ndim - 2)
             y = y * self.weight.reshape(shape) + self.bias.reshape(shape)
         return y

@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from burnpy.autodiff.backend import AutodiffBackend
 from burnpy.backend.data import TensorData
 from burnpy.backend.errors import (
     AutodiffError,
@@ -112,6 +113,12 @@ def _tracked_grads(model: Module, grads: Any, op: str) -> list[tuple[ParamSlot, 
     return out
 
 
+def _autodiff(backend: type[Backend]) -> type[AutodiffBackend]:
+    """``backend`` as the autodiff decorator ``_tracked_grads`` found it to be."""
+    assert issubclass(backend, AutodiffBackend), backend
+    return backend
+
+
 def clip_grad_norm(model: Module, grads: Any, max_norm: float,
                    norm_type: float = 2.0) -> Tensor:
     """Clip ``model``'s gradients in ``grads`` to a global norm (torch.nn.utils.clip_grad_norm_);
@@ -170,13 +177,13 @@ class Optimizer(ABC):
         names, params = [], []
         for slot, _ in pairs:
             param = slot.tensor
+            ad = _autodiff(param.backend)
             steps[slot.name] = steps.get(slot.name, 0) + 1
             names.append(slot.name)
-            params.append(wrap(param.backend.InnerBackend,
-                               param.backend.inner(param.primitive), FLOAT))
+            params.append(wrap(ad.InnerBackend, ad.inner(param.primitive), FLOAT))
         news = self.update_many(names, params, [g for _, g in pairs], rate)
         for (slot, _), new in zip(pairs, news, strict=True):
-            b = slot.tensor.backend
+            b = _autodiff(slot.tensor.backend)
             if new.backend is not b.InnerBackend:
                 raise BackendMismatchError(f"{type(self).__name__}.update: expected a tensor of "
                                            f"{b.InnerBackend.name()}, got one of "
