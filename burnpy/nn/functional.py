@@ -37,6 +37,16 @@ from burnpy.tensor._core import BOOL, FLOAT, INT, QUANTIZED, check_same_backend,
 
 IntOrTuple = int | Sequence[int]
 
+__all__ = [
+    "IntOrTuple", "adaptive_avg_pool1d", "adaptive_avg_pool2d", "attention", "avg_pool1d",
+    "avg_pool2d", "batch_norm", "batch_norm_train", "binary_cross_entropy_with_logits", "conv1d",
+    "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d",
+    "cross_entropy", "dropout", "embedding", "gelu", "hardsigmoid", "huber_loss", "interpolate",
+    "l1_loss", "layer_norm", "leaky_relu", "linear", "log_sigmoid", "log_softmax", "logsigmoid",
+    "max_pool1d", "max_pool2d", "mse_loss", "nll_loss", "relu", "scaled_dot_product_attention",
+    "sigmoid", "silu", "softmax", "softplus", "tanh",
+]
+
 
 def _tuple(op: str, name: str, value: IntOrTuple, n: int, minimum: int) -> tuple[int, ...]:
     out = (value,) * n if isinstance(value, int) else tuple(value)
@@ -457,18 +467,22 @@ attention = scaled_dot_product_attention
 
 
 def relu(x: Tensor) -> Tensor:
+    """max(x, 0) elementwise, any shape."""
     return x.relu()
 
 
 def gelu(x: Tensor, approximate: str = "none") -> Tensor:
+    """x * Phi(x) elementwise (``approximate="tanh"``: the tanh approximation), any shape."""
     return x.gelu(approximate)
 
 
 def sigmoid(x: Tensor) -> Tensor:
+    """1 / (1 + exp(-x)) elementwise, any shape."""
     return x.sigmoid()
 
 
 def log_sigmoid(x: Tensor) -> Tensor:
+    """log(sigmoid(x)) elementwise, computed without overflow for large |x|."""
     return x.log_sigmoid()
 
 
@@ -476,18 +490,22 @@ logsigmoid = log_sigmoid
 
 
 def silu(x: Tensor) -> Tensor:
+    """x * sigmoid(x) elementwise (swish), any shape."""
     return x.silu()
 
 
 def tanh(x: Tensor) -> Tensor:
+    """The hyperbolic tangent elementwise, any shape."""
     return x.tanh()
 
 
 def softplus(x: Tensor, beta: float = 1.0) -> Tensor:
+    """log(1 + exp(beta * x)) / beta elementwise, any shape."""
     return x.softplus(beta)
 
 
 def leaky_relu(x: Tensor, negative_slope: float = 0.01) -> Tensor:
+    """x where x >= 0, else ``negative_slope * x``; any shape."""
     return x.leaky_relu(negative_slope)
 
 
@@ -497,8 +515,10 @@ def hardsigmoid(x: Tensor) -> Tensor:
 
 
 def softmax(x: Tensor, dim: int) -> Tensor:
+    """exp(x) normalized to sum 1 along ``dim`` (max-subtracted for stability)."""
     return x.softmax(dim)
 
 
 def log_softmax(x: Tensor, dim: int) -> Tensor:
+    """log(softmax(x, dim)), computed stably along ``dim``."""
     return x.log_softmax(dim)

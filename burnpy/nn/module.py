@@ -109,6 +109,7 @@ class Module:
                         yield f"{name}.{key}", item
 
     def children(self) -> Iterator[Module]:
+        """Direct sub-modules (``named_children`` without the names)."""
         for _, child in self.named_children():
             yield child
 
@@ -119,6 +120,7 @@ class Module:
             yield from child.named_modules(f"{prefix}.{name}" if prefix else name)
 
     def modules(self) -> Iterator[Module]:
+        """This module and every descendant, depth first."""
         for _, m in self.named_modules():
             yield m
 
@@ -163,6 +165,7 @@ class Module:
                 yield slot.name, slot.tensor
 
     def parameters(self) -> list[Tensor]:
+        """Every trainable tensor, in ``named_parameters`` order (what optimizers step)."""
         return [t for _, t in self.named_parameters()]
 
     def named_buffers(self) -> Iterator[tuple[str, Tensor]]:
@@ -172,6 +175,7 @@ class Module:
                 yield slot.name, slot.tensor
 
     def buffers(self) -> list[Tensor]:
+        """Every buffer (saved, moved, untrained), in ``named_buffers`` order."""
         return [t for _, t in self.named_buffers()]
 
     def num_params(self) -> int:
@@ -187,6 +191,7 @@ class Module:
 
     @property
     def device(self) -> Device | None:
+        """The device of the module's tensors (None for a module without any)."""
         for _, t, _, _, _ in self._walk():
             return t.device
         return None

@@ -115,6 +115,7 @@ class LayerNorm(Module):
                      if elementwise_affine and bias else None)
 
     def forward(self, x: Tensor) -> Tensor:
+        """``x [*, *normalized_shape]`` normalized over its trailing dims; same shape."""
         _check_trailing("LayerNorm", x, self.normalized_shape)
         return F.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)
 
@@ -139,6 +140,7 @@ class GroupNorm(Module):
         self.bias = init.zeros((num_channels,), **kw) if affine else None
 
     def forward(self, x: Tensor) -> Tensor:
+        """``x [batch, channels, *]`` normalized per sample and group; same shape."""
         if x.ndim < 2 or x.shape[1] != self.num_channels:
             raise ShapeError(f"GroupNorm({self.num_groups}, {self.num_channels}): expected "
                              f"[batch, {self.num_channels}, *], got {describe(x.shape)}")
@@ -171,6 +173,7 @@ class RMSNorm(Module):
                                  dtype=dtype) if elementwise_affine else None)
 
     def forward(self, x: Tensor) -> Tensor:
+        """``x [*, *normalized_shape]`` scaled by its trailing dims' RMS; same shape."""
         dims = _check_trailing("RMSNorm", x, self.normalized_shape)
         eps = self.eps if self.eps is not None else float(ml_dtypes.finfo(x.dtype.numpy).eps)
         y = x * (x.square().mean(dims, keepdim=True) + eps).rsqrt()

@@ -35,14 +35,17 @@ class LrScheduler(ABC):
         return self.lr_at(self.last_step)
 
     def step(self) -> float:
+        """The current learning rate; advances to the next step."""
         lr = self.lr_at(self.last_step)
         self.last_step += 1
         return lr
 
     def state_dict(self) -> dict[str, Any]:
+        """``{"type", "last_step"}``: the step count is the whole state."""
         return {"type": type(self).__name__, "last_step": self.last_step}
 
     def load_state_dict(self, state: Mapping[str, Any]) -> LrScheduler:
+        """Continue from the step count of a ``state_dict`` of the same scheduler type."""
         if state.get("type") != type(self).__name__:
             raise InvalidArgumentError(f"load_state_dict: the state is for {state.get('type')}, "
                                        f"not {type(self).__name__}")

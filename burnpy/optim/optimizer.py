@@ -52,6 +52,8 @@ class GradientClipping:
 
     @staticmethod
     def norm(max_norm: float, norm_type: float = 2.0) -> GradientClipping:
+        """Scale all gradients together so their global ``norm_type``-norm is at most
+        ``max_norm``."""
         if max_norm <= 0:
             raise InvalidArgumentError(f"GradientClipping.norm: max_norm must be > 0, got "
                                        f"{max_norm}")
@@ -59,12 +61,14 @@ class GradientClipping:
 
     @staticmethod
     def value(clip_value: float) -> GradientClipping:
+        """Clamp every gradient element to ``[-clip_value, clip_value]``."""
         if clip_value <= 0:
             raise InvalidArgumentError(f"GradientClipping.value: clip_value must be > 0, got "
                                        f"{clip_value}")
         return GradientClipping("value", float(clip_value))
 
     def apply(self, grads: list[Tensor]) -> list[Tensor]:
+        """The clipped gradients, in the order given."""
         if self.mode == "norm":
             return clip_norm(grads, self.threshold, self.norm_type)[0]
         return [g.clamp(-self.threshold, self.threshold) for g in grads]
