@@ -3,13 +3,20 @@ PYTHON ?= python3.11
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: demo test lint bench clean
+# The API reference: every package that imports without optional libraries (burnpy_cuda and
+# burnpy_wgpu import without CuPy/wgpu and say so when used). Listed because burnpy's
+# ``__all__`` does not name its subpackages, and pdoc follows ``__all__``.
+DOC_MODULES := burnpy burnpy.tensor burnpy.nn burnpy.nn.functional burnpy.func burnpy.optim \
+	burnpy.record burnpy.train burnpy.data burnpy.autodiff burnpy.backend burnpy.quantization \
+	burnpy.testing burnpy_cpu burnpy_cuda burnpy_wgpu
+
+.PHONY: demo test lint typecheck docs bench clean
 
 $(VENV)/.installed: pyproject.toml
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "need $(PYTHON) on PATH"; exit 1; }
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e ".[plot]"
+	$(PY) -m pip install -q -e ".[plot,examples]"
 	touch $@
 
 $(VENV)/.installed-test: $(VENV)/.installed
@@ -25,6 +32,15 @@ test: $(VENV)/.installed-test
 	$(PY) -m ruff check .
 	sh scripts/ensure_webgpu_adapter.sh $(PY)
 	$(PY) -m pytest -q -n 2 --dist loadfile
+	$(MAKE) --no-print-directory docs
+
+# The API reference, as HTML in docs/api/ (open docs/api/index.html).
+docs: $(VENV)/.installed-test
+	rm -rf docs/api
+	$(PY) -m pdoc -o docs/api $(DOC_MODULES)
+
+typecheck: $(VENV)/.installed-test
+	$(PY) -m mypy
 
 lint: $(VENV)/.installed-test
 	$(PY) -m ruff check .
@@ -34,4 +50,4 @@ bench: $(VENV)/.installed-test
 	OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 $(PY) benchmarks/conv.py
 
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache
+	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache .mypy_cache docs/api

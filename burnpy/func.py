@@ -14,12 +14,14 @@ mode="fwd")``. Tensor arguments outside ``argnums`` are lifted too, untracked; a
 from __future__ import annotations
 
 import functools
+import operator
 from collections.abc import Callable, Sequence
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
 from burnpy.autodiff import Autodiff, ForwardAD, make_dual, unpack_dual
+from burnpy.autodiff.forward.backend import ForwardADBackend
 from burnpy.backend.errors import (
     BackendMismatchError,
     InvalidArgumentError,
@@ -29,6 +31,9 @@ from burnpy.backend.errors import (
     describe,
 )
 from burnpy.tensor import Tensor, stack
+
+if TYPE_CHECKING:
+    from burnpy.backend.base import Backend
 
 Argnums = int | tuple[int, ...]
 JacobianMode = Literal["rev", "fwd"]
@@ -81,8 +86,9 @@ def vjp(f: Callable[..., Any], *primals: Tensor, has_aux: bool = False) -> tuple
     outputs, is_tuple = _outputs("vjp", out)
 
     def vjp_fn(cotangents: Tensor | Sequence[Tensor]) -> tuple[Tensor, ...]:
-        cts = list(cotangents) if is_tuple else [cotangents]
-        if len(cts) != len(outputs) or not all(isinstance(c, Tensor) for c in cts):
+        given = list(cotangents) if is_tuple else [cotangents]
+        cts = [c for c in given if isinstance(c, Tensor)]
+        if len(cts) != len(outputs) or len(cts) != len(given):
             raise InvalidArgumentError(
                 f"vjp_fn: expected {_count(len(outputs), 'cotangent Tensor')} matching f's "
                 f"output{'s' if is_tuple else ''}, got {cotangents!r}")
@@ -155,12 +161,12 @@ def hvp(f: Callable[..., Any], primals: Sequence[Tensor], tangents: Sequence[Ten
         zeros = tuple(primals[i].zeros_like() for i in positions)
         return zeros if as_tuple else zeros[0]
 
+    moving_tangents = [t for t in tangents if t is not None]
+
     def directional(*args: Any) -> Tensor:
-        total = None
-        for g, i in zip(grad(f, moving)(*args), moving, strict=True):
-            term = (g * Tensor.from_inner(tangents[i], backend=g.backend)).sum()
-            total = term if total is None else total + term
-        return total
+        terms = [(g * Tensor.from_inner(t, backend=g.backend)).sum()
+                 for g, t in zip(grad(f, moving)(*args), moving_tangents, strict=True)]
+        return functools.reduce(operator.add, terms)
 
     return grad(directional, argnums)(*primals)
 
@@ -250,10 +256,11 @@ def _jacobian_fwd(f: Callable[..., Any], positions: tuple[int, ...], has_aux: bo
     is_tuple = False
     aux = None
 
-    def run(lifted: list[Any]) -> None:
-        nonlocal outputs, is_tuple, aux
+    def run(lifted: list[Any]) -> list[Tensor]:
+        nonlocal is_tuple, aux
         out, aux = _split_aux("jacobian", _call("jacobian", f, lifted, fad, base), has_aux)
-        outputs, is_tuple = _outputs("jacobian", out)
+        outs, is_tuple = _outputs("jacobian", out)
+        return outs
 
     for p in positions:
         x = args[p]
@@ -261,12 +268,12 @@ def _jacobian_fwd(f: Callable[..., Any], positions: tuple[int, ...], has_aux: bo
         for seed in _one_hots(x.shape, x.dtype, base, x.device):
             lifted = list(plain)
             lifted[p] = make_dual(x, seed)
-            run(lifted)
-            columns[p].append([_tangent_or_zeros(o, fad) for o in outputs])  # type: ignore[union-attr]
+            outputs = run(lifted)
+            columns[p].append([_tangent_or_zeros(o, fad) for o in outputs])
     if outputs is None:  # every differentiated argument is empty: only the shapes are needed
-        run(plain)
+        outputs = run(plain)
     blocks = []
-    for k, o in enumerate(outputs):  # type: ignore[arg-type]
+    for k, o in enumerate(outputs):
         blocks.append([_assemble([col[k] for col in columns[p]], o.ndim, o.shape, args[p],
                                  bool(columns[p])) for p in positions])
     return blocks, is_tuple, _unlift(aux, fad)
@@ -283,7 +290,7 @@ def _assemble(parts: list[Tensor], dim: int, out_shape: tuple[int, ...], arg: Te
     return stack(parts, dim).reshape(shape)
 
 
-def _one_hots(shape: tuple[int, ...], dtype: Any, backend: type, device: Any) -> Any:
+def _one_hots(shape: tuple[int, ...], dtype: Any, backend: type[Backend], device: Any) -> Any:
     """Tensors of ``shape`` on ``backend`` holding a single one, at each element in turn."""
     n = int(np.prod(shape, dtype=np.int64))
     for k in range(n):
@@ -319,7 +326,7 @@ def _value_and_grad(op: str, f: Callable[..., Any], argnums: Argnums, has_aux: b
 def _positions(op: str, argnums: Argnums, nargs: int) -> tuple[tuple[int, ...], bool]:
     """``argnums`` as non-negative positions, and whether it was a tuple."""
     as_tuple = isinstance(argnums, tuple)
-    items = argnums if as_tuple else (argnums,)
+    items = argnums if isinstance(argnums, tuple) else (argnums,)
     if not items:
         raise InvalidArgumentError(f"{op}: argnums must name at least one argument")
     positions = []
@@ -336,9 +343,9 @@ def _positions(op: str, argnums: Argnums, nargs: int) -> tuple[tuple[int, ...], 
     return tuple(positions), as_tuple
 
 
-def _common_backend(op: str, args: Sequence[Any], positions: Sequence[int]) -> type:
+def _common_backend(op: str, args: Sequence[Any], positions: Sequence[int]) -> type[Backend]:
     """The backend of the differentiated arguments, which must be float Tensors on one."""
-    backend = None
+    backend: type[Backend] | None = None
     for i in positions:
         a = args[i]
         if not isinstance(a, Tensor):
@@ -352,10 +359,11 @@ def _common_backend(op: str, args: Sequence[Any], positions: Sequence[int]) -> t
         elif a.backend is not backend:
             raise BackendMismatchError(f"{op}: the differentiated arguments are on different "
                                        f"backends ({backend.name()} and {a.backend.name()})")
-    return backend  # type: ignore[return-value]
+    assert backend is not None, "_positions gives at least one position"
+    return backend
 
 
-def _lift(op: str, args: Sequence[Any], target: type, base: type) -> list[Any]:
+def _lift(op: str, args: Sequence[Any], target: type[Backend], base: type[Backend]) -> list[Any]:
     """Every Tensor argument (all on ``base``) lifted onto ``target``, untracked; other
     arguments as they are."""
     lifted = []
@@ -373,7 +381,8 @@ def _lift(op: str, args: Sequence[Any], target: type, base: type) -> list[Any]:
 _HINT = "inside burnpy.func"
 
 
-def _call(op: str, f: Callable[..., Any], args: list[Any], target: type, base: type) -> Any:
+def _call(op: str, f: Callable[..., Any], args: list[Any], target: type[Backend],
+          base: type[Backend]) -> Any:
     """``f(*args)``, naming the usual cause of a backend mismatch (once, however deeply the
     transforms nest): a tensor ``f`` closes over."""
     try:
@@ -431,7 +440,7 @@ def _check_pairs(op: str, primals: Sequence[Tensor], tangents: Sequence[Tensor |
 
 
 def _lift_duals(op: str, primals: tuple[Tensor, ...], tangents: tuple[Tensor | None, ...]
-                ) -> tuple[list[Any], type, type]:
+                ) -> tuple[list[Any], type[Backend], type[Backend]]:
     """``(lifted, ForwardAD(X), X)``: the (checked) primals on ``ForwardAD(X)``, each with its
     tangent (untangented where it is None)."""
     moving = tuple(i for i, t in enumerate(tangents) if t is not None)
@@ -446,10 +455,12 @@ def _lift_duals(op: str, primals: tuple[Tensor, ...], tangents: tuple[Tensor | N
 def _tangent_only(out: Tensor, like: Tensor) -> Tensor:
     """The tangent of a tensor of ``ForwardAD(X)`` as a tensor of X (zeros shaped as ``like``
     when it has none), without reading its primal."""
+    fad = out.backend
+    assert issubclass(fad, ForwardADBackend), fad
     tangent = out.primitive.tangent
     if tangent is None:
         return like.zeros_like()
-    return Tensor(out.backend.InnerBackend, tangent, "float")
+    return Tensor(fad.InnerBackend, tangent, "float")
 
 
 def _grad_or_zeros(leaf: Tensor, grads: Any, like: Tensor) -> Tensor:
@@ -458,7 +469,7 @@ def _grad_or_zeros(leaf: Tensor, grads: Any, like: Tensor) -> Tensor:
     return like.zeros_like() if g is None else g
 
 
-def _tangent_or_zeros(out: Tensor, fad: type) -> Tensor:
+def _tangent_or_zeros(out: Tensor, fad: type[Backend]) -> Tensor:
     """The tangent of one output of a forward pass (zeros when it has none)."""
     if out.backend is not fad:
         return out.zeros_like()
@@ -466,7 +477,7 @@ def _tangent_or_zeros(out: Tensor, fad: type) -> Tensor:
     return value.zeros_like() if tangent is None else tangent
 
 
-def _unlift(obj: Any, target: type) -> Any:
+def _unlift(obj: Any, target: type[Backend]) -> Any:
     """Tensors of ``target`` (in tuples, lists and dicts too) back on its inner backend."""
     if isinstance(obj, Tensor):
         return obj.inner() if obj.backend is target else obj

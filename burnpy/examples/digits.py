@@ -19,6 +19,7 @@ import numpy as np
 
 import burnpy.nn as nn
 from burnpy.autodiff import Autodiff, BalancedCheckpointing, NoCheckpointing
+from burnpy.backend.errors import InvalidArgumentError
 from burnpy.data import ArrayDataset, DataLoader
 from burnpy.optim import Adam, CosineAnnealingLR
 from burnpy.quantization import QuantScheme
@@ -75,8 +76,15 @@ class Splits:
 
 
 def digits_splits(seed: int, limit: int | None = None) -> Splits:
-    """Images scaled to [0, 1] as ``[n, 1, 8, 8]`` float32: 20% test, 10% of the rest valid."""
-    from sklearn.datasets import load_digits
+    """Images scaled to [0, 1] as ``[n, 1, 8, 8]`` float32: 20% test, 10% of the rest valid.
+
+    The data set comes with scikit-learn, which only this demo needs (the ``examples`` extra).
+    """
+    try:
+        from sklearn.datasets import load_digits
+    except ImportError as exc:
+        raise SystemExit("the digits demo needs scikit-learn for its data set: "
+                         "pip install 'burnpy[examples]'") from exc
 
     digits = load_digits()
     images = (digits.images / 16.0).astype(np.float32)[:, None, :, :]
@@ -93,6 +101,8 @@ def test_accuracy(model: nn.Module, test: DataLoader) -> float:
     """Top-1 accuracy of an inference model (on a plain backend) over ``test``."""
     metric = Accuracy()
     backend = model.backend
+    if backend is None:
+        raise InvalidArgumentError("test_accuracy: the model has no tensors")
     for images, labels in test:
         metric.update(model(images.to_backend(backend)), labels.to_backend(backend))
     return metric.value()
@@ -141,9 +151,10 @@ def main(argv: list[str] | None = None) -> int:
     accuracy = test_accuracy(model.valid(), test)
     print(f"test accuracy: {accuracy * 100:.2f}%")
     model_path = model.save(args.out / "digits-cnn.safetensors")
-    reloaded = DigitsCNN(backend=load_backend("cpu")).load(model_path).eval()
+    cpu = load_backend("cpu")
+    reloaded = DigitsCNN(backend=cpu).load(model_path).eval()
     reloaded_accuracy = test_accuracy(reloaded, test)
-    print(f"reloaded {model_path} on {reloaded.backend.name()}: test accuracy "
+    print(f"reloaded {model_path} on {cpu.name()}: test accuracy "
           f"{reloaded_accuracy * 100:.2f}%")
     if reloaded_accuracy != accuracy:
         print("error: the reloaded model disagrees with the trained one", file=sys.stderr)

@@ -7,7 +7,10 @@ from burnpy.tensor import Tensor
 
 
 class ReLU(Module):
+    """Rectified linear unit: ``max(x, 0)``."""
+
     def forward(self, x: Tensor) -> Tensor:
+        """max(x, 0) elementwise; any shape."""
         return x.relu()
 
 
@@ -18,6 +21,7 @@ class GELU(Module):
         self.approximate = approximate
 
     def forward(self, x: Tensor) -> Tensor:
+        """``x`` of any shape, activated elementwise."""
         return x.gelu(self.approximate)
 
     def extra_repr(self) -> str:
@@ -25,25 +29,37 @@ class GELU(Module):
 
 
 class Sigmoid(Module):
+    """The logistic function ``1 / (1 + exp(-x))``."""
+
     def forward(self, x: Tensor) -> Tensor:
+        """1 / (1 + exp(-x)) elementwise; any shape."""
         return x.sigmoid()
 
 
 class Tanh(Module):
+    """The hyperbolic tangent."""
+
     def forward(self, x: Tensor) -> Tensor:
+        """tanh(x) elementwise; any shape."""
         return x.tanh()
 
 
 class SiLU(Module):
+    """Sigmoid-weighted linear unit (swish): ``x * sigmoid(x)``."""
+
     def forward(self, x: Tensor) -> Tensor:
+        """x * sigmoid(x) elementwise; any shape."""
         return x.silu()
 
 
 class LeakyReLU(Module):
+    """``x`` for x >= 0, ``negative_slope * x`` below."""
+
     def __init__(self, negative_slope: float = 0.01) -> None:
         self.negative_slope = negative_slope
 
     def forward(self, x: Tensor) -> Tensor:
+        """x where x >= 0, else ``negative_slope * x``; any shape."""
         return x.leaky_relu(self.negative_slope)
 
     def extra_repr(self) -> str:
@@ -51,10 +67,13 @@ class LeakyReLU(Module):
 
 
 class Softplus(Module):
+    """A smooth ReLU: ``log(1 + exp(beta * x)) / beta``."""
+
     def __init__(self, beta: float = 1.0) -> None:
         self.beta = beta
 
     def forward(self, x: Tensor) -> Tensor:
+        """log(1 + exp(beta * x)) / beta elementwise; any shape."""
         return x.softplus(self.beta)
 
 
@@ -62,14 +81,18 @@ class Hardsigmoid(Module):
     """clamp(x / 6 + 1/2, 0, 1)."""
 
     def forward(self, x: Tensor) -> Tensor:
+        """``x`` of any shape, activated elementwise."""
         return x.hard_sigmoid(1 / 6, 0.5)
 
 
 class Softmax(Module):
+    """Softmax along ``dim`` (default: the last)."""
+
     def __init__(self, dim: int = -1) -> None:
         self.dim = dim
 
     def forward(self, x: Tensor) -> Tensor:
+        """Probabilities along ``dim`` (summing to 1); any shape."""
         return x.softmax(self.dim)
 
     def extra_repr(self) -> str:
@@ -77,12 +100,18 @@ class Softmax(Module):
 
 
 class LogSoftmax(Softmax):
+    """Log-softmax along ``dim`` (default: the last), for NLL losses."""
+
     def forward(self, x: Tensor) -> Tensor:
+        """log(softmax(x)) along ``dim``, computed stably; any shape."""
         return x.log_softmax(self.dim)
 
 
 class Identity(Module):
+    """Returns its input: a placeholder layer."""
+
     def forward(self, x: Tensor) -> Tensor:
+        """``x`` itself."""
         return x
 
 
@@ -93,6 +122,7 @@ class Flatten(Module):
         self.start_dim, self.end_dim = start_dim, end_dim
 
     def forward(self, x: Tensor) -> Tensor:
+        """``x`` with dims ``start_dim..end_dim`` merged into one."""
         return x.flatten(self.start_dim, self.end_dim)
 
     def extra_repr(self) -> str:

@@ -42,7 +42,7 @@ class MultiHeadAttention(Module):
         self.head_dim = embed_dim // num_heads
         self.kdim = embed_dim if kdim is None else kdim
         self.vdim = embed_dim if vdim is None else vdim
-        kw = {"backend": backend, "device": device, "dtype": dtype}
+        kw = init.Placement(backend=backend, device=device, dtype=dtype)
         if self.kdim == embed_dim and self.vdim == embed_dim:
             self.in_proj_weight = init.xavier_uniform((3 * embed_dim, embed_dim), **kw)
         else:

@@ -17,6 +17,7 @@ class Sequential(Module):
             self.append(m)
 
     def append(self, module: Module) -> Sequential:
+        """Add ``module`` as the last layer (named by its position); returns self."""
         if not isinstance(module, Module):
             raise KindError(f"Sequential: expected a Module, got {type(module).__name__}")
         setattr(self, str(len(self)), module)
@@ -39,6 +40,7 @@ class Sequential(Module):
         return layers[index]
 
     def forward(self, x: Any) -> Any:
+        """``x`` through every layer in order."""
         for layer in self._layers():
             x = layer(x)
         return x

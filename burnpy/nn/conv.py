@@ -58,7 +58,7 @@ class _ConvNd(Module):
         else:
             shape = (out_channels, in_channels // groups) + self.kernel_size
         fan_in = shape[1] * math.prod(self.kernel_size)
-        kw = {"backend": backend, "device": device, "dtype": dtype}
+        kw = init.Placement(backend=backend, device=device, dtype=dtype)
         self.weight = init.fan_in_uniform(shape, fan_in, **kw)
         self.bias = init.fan_in_uniform((out_channels,), fan_in, **kw) if bias else None
 

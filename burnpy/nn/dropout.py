@@ -33,6 +33,8 @@ class Dropout(Module):
         self.p = p
 
     def forward(self, x: Tensor) -> Tensor:
+        """``x`` (any shape) with dropped elements zeroed and the rest scaled by ``1/(1-p)``;
+        ``x`` itself in eval mode."""
         return dropout(x, self.p, self.training)
 
     def extra_repr(self) -> str:

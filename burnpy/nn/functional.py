@@ -37,6 +37,16 @@ from burnpy.tensor._core import BOOL, FLOAT, INT, QUANTIZED, check_same_backend,
 
 IntOrTuple = int | Sequence[int]
 
+__all__ = [
+    "IntOrTuple", "adaptive_avg_pool1d", "adaptive_avg_pool2d", "attention", "avg_pool1d",
+    "avg_pool2d", "batch_norm", "batch_norm_train", "binary_cross_entropy_with_logits", "conv1d",
+    "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d",
+    "cross_entropy", "dropout", "embedding", "gelu", "hardsigmoid", "huber_loss", "interpolate",
+    "l1_loss", "layer_norm", "leaky_relu", "linear", "log_sigmoid", "log_softmax", "logsigmoid",
+    "max_pool1d", "max_pool2d", "mse_loss", "nll_loss", "relu", "scaled_dot_product_attention",
+    "sigmoid", "silu", "softmax", "softplus", "tanh",
+]
+
 
 def _tuple(op: str, name: str, value: IntOrTuple, n: int, minimum: int) -> tuple[int, ...]:
     out = (value,) * n if isinstance(value, int) else tuple(value)
@@ -338,13 +348,10 @@ def batch_norm(x: Tensor, running_mean: Tensor | None = None,
     and ``running_var`` are updated in place (the variance unbiased, weighted by
     ``momentum``); otherwise the running statistics are used."""
     op = "batch_norm"
-    if running_mean is None or running_var is None:
-        if not training:
+    if not training:
+        if running_mean is None or running_var is None:
             raise InvalidArgumentError(f"{op}: running_mean and running_var are required "
                                        f"when training=False")
-    elif training and not 0.0 <= momentum <= 1.0:
-        raise InvalidArgumentError(f"{op}: momentum must be in [0, 1], got {momentum}")
-    if not training:
         _check_batch_norm(op, x, running_mean, running_var, weight, bias)
         c = x.shape[1]
         shape = (1, c) + (1,) * (x.ndim - 2)
@@ -355,6 +362,8 @@ def batch_norm(x: Tensor, running_mean: Tensor | None = None,
         if bias is not None:
             shift = shift + bias
         return x * scale.reshape(shape) + shift.reshape(shape)
+    if running_mean is not None and running_var is not None and not 0.0 <= momentum <= 1.0:
+        raise InvalidArgumentError(f"{op}: momentum must be in [0, 1], got {momentum}")
     y, mean, var = batch_norm_train(x, weight, bias, eps, running_mean, running_var)
     if running_mean is not None and running_var is not None:
         count = x.numel() // x.shape[1]
@@ -458,18 +467,22 @@ attention = scaled_dot_product_attention
 
 
 def relu(x: Tensor) -> Tensor:
+    """max(x, 0) elementwise, any shape."""
     return x.relu()
 
 
 def gelu(x: Tensor, approximate: str = "none") -> Tensor:
+    """x * Phi(x) elementwise (``approximate="tanh"``: the tanh approximation), any shape."""
     return x.gelu(approximate)
 
 
 def sigmoid(x: Tensor) -> Tensor:
+    """1 / (1 + exp(-x)) elementwise, any shape."""
     return x.sigmoid()
 
 
 def log_sigmoid(x: Tensor) -> Tensor:
+    """log(sigmoid(x)) elementwise, computed without overflow for large |x|."""
     return x.log_sigmoid()
 
 
@@ -477,18 +490,22 @@ logsigmoid = log_sigmoid
 
 
 def silu(x: Tensor) -> Tensor:
+    """x * sigmoid(x) elementwise (swish), any shape."""
     return x.silu()
 
 
 def tanh(x: Tensor) -> Tensor:
+    """The hyperbolic tangent elementwise, any shape."""
     return x.tanh()
 
 
 def softplus(x: Tensor, beta: float = 1.0) -> Tensor:
+    """log(1 + exp(beta * x)) / beta elementwise, any shape."""
     return x.softplus(beta)
 
 
 def leaky_relu(x: Tensor, negative_slope: float = 0.01) -> Tensor:
+    """x where x >= 0, else ``negative_slope * x``; any shape."""
     return x.leaky_relu(negative_slope)
 
 
@@ -498,8 +515,10 @@ def hardsigmoid(x: Tensor) -> Tensor:
 
 
 def softmax(x: Tensor, dim: int) -> Tensor:
+    """exp(x) normalized to sum 1 along ``dim`` (max-subtracted for stability)."""
     return x.softmax(dim)
 
 
 def log_softmax(x: Tensor, dim: int) -> Tensor:
+    """log(softmax(x, dim)), computed stably along ``dim``."""
     return x.log_softmax(dim)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, TypedDict
 
 from burnpy.backend.device import Device
 from burnpy.backend.distribution import Distribution
@@ -21,6 +21,15 @@ if TYPE_CHECKING:
     from burnpy.backend.base import Backend
 
 FanMode = Literal["fan_in", "fan_out"]
+
+
+class Placement(TypedDict):
+    """The ``backend``/``device``/``dtype`` keywords of the initializers and layers, as one
+    value a layer passes on to its parameters and sub-layers (``**placement``)."""
+
+    backend: type[Backend] | None
+    device: Device | None
+    dtype: DTypeLike | None
 
 
 def calculate_fans(shape: Sequence[int]) -> tuple[int, int]:

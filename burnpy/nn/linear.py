@@ -26,7 +26,7 @@ class Linear(Module):
                  backend: type[Backend] | None = None, device: Device | None = None,
                  dtype: DTypeLike | None = None) -> None:
         self.in_features, self.out_features = in_features, out_features
-        kw = {"backend": backend, "device": device, "dtype": dtype}
+        kw = init.Placement(backend=backend, device=device, dtype=dtype)
         self.weight = init.fan_in_uniform((out_features, in_features), in_features, **kw)
         self.bias = init.fan_in_uniform((out_features,), in_features, **kw) if bias else None
 

@@ -14,10 +14,11 @@ import copy
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
+from burnpy import record
 from burnpy.backend.data import TensorData
 from burnpy.backend.device import Device
 from burnpy.backend.dtype import DType, DTypeLike
@@ -50,7 +51,7 @@ class ParamSlot:
     def assign(self, value: Tensor) -> None:
         """Put ``value`` in every holder, bypassing ``Module.__setattr__`` (no re-tracking)."""
         for holder, key in self.holders:
-            if isinstance(holder, Module):
+            if isinstance(holder, Module) and isinstance(key, str):
                 holder.__dict__[key] = value
             else:
                 holder[key] = value
@@ -68,6 +69,8 @@ class Module:
     """Base class of layers: subclass, assign tensors and sub-modules in ``__init__``, and
     write ``forward``. ``module(x)`` calls ``forward``."""
 
+    #: What a record of a module holds (``burnpy.record.Stateful``).
+    record_kind: ClassVar[str] = "module"
     training: bool = True
     _buffer_names: frozenset[str] = frozenset()
 
@@ -106,6 +109,7 @@ class Module:
                         yield f"{name}.{key}", item
 
     def children(self) -> Iterator[Module]:
+        """Direct sub-modules (``named_children`` without the names)."""
         for _, child in self.named_children():
             yield child
 
@@ -116,6 +120,7 @@ class Module:
             yield from child.named_modules(f"{prefix}.{name}" if prefix else name)
 
     def modules(self) -> Iterator[Module]:
+        """This module and every descendant, depth first."""
         for _, m in self.named_modules():
             yield m
 
@@ -160,6 +165,7 @@ class Module:
                 yield slot.name, slot.tensor
 
     def parameters(self) -> list[Tensor]:
+        """Every trainable tensor, in ``named_parameters`` order (what optimizers step)."""
         return [t for _, t in self.named_parameters()]
 
     def named_buffers(self) -> Iterator[tuple[str, Tensor]]:
@@ -169,6 +175,7 @@ class Module:
                 yield slot.name, slot.tensor
 
     def buffers(self) -> list[Tensor]:
+        """Every buffer (saved, moved, untrained), in ``named_buffers`` order."""
         return [t for _, t in self.named_buffers()]
 
     def num_params(self) -> int:
@@ -184,6 +191,7 @@ class Module:
 
     @property
     def device(self) -> Device | None:
+        """The device of the module's tensors (None for a module without any)."""
         for _, t, _, _, _ in self._walk():
             return t.device
         return None
@@ -322,14 +330,10 @@ class Module:
 
     def save(self, path: str | Path) -> Path:
         """Write the module's record to ``path`` (see ``burnpy.record.save``)."""
-        from burnpy import record
-
         return record.save(self, path)
 
     def load(self, path: str | Path) -> Module:
         """Load the record at ``path`` into this module (see ``burnpy.record.load``)."""
-        from burnpy import record
-
         return record.load(self, path)
 
     # ---- printing ----------------------------------------------------------------------------

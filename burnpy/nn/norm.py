@@ -27,6 +27,10 @@ class _BatchNorm(Module):
     """Normalizes each channel (dim 1) over the batch and spatial dims."""
 
     _ranks: tuple[int, ...] = (4,)
+    # Buffers, present with ``track_running_stats``.
+    running_mean: Tensor
+    running_var: Tensor
+    num_batches_tracked: Tensor
 
     def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1,
                  affine: bool = True, track_running_stats: bool = True, *,
@@ -34,7 +38,7 @@ class _BatchNorm(Module):
                  dtype: DTypeLike | None = None) -> None:
         self.num_features, self.eps, self.momentum = num_features, eps, momentum
         self.affine, self.track_running_stats = affine, track_running_stats
-        kw = {"backend": backend, "device": device, "dtype": dtype}
+        kw = init.Placement(backend=backend, device=device, dtype=dtype)
         self.weight = init.ones((num_features,), **kw) if affine else None
         self.bias = init.zeros((num_features,), **kw) if affine else None
         if track_running_stats:
@@ -105,12 +109,13 @@ class LayerNorm(Module):
                  dtype: DTypeLike | None = None) -> None:
         self.normalized_shape = _shape_tuple(normalized_shape)
         self.eps, self.elementwise_affine = eps, elementwise_affine
-        kw = {"backend": backend, "device": device, "dtype": dtype}
+        kw = init.Placement(backend=backend, device=device, dtype=dtype)
         self.weight = init.ones(self.normalized_shape, **kw) if elementwise_affine else None
         self.bias = (init.zeros(self.normalized_shape, **kw)
                      if elementwise_affine and bias else None)
 
     def forward(self, x: Tensor) -> Tensor:
+        """``x [*, *normalized_shape]`` normalized over its trailing dims; same shape."""
         _check_trailing("LayerNorm", x, self.normalized_shape)
         return F.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)
 
@@ -130,11 +135,12 @@ class GroupNorm(Module):
                                        f"divisible by num_groups={num_groups}")
         self.num_groups, self.num_channels, self.eps, self.affine = (
             num_groups, num_channels, eps, affine)
-        kw = {"backend": backend, "device": device, "dtype": dtype}
+        kw = init.Placement(backend=backend, device=device, dtype=dtype)
         self.weight = init.ones((num_channels,), **kw) if affine else None
         self.bias = init.zeros((num_channels,), **kw) if affine else None
 
     def forward(self, x: Tensor) -> Tensor:
+        """``x [batch, channels, *]`` normalized per sample and group; same shape."""
         if x.ndim < 2 or x.shape[1] != self.num_channels:
             raise ShapeError(f"GroupNorm({self.num_groups}, {self.num_channels}): expected "
                              f"[batch, {self.num_channels}, *], got {describe(x.shape)}")
@@ -143,7 +149,7 @@ class GroupNorm(Module):
         centered = grouped - grouped.mean(2, keepdim=True)
         y = centered * (centered.square().mean(2, keepdim=True) + self.eps).rsqrt()
         y = y.reshape(x.shape)
-        if self.affine:
+        if self.weight is not None and self.bias is not None:  # affine
             shape = (1, self.num_channels) + (1,) * (x.ndim - 2)
             y = y * self.weight.reshape(shape) + self.bias.reshape(shape)
         return y
@@ -167,6 +173,7 @@ class RMSNorm(Module):
                                  dtype=dtype) if elementwise_affine else None)
 
     def forward(self, x: Tensor) -> Tensor:
+        """``x [*, *normalized_shape]`` scaled by its trailing dims' RMS; same shape."""
         dims = _check_trailing("RMSNorm", x, self.normalized_shape)
         eps = self.eps if self.eps is not None else float(ml_dtypes.finfo(x.dtype.numpy).eps)
         y = x * (x.square().mean(dims, keepdim=True) + eps).rsqrt()

@@ -19,6 +19,7 @@ class MaxPool1d(Module):
         self.dilation, self.ceil_mode = dilation, ceil_mode
 
     def forward(self, x: Tensor) -> Tensor:
+        """``[batch, channels, length]`` -> the windows' maxima."""
         return F.max_pool1d(x, self.kernel_size, self.stride, self.padding, self.dilation,
                             self.ceil_mode)
 
@@ -31,6 +32,7 @@ class MaxPool2d(MaxPool1d):
     """2-d max pool."""
 
     def forward(self, x: Tensor) -> Tensor:
+        """``[batch, channels, h, w]`` -> the windows' maxima."""
         return F.max_pool2d(x, self.kernel_size, self.stride, self.padding, self.dilation,
                             self.ceil_mode)
 
@@ -45,6 +47,7 @@ class AvgPool1d(Module):
         self.ceil_mode, self.count_include_pad = ceil_mode, count_include_pad
 
     def forward(self, x: Tensor) -> Tensor:
+        """``[batch, channels, length]`` -> the windows' means."""
         return F.avg_pool1d(x, self.kernel_size, self.stride, self.padding, self.ceil_mode,
                             self.count_include_pad)
 
@@ -57,6 +60,7 @@ class AvgPool2d(AvgPool1d):
     """2-d average pool."""
 
     def forward(self, x: Tensor) -> Tensor:
+        """``[batch, channels, h, w]`` -> the windows' means."""
         return F.avg_pool2d(x, self.kernel_size, self.stride, self.padding, self.ceil_mode,
                             self.count_include_pad)
 
@@ -68,6 +72,7 @@ class AdaptiveAvgPool1d(Module):
         self.output_size = output_size
 
     def forward(self, x: Tensor) -> Tensor:
+        """``[batch, channels, length]`` -> ``[batch, channels, output_size]``."""
         return F.adaptive_avg_pool1d(x, self.output_size)
 
     def extra_repr(self) -> str:
@@ -78,4 +83,5 @@ class AdaptiveAvgPool2d(AdaptiveAvgPool1d):
     """2-d adaptive average pool."""
 
     def forward(self, x: Tensor) -> Tensor:
+        """``[batch, channels, h, w]`` -> ``[batch, channels, *output_size]``."""
         return F.adaptive_avg_pool2d(x, self.output_size)

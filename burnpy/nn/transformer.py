@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from burnpy.backend.device import Device
 from burnpy.backend.dtype import DTypeLike
 from burnpy.backend.errors import InvalidArgumentError
+from burnpy.nn import init
 from burnpy.nn.attention import MultiHeadAttention
 from burnpy.nn.dropout import Dropout
 from burnpy.nn.linear import Linear
@@ -42,7 +43,7 @@ class TransformerEncoderLayer(Module):
                                            f"{sorted(_ACTIVATIONS)} or a callable, got "
                                            f"{activation!r}")
             activation = _ACTIVATIONS[activation]
-        kw = {"backend": backend, "device": device, "dtype": dtype}
+        kw = init.Placement(backend=backend, device=device, dtype=dtype)
         self.self_attn = MultiHeadAttention(d_model, nhead, dropout, bias, **kw)
         self.linear1 = Linear(d_model, dim_feedforward, bias, **kw)
         self.dropout = Dropout(dropout)

@@ -11,13 +11,16 @@ from __future__ import annotations
 import math
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 from burnpy.backend.errors import InvalidArgumentError
 
 
 class LrScheduler(ABC):
     """A learning rate per step: ``step()`` returns the current one and advances."""
+
+    #: What a record of a scheduler holds (``burnpy.record.Stateful``).
+    record_kind: ClassVar[str] = "scheduler"
 
     def __init__(self) -> None:
         self.last_step = 0
@@ -32,14 +35,17 @@ class LrScheduler(ABC):
         return self.lr_at(self.last_step)
 
     def step(self) -> float:
+        """The current learning rate; advances to the next step."""
         lr = self.lr_at(self.last_step)
         self.last_step += 1
         return lr
 
     def state_dict(self) -> dict[str, Any]:
+        """``{"type", "last_step"}``: the step count is the whole state."""
         return {"type": type(self).__name__, "last_step": self.last_step}
 
     def load_state_dict(self, state: Mapping[str, Any]) -> LrScheduler:
+        """Continue from the step count of a ``state_dict`` of the same scheduler type."""
         if state.get("type") != type(self).__name__:
             raise InvalidArgumentError(f"load_state_dict: the state is for {state.get('type')}, "
                                        f"not {type(self).__name__}")

@@ -18,8 +18,10 @@ import math
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
+from burnpy.autodiff.backend import AutodiffBackend
+from burnpy.backend.data import TensorData
 from burnpy.backend.errors import (
     AutodiffError,
     BackendMismatchError,
@@ -50,6 +52,8 @@ class GradientClipping:
 
     @staticmethod
     def norm(max_norm: float, norm_type: float = 2.0) -> GradientClipping:
+        """Scale all gradients together so their global ``norm_type``-norm is at most
+        ``max_norm``."""
         if max_norm <= 0:
             raise InvalidArgumentError(f"GradientClipping.norm: max_norm must be > 0, got "
                                        f"{max_norm}")
@@ -57,12 +61,14 @@ class GradientClipping:
 
     @staticmethod
     def value(clip_value: float) -> GradientClipping:
+        """Clamp every gradient element to ``[-clip_value, clip_value]``."""
         if clip_value <= 0:
             raise InvalidArgumentError(f"GradientClipping.value: clip_value must be > 0, got "
                                        f"{clip_value}")
         return GradientClipping("value", float(clip_value))
 
     def apply(self, grads: list[Tensor]) -> list[Tensor]:
+        """The clipped gradients, in the order given."""
         if self.mode == "norm":
             return clip_norm(grads, self.threshold, self.norm_type)[0]
         return [g.clamp(-self.threshold, self.threshold) for g in grads]
@@ -111,6 +117,12 @@ def _tracked_grads(model: Module, grads: Any, op: str) -> list[tuple[ParamSlot, 
     return out
 
 
+def _autodiff(backend: type[Backend]) -> type[AutodiffBackend]:
+    """``backend`` as the autodiff decorator ``_tracked_grads`` found it to be."""
+    assert issubclass(backend, AutodiffBackend), backend
+    return backend
+
+
 def clip_grad_norm(model: Module, grads: Any, max_norm: float,
                    norm_type: float = 2.0) -> Tensor:
     """Clip ``model``'s gradients in ``grads`` to a global norm (torch.nn.utils.clip_grad_norm_);
@@ -130,6 +142,9 @@ def clip_grad_value(model: Module, grads: Any, clip_value: float) -> None:
 
 class Optimizer(ABC):
     """Base of the optimizers: subclasses define ``update`` for one parameter."""
+
+    #: What a record of an optimizer holds (``burnpy.record.Stateful``).
+    record_kind: ClassVar[str] = "optimizer"
 
     def __init__(self, lr: float, grad_clipping: GradientClipping | None = None) -> None:
         if lr < 0:
@@ -166,13 +181,13 @@ class Optimizer(ABC):
         names, params = [], []
         for slot, _ in pairs:
             param = slot.tensor
+            ad = _autodiff(param.backend)
             steps[slot.name] = steps.get(slot.name, 0) + 1
             names.append(slot.name)
-            params.append(wrap(param.backend.InnerBackend,
-                               param.backend.inner(param.primitive), FLOAT))
+            params.append(wrap(ad.InnerBackend, ad.inner(param.primitive), FLOAT))
         news = self.update_many(names, params, [g for _, g in pairs], rate)
         for (slot, _), new in zip(pairs, news, strict=True):
-            b = slot.tensor.backend
+            b = _autodiff(slot.tensor.backend)
             if new.backend is not b.InnerBackend:
                 raise BackendMismatchError(f"{type(self).__name__}.update: expected a tensor of "
                                            f"{b.InnerBackend.name()}, got one of "
@@ -212,18 +227,24 @@ class Optimizer(ABC):
 
     def load_state_dict(self, state: Mapping[str, Any]) -> Optimizer:
         """Restore steps and buffers saved by ``state_dict`` (the hyperparameters stay this
-        optimizer's own)."""
+        optimizer's own). Buffers may be tensors or host ``TensorData`` (from a record); each
+        moves to its parameter's backend at the next step."""
         kind = state.get("type")
         if kind != type(self).__name__:
             raise OptimizerStateError(f"load_state_dict: the state is for {kind}, not "
                                       f"{type(self).__name__}")
         self.steps = {str(k): int(v) for k, v in state.get("steps", {}).items()}
-        self.state = {str(n): dict(s) for n, s in state.get("state", {}).items()}
+        self.state = {str(n): {str(k): _as_tensor(t) for k, t in s.items()}
+                      for n, s in state.get("state", {}).items()}
         return self
 
     def __repr__(self) -> str:
         args = ", ".join(f"{k}={v}" for k, v in self.hyperparameters().items())
         return f"{type(self).__name__}({args})"
+
+
+def _as_tensor(value: Tensor | TensorData) -> Tensor:
+    return value if isinstance(value, Tensor) else Tensor.from_data(value)
 
 
 def concat_flat(backend: type[Backend], primitives: list[Any]) -> Any:

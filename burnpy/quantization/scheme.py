@@ -142,8 +142,9 @@ class QuantScheme:
         try:
             value = next(v for v in QuantValue if v.label == spec["value"])
             block = spec["block_size"]
-            return QuantScheme(value, QuantLevel(None if block is None else int(block),  # type: ignore[arg-type]
-                                                 bool(spec["two_level"])),
+            if not isinstance(block, int | None):
+                raise TypeError(f"block_size {block!r} is not an int")
+            return QuantScheme(value, QuantLevel(block, bool(spec["two_level"])),
                                QuantStore(spec["store"]), QuantParam(spec["param"]),
                                Calibration(spec["calibration"]), bool(spec.get("propagate")))
         except (KeyError, StopIteration, ValueError, TypeError) as exc:

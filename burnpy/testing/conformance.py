@@ -9,18 +9,23 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pytest
-import torch
 
 from burnpy.backend.base import Backend
 from burnpy.backend.dtype import DType
 from burnpy.backend.errors import BurnpyError, UnsupportedDTypeError
 from burnpy.tensor import Tensor
 from burnpy.testing.cases import CASES, Arg, OpCase
+from burnpy.testing.lazy import LazyModule
 from burnpy.testing.module_cases import MODULE_CASES
+
+if TYPE_CHECKING:
+    import pytest
+    import torch
+else:  # imported when a case runs: registering the cases needs neither
+    pytest, torch = LazyModule("pytest"), LazyModule("torch")
 
 #: (rtol, atol) per float output dtype; int and bool outputs must match exactly.
 TOLERANCES: dict[str, tuple[float, float]] = {

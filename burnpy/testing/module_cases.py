@@ -11,16 +11,21 @@ padding, dilation and group setting.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import torch
-import torch.nn.functional as TF
 
 import burnpy.nn.functional as F
 from burnpy.tensor import Tensor
 from burnpy.testing.cases import Arg, I, OpCase
 from burnpy.testing.cases import F as Flt
+from burnpy.testing.lazy import LazyModule
+
+if TYPE_CHECKING:
+    import torch
+    import torch.nn.functional as TF
+else:  # imported when a case runs: registering the cases does not need torch
+    torch, TF = LazyModule("torch"), LazyModule("torch.nn.functional")
 
 MODULE_CASES: list[OpCase] = []
 
@@ -33,9 +38,9 @@ def _case(name: str, fn: Callable[..., Any], *args: Arg,
 
 def _both(name: str, functional: str, *args: Arg, **kwargs: Any) -> None:
     """A case calling ``functional`` by the same name and arguments in burnpy and torch."""
-    ours, theirs = getattr(F, functional), getattr(TF, functional)
+    ours = getattr(F, functional)
     _case(name, lambda *a: ours(*a, **kwargs), *args,
-          torch_fn=lambda *a: theirs(*a, **kwargs))
+          torch_fn=lambda *a: getattr(TF, functional)(*a, **kwargs))
 
 
 # ---- convolution --------------------------------------------------------------------------------

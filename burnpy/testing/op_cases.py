@@ -9,13 +9,17 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable
-from typing import Any, TypedDict
-
-import torch
-import torch.nn.functional as TF
+from typing import TYPE_CHECKING, Any, TypedDict
 
 import burnpy as bp
 from burnpy.testing.cases import FLOAT_DTYPES, B, F, I, case
+from burnpy.testing.lazy import LazyModule
+
+if TYPE_CHECKING:
+    import torch
+    import torch.nn.functional as TF
+else:  # imported when a case runs: registering the cases does not need torch
+    torch, TF = LazyModule("torch"), LazyModule("torch.nn.functional")
 
 FD = FLOAT_DTYPES
 F64_32 = ("float64", "float32")
@@ -240,12 +244,12 @@ for _name, _op in _CMP.items():
          dtypes=FD, grad=False)
     case(f"{_name}_method", _method(_name, 0.0), F(2, 3), dtypes=F64_32, grad=False)
 case("cmp_empty", operator.lt, F(0, 3), F(3), dtypes=F64_32, grad=False)
-for _burn, _torch in (("equal", torch.eq), ("not_equal", torch.ne), ("greater", torch.gt),
-                      ("greater_equal", torch.ge), ("lower", torch.lt),
-                      ("lower_equal", torch.le)):
+for _burn, _torch in (("equal", "eq"), ("not_equal", "ne"), ("greater", "gt"),
+                      ("greater_equal", "ge"), ("lower", "lt"), ("lower_equal", "le")):
     case(f"{_burn}_burn_name", lambda a, b, n=_burn: getattr(a.floor(), n)(b.floor()),
          F(3, 4, low=-3.0, high=3.0), F(4, low=-3.0, high=3.0),
-         torch_fn=lambda a, b, f=_torch: f(a.floor(), b.floor()), dtypes=F64_32, grad=False)
+         torch_fn=lambda a, b, n=_torch: getattr(a.floor(), n)(b.floor()), dtypes=F64_32,
+         grad=False)
 
 # ---- reductions ------------------------------------------------------------------------------
 for _name in ("sum", "mean"):
@@ -614,9 +618,9 @@ case("mask_where_bcast_value", lambda x, m, v: x.mask_where(m, v), F(3, 4), B(3,
 case("mask_where_bcast_self", lambda x, m, v: x.mask_where(m, v), F(1, 4), B(3, 4), F(3, 4),
      torch_fn=lambda x, m, v: torch.where(m, v, x), dtypes=FD)
 case("where", lambda m, a, b: bp.where(m, a, b), B(2, 3, 4), F(2, 3, 4), F(3, 4),
-     torch_fn=torch.where, dtypes=FD)
+     torch_fn=lambda m, a, b: torch.where(m, a, b), dtypes=FD)
 case("where_noncontig", lambda m, a, b: bp.where(m, a, b), B(3, 4, contiguous=False),
-     F(3, 4, contiguous=False), F(3, 4), torch_fn=torch.where, dtypes=FD)
+     F(3, 4, contiguous=False), F(3, 4), torch_fn=lambda m, a, b: torch.where(m, a, b), dtypes=FD)
 case("masked_fill", lambda x, m: x.masked_fill(m, 0.5), F(3, 4), B(3, 4), dtypes=FD)
 case("masked_fill_bcast", lambda x, m: x.masked_fill(m, -2.0), F(2, 3, 4), B(3, 1),
      dtypes=FD)
@@ -649,32 +653,35 @@ case("matmul_transposed", lambda a, b: a @ b.mT, F(2, 3, 4), F(2, 5, 4), dtypes=
 
 # ---- activations -----------------------------------------------------------------------------
 case("relu_act", lambda x: x.relu(), F(2, 3, 4), dtypes=FD)
-case("leaky_relu", lambda x: x.leaky_relu(), F(3, 4), torch_fn=TF.leaky_relu, dtypes=FD)
+case("leaky_relu", lambda x: x.leaky_relu(), F(3, 4),
+     torch_fn=lambda x: TF.leaky_relu(x), dtypes=FD)
 case("leaky_relu_slope", lambda x: x.leaky_relu(0.2), F(3, 4, contiguous=False),
      torch_fn=lambda x: TF.leaky_relu(x, 0.2), dtypes=FD)
-case("gelu", lambda x: x.gelu(), F(3, 4, low=-4.0, high=4.0), torch_fn=TF.gelu, dtypes=FD)
+case("gelu", lambda x: x.gelu(), F(3, 4, low=-4.0, high=4.0),
+     torch_fn=lambda x: TF.gelu(x), dtypes=FD)
 case("gelu_tanh", lambda x: x.gelu(approximate="tanh"), F(3, 4, low=-4.0, high=4.0),
      torch_fn=lambda x: TF.gelu(x, approximate="tanh"), dtypes=FD)
-case("gelu_tails", lambda x: x.gelu(), F(3, 4, low=-12.0, high=12.0), torch_fn=TF.gelu,
+case("gelu_tails", lambda x: x.gelu(), F(3, 4, low=-12.0, high=12.0), torch_fn=lambda x: TF.gelu(x),
      dtypes=FD)
-case("gelu_noncontig", lambda x: x.gelu(), F(2, 3, 4, contiguous=False), torch_fn=TF.gelu,
-     dtypes=FD)
+case("gelu_noncontig", lambda x: x.gelu(), F(2, 3, 4, contiguous=False),
+     torch_fn=lambda x: TF.gelu(x), dtypes=FD)
 case("sigmoid_large", lambda x: x.sigmoid(), F(3, 4, low=-40.0, high=40.0), dtypes=FD)
 case("log_sigmoid", lambda x: x.log_sigmoid(), F(3, 4, low=-4.0, high=4.0),
-     torch_fn=TF.logsigmoid, dtypes=FD)
+     torch_fn=lambda x: TF.logsigmoid(x), dtypes=FD)
 case("log_sigmoid_large", lambda x: x.log_sigmoid(), F(3, 4, low=-40.0, high=40.0),
-     torch_fn=TF.logsigmoid, dtypes=FD)
-case("silu", lambda x: x.silu(), F(3, 4, low=-4.0, high=4.0), torch_fn=TF.silu, dtypes=FD)
-case("silu_large", lambda x: x.silu(), F(3, 4, low=-30.0, high=30.0), torch_fn=TF.silu,
+     torch_fn=lambda x: TF.logsigmoid(x), dtypes=FD)
+case("silu", lambda x: x.silu(), F(3, 4, low=-4.0, high=4.0),
+     torch_fn=lambda x: TF.silu(x), dtypes=FD)
+case("silu_large", lambda x: x.silu(), F(3, 4, low=-30.0, high=30.0), torch_fn=lambda x: TF.silu(x),
      dtypes=FD)
-case("softplus", lambda x: x.softplus(), F(3, 4, low=-4.0, high=4.0), torch_fn=TF.softplus,
-     dtypes=FD)
+case("softplus", lambda x: x.softplus(), F(3, 4, low=-4.0, high=4.0),
+     torch_fn=lambda x: TF.softplus(x), dtypes=FD)
 case("softplus_beta", lambda x: x.softplus(2.0), F(3, 4, low=-4.0, high=4.0),
      torch_fn=lambda x: TF.softplus(x, beta=2.0), dtypes=FD)
 case("softplus_large", lambda x: x.softplus(), F(3, 4, low=-10.0, high=10.0),
      torch_fn=lambda x: TF.softplus(x, threshold=1000.0), dtypes=FD)
 case("hard_sigmoid", lambda x: x.hard_sigmoid(), F(3, 4, low=-5.0, high=5.0),
-     torch_fn=TF.hardsigmoid, dtypes=FD)
+     torch_fn=lambda x: TF.hardsigmoid(x), dtypes=FD)
 case("hard_sigmoid_params", lambda x: x.hard_sigmoid(0.2, 0.5), F(3, 4, low=-4.0, high=4.0),
      torch_fn=lambda x: (x * 0.2 + 0.5).clamp(0.0, 1.0), dtypes=FD)
 for _dim in (0, 1, -1):
@@ -728,7 +735,7 @@ case("int_floor_div_neg_scalar", lambda a: a // -3, I(3, 4, **_IA),
 case("int_rfloor_div_scalar", lambda b: -7 // b, I(3, 4, **_DIVISOR),
      torch_fn=lambda b: _floor(torch.full_like(b, -7), b), dtypes=INT, grad=False)
 case("int_remainder", operator.mod, I(3, 4, **_IA), I(3, 4, **_DIVISOR),
-     torch_fn=torch.remainder, dtypes=INT, grad=False)
+     torch_fn=lambda a, b: torch.remainder(a, b), dtypes=INT, grad=False)
 case("int_remainder_neg_divisor", lambda a, b: a % -b, I(3, 4, **_IA), I(3, 4, **_DIVISOR),
      torch_fn=lambda a, b: torch.remainder(a, -b), dtypes=INT, grad=False)
 case("int_remainder_scalar", lambda a: a % 4, I(3, 4, **_IA),
@@ -867,12 +874,12 @@ case("bool_setitem", _bool_setter, B(3, 4), B(4), dtypes=BOOL, grad=False)
 case("bool_mask_where", lambda a, m, b: a.mask_where(m, b), B(3, 4), B(3, 4), B(4),
      torch_fn=lambda a, m, b: torch.where(m, b, a), dtypes=BOOL, grad=False)
 case("bool_where", lambda m, a, b: bp.where(m, a, b), B(3, 4), B(3, 4), B(3, 4),
-     torch_fn=torch.where, dtypes=BOOL, grad=False)
+     torch_fn=lambda m, a, b: torch.where(m, a, b), dtypes=BOOL, grad=False)
 case("bool_index_select", lambda a, i: a.index_select(1, i), B(3, 4), I(5, high=4),
      dtypes=BOOL, grad=False)
 case("bool_gather", lambda a, i: a.gather(0, i), B(3, 4), I(2, 4, high=3), dtypes=BOOL,
      grad=False)
-case("argwhere", lambda a: a.argwhere(), B(3, 4), torch_fn=torch.argwhere, dtypes=BOOL,
+case("argwhere", lambda a: a.argwhere(), B(3, 4), torch_fn=lambda x: torch.argwhere(x), dtypes=BOOL,
      grad=False)
 case("nonzero", lambda a: a.nonzero(), B(2, 3, 4),
      torch_fn=lambda a: a.nonzero(as_tuple=True), dtypes=BOOL, grad=False)

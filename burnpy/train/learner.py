@@ -26,8 +26,7 @@ from burnpy.nn.losses import cross_entropy
 from burnpy.nn.module import Module
 from burnpy.optim.lr_scheduler import LrScheduler
 from burnpy.optim.optimizer import Optimizer
-from burnpy.record import from_record, to_record
-from burnpy.record.format import Record, read_record, write_record
+from burnpy.record import Record, from_record, read_record, to_record, write_record
 from burnpy.tensor import Tensor
 from burnpy.train.metrics import Mean, Metric
 from burnpy.train.plot import NOTICE, matplotlib_available, plot_history

@@ -28,6 +28,7 @@ class Metric(ABC):
         """The metric over the batches seen since ``reset`` (NaN before any)."""
 
     def format(self, value: float) -> str:
+        """``value`` as shown in logs: a percentage when ``percent``, else 4 decimals."""
         return f"{value * 100:.2f}%" if self.percent else f"{value:.4f}"
 
 
@@ -64,8 +65,10 @@ class Mean:
         self.count = 0
 
     def add(self, value: float, n: int) -> None:
+        """Account for ``n`` samples whose mean is ``value``."""
         self.total += value * n
         self.count += n
 
     def value(self) -> float:
+        """The mean over the samples added (NaN before any)."""
         return self.total / self.count if self.count else float("nan")
