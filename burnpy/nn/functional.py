@@ -19,6 +19,7 @@ from burnpy.backend.errors import (
 from burnpy.backend.ops.module_ops import (
     ConvOptions,
     ConvTransposeOptions,
+    InterpolateMode,
     conv_output_size,
     conv_transpose_output_size,
     pool_output_size,
@@ -295,7 +296,8 @@ def interpolate(x: Tensor, size: IntOrTuple | None = None,
         out = tuple(int(s * f) for s, f in zip(x.shape[2:], factors, strict=True))
         if any(o < 1 for o in out):
             raise ShapeError(f"{op}: scale_factor {scale_factor} gives an empty output")
-    return new(x.backend, x.backend.interpolate(x.primitive, out, mode, bool(align_corners)),
+    checked: InterpolateMode = "nearest" if mode == "nearest" else "bilinear"
+    return new(x.backend, x.backend.interpolate(x.primitive, out, checked, bool(align_corners)),
                FLOAT)
 
 
