@@ -2,13 +2,17 @@
 
 Layout (all in the safetensors header's ``__metadata__``, string to string):
 
-- ``"format": "burnpy-record"``, ``"version": "1"``, ``"kind"``: what was saved (``"module"``,
+- ``"format": "burnpy-record"``, ``"version": "2"``, ``"kind"``: what was saved (``"module"``,
   ``"optimizer"``, ``"scheduler"``, ``"checkpoint"``...);
 - ``"tensors"``: JSON, one entry per stored tensor: ``{"kind": "float" | "int" | "bool",
   "dtype": "bfloat16", "crc32": 123}``. The entry is where a future tensor kind says how its
   parts are stored (a quantized tensor: ``"kind": "quantized"`` with its scheme), without
   changing files already written;
 - ``"extra"``: JSON for everything that is not a tensor (step counts, hyperparameters...).
+
+Version 2 stores any state dict as a tree (``burnpy.record.state``): an optimizer's buffers
+sit under ``state/<param>/<buffer>`` and a module record keeps no class name. Version-1 files
+(the first release's) are read by moving their entries to those places (``_upgrade_v1``).
 
 Tensors are stored under their own safetensors dtype (``BF16`` included), so other safetensors
 readers open the file too. Writes are atomic (temporary file in the same folder, then
@@ -36,7 +40,7 @@ from burnpy.quantization.scheme import QuantScheme
 from burnpy.tensor import Tensor
 
 FORMAT = "burnpy-record"
-VERSION = 1
+VERSION = 2
 
 # burnpy dtype -> the safetensors header tag it is stored under.
 _TAGS = {
@@ -165,7 +169,24 @@ def decode(payload: bytes, source: str = "record") -> Record:
         raise RecordError(f"{source}: tensors {missing} are listed but not stored")
     tensors = {name: _assemble(name, data, infos, stored, source)
                for name, data in stored.items() if "part_of" not in infos[name]}
-    return Record(meta["kind"], tensors, extra)
+    record = Record(meta["kind"], tensors, extra)
+    return _upgrade_v1(record) if int(meta.get("version", "1")) < 2 else record
+
+
+def _upgrade_v1(record: Record, prefix: str = "") -> Record:
+    """A version-1 record in version 2's layout: a module's extra loses its class name, an
+    optimizer's buffers move under ``state/``; a checkpoint's parts are upgraded in place."""
+    if record.kind == "module":
+        record.extra.pop("type", None)
+    elif record.kind == "optimizer":
+        record.tensors = {(prefix + "state/" + name[len(prefix):]
+                           if name.startswith(prefix) else name): data
+                          for name, data in record.tensors.items()}
+    for part, meta in record.extra.get("parts", {}).items():
+        view = _upgrade_v1(Record(meta["kind"], record.tensors, meta["extra"]),
+                           prefix + part + "/")
+        record.tensors, meta["extra"] = view.tensors, view.extra
+    return record
 
 
 def _assemble(name: str, data: TensorData, infos: dict[str, Any],

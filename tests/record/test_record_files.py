@@ -147,3 +147,40 @@ def test_record_parts_and_unknown_objects() -> None:
         again.part("optimizer")
     with pytest.raises(RecordError, match="cannot record a dict"):
         record.to_record({})  # type: ignore[arg-type]
+
+
+def test_first_release_files_still_load(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Version-1 records (module extra with a class name, optimizer buffers named
+    ``<param>/<buffer>``, and a checkpoint holding both) load into today's objects."""
+    from burnpy.record import format as fmt
+
+    model = nn.Linear(3, 2, backend=AD)
+    opt = optim.Adam(lr=0.01)
+    for _ in range(2):
+        opt.step(model, model(bp.Tensor.ones((4, 3), backend=AD)).square().sum().backward())
+    weights = {n: t.into_data() for n, t in model.state_dict().items()}
+    state = opt.state_dict()
+    buffers = {f"{n}/{k}": t.into_data() for n, b in state["state"].items() for k, t in b.items()}
+    old_module = fmt.Record("module", weights, {"type": "Linear"})
+    old_opt = fmt.Record("optimizer", buffers, {"type": "Adam", "steps": state["steps"],
+                                                "hyperparameters": state["hyperparameters"]})
+    monkeypatch.setattr(fmt, "VERSION", 1)
+    fmt.write_record(tmp_path / "m.safetensors", old_module)
+    fmt.write_record(tmp_path / "o.safetensors", old_opt)
+    fmt.write_record(tmp_path / "c.safetensors", fmt.Record.combine(
+        "checkpoint", {"model": old_module, "optimizer": old_opt}))
+    monkeypatch.undo()
+
+    def check(loaded_model: nn.Linear, loaded_opt: optim.Adam) -> None:
+        _same(model, loaded_model)
+        assert loaded_opt.steps == opt.steps == {"weight": 2, "bias": 2}
+        for name, bufs in opt.state.items():
+            for key, t in bufs.items():
+                np.testing.assert_array_equal(loaded_opt.state[name][key].to_numpy(),
+                                              t.to_numpy())
+
+    check(nn.Linear(3, 2, backend=AD).load(tmp_path / "m.safetensors"),
+          record.load(optim.Adam(lr=0.01), tmp_path / "o.safetensors"))
+    both = fmt.read_record(tmp_path / "c.safetensors")
+    check(record.from_record(nn.Linear(3, 2, backend=AD), both.part("model")),
+          record.from_record(optim.Adam(lr=0.01), both.part("optimizer")))
