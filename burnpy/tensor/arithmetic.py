@@ -51,7 +51,7 @@ class BinarySpec:
         "bool_op",
         "float_op",
         "float_scalar",
-        "int_fast",
+        "int_fast_op",
         "int_op",
         "int_scalar",
         "name",
@@ -71,8 +71,9 @@ class BinarySpec:
         #: The result kinds of float and int operands.
         self.out_float = BOOL if returns_bool else FLOAT
         self.out_int = BOOL if returns_bool else INT
-        #: Whether int operands may skip the general path (it checks division by zero).
-        self.int_fast = int_op is not None and name not in ("floor_div", "remainder")
+        #: ``int_op`` when int operands may skip the general path (which checks division by
+        #: zero), else None.
+        self.int_fast_op = None if name in ("floor_div", "remainder") else int_op
 
 
 def _cmp(name: str, bool_op: str | None = None) -> BinarySpec:

@@ -37,16 +37,16 @@ def check_quantizable(t: Tensor, scheme: QuantScheme, op: str) -> None:
                                    "or inf, which have no quantized value")
 
 
-def dequantized(t: object) -> object:
+def dequantized(t: Tensor) -> Tensor:
     """A float view of a possibly quantized operand (arithmetic's rule: results are float)."""
-    return t.dequantize() if getattr(t, "kind", None) is QUANTIZED else t  # type: ignore[attr-defined]
+    return t.dequantize() if t.kind is QUANTIZED else t
 
 
-def requantized(result: Tensor, *operands: object) -> Tensor:
+def requantized(result: Tensor, *operands: Tensor) -> Tensor:
     """Re-quantize ``result`` when an operand's scheme asks for propagation."""
     for o in operands:
-        if getattr(o, "kind", None) is QUANTIZED and o.scheme.propagate:  # type: ignore[attr-defined]
-            return result.quantize(o.scheme)  # type: ignore[attr-defined]
+        if o.kind is QUANTIZED and o.scheme.propagate:
+            return result.quantize(o.scheme)
     return result
 
 

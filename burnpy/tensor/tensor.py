@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, TypeGuard
 
 import numpy as np
 
@@ -93,8 +93,11 @@ from burnpy.tensor.reduction import (
 )
 
 if TYPE_CHECKING:
+    from burnpy.autodiff.backend import AutodiffBackend
+    from burnpy.autodiff.gradients import Gradients
     from burnpy.backend.base import Backend
     from burnpy.quantization.scheme import QuantScheme
+
 
 def _default_backend() -> type[Backend]:
     from burnpy_cpu import CpuBackend
@@ -461,7 +464,7 @@ class Tensor:
         if self.kind is not FLOAT:
             raise KindError(f"require_grad: only float tensors can track gradients, "
                             f"got {article(self.kind)} tensor of dtype {self.dtype!r}")
-        if not b.ad_enabled():
+        if not _tracks_gradients(b):
             raise AutodiffError(f"require_grad: backend {b.name()} does not track gradients; "
                                 f"build the tensor on Autodiff({b.__name__})")
         self.primitive = b.float_set_require_grad(self.primitive, flag)
@@ -487,8 +490,13 @@ class Tensor:
             return self
         return new(self.backend, self.backend.float_detach(self.primitive), FLOAT)
 
-    def backward(self, grad_output: Tensor | None = None, retain_graph: bool = False) -> Any:
-        """Gradients of this tensor (seeded with ones, or ``grad_output``) for tracked leaves."""
+    def backward(self, grad_output: Tensor | None = None,
+                 retain_graph: bool = False) -> Gradients:
+        """Gradients of this tensor for every tracked leaf (and retained tensor) it depends on.
+
+        Seeded with ones (Burn's rule: the gradient of ``self.sum()``) or with ``grad_output``,
+        a float tensor of this shape. The graph is freed unless ``retain_graph``.
+        """
         b = self._autodiff_backend("backward")
         seed = None
         if grad_output is not None:
@@ -498,19 +506,19 @@ class Tensor:
             seed = _inner_float_primitive(b, grad_output, "backward")
         return b.backward(self.primitive, seed, retain_graph)
 
-    def grad(self, grads: Any) -> Tensor | None:
+    def grad(self, grads: Gradients) -> Tensor | None:
         """This tensor's gradient in ``grads`` (a tensor of the inner backend), or None."""
         b = self._autodiff_backend("grad")
         g = b.grad(self.primitive, grads)
         return None if g is None else new(b.InnerBackend, g, FLOAT)
 
-    def grad_remove(self, grads: Any) -> Tensor | None:
+    def grad_remove(self, grads: Gradients) -> Tensor | None:
         """Pop this tensor's gradient from ``grads``."""
         b = self._autodiff_backend("grad_remove")
         g = b.grad_remove(self.primitive, grads)
         return None if g is None else new(b.InnerBackend, g, FLOAT)
 
-    def grad_replace(self, grads: Any, grad: Tensor) -> None:
+    def grad_replace(self, grads: Gradients, grad: Tensor) -> None:
         """Set this tensor's gradient in ``grads`` to ``grad`` (a tensor of the inner backend)."""
         b = self._autodiff_backend("grad_replace")
         if grad.shape != self.shape:
@@ -528,13 +536,15 @@ class Tensor:
         fn = {FLOAT: "inner", INT: "int_inner", BOOL: "bool_inner", QUANTIZED: "q_inner"}[self.kind]
         return new(inner, getattr(b, fn)(self.primitive), self.kind)
 
-    def _autodiff_backend(self, op: str) -> Any:
+    def _autodiff_backend(self, op: str) -> type[AutodiffBackend]:
+        """This float tensor's backend, or the error saying why it has no gradients."""
+        b = self.backend
         if self.kind is not FLOAT:
             raise KindError(f"{op}: gradients exist only for float tensors, got {self.kind}")
-        if not self.backend.ad_enabled():
-            raise AutodiffError(f"{op}: backend {self.backend.name()} does not track "
-                                f"gradients; use Autodiff({self.backend.__name__})")
-        return self.backend
+        if not _tracks_gradients(b):
+            raise AutodiffError(f"{op}: backend {b.name()} does not track "
+                                f"gradients; use Autodiff({b.__name__})")
+        return b
 
     # ---- arithmetic ------------------------------------------------------------------------------
     # Operators broadcast NumPy-style and take a tensor or a Python number on either side. Same
@@ -601,9 +611,9 @@ class Tensor:
         """``other ** self`` for a Python number ``other``."""
         return reflected(self, other, POW)
 
-    # Comparisons return bool tensors, as in NumPy and torch, hence the ignored override of
-    # object.__eq__ / __ne__ (whose result type is bool).
-    def equal(self, other: Tensor | float) -> Tensor:  # type: ignore[override]
+    # Comparisons return bool tensors, as in NumPy and torch: ``==`` and ``!=`` override
+    # object's, whose result is a bool, hence the two narrow ignores.
+    def equal(self, other: Tensor | float) -> Tensor:
         """Elementwise ``self == other`` as a bool tensor."""
         return _binary(self, other, EQUAL)
 
@@ -821,7 +831,7 @@ class Tensor:
         """1 / sqrt(x)."""
         return self.sqrt().recip()
 
-    def gelu(self, approximate: str = "none") -> Tensor:
+    def gelu(self, approximate: Literal["none", "tanh"] = "none") -> Tensor:
         """x * Phi(x); ``approximate="tanh"`` for the tanh form."""
         require_float(self, "gelu")
         if approximate not in ("none", "tanh"):
@@ -1387,11 +1397,12 @@ class Tensor:
                 if value.shape == self.shape or broadcast_shapes("setitem", value.shape,
                                                                  self.shape) == self.shape:
                     return self.mask_where(mask, value)
-            idx = checked_indices(idx, self.shape[0], "setitem", 0) if idx.kind is INT else None
-            if idx is not None and idx.ndim == 1:
-                region = (idx.shape[0],) + self.shape[1:]
-                value = value.expand(region) if value.shape != region else value
-                return self.select_assign(0, idx, value)
+            if idx.kind is INT:
+                idx = checked_indices(idx, self.shape[0], "setitem", 0)
+                if idx.ndim == 1:
+                    region = (idx.shape[0],) + self.shape[1:]
+                    value = value.expand(region) if value.shape != region else value
+                    return self.select_assign(0, idx, value)
         if not all(is_basic(k) for k in key):
             raise IndexOutOfBoundsError(
                 "setitem: assignment supports basic indices, one bool mask over the leading "
@@ -1552,8 +1563,8 @@ def _binary(a: Tensor, other: object, spec: BinarySpec) -> Tensor:
                 try:
                     if kind is FLOAT and spec.float_op is not None:
                         return new(b, getattr(b, spec.float_op)(p, q), spec.out_float)
-                    if kind is INT and spec.int_fast:
-                        return new(b, getattr(b, spec.int_op)(p, q), spec.out_int)
+                    if kind is INT and spec.int_fast_op is not None:
+                        return new(b, getattr(b, spec.int_fast_op)(p, q), spec.out_int)
                 except ValueError:
                     broadcast_shapes(spec.name, p.shape, q.shape)
                     raise
@@ -1561,14 +1572,15 @@ def _binary(a: Tensor, other: object, spec: BinarySpec) -> Tensor:
                   and (not b.multi_device or a.device == other.device)):
                 if kind is FLOAT and spec.float_op is not None:
                     return new(b, getattr(b, spec.float_op)(p, q), spec.out_float)
-                if kind is INT and spec.int_fast:
-                    return new(b, getattr(b, spec.int_op)(p, q), spec.out_int)
+                if kind is INT and spec.int_fast_op is not None:
+                    return new(b, getattr(b, spec.int_fast_op)(p, q), spec.out_int)
         return binary_tensors(spec, a, other)
     cls = other.__class__
     if cls is float or cls is int:
         if kind is FLOAT and spec.float_scalar is not None:
             return new(b, getattr(b, spec.float_scalar)(a.primitive, other), spec.out_float)
-        if kind is INT and cls is int and spec.int_scalar is not None and spec.int_fast:
+        if (kind is INT and cls is int and spec.int_scalar is not None
+                and spec.int_fast_op is not None):
             return new(b, getattr(b, spec.int_scalar)(a.primitive, other), spec.out_int)
     number = as_number(other)
     if number is None:
@@ -1584,7 +1596,14 @@ _TO_DEVICE_OP = {FLOAT: "float_to_device", INT: "int_to_device", BOOL: "bool_to_
                  QUANTIZED: "q_to_device"}
 
 
-def _inner_float_primitive(b: Any, t: Tensor, op: str) -> Any:
+def _tracks_gradients(b: type[Backend]) -> TypeGuard[type[AutodiffBackend]]:
+    """Whether ``b`` is an ``Autodiff`` decorator (imported here: autodiff imports Tensor)."""
+    from burnpy.autodiff.backend import AutodiffBackend
+
+    return b.ad_enabled() and issubclass(b, AutodiffBackend)
+
+
+def _inner_float_primitive(b: type[AutodiffBackend], t: Tensor, op: str) -> Any:
     """The primitive of ``t`` as a float tensor of ``b``'s inner backend (or ``b`` itself)."""
     if t.kind is not FLOAT:
         raise KindError(f"{op}: expected a float tensor, got {t.kind}")
