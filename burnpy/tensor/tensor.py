@@ -123,6 +123,9 @@ class Tensor:
     kind: str
 
     def __init__(self, backend: type[Backend], primitive: Any, kind: str) -> None:
+        """Wrap ``primitive`` of ``backend`` as a tensor of ``kind``; ops build tensors through
+        the faster ``_core.new``, which skips this check.
+        """
         if kind not in (FLOAT, INT, BOOL, QUANTIZED):
             raise KindError(f"Tensor: unknown kind {kind!r}")
         self.backend = backend
@@ -144,16 +147,19 @@ class Tensor:
     @staticmethod
     def empty(shape: Sequence[int] | int, *, backend: type[Backend] | None = None,
               device: Device | None = None, dtype: DTypeLike | None = None) -> Tensor:
+        """Uninitialized values of ``shape`` (float by default)."""
         return _filled("empty", shape, None, backend, device, dtype)
 
     @staticmethod
     def zeros(shape: Sequence[int] | int, *, backend: type[Backend] | None = None,
               device: Device | None = None, dtype: DTypeLike | None = None) -> Tensor:
+        """Zeros of ``shape`` (float by default)."""
         return _filled("zeros", shape, 0, backend, device, dtype)
 
     @staticmethod
     def ones(shape: Sequence[int] | int, *, backend: type[Backend] | None = None,
              device: Device | None = None, dtype: DTypeLike | None = None) -> Tensor:
+        """Ones of ``shape`` (float by default)."""
         return _filled("ones", shape, 1, backend, device, dtype)
 
     @staticmethod
@@ -168,12 +174,15 @@ class Tensor:
         return _filled("full", shape, fill_value, backend, device, dtype)
 
     def zeros_like(self) -> Tensor:
+        """Zeros of this shape, dtype, backend and device."""
         return Tensor.zeros(self.shape, backend=self.backend, device=self.device, dtype=self.dtype)
 
     def ones_like(self) -> Tensor:
+        """Ones of this shape, dtype, backend and device."""
         return Tensor.ones(self.shape, backend=self.backend, device=self.device, dtype=self.dtype)
 
     def full_like(self, fill_value: float) -> Tensor:
+        """A tensor of this shape, dtype, backend and device filled with ``fill_value``."""
         return Tensor.full(self.shape, fill_value, backend=self.backend, device=self.device,
                            dtype=self.dtype)
 
@@ -296,23 +305,28 @@ class Tensor:
     # ---- attributes --------------------------------------------------------------------------
     @property
     def shape(self) -> tuple[int, ...]:
+        """The size of each dim."""
         return self.primitive.shape
 
     @property
     def dtype(self) -> DType:
+        """The element type (``bp.float32``...); a quantized tensor reports its scheme's dtype."""
         if self.kind is QUANTIZED:
             return self.primitive.dtype
         return dtype_of_numpy(self.primitive.dtype)
 
     @property
     def device(self) -> Device:
+        """The device the tensor lives on."""
         return getattr(self.backend, _DEVICE_OP[self.kind])(self.primitive)
 
     @property
     def ndim(self) -> int:
+        """The number of dims."""
         return len(self.primitive.shape)
 
     def numel(self) -> int:
+        """The number of elements."""
         return numel(self.primitive.shape)
 
     def size(self, dim: int | None = None) -> int | tuple[int, ...]:
@@ -322,11 +336,13 @@ class Tensor:
         return self.shape[normalize_dim("size", dim, self.ndim)]
 
     def __len__(self) -> int:
+        """The size of dim 0 (a 0-d tensor has no length)."""
         if not self.shape:
             raise ShapeError("len() of a 0-d tensor")
         return self.shape[0]
 
     def __iter__(self) -> Iterator[Tensor]:
+        """The sub-tensors along dim 0, in order."""
         for i in range(len(self)):
             yield self[i]
 
@@ -338,11 +354,13 @@ class Tensor:
         return getattr(self.backend, _INTO_DATA_OP[self.kind])(self.primitive)
 
     def to_numpy(self) -> np.ndarray:
+        """The values as a NumPy array on the host."""
         return self.into_data().array
 
     numpy = to_numpy
 
     def tolist(self) -> Any:
+        """The values as nested Python lists (a 0-d tensor gives a number)."""
         return self.to_numpy().tolist()
 
     def item(self) -> float | int | bool:
@@ -353,33 +371,47 @@ class Tensor:
         return self.to_numpy().reshape(()).item()
 
     def __float__(self) -> float:
+        """The value of a one-element tensor as a Python float."""
         return float(self.item())
 
     def __int__(self) -> int:
+        """The value of a one-element tensor as a Python int."""
         return int(self.item())
 
     def __index__(self) -> int:
+        """An int tensor's single value as a Python index (``range(t)``, ``lst[t]``)."""
         if self.kind is not INT:
             raise KindError("__index__: only int tensors can be used as Python indices")
         return int(self.item())
 
     def __bool__(self) -> bool:
+        """The truth value of a one-element tensor; more elements are ambiguous (a ShapeError)."""
         if self.numel() != 1:
             raise ShapeError(f"the truth value of a tensor with {self.numel()} elements is "
                              "ambiguous; use .any() or .all()")
         return bool(self.item())
 
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
+        """The values as a NumPy array (``np.asarray(t)``), optionally cast or copied."""
         arr = self.to_numpy()
         if dtype is not None:
             arr = arr.astype(dtype, copy=False)
         return arr.copy() if copy else arr
 
-    def __dlpack__(self, *args: Any, **kwargs: Any) -> Any:
-        """Zero-copy export when the primitive speaks DLPack (NumPy, CuPy), else a host copy."""
-        return self._dlpack_source().__dlpack__(*args, **kwargs)
+    def __dlpack__(self, *, stream: Any = None, max_version: tuple[int, int] | None = None,
+                   dl_device: tuple[int, int] | None = None, copy: bool | None = None) -> Any:
+        """Zero-copy export when the primitive speaks DLPack (NumPy, CuPy), else a host copy.
+
+        The keywords are the DLPack protocol's; only those given are passed on, so exporters
+        of older protocol versions keep working.
+        """
+        given = {"stream": stream, "max_version": max_version, "dl_device": dl_device,
+                 "copy": copy}
+        return self._dlpack_source().__dlpack__(
+            **{k: v for k, v in given.items() if v is not None})
 
     def __dlpack_device__(self) -> tuple[int, int]:
+        """The DLPack ``(device type, device id)`` of ``__dlpack__``'s export."""
         return self._dlpack_source().__dlpack_device__()
 
     def _dlpack_source(self) -> Any:
@@ -434,15 +466,19 @@ class Tensor:
         raise DTypeError(f"cast: cannot cast {self.dtype!r} to {dt!r}")
 
     def double(self) -> Tensor:
+        """As float64."""
         return self.cast(DType.float64)
 
     def half(self) -> Tensor:
+        """As float16."""
         return self.cast(DType.float16)
 
     def long(self) -> Tensor:
+        """As int64."""
         return self.cast(DType.int64)
 
     def __repr__(self) -> str:
+        """The values, shape, dtype, backend and device (and ``require_grad`` when tracked)."""
         try:
             arr = self.to_numpy()
             body = repr(arr.item()) if arr.ndim == 0 else np.array2string(
@@ -473,10 +509,12 @@ class Tensor:
     requires_grad_ = require_grad
 
     def is_require_grad(self) -> bool:
+        """Whether this float tensor is tracked by autodiff (a leaf or a result)."""
         return self.kind is FLOAT and self.backend.float_is_require_grad(self.primitive)
 
     @property
     def requires_grad(self) -> bool:
+        """torch's spelling of ``is_require_grad()``."""
         return self.is_require_grad()
 
     def retain_grad(self) -> Tensor:
@@ -815,6 +853,7 @@ class Tensor:
         return float_unary(self, "silu", self.backend.silu)
 
     def __invert__(self) -> Tensor:
+        """``~x``: logical not of a bool tensor, bitwise not of an int tensor."""
         b = self.backend
         if self.kind is BOOL:
             return new(b, b.bool_not(self.primitive), BOOL)
@@ -825,6 +864,7 @@ class Tensor:
     logical_not = __invert__
 
     def __pos__(self) -> Tensor:
+        """``+x``: the tensor itself."""
         return self
 
     def rsqrt(self) -> Tensor:
@@ -840,15 +880,18 @@ class Tensor:
         return new(self.backend, self.backend.gelu(self.primitive, approximate), FLOAT)
 
     def leaky_relu(self, negative_slope: float = 0.01) -> Tensor:
+        """``x`` where positive, else ``negative_slope * x``."""
         require_float(self, "leaky_relu")
         return new(self.backend, self.backend.leaky_relu(self.primitive, float(negative_slope)),
                    FLOAT)
 
     def hard_sigmoid(self, alpha: float = 1 / 6, beta: float = 0.5) -> Tensor:
+        """``clamp(alpha * x + beta, 0, 1)``: a piecewise-linear sigmoid."""
         require_float(self, "hard_sigmoid")
         return new(self.backend, self.backend.hard_sigmoid(self.primitive, alpha, beta), FLOAT)
 
     def softplus(self, beta: float = 1.0) -> Tensor:
+        """``log(1 + exp(beta * x)) / beta``, stable for large values."""
         require_float(self, "softplus")
         return new(self.backend, self.backend.softplus(self.primitive, float(beta)), FLOAT)
 
@@ -886,9 +929,11 @@ class Tensor:
     clip = clamp
 
     def clamp_min(self, min: float) -> Tensor:
+        """Limit values to at least ``min``."""
         return self.clamp(min=min)
 
     def clamp_max(self, max: float) -> Tensor:
+        """Limit values to at most ``max``."""
         return self.clamp(max=max)
 
     def maximum(self, other: Tensor) -> Tensor:
@@ -902,6 +947,7 @@ class Tensor:
         return self.mask_where(take_other, other)
 
     def isnan(self) -> Tensor:
+        """Where values are NaN, as a bool tensor (all False for int and bool tensors)."""
         if self.kind is not FLOAT:
             return all_false(self)
         return new(self.backend, self.backend.float_is_nan(self.primitive), BOOL)
@@ -909,6 +955,7 @@ class Tensor:
     is_nan = isnan
 
     def isinf(self) -> Tensor:
+        """Where values are +-inf, as a bool tensor (all False for int and bool tensors)."""
         if self.kind is not FLOAT:
             return all_false(self)
         return new(self.backend, self.backend.float_is_inf(self.primitive), BOOL)
@@ -916,6 +963,7 @@ class Tensor:
     is_inf = isinf
 
     def isfinite(self) -> Tensor:
+        """Where values are neither NaN nor infinite, as a bool tensor."""
         return ~(self.isnan() | self.isinf())
 
     def mask_where(self, mask: Tensor, value: Tensor) -> Tensor:
@@ -1115,6 +1163,7 @@ class Tensor:
     broadcast_to = expand
 
     def expand_as(self, other: Tensor) -> Tensor:
+        """Broadcast to ``other``'s shape."""
         return self.expand(other.shape)
 
     def repeat(self, *sizes: int | Sequence[int]) -> Tensor:
@@ -1222,6 +1271,7 @@ class Tensor:
         return reduce(numeric(self, "sum"), "sum", dim, keepdim)
 
     def prod(self, dim: Dims = None, keepdim: bool = False) -> Tensor:
+        """Product over ``dim`` (an int, several, or all); bools multiply as ints."""
         return reduce(numeric(self, "prod"), "prod", dim, keepdim)
 
     def mean(self, dim: Dims = None, keepdim: bool = False) -> Tensor:
@@ -1242,6 +1292,7 @@ class Tensor:
         return total / max(n - correction, 0) if n - correction > 0 else total * float("nan")
 
     def std(self, dim: Dims = None, keepdim: bool = False, correction: int = 1) -> Tensor:
+        """Standard deviation: the square root of ``var`` with the same ``correction``."""
         return self.var(dim, keepdim, correction).sqrt()
 
     def logsumexp(self, dim: int, keepdim: bool = False) -> Tensor:
@@ -1283,6 +1334,7 @@ class Tensor:
         return self.max_with_indices(dim, keepdim)[1]
 
     def argmin(self, dim: int | None = None, keepdim: bool = False) -> Tensor:
+        """Index of the min along ``dim`` (over the flattened tensor when dim is None)."""
         if dim is None:
             return self.flatten().min_with_indices(0)[1]
         return self.min_with_indices(dim, keepdim)[1]
@@ -1296,6 +1348,7 @@ class Tensor:
         return reduce(as_bool(self), "all", dim, keepdim)
 
     def count_nonzero(self, dim: int | None = None) -> Tensor:
+        """The number of non-zero (true) elements, overall or along ``dim``, as an int tensor."""
         return as_bool(self).int().sum(dim)
 
     def cumsum(self, dim: int) -> Tensor:
@@ -1315,6 +1368,7 @@ class Tensor:
         return self.cummax_with_indices(dim)[0]
 
     def cummin(self, dim: int) -> Tensor:
+        """Running min along ``dim`` (values; see cummin_with_indices)."""
         return self.cummin_with_indices(dim)[0]
 
     def cummax_with_indices(self, dim: int) -> tuple[Tensor, Tensor]:
@@ -1322,6 +1376,7 @@ class Tensor:
         return scan_with_indices(self, "cummax", dim)
 
     def cummin_with_indices(self, dim: int) -> tuple[Tensor, Tensor]:
+        """Running min and where it was reached (torch.cummin)."""
         return scan_with_indices(self, "cummin", dim)
 
     def sort(self, dim: int = -1, descending: bool = False) -> Tensor:
@@ -1339,6 +1394,7 @@ class Tensor:
         return new(t.backend, values, t.kind), new(t.backend, indices, INT)
 
     def argsort(self, dim: int = -1, descending: bool = False) -> Tensor:
+        """The indices that sort ``dim`` (stable); see ``sort_with_indices``."""
         return self.sort_with_indices(dim, descending)[1]
 
     def topk(self, k: int, dim: int = -1, largest: bool = True) -> Tensor:
@@ -1347,6 +1403,7 @@ class Tensor:
 
     def topk_with_indices(self, k: int, dim: int = -1,
                           largest: bool = True) -> tuple[Tensor, Tensor]:
+        """(values, indices) of the ``k`` largest (or smallest) along ``dim``, sorted."""
         t = numeric(self, "topk")
         d = normalize_dim("topk", dim, t.ndim)
         if not 0 <= k <= t.shape[d]:
@@ -1358,6 +1415,9 @@ class Tensor:
     # ---- indexing --------------------------------------------------------------------------------
 
     def __getitem__(self, key: Any) -> Tensor:
+        """NumPy indexing: ints, slices (any step), ``None``, ``...``, int tensors or lists
+        and bool masks. Basic indices become flip/slice/reshape; advanced ones one ``select``.
+        """
         key = key if isinstance(key, tuple) else (key,)
         if all(is_basic(k) for k in key):
             return apply_basic(self, key)
@@ -1453,6 +1513,7 @@ class Tensor:
                    self.kind)
 
     def index_select(self, dim: int, indices: Tensor | Sequence[int]) -> Tensor:
+        """torch's name for ``select``."""
         return self.select(dim, indices)
 
     def select_assign(self, dim: int, indices: Tensor | Sequence[int],
