@@ -3,6 +3,10 @@
 A Tensor is three slots: the backend class, the backend's primitive and the kind. Every op
 validates its inputs here (shapes, dtypes, kinds, backends, devices), once, then calls one
 backend op; backends never re-check.
+
+Every public method is written in the class body below, so help(), pdoc and an IDE show its
+signature and docstring; the longer general paths live in the sibling modules (``arithmetic``,
+``layout``, ``reduction``, ``indexing``, ``quantized``) as functions of a Tensor.
 """
 
 from __future__ import annotations
@@ -318,7 +322,14 @@ class Tensor:
     @property
     def device(self) -> Device:
         """The device the tensor lives on."""
-        return getattr(self.backend, _DEVICE_OP[self.kind])(self.primitive)
+        b, kind, p = self.backend, self.kind, self.primitive
+        if kind is FLOAT:
+            return b.float_device(p)
+        if kind is INT:
+            return b.int_device(p)
+        if kind is BOOL:
+            return b.bool_device(p)
+        return b.q_device(p)
 
     @property
     def ndim(self) -> int:
@@ -351,7 +362,14 @@ class Tensor:
     # ---- conversion --------------------------------------------------------------------------
     def into_data(self) -> TensorData:
         """The values on the host, with their dtype."""
-        return getattr(self.backend, _INTO_DATA_OP[self.kind])(self.primitive)
+        b, kind, p = self.backend, self.kind, self.primitive
+        if kind is FLOAT:
+            return b.float_into_data(p)
+        if kind is INT:
+            return b.int_into_data(p)
+        if kind is BOOL:
+            return b.bool_into_data(p)
+        return b.q_into_data(p)
 
     def to_numpy(self) -> np.ndarray:
         """The values as a NumPy array on the host."""
@@ -427,8 +445,16 @@ class Tensor:
                 raise DeviceMismatchError(f"to: device {target} is not available on backend "
                                           f"{self.backend.name()} (devices: "
                                           f"{[str(d) for d in self.backend.devices()]})")
-            return new(self.backend, getattr(self.backend, _TO_DEVICE_OP[self.kind])(
-                self.primitive, target), self.kind)
+            b, kind, p = self.backend, self.kind, self.primitive
+            if kind is FLOAT:
+                moved = b.float_to_device(p, target)
+            elif kind is INT:
+                moved = b.int_to_device(p, target)
+            elif kind is BOOL:
+                moved = b.bool_to_device(p, target)
+            else:
+                moved = b.q_to_device(p, target)
+            return new(b, moved, kind)
         return self.cast(target)
 
     def to_backend(self, backend: type[Backend], device: Device | None = None) -> Tensor:
@@ -1647,14 +1673,6 @@ def _binary(a: Tensor, other: object, spec: BinarySpec) -> Tensor:
     if number is None:
         return NotImplemented
     return binary_scalar(spec, a, number)
-
-
-_DEVICE_OP = {FLOAT: "float_device", INT: "int_device", BOOL: "bool_device",
-              QUANTIZED: "q_device"}
-_INTO_DATA_OP = {FLOAT: "float_into_data", INT: "int_into_data", BOOL: "bool_into_data",
-                 QUANTIZED: "q_into_data"}
-_TO_DEVICE_OP = {FLOAT: "float_to_device", INT: "int_to_device", BOOL: "bool_to_device",
-                 QUANTIZED: "q_to_device"}
 
 
 def _tracks_gradients(b: type[Backend]) -> TypeGuard[type[AutodiffBackend]]:
