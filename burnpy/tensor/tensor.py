@@ -1643,7 +1643,7 @@ def _binary(a: Tensor, other: object, spec: BinarySpec) -> Tensor:
     backend op; anything else takes the general path, which checks and names every rule."""
     b = a.backend
     kind = a.kind
-    if isinstance(other, Tensor):
+    if type(other) is Tensor:
         if other.backend is b and other.kind is kind:
             p, q = a.primitive, other.primitive
             if b.trusted_binary_ops:
@@ -1669,6 +1669,8 @@ def _binary(a: Tensor, other: object, spec: BinarySpec) -> Tensor:
         if (kind is INT and cls is int and spec.int_scalar is not None
                 and spec.int_fast_op is not None):
             return new(b, getattr(b, spec.int_scalar)(a.primitive, other), spec.out_int)
+    elif isinstance(other, Tensor):  # a subclass of Tensor
+        return binary_tensors(spec, a, other)
     number = as_number(other)
     if number is None:
         return NotImplemented
