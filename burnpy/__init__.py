@@ -29,6 +29,7 @@ from burnpy.backend import (
     UnsupportedDTypeError,
 )
 from burnpy.backend.dtype import (
+    DTypeLike,
     bfloat16,
     bool_,
     float16,
@@ -50,9 +51,11 @@ def where(condition: Tensor, input: Tensor, other: Tensor) -> Tensor:
     return other.mask_where(condition, input)
 
 
-def tensor(data: object, **kwargs: object) -> Tensor:
-    """Shorthand for ``Tensor.from_data`` (torch.tensor's spelling)."""
-    return Tensor.from_data(data, **kwargs)  # type: ignore[arg-type]
+def tensor(data: object, *, backend: type[Backend] | None = None, device: Device | None = None,
+           dtype: DTypeLike | None = None) -> Tensor:
+    """Shorthand for ``Tensor.from_data`` (torch.tensor's spelling): nested lists, a scalar,
+    a NumPy array or ``TensorData``, on ``backend`` (CpuBackend by default)."""
+    return Tensor.from_data(data, backend=backend, device=device, dtype=dtype)
 
 
 __all__ = [

@@ -9,7 +9,6 @@ backend's ops. Index tensors are bounds-checked here; negative indices wrap as i
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -20,7 +19,6 @@ from burnpy.backend.errors import (
     IndexOutOfBoundsError,
     KindError,
     ShapeError,
-    article,
     describe,
 )
 from burnpy.tensor._core import BOOL, FLOAT, INT, check_same_backend, common_dtype, new
@@ -43,7 +41,7 @@ class _Basic:
         self.out_shape, self.region_shape = out_shape, region_shape
 
 
-def _expand_ellipsis(key: tuple[Any, ...], ndim: int) -> tuple[Any, ...]:
+def expand_ellipsis(key: tuple[Any, ...], ndim: int) -> tuple[Any, ...]:
     n_ell = sum(1 for k in key if k is Ellipsis)
     if n_ell > 1:
         raise IndexOutOfBoundsError("index: an index can only have a single ellipsis ('...')")
@@ -57,7 +55,7 @@ def _expand_ellipsis(key: tuple[Any, ...], ndim: int) -> tuple[Any, ...]:
     return key
 
 
-def _resolve_basic(key: tuple[Any, ...], shape: tuple[int, ...]) -> _Basic:
+def resolve_basic(key: tuple[Any, ...], shape: tuple[int, ...]) -> _Basic:
     flips: list[int] = []
     slices: list[slice] = []
     out_shape: list[int] = []
@@ -100,12 +98,12 @@ def _resolve_basic(key: tuple[Any, ...], shape: tuple[int, ...]) -> _Basic:
     return _Basic(tuple(flips), tuple(slices), tuple(out_shape), tuple(region))
 
 
-def _is_basic(k: Any) -> bool:
+def is_basic(k: Any) -> bool:
     return k is None or k is Ellipsis or (isinstance(k, slice | int | np.integer) and not \
         isinstance(k, bool))
 
 
-def _as_index_tensor(t: Tensor, k: Any) -> Tensor:
+def as_index_tensor(t: Tensor, k: Any) -> Tensor:
     """An int or bool tensor from an advanced index (tensor, list, array, bool)."""
     from burnpy.tensor.tensor import Tensor
 
@@ -122,7 +120,7 @@ def _as_index_tensor(t: Tensor, k: Any) -> Tensor:
     return Tensor.from_data(arr.astype(dtype.numpy), backend=t.backend, device=t.device)
 
 
-def _checked_indices(idx: Tensor, size: int, op: str, dim: int) -> Tensor:
+def checked_indices(idx: Tensor, size: int, op: str, dim: int) -> Tensor:
     """Wrap negative indices and refuse out-of-range ones (reads min and max back)."""
     if idx.numel() == 0:
         return idx
@@ -149,11 +147,11 @@ def _advanced_positions(t: Tensor, key: tuple[Any, ...]) -> tuple[tuple[slice, .
             raise IndexOutOfBoundsError("index: None cannot be combined with tensor indices")
         if k is Ellipsis or isinstance(k, slice):
             parts.append(k)
-        elif _is_basic(k):
+        elif is_basic(k):
             parts.append(Tensor.from_data(int(k), backend=t.backend, device=t.device,
                                           dtype=t.backend.int_dtype))
         else:
-            parts.append(_as_index_tensor(t, k))
+            parts.append(as_index_tensor(t, k))
     consumed = sum(p.ndim if isinstance(p, Tensor) and p.kind is BOOL else 1
                    for p in parts if p is not Ellipsis)
     if consumed > t.ndim:
@@ -183,7 +181,7 @@ def _advanced_positions(t: Tensor, key: tuple[Any, ...]) -> tuple[tuple[slice, .
             dim += p.ndim
         else:
             dims.append(dim)
-            indices.append(_checked_indices(p, t.shape[dim], "index", dim))
+            indices.append(checked_indices(p, t.shape[dim], "index", dim))
             basic.append(slice(None))
             dim += 1
     return tuple(basic), dims, indices
@@ -205,9 +203,9 @@ def _linear_index(t: Tensor, dims: list[int], indices: list[Tensor]) -> tuple[Te
     return merged, linear
 
 
-def _getitem_advanced(t: Tensor, key: tuple[Any, ...]) -> Tensor:
+def getitem_advanced(t: Tensor, key: tuple[Any, ...]) -> Tensor:
     basic_key, dims, indices = _advanced_positions(t, key)
-    sub = _apply_basic(t, basic_key)
+    sub = apply_basic(t, basic_key)
     merged, linear = _linear_index(sub, dims, indices)
     flat = linear.reshape(-1)
     picked = new(t.backend, kind_op(merged, "select")(merged.primitive, 0, flat.primitive),
@@ -221,9 +219,9 @@ def _getitem_advanced(t: Tensor, key: tuple[Any, ...]) -> Tensor:
     return out
 
 
-def _apply_basic(t: Tensor, key: tuple[Any, ...]) -> Tensor:
-    key = _expand_ellipsis(key, t.ndim)
-    info = _resolve_basic(key, t.shape)
+def apply_basic(t: Tensor, key: tuple[Any, ...]) -> Tensor:
+    key = expand_ellipsis(key, t.ndim)
+    info = resolve_basic(key, t.shape)
     out = t
     if info.flips:
         out = out.flip(info.flips)
@@ -233,138 +231,7 @@ def _apply_basic(t: Tensor, key: tuple[Any, ...]) -> Tensor:
     return out.reshape(info.out_shape)
 
 
-class IndexingOps:
-    """``[...]`` reads and writes, gather/scatter/select, mixed into Tensor."""
-
-    __slots__ = ()
-
-    def __getitem__(self: Tensor, key: Any) -> Tensor:
-        key = key if isinstance(key, tuple) else (key,)
-        if all(_is_basic(k) for k in key):
-            return _apply_basic(self, key)
-        return _getitem_advanced(self, key)
-
-    def __setitem__(self: Tensor, key: Any, value: Any) -> None:
-        """Replace the indexed region (the tensor's primitive is swapped; tracked under
-        autodiff like any other op)."""
-        self.primitive = self._assigned(key, value).primitive
-
-    def index_put(self: Tensor, key: Any, value: Any) -> Tensor:
-        """A copy with ``self[key] = value`` applied (the functional form of ``__setitem__``)."""
-        return self._assigned(key, value)
-
-    def _assigned(self: Tensor, key: Any, value: Any) -> Tensor:
-        from burnpy.tensor.tensor import Tensor
-
-        key = key if isinstance(key, tuple) else (key,)
-        if not isinstance(value, Tensor):
-            value = Tensor.full((), value, backend=self.backend, device=self.device,
-                                dtype=self.dtype)
-        check_same_backend("setitem", self, value)
-        if value.kind is not self.kind:
-            raise DTypeError(f"setitem: cannot assign {article(value.kind)} value "
-                             f"({value.dtype!r}) "
-                             f"into {article(self.kind)} tensor ({self.dtype!r})")
-        value = value.cast(self.dtype)
-        if len(key) == 1 and not _is_basic(key[0]):
-            idx = _as_index_tensor(self, key[0])
-            if idx.kind is BOOL:
-                if idx.shape != self.shape[:idx.ndim]:
-                    raise ShapeError(f"setitem: mask of shape {describe(idx.shape)} does not "
-                                     f"match the tensor's leading dims {describe(self.shape)}")
-                mask = idx.reshape(idx.shape + (1,) * (self.ndim - idx.ndim))
-                if value.ndim == 0:
-                    return self.mask_where(mask, value.expand(self.shape))
-                if value.shape == self.shape or broadcast_shapes("setitem", value.shape,
-                                                                 self.shape) == self.shape:
-                    return self.mask_where(mask, value)
-            idx = _checked_indices(idx, self.shape[0], "setitem", 0) if idx.kind is INT else None
-            if idx is not None and idx.ndim == 1:
-                region = (idx.shape[0],) + self.shape[1:]
-                value = value.expand(region) if value.shape != region else value
-                return self.select_assign(0, idx, value)
-        if not all(_is_basic(k) for k in key):
-            raise IndexOutOfBoundsError(
-                "setitem: assignment supports basic indices, one bool mask over the leading "
-                "dims, or one 1-d int index on dim 0; use index_put-free forms such as "
-                "scatter/select_assign for other patterns")
-        full = _expand_ellipsis(key, self.ndim)
-        info = _resolve_basic(full, self.shape)
-        target = self.flip(info.flips) if info.flips else self
-        region = info.region_shape
-        if value.shape != region:
-            value = value.reshape(value.shape) if value.ndim == 0 else value
-            squeezed = tuple(s for s in region)
-            try:
-                value = value.expand(info.out_shape).reshape(squeezed)
-            except ShapeError:
-                raise ShapeError(f"setitem: value of shape {describe(value.shape)} cannot be "
-                                 f"broadcast to the indexed region {describe(info.out_shape)}"
-                                 ) from None
-        out = new(self.backend, kind_op(target, "slice_assign")(
-            target.primitive, info.slices, value.primitive), self.kind)
-        return out.flip(info.flips) if info.flips else out
-
-    def slice(self: Tensor, ranges: Sequence[tuple[int, int] | slice | int | None]) -> Tensor:
-        """Burn's ``slice``: one range per leading dim (``(start, end)``, a slice or None)."""
-        key = tuple(slice(*r) if isinstance(r, tuple) else (slice(None) if r is None else r)
-                    for r in ranges)
-        return self[key]
-
-    def slice_assign(self: Tensor, ranges: Sequence[tuple[int, int] | slice | int | None],
-                     value: Tensor) -> Tensor:
-        """A copy with the region at ``ranges`` replaced by ``value``."""
-        key = tuple(slice(*r) if isinstance(r, tuple) else (slice(None) if r is None else r)
-                    for r in ranges)
-        return self._assigned(key, value)
-
-    def gather(self: Tensor, dim: int, indices: Tensor) -> Tensor:
-        """``out[i][j] = self[i][indices[i][j]]`` along ``dim`` (torch.gather)."""
-        d, idx = _gather_args(self, dim, indices, "gather")
-        return new(self.backend, kind_op(self, "gather")(self.primitive, d, idx.primitive),
-                   self.kind)
-
-    def scatter(self: Tensor, dim: int, indices: Tensor, values: Tensor) -> Tensor:
-        """A copy with ``values`` written at ``indices`` along ``dim`` (torch.scatter)."""
-        return _scatter(self, dim, indices, values, "scatter")
-
-    def scatter_add(self: Tensor, dim: int, indices: Tensor, values: Tensor) -> Tensor:
-        """A copy with ``values`` summed in at ``indices`` along ``dim`` (torch.scatter_add)."""
-        return _scatter(self, dim, indices, values, "scatter_add")
-
-    def select(self: Tensor, dim: int, indices: Tensor | Sequence[int]) -> Tensor:
-        """Slices along ``dim`` at 1-d ``indices`` (torch.index_select; Burn's select)."""
-        d, idx = _select_args(self, dim, indices, "select")
-        return new(self.backend, kind_op(self, "select")(self.primitive, d, idx.primitive),
-                   self.kind)
-
-    def index_select(self: Tensor, dim: int, indices: Tensor | Sequence[int]) -> Tensor:
-        return self.select(dim, indices)
-
-    def select_assign(self: Tensor, dim: int, indices: Tensor | Sequence[int],
-                      values: Tensor) -> Tensor:
-        """A copy with the slices at ``indices`` along ``dim`` replaced by ``values``."""
-        return _select_write(self, dim, indices, values, "select_assign")
-
-    def select_add(self: Tensor, dim: int, indices: Tensor | Sequence[int],
-                   values: Tensor) -> Tensor:
-        """A copy with ``values`` summed into the slices at ``indices`` (torch.index_add)."""
-        return _select_write(self, dim, indices, values, "select_add")
-
-    index_add = select_add
-
-    def argwhere(self: Tensor) -> Tensor:
-        """Indices of non-zero elements, shape ``[n, ndim]``."""
-        m = self if self.kind is BOOL else self != 0
-        return new(self.backend, self.backend.bool_argwhere(m.primitive), INT)
-
-    def nonzero(self: Tensor) -> list[Tensor]:
-        """One int tensor of indices per dim (NumPy's nonzero)."""
-        m = self if self.kind is BOOL else self != 0
-        return [new(self.backend, p, INT) for p in self.backend.bool_nonzero(m.primitive)]
-
-
-def _gather_args(t: Tensor, dim: int, indices: Tensor, op: str) -> tuple[int, Tensor]:
+def gather_args(t: Tensor, dim: int, indices: Tensor, op: str) -> tuple[int, Tensor]:
     check_same_backend(op, t, indices)
     if indices.kind is not INT:
         raise KindError(f"{op}: indices must be an int tensor, got {indices.kind}")
@@ -376,11 +243,11 @@ def _gather_args(t: Tensor, dim: int, indices: Tensor, op: str) -> tuple[int, Te
         if i != d and a > s:
             raise ShapeError(f"{op}: indices {describe(indices.shape)} exceed the tensor "
                              f"{describe(t.shape)} at dim {i}")
-    return d, _checked_indices(indices, t.shape[d], op, d)
+    return d, checked_indices(indices, t.shape[d], op, d)
 
 
-def _scatter(t: Tensor, dim: int, indices: Tensor, values: Tensor, op: str) -> Tensor:
-    d, idx = _gather_args(t, dim, indices, op)
+def scatter_into(t: Tensor, dim: int, indices: Tensor, values: Tensor, op: str) -> Tensor:
+    d, idx = gather_args(t, dim, indices, op)
     check_same_backend(op, t, values)
     if values.kind is not t.kind:
         raise DTypeError(f"{op}: values are {values.kind} but the tensor is {t.kind}")
@@ -393,17 +260,17 @@ def _scatter(t: Tensor, dim: int, indices: Tensor, values: Tensor, op: str) -> T
                t.kind)
 
 
-def _select_args(t: Tensor, dim: int, indices: Any, op: str) -> tuple[int, Tensor]:
-    idx = _as_index_tensor(t, indices)
+def select_args(t: Tensor, dim: int, indices: Any, op: str) -> tuple[int, Tensor]:
+    idx = as_index_tensor(t, indices)
     if idx.kind is not INT or idx.ndim != 1:
         raise ShapeError(f"{op}: indices must be a 1-d int tensor, got {idx.kind} of shape "
                          f"{describe(idx.shape)}")
     d = normalize_dim(op, dim, t.ndim)
-    return d, _checked_indices(idx, t.shape[d], op, d)
+    return d, checked_indices(idx, t.shape[d], op, d)
 
 
-def _select_write(t: Tensor, dim: int, indices: Any, values: Tensor, op: str) -> Tensor:
-    d, idx = _select_args(t, dim, indices, op)
+def select_write(t: Tensor, dim: int, indices: Any, values: Tensor, op: str) -> Tensor:
+    d, idx = select_args(t, dim, indices, op)
     check_same_backend(op, t, values)
     if values.kind is not t.kind:
         raise DTypeError(f"{op}: values are {values.kind} but the tensor is {t.kind}")

@@ -13,7 +13,7 @@ from burnpy.backend.errors import (
     UnsupportedDTypeError,
     describe,
 )
-from burnpy.tensor._core import FLOAT, QUANTIZED, new
+from burnpy.tensor._core import FLOAT, QUANTIZED
 
 if TYPE_CHECKING:
     from burnpy.quantization.scheme import QuantScheme
@@ -37,70 +37,16 @@ def check_quantizable(t: Tensor, scheme: QuantScheme, op: str) -> None:
                                    "or inf, which have no quantized value")
 
 
-class QuantizedOps:
-    """Quantization methods, mixed into Tensor."""
-
-    __slots__ = ()
-
-    def quantize(self: Tensor, scheme: QuantScheme, scales: Tensor | None = None,
-                 tensor_scale: Tensor | None = None) -> Tensor:
-        """The quantized tensor for ``scheme``: with the given ``scales`` (per tensor, shape
-        ``()``; per block, the shape with the last dim divided by the block size), or scales
-        calibrated on the data when omitted (``quantize_dynamic``)."""
-        check_quantizable(self, scheme, "quantize")
-        b = self.backend
-        if scales is None:
-            return new(b, b.quantize_dynamic(self.primitive, scheme), QUANTIZED)
-        bs = scheme.level.block_size
-        expected = () if bs is None else self.shape[:-1] + (self.shape[-1] // bs,)
-        if scales.shape != expected or scales.kind is not FLOAT:
-            raise ShapeError(f"quantize: scales must be a float tensor of shape "
-                             f"{describe(expected)}, got {scales.kind} {describe(scales.shape)}")
-        if scheme.level.two_level and tensor_scale is None:
-            raise InvalidArgumentError("quantize: a two-level scheme needs tensor_scale")
-        ts = None if tensor_scale is None else tensor_scale.cast("float32").primitive
-        return new(b, b.quantize(self.primitive, scheme, scales.cast(scheme.param.dtype).primitive,
-                                 ts), QUANTIZED)
-
-    def quantize_dynamic(self: Tensor, scheme: QuantScheme) -> Tensor:
-        """Quantize with scales calibrated on this tensor."""
-        return self.quantize(scheme)
-
-    def dequantize(self: Tensor) -> Tensor:
-        """The float values a quantized tensor stands for."""
-        if self.kind is not QUANTIZED:
-            raise KindError(f"dequantize: expects a quantized tensor, got {self.kind}")
-        return new(self.backend, self.backend.dequantize(self.primitive), FLOAT)
-
-    @property
-    def scheme(self: Tensor) -> QuantScheme:
-        """The quantization scheme of a quantized tensor."""
-        if self.kind is not QUANTIZED:
-            raise KindError(f"scheme: only quantized tensors have one, this is {self.kind}")
-        return self.primitive.scheme
-
-    def fake_quantize(self: Tensor, scheme: QuantScheme) -> Tensor:
-        """Quantize then dequantize, with the gradient of the identity (straight-through):
-        trains weights that will be quantized later (quantization-aware training)."""
-        check_quantizable(self, scheme, "fake_quantize")
-        b = self.backend
-        if b.ad_enabled():
-            inner = self.detach()
-            rounded = new(b, b.dequantize(b.quantize_dynamic(inner.primitive, scheme)), FLOAT)
-            return self + (rounded - inner).detach()
-        return new(b, b.dequantize(b.quantize_dynamic(self.primitive, scheme)), FLOAT)
-
-
-def dequantized(t: object) -> object:
+def dequantized(t: Tensor) -> Tensor:
     """A float view of a possibly quantized operand (arithmetic's rule: results are float)."""
-    return t.dequantize() if getattr(t, "kind", None) is QUANTIZED else t  # type: ignore[attr-defined]
+    return t.dequantize() if t.kind is QUANTIZED else t
 
 
-def requantized(result: Tensor, *operands: object) -> Tensor:
+def requantized(result: Tensor, *operands: Tensor) -> Tensor:
     """Re-quantize ``result`` when an operand's scheme asks for propagation."""
     for o in operands:
-        if getattr(o, "kind", None) is QUANTIZED and o.scheme.propagate:  # type: ignore[attr-defined]
-            return result.quantize(o.scheme)  # type: ignore[attr-defined]
+        if o.kind is QUANTIZED and o.scheme.propagate:
+            return result.quantize(o.scheme)
     return result
 
 

@@ -3,12 +3,17 @@
 A Tensor is three slots: the backend class, the backend's primitive and the kind. Every op
 validates its inputs here (shapes, dtypes, kinds, backends, devices), once, then calls one
 backend op; backends never re-check.
+
+Every public method is written in the class body below, so help(), pdoc and an IDE show its
+signature and docstring; the longer general paths live in the sibling modules (``arithmetic``,
+``layout``, ``reduction``, ``indexing``, ``quantized``) as functions of a Tensor.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, TypeGuard
 
 import numpy as np
 
@@ -22,6 +27,7 @@ from burnpy.backend.errors import (
     BurnpyError,
     DeviceMismatchError,
     DTypeError,
+    IndexOutOfBoundsError,
     InvalidArgumentError,
     KindError,
     ShapeError,
@@ -30,16 +36,72 @@ from burnpy.backend.errors import (
     describe,
 )
 from burnpy.tensor import _core
-from burnpy.tensor._core import BOOL, FLOAT, INT, QUANTIZED, new
-from burnpy.tensor.arithmetic import ArithmeticOps
-from burnpy.tensor.checks import normalize_dim, numel
-from burnpy.tensor.indexing import IndexingOps
-from burnpy.tensor.layout import LayoutOps
-from burnpy.tensor.quantized import QuantizedOps
-from burnpy.tensor.reduction import ReductionOps
+from burnpy.tensor._core import BOOL, FLOAT, INT, QUANTIZED, check_same_backend, common_dtype, new
+from burnpy.tensor.arithmetic import (
+    ADD,
+    ATAN2,
+    BITWISE_AND,
+    BITWISE_OR,
+    BITWISE_XOR,
+    DIV,
+    EQUAL,
+    FLOOR_DIV,
+    GREATER,
+    GREATER_EQUAL,
+    LOWER,
+    LOWER_EQUAL,
+    MUL,
+    NOT_EQUAL,
+    POW,
+    REMAINDER,
+    SUB,
+    BinarySpec,
+    all_false,
+    as_number,
+    binary_scalar,
+    binary_tensors,
+    float_unary,
+    quantized_matmul,
+    reflected,
+    require_float,
+    rounding,
+    scalar_like,
+    signed_unary,
+)
+from burnpy.tensor.checks import broadcast_shapes, infer_shape, normalize_dim, normalize_dims, numel
+from burnpy.tensor.indexing import (
+    apply_basic,
+    as_index_tensor,
+    checked_indices,
+    expand_ellipsis,
+    gather_args,
+    getitem_advanced,
+    is_basic,
+    resolve_basic,
+    scatter_into,
+    select_args,
+    select_write,
+)
+from burnpy.tensor.layout import cat, dims_arg, kind_op, stack
+from burnpy.tensor.quantized import check_quantizable
+from burnpy.tensor.reduction import (
+    Dims,
+    as_bool,
+    check_nonempty,
+    drop_dims,
+    extreme_with_indices,
+    numeric,
+    reduce,
+    scan_with_indices,
+    zero_index,
+)
 
 if TYPE_CHECKING:
+    from burnpy.autodiff.backend import AutodiffBackend
+    from burnpy.autodiff.gradients import Gradients
     from burnpy.backend.base import Backend
+    from burnpy.quantization.scheme import QuantScheme
+
 
 def _default_backend() -> type[Backend]:
     from burnpy_cpu import CpuBackend
@@ -51,7 +113,7 @@ def _kind_of(dtype: DType) -> str:
     return dtype.kind
 
 
-class Tensor(ArithmeticOps, LayoutOps, ReductionOps, IndexingOps, QuantizedOps):
+class Tensor:
     """A tensor of one backend type. Build with ``Tensor.from_data``, ``zeros``, ``random``...
 
     ``backend`` is the backend class (``CpuBackend``, ``Autodiff(CpuBackend)``...), ``primitive``
@@ -65,6 +127,9 @@ class Tensor(ArithmeticOps, LayoutOps, ReductionOps, IndexingOps, QuantizedOps):
     kind: str
 
     def __init__(self, backend: type[Backend], primitive: Any, kind: str) -> None:
+        """Wrap ``primitive`` of ``backend`` as a tensor of ``kind``; ops build tensors through
+        the faster ``_core.new``, which skips this check.
+        """
         if kind not in (FLOAT, INT, BOOL, QUANTIZED):
             raise KindError(f"Tensor: unknown kind {kind!r}")
         self.backend = backend
@@ -86,16 +151,19 @@ class Tensor(ArithmeticOps, LayoutOps, ReductionOps, IndexingOps, QuantizedOps):
     @staticmethod
     def empty(shape: Sequence[int] | int, *, backend: type[Backend] | None = None,
               device: Device | None = None, dtype: DTypeLike | None = None) -> Tensor:
+        """Uninitialized values of ``shape`` (float by default)."""
         return _filled("empty", shape, None, backend, device, dtype)
 
     @staticmethod
     def zeros(shape: Sequence[int] | int, *, backend: type[Backend] | None = None,
               device: Device | None = None, dtype: DTypeLike | None = None) -> Tensor:
+        """Zeros of ``shape`` (float by default)."""
         return _filled("zeros", shape, 0, backend, device, dtype)
 
     @staticmethod
     def ones(shape: Sequence[int] | int, *, backend: type[Backend] | None = None,
              device: Device | None = None, dtype: DTypeLike | None = None) -> Tensor:
+        """Ones of ``shape`` (float by default)."""
         return _filled("ones", shape, 1, backend, device, dtype)
 
     @staticmethod
@@ -110,12 +178,15 @@ class Tensor(ArithmeticOps, LayoutOps, ReductionOps, IndexingOps, QuantizedOps):
         return _filled("full", shape, fill_value, backend, device, dtype)
 
     def zeros_like(self) -> Tensor:
+        """Zeros of this shape, dtype, backend and device."""
         return Tensor.zeros(self.shape, backend=self.backend, device=self.device, dtype=self.dtype)
 
     def ones_like(self) -> Tensor:
+        """Ones of this shape, dtype, backend and device."""
         return Tensor.ones(self.shape, backend=self.backend, device=self.device, dtype=self.dtype)
 
     def full_like(self, fill_value: float) -> Tensor:
+        """A tensor of this shape, dtype, backend and device filled with ``fill_value``."""
         return Tensor.full(self.shape, fill_value, backend=self.backend, device=self.device,
                            dtype=self.dtype)
 
@@ -238,23 +309,35 @@ class Tensor(ArithmeticOps, LayoutOps, ReductionOps, IndexingOps, QuantizedOps):
     # ---- attributes --------------------------------------------------------------------------
     @property
     def shape(self) -> tuple[int, ...]:
+        """The size of each dim."""
         return self.primitive.shape
 
     @property
     def dtype(self) -> DType:
+        """The element type (``bp.float32``...); a quantized tensor reports its scheme's dtype."""
         if self.kind is QUANTIZED:
             return self.primitive.dtype
         return dtype_of_numpy(self.primitive.dtype)
 
     @property
     def device(self) -> Device:
-        return getattr(self.backend, _DEVICE_OP[self.kind])(self.primitive)
+        """The device the tensor lives on."""
+        b, kind, p = self.backend, self.kind, self.primitive
+        if kind is FLOAT:
+            return b.float_device(p)
+        if kind is INT:
+            return b.int_device(p)
+        if kind is BOOL:
+            return b.bool_device(p)
+        return b.q_device(p)
 
     @property
     def ndim(self) -> int:
+        """The number of dims."""
         return len(self.primitive.shape)
 
     def numel(self) -> int:
+        """The number of elements."""
         return numel(self.primitive.shape)
 
     def size(self, dim: int | None = None) -> int | tuple[int, ...]:
@@ -264,11 +347,13 @@ class Tensor(ArithmeticOps, LayoutOps, ReductionOps, IndexingOps, QuantizedOps):
         return self.shape[normalize_dim("size", dim, self.ndim)]
 
     def __len__(self) -> int:
+        """The size of dim 0 (a 0-d tensor has no length)."""
         if not self.shape:
             raise ShapeError("len() of a 0-d tensor")
         return self.shape[0]
 
     def __iter__(self) -> Iterator[Tensor]:
+        """The sub-tensors along dim 0, in order."""
         for i in range(len(self)):
             yield self[i]
 
@@ -277,14 +362,23 @@ class Tensor(ArithmeticOps, LayoutOps, ReductionOps, IndexingOps, QuantizedOps):
     # ---- conversion --------------------------------------------------------------------------
     def into_data(self) -> TensorData:
         """The values on the host, with their dtype."""
-        return getattr(self.backend, _INTO_DATA_OP[self.kind])(self.primitive)
+        b, kind, p = self.backend, self.kind, self.primitive
+        if kind is FLOAT:
+            return b.float_into_data(p)
+        if kind is INT:
+            return b.int_into_data(p)
+        if kind is BOOL:
+            return b.bool_into_data(p)
+        return b.q_into_data(p)
 
     def to_numpy(self) -> np.ndarray:
+        """The values as a NumPy array on the host."""
         return self.into_data().array
 
     numpy = to_numpy
 
     def tolist(self) -> Any:
+        """The values as nested Python lists (a 0-d tensor gives a number)."""
         return self.to_numpy().tolist()
 
     def item(self) -> float | int | bool:
@@ -295,33 +389,47 @@ class Tensor(ArithmeticOps, LayoutOps, ReductionOps, IndexingOps, QuantizedOps):
         return self.to_numpy().reshape(()).item()
 
     def __float__(self) -> float:
+        """The value of a one-element tensor as a Python float."""
         return float(self.item())
 
     def __int__(self) -> int:
+        """The value of a one-element tensor as a Python int."""
         return int(self.item())
 
     def __index__(self) -> int:
+        """An int tensor's single value as a Python index (``range(t)``, ``lst[t]``)."""
         if self.kind is not INT:
             raise KindError("__index__: only int tensors can be used as Python indices")
         return int(self.item())
 
     def __bool__(self) -> bool:
+        """The truth value of a one-element tensor; more elements are ambiguous (a ShapeError)."""
         if self.numel() != 1:
             raise ShapeError(f"the truth value of a tensor with {self.numel()} elements is "
                              "ambiguous; use .any() or .all()")
         return bool(self.item())
 
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
+        """The values as a NumPy array (``np.asarray(t)``), optionally cast or copied."""
         arr = self.to_numpy()
         if dtype is not None:
             arr = arr.astype(dtype, copy=False)
         return arr.copy() if copy else arr
 
-    def __dlpack__(self, *args: Any, **kwargs: Any) -> Any:
-        """Zero-copy export when the primitive speaks DLPack (NumPy, CuPy), else a host copy."""
-        return self._dlpack_source().__dlpack__(*args, **kwargs)
+    def __dlpack__(self, *, stream: Any = None, max_version: tuple[int, int] | None = None,
+                   dl_device: tuple[int, int] | None = None, copy: bool | None = None) -> Any:
+        """Zero-copy export when the primitive speaks DLPack (NumPy, CuPy), else a host copy.
+
+        The keywords are the DLPack protocol's; only those given are passed on, so exporters
+        of older protocol versions keep working.
+        """
+        given = {"stream": stream, "max_version": max_version, "dl_device": dl_device,
+                 "copy": copy}
+        return self._dlpack_source().__dlpack__(
+            **{k: v for k, v in given.items() if v is not None})
 
     def __dlpack_device__(self) -> tuple[int, int]:
+        """The DLPack ``(device type, device id)`` of ``__dlpack__``'s export."""
         return self._dlpack_source().__dlpack_device__()
 
     def _dlpack_source(self) -> Any:
@@ -337,8 +445,16 @@ class Tensor(ArithmeticOps, LayoutOps, ReductionOps, IndexingOps, QuantizedOps):
                 raise DeviceMismatchError(f"to: device {target} is not available on backend "
                                           f"{self.backend.name()} (devices: "
                                           f"{[str(d) for d in self.backend.devices()]})")
-            return new(self.backend, getattr(self.backend, _TO_DEVICE_OP[self.kind])(
-                self.primitive, target), self.kind)
+            b, kind, p = self.backend, self.kind, self.primitive
+            if kind is FLOAT:
+                moved = b.float_to_device(p, target)
+            elif kind is INT:
+                moved = b.int_to_device(p, target)
+            elif kind is BOOL:
+                moved = b.bool_to_device(p, target)
+            else:
+                moved = b.q_to_device(p, target)
+            return new(b, moved, kind)
         return self.cast(target)
 
     def to_backend(self, backend: type[Backend], device: Device | None = None) -> Tensor:
@@ -375,27 +491,20 @@ class Tensor(ArithmeticOps, LayoutOps, ReductionOps, IndexingOps, QuantizedOps):
             return new(b, b.bool_into_int(p, dt), INT)
         raise DTypeError(f"cast: cannot cast {self.dtype!r} to {dt!r}")
 
-    def float(self) -> Tensor:
-        """As the backend's default float dtype (float32 on CPU, as torch's ``.float()``)."""
-        return self.cast(self.backend.float_dtype)
-
-    def int(self) -> Tensor:
-        """As the backend's default int dtype (int64 on CPU)."""
-        return self.cast(self.backend.int_dtype)
-
-    def bool(self) -> Tensor:
-        return self.cast(DType.bool_)
-
     def double(self) -> Tensor:
+        """As float64."""
         return self.cast(DType.float64)
 
     def half(self) -> Tensor:
+        """As float16."""
         return self.cast(DType.float16)
 
     def long(self) -> Tensor:
+        """As int64."""
         return self.cast(DType.int64)
 
     def __repr__(self) -> str:
+        """The values, shape, dtype, backend and device (and ``require_grad`` when tracked)."""
         try:
             arr = self.to_numpy()
             body = repr(arr.item()) if arr.ndim == 0 else np.array2string(
@@ -417,7 +526,7 @@ class Tensor(ArithmeticOps, LayoutOps, ReductionOps, IndexingOps, QuantizedOps):
         if self.kind is not FLOAT:
             raise KindError(f"require_grad: only float tensors can track gradients, "
                             f"got {article(self.kind)} tensor of dtype {self.dtype!r}")
-        if not b.ad_enabled():
+        if not _tracks_gradients(b):
             raise AutodiffError(f"require_grad: backend {b.name()} does not track gradients; "
                                 f"build the tensor on Autodiff({b.__name__})")
         self.primitive = b.float_set_require_grad(self.primitive, flag)
@@ -426,10 +535,12 @@ class Tensor(ArithmeticOps, LayoutOps, ReductionOps, IndexingOps, QuantizedOps):
     requires_grad_ = require_grad
 
     def is_require_grad(self) -> bool:
+        """Whether this float tensor is tracked by autodiff (a leaf or a result)."""
         return self.kind is FLOAT and self.backend.float_is_require_grad(self.primitive)
 
     @property
     def requires_grad(self) -> bool:
+        """torch's spelling of ``is_require_grad()``."""
         return self.is_require_grad()
 
     def retain_grad(self) -> Tensor:
@@ -443,8 +554,13 @@ class Tensor(ArithmeticOps, LayoutOps, ReductionOps, IndexingOps, QuantizedOps):
             return self
         return new(self.backend, self.backend.float_detach(self.primitive), FLOAT)
 
-    def backward(self, grad_output: Tensor | None = None, retain_graph: bool = False) -> Any:
-        """Gradients of this tensor (seeded with ones, or ``grad_output``) for tracked leaves."""
+    def backward(self, grad_output: Tensor | None = None,
+                 retain_graph: bool = False) -> Gradients:
+        """Gradients of this tensor for every tracked leaf (and retained tensor) it depends on.
+
+        Seeded with ones (Burn's rule: the gradient of ``self.sum()``) or with ``grad_output``,
+        a float tensor of this shape. The graph is freed unless ``retain_graph``.
+        """
         b = self._autodiff_backend("backward")
         seed = None
         if grad_output is not None:
@@ -454,19 +570,19 @@ class Tensor(ArithmeticOps, LayoutOps, ReductionOps, IndexingOps, QuantizedOps):
             seed = _inner_float_primitive(b, grad_output, "backward")
         return b.backward(self.primitive, seed, retain_graph)
 
-    def grad(self, grads: Any) -> Tensor | None:
+    def grad(self, grads: Gradients) -> Tensor | None:
         """This tensor's gradient in ``grads`` (a tensor of the inner backend), or None."""
         b = self._autodiff_backend("grad")
         g = b.grad(self.primitive, grads)
         return None if g is None else new(b.InnerBackend, g, FLOAT)
 
-    def grad_remove(self, grads: Any) -> Tensor | None:
+    def grad_remove(self, grads: Gradients) -> Tensor | None:
         """Pop this tensor's gradient from ``grads``."""
         b = self._autodiff_backend("grad_remove")
         g = b.grad_remove(self.primitive, grads)
         return None if g is None else new(b.InnerBackend, g, FLOAT)
 
-    def grad_replace(self, grads: Any, grad: Tensor) -> None:
+    def grad_replace(self, grads: Gradients, grad: Tensor) -> None:
         """Set this tensor's gradient in ``grads`` to ``grad`` (a tensor of the inner backend)."""
         b = self._autodiff_backend("grad_replace")
         if grad.shape != self.shape:
@@ -484,24 +600,1091 @@ class Tensor(ArithmeticOps, LayoutOps, ReductionOps, IndexingOps, QuantizedOps):
         fn = {FLOAT: "inner", INT: "int_inner", BOOL: "bool_inner", QUANTIZED: "q_inner"}[self.kind]
         return new(inner, getattr(b, fn)(self.primitive), self.kind)
 
-    def _autodiff_backend(self, op: str) -> Any:
+    def _autodiff_backend(self, op: str) -> type[AutodiffBackend]:
+        """This float tensor's backend, or the error saying why it has no gradients."""
+        b = self.backend
         if self.kind is not FLOAT:
             raise KindError(f"{op}: gradients exist only for float tensors, got {self.kind}")
-        if not self.backend.ad_enabled():
-            raise AutodiffError(f"{op}: backend {self.backend.name()} does not track "
-                                f"gradients; use Autodiff({self.backend.__name__})")
-        return self.backend
+        if not _tracks_gradients(b):
+            raise AutodiffError(f"{op}: backend {b.name()} does not track "
+                                f"gradients; use Autodiff({b.__name__})")
+        return b
+
+    # ---- arithmetic ------------------------------------------------------------------------------
+    # Operators broadcast NumPy-style and take a tensor or a Python number on either side. Same
+    # kinds meet at the promoted dtype; an int tensor with a float tensor is a DTypeError.
+    def add(self, other: Tensor | float) -> Tensor:
+        """Elementwise ``self + other``."""
+        return _binary(self, other, ADD)
+
+    __add__ = __radd__ = add
+
+    def sub(self, other: Tensor | float) -> Tensor:
+        """Elementwise ``self - other``."""
+        return _binary(self, other, SUB)
+
+    __sub__ = sub
+
+    def __rsub__(self, other: float) -> Tensor:
+        """``other - self`` for a Python number ``other``."""
+        return reflected(self, other, SUB)
+
+    def mul(self, other: Tensor | float) -> Tensor:
+        """Elementwise ``self * other``."""
+        return _binary(self, other, MUL)
+
+    __mul__ = __rmul__ = mul
+
+    def div(self, other: Tensor | float) -> Tensor:
+        """Elementwise true division; int operands give a float result (as torch)."""
+        return _binary(self, other, DIV)
+
+    __truediv__ = div
+
+    def __rtruediv__(self, other: float) -> Tensor:
+        """``other / self`` for a Python number ``other``."""
+        return reflected(self, other, DIV)
+
+    def floor_div(self, other: Tensor | float) -> Tensor:
+        """Elementwise ``floor(self / other)``; an int division by zero is an error."""
+        return _binary(self, other, FLOOR_DIV)
+
+    __floordiv__ = floor_div
+
+    def __rfloordiv__(self, other: float) -> Tensor:
+        """``other // self`` for a Python number ``other``."""
+        return reflected(self, other, FLOOR_DIV)
+
+    def remainder(self, other: Tensor | float) -> Tensor:
+        """Elementwise remainder with the sign of ``other`` (Python's ``%``)."""
+        return _binary(self, other, REMAINDER)
+
+    __mod__ = remainder
+
+    def __rmod__(self, other: float) -> Tensor:
+        """``other % self`` for a Python number ``other``."""
+        return reflected(self, other, REMAINDER)
+
+    def pow(self, other: Tensor | float) -> Tensor:
+        """Elementwise ``self ** other``; an int tensor takes only non-negative int powers."""
+        return _binary(self, other, POW)
+
+    __pow__ = pow
+
+    def __rpow__(self, other: float) -> Tensor:
+        """``other ** self`` for a Python number ``other``."""
+        return reflected(self, other, POW)
+
+    # Comparisons return bool tensors, as in NumPy and torch: ``==`` and ``!=`` override
+    # object's, whose result is a bool, hence the two narrow ignores.
+    def equal(self, other: Tensor | float) -> Tensor:
+        """Elementwise ``self == other`` as a bool tensor."""
+        return _binary(self, other, EQUAL)
+
+    eq = __eq__ = equal  # type: ignore[assignment]
+
+    def not_equal(self, other: Tensor | float) -> Tensor:
+        """Elementwise ``self != other`` as a bool tensor."""
+        return _binary(self, other, NOT_EQUAL)
+
+    ne = __ne__ = not_equal  # type: ignore[assignment]
+
+    def greater(self, other: Tensor | float) -> Tensor:
+        """Elementwise ``self > other`` as a bool tensor."""
+        return _binary(self, other, GREATER)
+
+    gt = __gt__ = greater
+
+    def greater_equal(self, other: Tensor | float) -> Tensor:
+        """Elementwise ``self >= other`` as a bool tensor."""
+        return _binary(self, other, GREATER_EQUAL)
+
+    ge = __ge__ = greater_equal
+
+    def lower(self, other: Tensor | float) -> Tensor:
+        """Elementwise ``self < other`` as a bool tensor (Burn's spelling of ``lt``)."""
+        return _binary(self, other, LOWER)
+
+    lt = __lt__ = lower
+
+    def lower_equal(self, other: Tensor | float) -> Tensor:
+        """Elementwise ``self <= other`` as a bool tensor."""
+        return _binary(self, other, LOWER_EQUAL)
+
+    le = __le__ = lower_equal
+
+    def bitwise_and(self, other: Tensor | int) -> Tensor:
+        """Elementwise ``&`` of int tensors, logical and of bool tensors."""
+        return _binary(self, other, BITWISE_AND)
+
+    __and__ = __rand__ = bitwise_and
+
+    def bitwise_or(self, other: Tensor | int) -> Tensor:
+        """Elementwise ``|`` of int tensors, logical or of bool tensors."""
+        return _binary(self, other, BITWISE_OR)
+
+    __or__ = __ror__ = bitwise_or
+
+    def bitwise_xor(self, other: Tensor | int) -> Tensor:
+        """Elementwise ``^`` of int tensors, logical xor of bool tensors."""
+        return _binary(self, other, BITWISE_XOR)
+
+    __xor__ = __rxor__ = bitwise_xor
+
+    def atan2(self, other: Tensor) -> Tensor:
+        """Elementwise angle of the point ``(other, self)`` in radians, in [-pi, pi]."""
+        return _binary(self, other, ATAN2)
+
+    # Elementwise math: float tensors only unless said otherwise.
+    def neg(self) -> Tensor:
+        """``-x`` (float or int)."""
+        return signed_unary(self, "neg", self.backend.float_neg, self.backend.int_neg)
+
+    __neg__ = neg
+
+    def abs(self) -> Tensor:
+        """``|x|`` (float or int)."""
+        return signed_unary(self, "abs", self.backend.float_abs, self.backend.int_abs)
+
+    __abs__ = abs
+
+    def sign(self) -> Tensor:
+        """-1, 0 or 1 by the sign of x (float or int)."""
+        return signed_unary(self, "sign", self.backend.float_sign, self.backend.int_sign)
+
+    def exp(self) -> Tensor:
+        """``e ** x``."""
+        return float_unary(self, "exp", self.backend.float_exp)
+
+    def expm1(self) -> Tensor:
+        """``e ** x - 1``, accurate near 0."""
+        return float_unary(self, "expm1", self.backend.float_expm1)
+
+    def log(self) -> Tensor:
+        """Natural logarithm."""
+        return float_unary(self, "log", self.backend.float_log)
+
+    def log1p(self) -> Tensor:
+        """``log(1 + x)``, accurate near 0."""
+        return float_unary(self, "log1p", self.backend.float_log1p)
+
+    def sqrt(self) -> Tensor:
+        """Square root."""
+        return float_unary(self, "sqrt", self.backend.float_sqrt)
+
+    def square(self) -> Tensor:
+        """``x * x``."""
+        return float_unary(self, "square", self.backend.float_square)
+
+    def recip(self) -> Tensor:
+        """``1 / x``."""
+        return float_unary(self, "recip", self.backend.float_recip)
+
+    reciprocal = recip
+
+    def sin(self) -> Tensor:
+        """Sine (radians)."""
+        return float_unary(self, "sin", self.backend.float_sin)
+
+    def cos(self) -> Tensor:
+        """Cosine (radians)."""
+        return float_unary(self, "cos", self.backend.float_cos)
+
+    def tan(self) -> Tensor:
+        """Tangent (radians)."""
+        return float_unary(self, "tan", self.backend.float_tan)
+
+    def asin(self) -> Tensor:
+        """Inverse sine, in [-pi/2, pi/2]."""
+        return float_unary(self, "asin", self.backend.float_asin)
+
+    arcsin = asin
+
+    def acos(self) -> Tensor:
+        """Inverse cosine, in [0, pi]."""
+        return float_unary(self, "acos", self.backend.float_acos)
+
+    arccos = acos
+
+    def atan(self) -> Tensor:
+        """Inverse tangent, in (-pi/2, pi/2)."""
+        return float_unary(self, "atan", self.backend.float_atan)
+
+    arctan = atan
+
+    def sinh(self) -> Tensor:
+        """Hyperbolic sine."""
+        return float_unary(self, "sinh", self.backend.float_sinh)
+
+    def cosh(self) -> Tensor:
+        """Hyperbolic cosine."""
+        return float_unary(self, "cosh", self.backend.float_cosh)
+
+    def tanh(self) -> Tensor:
+        """Hyperbolic tangent."""
+        return float_unary(self, "tanh", self.backend.float_tanh)
+
+    def asinh(self) -> Tensor:
+        """Inverse hyperbolic sine."""
+        return float_unary(self, "asinh", self.backend.float_asinh)
+
+    arcsinh = asinh
+
+    def acosh(self) -> Tensor:
+        """Inverse hyperbolic cosine (x >= 1)."""
+        return float_unary(self, "acosh", self.backend.float_acosh)
+
+    arccosh = acosh
+
+    def atanh(self) -> Tensor:
+        """Inverse hyperbolic tangent (|x| < 1)."""
+        return float_unary(self, "atanh", self.backend.float_atanh)
+
+    arctanh = atanh
+
+    def erf(self) -> Tensor:
+        """The Gauss error function."""
+        return float_unary(self, "erf", self.backend.float_erf)
+
+    def round(self) -> Tensor:
+        """Round half to even (an int tensor is returned as is)."""
+        return rounding(self, "round", self.backend.float_round)
+
+    def floor(self) -> Tensor:
+        """The largest integer <= x (an int tensor is returned as is)."""
+        return rounding(self, "floor", self.backend.float_floor)
+
+    def ceil(self) -> Tensor:
+        """The smallest integer >= x (an int tensor is returned as is)."""
+        return rounding(self, "ceil", self.backend.float_ceil)
+
+    def trunc(self) -> Tensor:
+        """x rounded toward zero (an int tensor is returned as is)."""
+        return rounding(self, "trunc", self.backend.float_trunc)
+
+    def relu(self) -> Tensor:
+        """``max(x, 0)``."""
+        return float_unary(self, "relu", self.backend.relu)
+
+    def sigmoid(self) -> Tensor:
+        """``1 / (1 + exp(-x))``, stable for large ``|x|``."""
+        return float_unary(self, "sigmoid", self.backend.sigmoid)
+
+    def log_sigmoid(self) -> Tensor:
+        """``log(sigmoid(x))``, stable."""
+        return float_unary(self, "log_sigmoid", self.backend.log_sigmoid)
+
+    def silu(self) -> Tensor:
+        """``x * sigmoid(x)``."""
+        return float_unary(self, "silu", self.backend.silu)
+
+    def __invert__(self) -> Tensor:
+        """``~x``: logical not of a bool tensor, bitwise not of an int tensor."""
+        b = self.backend
+        if self.kind is BOOL:
+            return new(b, b.bool_not(self.primitive), BOOL)
+        if self.kind is INT:
+            return new(b, b.int_bitwise_not(self.primitive), INT)
+        raise KindError(f"~: expects a bool or int tensor, got {self.kind} ({self.dtype!r})")
+
+    logical_not = __invert__
+
+    def __pos__(self) -> Tensor:
+        """``+x``: the tensor itself."""
+        return self
+
+    def rsqrt(self) -> Tensor:
+        """1 / sqrt(x)."""
+        return self.sqrt().recip()
+
+    def gelu(self, approximate: Literal["none", "tanh"] = "none") -> Tensor:
+        """x * Phi(x); ``approximate="tanh"`` for the tanh form."""
+        require_float(self, "gelu")
+        if approximate not in ("none", "tanh"):
+            raise InvalidArgumentError(
+                f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
+        return new(self.backend, self.backend.gelu(self.primitive, approximate), FLOAT)
+
+    def leaky_relu(self, negative_slope: float = 0.01) -> Tensor:
+        """``x`` where positive, else ``negative_slope * x``."""
+        require_float(self, "leaky_relu")
+        return new(self.backend, self.backend.leaky_relu(self.primitive, float(negative_slope)),
+                   FLOAT)
+
+    def hard_sigmoid(self, alpha: float = 1 / 6, beta: float = 0.5) -> Tensor:
+        """``clamp(alpha * x + beta, 0, 1)``: a piecewise-linear sigmoid."""
+        require_float(self, "hard_sigmoid")
+        return new(self.backend, self.backend.hard_sigmoid(self.primitive, alpha, beta), FLOAT)
+
+    def softplus(self, beta: float = 1.0) -> Tensor:
+        """``log(1 + exp(beta * x)) / beta``, stable for large values."""
+        require_float(self, "softplus")
+        return new(self.backend, self.backend.softplus(self.primitive, float(beta)), FLOAT)
+
+    def softmax(self, dim: int) -> Tensor:
+        """exp(x) normalized along ``dim``."""
+        require_float(self, "softmax")
+        d = normalize_dim("softmax", dim, self.ndim)
+        return new(self.backend, self.backend.softmax(self.primitive, d), FLOAT)
+
+    def log_softmax(self, dim: int) -> Tensor:
+        """x - logsumexp(x) along ``dim``."""
+        require_float(self, "log_softmax")
+        d = normalize_dim("log_softmax", dim, self.ndim)
+        return new(self.backend, self.backend.log_softmax(self.primitive, d), FLOAT)
+
+    def clamp(self, min: float | None = None, max: float | None = None) -> Tensor:
+        """Limit values to [min, max]; either bound may be omitted."""
+        if min is None and max is None:
+            raise InvalidArgumentError("clamp: give at least one of min and max")
+        b = self.backend
+        if self.kind is FLOAT:
+            lo = None if min is None else float(min)
+            hi = None if max is None else float(max)
+            if lo is not None and hi is None:
+                return new(b, b.float_clamp_min(self.primitive, lo), FLOAT)
+            if hi is not None and lo is None:
+                return new(b, b.float_clamp_max(self.primitive, hi), FLOAT)
+            return new(b, b.float_clamp(self.primitive, lo, hi), FLOAT)
+        if self.kind is INT:
+            if isinstance(min, float) or isinstance(max, float):
+                raise DTypeError("clamp: float bounds for an int tensor; use .float() first")
+            return new(b, b.int_clamp(self.primitive, min, max), INT)
+        raise KindError(f"clamp: expects a float or int tensor, got {self.kind}")
+
+    clip = clamp
+
+    def clamp_min(self, min: float) -> Tensor:
+        """Limit values to at least ``min``."""
+        return self.clamp(min=min)
+
+    def clamp_max(self, max: float) -> Tensor:
+        """Limit values to at most ``max``."""
+        return self.clamp(max=max)
+
+    def maximum(self, other: Tensor) -> Tensor:
+        """Elementwise max of two tensors (NaN propagates, as torch.maximum)."""
+        take_other = (other > self) | other.isnan() if self.kind is FLOAT else other > self
+        return self.mask_where(take_other, other)
+
+    def minimum(self, other: Tensor) -> Tensor:
+        """Elementwise min of two tensors (NaN propagates, as torch.minimum)."""
+        take_other = (other < self) | other.isnan() if self.kind is FLOAT else other < self
+        return self.mask_where(take_other, other)
+
+    def isnan(self) -> Tensor:
+        """Where values are NaN, as a bool tensor (all False for int and bool tensors)."""
+        if self.kind is not FLOAT:
+            return all_false(self)
+        return new(self.backend, self.backend.float_is_nan(self.primitive), BOOL)
+
+    is_nan = isnan
+
+    def isinf(self) -> Tensor:
+        """Where values are +-inf, as a bool tensor (all False for int and bool tensors)."""
+        if self.kind is not FLOAT:
+            return all_false(self)
+        return new(self.backend, self.backend.float_is_inf(self.primitive), BOOL)
+
+    is_inf = isinf
+
+    def isfinite(self) -> Tensor:
+        """Where values are neither NaN nor infinite, as a bool tensor."""
+        return ~(self.isnan() | self.isinf())
+
+    def mask_where(self, mask: Tensor, value: Tensor) -> Tensor:
+        """``value`` where ``mask`` is true, else ``self`` (Burn's ``mask_where``; broadcasts)."""
+        op = "mask_where"
+        if mask.kind is not BOOL:
+            raise KindError(f"{op}: the mask must be a bool tensor, got {mask.kind}")
+        check_same_backend(op, self, mask)
+        check_same_backend(op, self, value)
+        if value.kind is not self.kind:
+            raise DTypeError(f"{op}: value is {value.kind} ({value.dtype!r}) but the tensor is "
+                             f"{self.kind} ({self.dtype!r})")
+        shape = broadcast_shapes(op, broadcast_shapes(op, self.shape, mask.shape), value.shape)
+        b = self.backend
+        t, v = self, value
+        if t.kind is not BOOL:
+            dtype = common_dtype(op, t, v)
+            t, v = t.cast(dtype), v.cast(dtype)
+        if t.shape != shape:
+            t = t.expand(shape)
+        fn = {FLOAT: b.float_mask_where, INT: b.int_mask_where, BOOL: b.bool_mask_where}[t.kind]
+        return new(b, fn(t.primitive, mask.primitive, v.primitive), t.kind)
+
+    def mask_fill(self, mask: Tensor, value: float) -> Tensor:
+        """``value`` where ``mask`` is true, else ``self`` (torch's ``masked_fill``)."""
+        op = "mask_fill"
+        if mask.kind is not BOOL:
+            raise KindError(f"{op}: the mask must be a bool tensor, got {mask.kind}")
+        check_same_backend(op, self, mask)
+        shape = broadcast_shapes(op, self.shape, mask.shape)
+        t = self if self.shape == shape else self.expand(shape)
+        b = self.backend
+        if t.kind is FLOAT:
+            return new(b, b.float_mask_fill(t.primitive, mask.primitive, float(value)), FLOAT)
+        if t.kind is INT:
+            if isinstance(value, float):
+                raise DTypeError(f"{op}: float value {value!r} for an int tensor")
+            return new(b, b.int_mask_fill(t.primitive, mask.primitive, int(value)), INT)
+        return t.mask_where(mask, scalar_like(t, bool(value), op).expand(shape))
+
+    masked_fill = mask_fill
+
+    def matmul(self, other: Tensor) -> Tensor:
+        """Matrix product with torch's rules: 1-d operands, batched and broadcast batch dims."""
+        op = "matmul"
+        b = self.backend
+        if (other.__class__ is self.__class__ and other.backend is b and self.kind is FLOAT
+                and other.kind is FLOAT):
+            p, q = self.primitive, other.primitive
+            if b.trusted_binary_ops:
+                # NumPy-style matmul raises ValueError on a shape mismatch: the general path
+                # below then names the op and the shapes.
+                if len(p.shape) == 2 and len(q.shape) == 2:
+                    try:
+                        return new(b, b.float_matmul(p, q), FLOAT)
+                    except ValueError:
+                        pass
+            elif not b.multi_device:
+                ps, qs = p.shape, q.shape
+                if (len(ps) == 2 and len(qs) == 2 and ps[1] == qs[0]
+                        and (p.dtype is q.dtype or p.dtype == q.dtype)):
+                    return new(b, b.float_matmul(p, q), FLOAT)
+        elif not isinstance(other, Tensor):
+            return NotImplemented
+        check_same_backend(op, self, other)
+        a, c = self, other
+        if QUANTIZED in (a.kind, c.kind):
+            return quantized_matmul(a, c)
+        if a.kind not in (FLOAT, INT) or c.kind is not a.kind:
+            raise KindError(f"{op}: expects two float or two int tensors, got {a.kind} "
+                            f"({a.dtype!r}) and {c.kind} ({c.dtype!r})")
+        if a.ndim == 0 or c.ndim == 0:
+            raise ShapeError(f"{op}: both operands need at least 1 dim, got shapes "
+                             f"{describe(a.shape)} and {describe(c.shape)}")
+        dtype = common_dtype(op, a, c)
+        a, c = a.cast(dtype), c.cast(dtype)
+        squeeze_a, squeeze_c = a.ndim == 1, c.ndim == 1
+        if squeeze_a:
+            a = a.reshape(1, a.shape[0])
+        if squeeze_c:
+            c = c.reshape(c.shape[0], 1)
+        if a.shape[-1] != c.shape[-2]:
+            raise ShapeError(f"{op}: inner dims differ: {describe(self.shape)} @ "
+                             f"{describe(other.shape)} ({a.shape[-1]} vs {c.shape[-2]})")
+        batch = broadcast_shapes(op, a.shape[:-2], c.shape[:-2])
+        nd = len(batch) + 2
+        if a.ndim != nd:
+            a = a.reshape((1,) * (nd - a.ndim) + a.shape)
+        if c.ndim != nd:
+            c = c.reshape((1,) * (nd - c.ndim) + c.shape)
+        fn = b.float_matmul if a.kind is FLOAT else b.int_matmul
+        out = new(b, fn(a.primitive, c.primitive), a.kind)
+        if squeeze_a and squeeze_c:
+            return out.reshape(out.shape[:-2])
+        if squeeze_a:
+            return out.reshape(out.shape[:-2] + out.shape[-1:])
+        if squeeze_c:
+            return out.reshape(out.shape[:-1])
+        return out
+
+    __matmul__ = matmul
+
+    def __rmatmul__(self, other: object) -> Tensor:
+        """Only tensors multiply tensors: a NumPy array or list on the left is refused."""
+        return NotImplemented
+
+    # ---- layout ----------------------------------------------------------------------------------
+
+    def reshape(self, *shape: int | Sequence[int]) -> Tensor:
+        """Same elements in row-major order; one dim may be -1."""
+        target = infer_shape("reshape", dims_arg(shape), numel(self.shape), self.shape)
+        if target == self.shape:
+            return self
+        return new(self.backend, kind_op(self, "reshape")(self.primitive, target), self.kind)
+
+    view = reshape
+
+    def flatten(self, start_dim: int = 0, end_dim: int = -1) -> Tensor:
+        """Merge dims ``start_dim..end_dim`` (inclusive) into one."""
+        if self.ndim == 0:
+            return self.reshape(1)
+        s = normalize_dim("flatten", start_dim, self.ndim)
+        e = normalize_dim("flatten", end_dim, self.ndim)
+        if s > e:
+            raise IndexOutOfBoundsError(f"flatten: start_dim {start_dim} comes after end_dim "
+                                        f"{end_dim}")
+        shape = self.shape
+        return self.reshape(shape[:s] + (numel(shape[s:e + 1]),) + shape[e + 1:])
+
+    def squeeze(self, dim: int | Sequence[int] | None = None) -> Tensor:
+        """Drop size-1 dims (all, or the given ones; a given dim of another size stays)."""
+        if dim is None:
+            dims = tuple(i for i, s in enumerate(self.shape) if s == 1)
+        else:
+            dims = normalize_dims("squeeze", (dim,) if isinstance(dim, int) else dim, self.ndim)
+        return self.reshape(tuple(s for i, s in enumerate(self.shape)
+                                  if not (i in dims and s == 1)))
+
+    def unsqueeze(self, dim: int) -> Tensor:
+        """Insert a size-1 dim at ``dim``."""
+        d = normalize_dim("unsqueeze", dim, self.ndim, inserting=True)
+        return self.reshape(self.shape[:d] + (1,) + self.shape[d:])
+
+    def permute(self, *dims: int | Sequence[int]) -> Tensor:
+        """Reorder dims: output dim i is input dim ``dims[i]``."""
+        axes = normalize_dims("permute", dims_arg(dims), self.ndim)
+        if len(axes) != self.ndim:
+            raise ShapeError(f"permute: got {len(axes)} dims for a tensor of {self.ndim} "
+                             f"(shape {describe(self.shape)})")
+        if axes == tuple(range(self.ndim)):
+            return self
+        return new(self.backend, kind_op(self, "permute")(self.primitive, axes), self.kind)
+
+    def swap_dims(self, dim1: int, dim2: int) -> Tensor:
+        """Exchange two dims (torch's ``transpose``)."""
+        d1 = normalize_dim("swap_dims", dim1, self.ndim)
+        d2 = normalize_dim("swap_dims", dim2, self.ndim)
+        if d1 == d2:
+            return self
+        return new(self.backend, kind_op(self, "swap_dims")(self.primitive, d1, d2), self.kind)
+
+    transpose = swap_dims
+
+    @property
+    def T(self) -> Tensor:  # noqa: N802 - the established spelling
+        """All dims reversed (a matrix transposed)."""
+        return self.permute(tuple(reversed(range(self.ndim))))
+
+    @property
+    def mT(self) -> Tensor:  # noqa: N802
+        """The last two dims swapped (batched matrix transpose)."""
+        return self.swap_dims(-2, -1)
+
+    def expand(self, *shape: int | Sequence[int]) -> Tensor:
+        """Broadcast to ``shape``; -1 keeps a dim, new dims may be added in front."""
+        target = dims_arg(shape)
+        nd = len(target)
+        if nd < self.ndim:
+            raise ShapeError(f"expand: target {describe(target)} has fewer dims than "
+                             f"{describe(self.shape)}")
+        src = (1,) * (nd - self.ndim) + self.shape
+        out = []
+        for i, (s, t) in enumerate(zip(src, target, strict=True)):
+            if t == -1:
+                if i < nd - self.ndim:
+                    raise ShapeError(f"expand: -1 is not allowed for the new leading dim {i}")
+                t = s
+            if s != t and s != 1:
+                raise ShapeError(f"expand: cannot expand {describe(self.shape)} to "
+                                 f"{describe(target)} (dim {i} is {s}, not 1)")
+            out.append(t)
+        final = tuple(out)
+        if final == self.shape:
+            return self
+        return new(self.backend, kind_op(self, "expand")(self.primitive, final), self.kind)
+
+    broadcast_to = expand
+
+    def expand_as(self, other: Tensor) -> Tensor:
+        """Broadcast to ``other``'s shape."""
+        return self.expand(other.shape)
+
+    def repeat(self, *sizes: int | Sequence[int]) -> Tensor:
+        """Tile the tensor ``sizes[i]`` times along dim i (torch's ``repeat``)."""
+        reps = dims_arg(sizes)
+        if len(reps) < self.ndim:
+            raise ShapeError(f"repeat: {len(reps)} repeat counts for a tensor of {self.ndim} "
+                             "dims")
+        if any(r < 0 for r in reps):
+            raise InvalidArgumentError(f"repeat: counts must be >= 0, got {reps}")
+        t = self.reshape((1,) * (len(reps) - self.ndim) + self.shape)
+        for d, r in enumerate(reps):
+            if r != 1:
+                t = t.repeat_dim(d, r)
+        return t
+
+    def repeat_dim(self, dim: int, times: int) -> Tensor:
+        """Tile the tensor ``times`` along one dim (Burn's ``repeat_dim``)."""
+        d = normalize_dim("repeat_dim", dim, self.ndim)
+        if times < 0:
+            raise InvalidArgumentError(f"repeat_dim: times must be >= 0, got {times}")
+        if times == 1:
+            return self
+        return new(self.backend, kind_op(self, "repeat_dim")(self.primitive, d, times),
+                   self.kind)
+
+    def flip(self, *dims: int | Sequence[int]) -> Tensor:
+        """Reverse the element order along ``dims``."""
+        axes = normalize_dims("flip", dims_arg(dims), self.ndim)
+        if not axes:
+            return self
+        return new(self.backend, kind_op(self, "flip")(self.primitive, axes), self.kind)
+
+    def narrow(self, dim: int, start: int, length: int) -> Tensor:
+        """``length`` elements from ``start`` along ``dim``."""
+        d = normalize_dim("narrow", dim, self.ndim)
+        size = self.shape[d]
+        if start < 0:
+            start += size
+        if not (0 <= start <= size and length >= 0 and start + length <= size):
+            raise IndexOutOfBoundsError(f"narrow: range [{start}, {start + length}) is outside "
+                                        f"dim {dim} of size {size}")
+        return self.slice_dim(d, start, start + length)
+
+    def slice_dim(self, dim: int, start: int, stop: int, step: int = 1) -> Tensor:
+        """Elements ``start:stop:step`` of one dim (validated bounds, positive step)."""
+        d = normalize_dim("slice", dim, self.ndim)
+        slices = tuple(slice(0, n) for n in self.shape[:d]) + (slice(start, stop, step),)
+        return new(self.backend, kind_op(self, "slice")(self.primitive, slices), self.kind)
+
+    def split(self, split_size_or_sections: int | Sequence[int],
+              dim: int = 0) -> list[Tensor]:
+        """Pieces of ``split_size`` (the last may be smaller), or of the listed sizes."""
+        d = normalize_dim("split", dim, self.ndim)
+        size = self.shape[d]
+        if isinstance(split_size_or_sections, int):
+            step = split_size_or_sections
+            if step <= 0:
+                raise InvalidArgumentError(f"split: split_size must be > 0, got {step}")
+            sizes = [min(step, size - s) for s in range(0, size, step)] or [0]
+        else:
+            sizes = list(split_size_or_sections)
+            if sum(sizes) != size or any(s < 0 for s in sizes):
+                raise ShapeError(f"split: sections {sizes} do not add up to dim {dim} of size "
+                                 f"{size}")
+        out, start = [], 0
+        for s in sizes:
+            out.append(self.slice_dim(d, start, start + s))
+            start += s
+        return out
+
+    def chunk(self, chunks: int, dim: int = 0) -> list[Tensor]:
+        """At most ``chunks`` near-equal pieces (torch.chunk)."""
+        if chunks <= 0:
+            raise InvalidArgumentError(f"chunk: chunks must be > 0, got {chunks}")
+        d = normalize_dim("chunk", dim, self.ndim)
+        size = self.shape[d]
+        return self.split(max(1, -(-size // chunks)), d)
+
+    def unfold(self, dim: int, size: int, step: int) -> Tensor:
+        """Sliding windows of ``size`` every ``step`` along ``dim``, as a new last dim."""
+        d = normalize_dim("unfold", dim, self.ndim)
+        if size <= 0 or step <= 0:
+            raise InvalidArgumentError(f"unfold: size and step must be > 0, got {size}, {step}")
+        if size > self.shape[d]:
+            raise ShapeError(f"unfold: window {size} is larger than dim {dim} of size "
+                             f"{self.shape[d]}")
+        return new(self.backend, kind_op(self, "unfold")(self.primitive, d, size, step),
+                   self.kind)
+
+    @staticmethod
+    def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
+        """Concatenate along an existing dim; shapes must agree elsewhere."""
+        return cat(tensors, dim)
+
+    @staticmethod
+    def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
+        """Join along a new dim; all shapes must be equal."""
+        return stack(tensors, dim)
+
+    # ---- reductions ------------------------------------------------------------------------------
+
+    def sum(self, dim: Dims = None, keepdim: bool = False) -> Tensor:
+        """Sum over ``dim`` (an int, several, or all); ints and bools sum in int64."""
+        return reduce(numeric(self, "sum"), "sum", dim, keepdim)
+
+    def prod(self, dim: Dims = None, keepdim: bool = False) -> Tensor:
+        """Product over ``dim`` (an int, several, or all); bools multiply as ints."""
+        return reduce(numeric(self, "prod"), "prod", dim, keepdim)
+
+    def mean(self, dim: Dims = None, keepdim: bool = False) -> Tensor:
+        """Arithmetic mean (float tensors only, as in torch)."""
+        if self.kind is not FLOAT:
+            raise KindError(f"mean: expects a float tensor, got {self.kind} ({self.dtype!r}); "
+                            "use .float() first")
+        return reduce(self, "mean", dim, keepdim)
+
+    def var(self, dim: Dims = None, keepdim: bool = False, correction: int = 1) -> Tensor:
+        """Variance with Bessel's ``correction`` (1 = unbiased, as torch's default)."""
+        mu = self.mean(dim, keepdim=True)
+        sq = (self - mu).square()
+        dims = range(self.ndim) if dim is None else (
+            normalize_dims("var", (dim,) if isinstance(dim, int) else dim, self.ndim))
+        n = math.prod(self.shape[d] for d in dims)
+        total = sq.sum(dim, keepdim=keepdim)
+        return total / max(n - correction, 0) if n - correction > 0 else total * float("nan")
+
+    def std(self, dim: Dims = None, keepdim: bool = False, correction: int = 1) -> Tensor:
+        """Standard deviation: the square root of ``var`` with the same ``correction``."""
+        return self.var(dim, keepdim, correction).sqrt()
+
+    def logsumexp(self, dim: int, keepdim: bool = False) -> Tensor:
+        """log(sum(exp(x))) along ``dim``, stable for large values."""
+        d = normalize_dim("logsumexp", dim, self.ndim)
+        m = self.max(d, keepdim=True).detach()
+        m = m.mask_fill(m.isinf(), 0.0)
+        out = (self - m).exp().sum(d, keepdim=True).log() + m
+        return drop_dims(out, (d,), keepdim)
+
+    def max(self, dim: int | None = None, keepdim: bool = False) -> Tensor:
+        """The largest value overall, or along ``dim`` (values only; see max_with_indices)."""
+        t = numeric(self, "max") if self.kind is not BOOL else self.int()
+        if dim is None:
+            check_nonempty(t, "max", None)
+            return reduce(t, "max", None, keepdim)
+        return self.max_with_indices(dim, keepdim)[0]
+
+    def min(self, dim: int | None = None, keepdim: bool = False) -> Tensor:
+        """The smallest value overall, or along ``dim``."""
+        t = numeric(self, "min") if self.kind is not BOOL else self.int()
+        if dim is None:
+            check_nonempty(t, "min", None)
+            return reduce(t, "min", None, keepdim)
+        return self.min_with_indices(dim, keepdim)[0]
+
+    def max_with_indices(self, dim: int, keepdim: bool = False) -> tuple[Tensor, Tensor]:
+        """(values, indices) of the max along ``dim``; the first index among ties."""
+        return extreme_with_indices(self, "max", dim, keepdim)
+
+    def min_with_indices(self, dim: int, keepdim: bool = False) -> tuple[Tensor, Tensor]:
+        """(values, indices) of the min along ``dim``; the first index among ties."""
+        return extreme_with_indices(self, "min", dim, keepdim)
+
+    def argmax(self, dim: int | None = None, keepdim: bool = False) -> Tensor:
+        """Index of the max along ``dim`` (over the flattened tensor when dim is None)."""
+        if dim is None:
+            return self.flatten().max_with_indices(0)[1]
+        return self.max_with_indices(dim, keepdim)[1]
+
+    def argmin(self, dim: int | None = None, keepdim: bool = False) -> Tensor:
+        """Index of the min along ``dim`` (over the flattened tensor when dim is None)."""
+        if dim is None:
+            return self.flatten().min_with_indices(0)[1]
+        return self.min_with_indices(dim, keepdim)[1]
+
+    def any(self, dim: int | None = None, keepdim: bool = False) -> Tensor:
+        """Whether any element is non-zero / true."""
+        return reduce(as_bool(self), "any", dim, keepdim)
+
+    def all(self, dim: int | None = None, keepdim: bool = False) -> Tensor:
+        """Whether every element is non-zero / true."""
+        return reduce(as_bool(self), "all", dim, keepdim)
+
+    def count_nonzero(self, dim: int | None = None) -> Tensor:
+        """The number of non-zero (true) elements, overall or along ``dim``, as an int tensor."""
+        return as_bool(self).int().sum(dim)
+
+    def cumsum(self, dim: int) -> Tensor:
+        """Running sum along ``dim``."""
+        t = numeric(self, "cumsum")
+        d = normalize_dim("cumsum", dim, t.ndim)
+        return new(t.backend, kind_op(t, "cumsum")(t.primitive, d), t.kind)
+
+    def cumprod(self, dim: int) -> Tensor:
+        """Running product along ``dim``."""
+        t = numeric(self, "cumprod")
+        d = normalize_dim("cumprod", dim, t.ndim)
+        return new(t.backend, kind_op(t, "cumprod")(t.primitive, d), t.kind)
+
+    def cummax(self, dim: int) -> Tensor:
+        """Running max along ``dim`` (values; see cummax_with_indices)."""
+        return self.cummax_with_indices(dim)[0]
+
+    def cummin(self, dim: int) -> Tensor:
+        """Running min along ``dim`` (values; see cummin_with_indices)."""
+        return self.cummin_with_indices(dim)[0]
+
+    def cummax_with_indices(self, dim: int) -> tuple[Tensor, Tensor]:
+        """Running max and where it was reached (torch.cummax)."""
+        return scan_with_indices(self, "cummax", dim)
+
+    def cummin_with_indices(self, dim: int) -> tuple[Tensor, Tensor]:
+        """Running min and where it was reached (torch.cummin)."""
+        return scan_with_indices(self, "cummin", dim)
+
+    def sort(self, dim: int = -1, descending: bool = False) -> Tensor:
+        """Sorted values along ``dim`` (stable)."""
+        return self.sort_with_indices(dim, descending)[0]
+
+    def sort_with_indices(self, dim: int = -1,
+                          descending: bool = False) -> tuple[Tensor, Tensor]:
+        """(sorted values, source indices) along ``dim``; stable."""
+        t = numeric(self, "sort")
+        d = normalize_dim("sort", dim, t.ndim) if t.ndim else 0
+        if t.ndim == 0:
+            return t, zero_index(t)
+        values, indices = kind_op(t, "sort_with_indices")(t.primitive, d, descending)
+        return new(t.backend, values, t.kind), new(t.backend, indices, INT)
+
+    def argsort(self, dim: int = -1, descending: bool = False) -> Tensor:
+        """The indices that sort ``dim`` (stable); see ``sort_with_indices``."""
+        return self.sort_with_indices(dim, descending)[1]
+
+    def topk(self, k: int, dim: int = -1, largest: bool = True) -> Tensor:
+        """The ``k`` largest (or smallest) values along ``dim``, sorted."""
+        return self.topk_with_indices(k, dim, largest)[0]
+
+    def topk_with_indices(self, k: int, dim: int = -1,
+                          largest: bool = True) -> tuple[Tensor, Tensor]:
+        """(values, indices) of the ``k`` largest (or smallest) along ``dim``, sorted."""
+        t = numeric(self, "topk")
+        d = normalize_dim("topk", dim, t.ndim)
+        if not 0 <= k <= t.shape[d]:
+            raise IndexOutOfBoundsError(f"topk: k={k} is outside [0, {t.shape[d]}] for dim "
+                                        f"{dim} of shape {describe(t.shape)}")
+        values, indices = t.sort_with_indices(d, descending=largest)
+        return values.slice_dim(d, 0, k), indices.slice_dim(d, 0, k)
+
+    # ---- indexing --------------------------------------------------------------------------------
+
+    def __getitem__(self, key: Any) -> Tensor:
+        """NumPy indexing: ints, slices (any step), ``None``, ``...``, int tensors or lists
+        and bool masks. Basic indices become flip/slice/reshape; advanced ones one ``select``.
+        """
+        key = key if isinstance(key, tuple) else (key,)
+        if all(is_basic(k) for k in key):
+            return apply_basic(self, key)
+        return getitem_advanced(self, key)
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        """Replace the indexed region (the tensor's primitive is swapped; tracked under
+        autodiff like any other op)."""
+        self.primitive = self._assigned(key, value).primitive
+
+    def index_put(self, key: Any, value: Any) -> Tensor:
+        """A copy with ``self[key] = value`` applied (the functional form of ``__setitem__``)."""
+        return self._assigned(key, value)
+
+    def _assigned(self, key: Any, value: Any) -> Tensor:
+        from burnpy.tensor.tensor import Tensor
+
+        key = key if isinstance(key, tuple) else (key,)
+        if not isinstance(value, Tensor):
+            value = Tensor.full((), value, backend=self.backend, device=self.device,
+                                dtype=self.dtype)
+        check_same_backend("setitem", self, value)
+        if value.kind is not self.kind:
+            raise DTypeError(f"setitem: cannot assign {article(value.kind)} value "
+                             f"({value.dtype!r}) "
+                             f"into {article(self.kind)} tensor ({self.dtype!r})")
+        value = value.cast(self.dtype)
+        if len(key) == 1 and not is_basic(key[0]):
+            idx = as_index_tensor(self, key[0])
+            if idx.kind is BOOL:
+                if idx.shape != self.shape[:idx.ndim]:
+                    raise ShapeError(f"setitem: mask of shape {describe(idx.shape)} does not "
+                                     f"match the tensor's leading dims {describe(self.shape)}")
+                mask = idx.reshape(idx.shape + (1,) * (self.ndim - idx.ndim))
+                if value.ndim == 0:
+                    return self.mask_where(mask, value.expand(self.shape))
+                if value.shape == self.shape or broadcast_shapes("setitem", value.shape,
+                                                                 self.shape) == self.shape:
+                    return self.mask_where(mask, value)
+            if idx.kind is INT:
+                idx = checked_indices(idx, self.shape[0], "setitem", 0)
+                if idx.ndim == 1:
+                    region = (idx.shape[0],) + self.shape[1:]
+                    value = value.expand(region) if value.shape != region else value
+                    return self.select_assign(0, idx, value)
+        if not all(is_basic(k) for k in key):
+            raise IndexOutOfBoundsError(
+                "setitem: assignment supports basic indices, one bool mask over the leading "
+                "dims, or one 1-d int index on dim 0; use index_put-free forms such as "
+                "scatter/select_assign for other patterns")
+        full = expand_ellipsis(key, self.ndim)
+        info = resolve_basic(full, self.shape)
+        target = self.flip(info.flips) if info.flips else self
+        region = info.region_shape
+        if value.shape != region:
+            value = value.reshape(value.shape) if value.ndim == 0 else value
+            squeezed = tuple(s for s in region)
+            try:
+                value = value.expand(info.out_shape).reshape(squeezed)
+            except ShapeError:
+                raise ShapeError(f"setitem: value of shape {describe(value.shape)} cannot be "
+                                 f"broadcast to the indexed region {describe(info.out_shape)}"
+                                 ) from None
+        out = new(self.backend, kind_op(target, "slice_assign")(
+            target.primitive, info.slices, value.primitive), self.kind)
+        return out.flip(info.flips) if info.flips else out
+
+    def slice_assign(self, ranges: Sequence[tuple[int, int] | slice | int | None],
+                     value: Tensor) -> Tensor:
+        """A copy with the region at ``ranges`` replaced by ``value``."""
+        key = tuple(slice(*r) if isinstance(r, tuple) else (slice(None) if r is None else r)
+                    for r in ranges)
+        return self._assigned(key, value)
+
+    def gather(self, dim: int, indices: Tensor) -> Tensor:
+        """``out[i][j] = self[i][indices[i][j]]`` along ``dim`` (torch.gather)."""
+        d, idx = gather_args(self, dim, indices, "gather")
+        return new(self.backend, kind_op(self, "gather")(self.primitive, d, idx.primitive),
+                   self.kind)
+
+    def scatter(self, dim: int, indices: Tensor, values: Tensor) -> Tensor:
+        """A copy with ``values`` written at ``indices`` along ``dim`` (torch.scatter)."""
+        return scatter_into(self, dim, indices, values, "scatter")
+
+    def scatter_add(self, dim: int, indices: Tensor, values: Tensor) -> Tensor:
+        """A copy with ``values`` summed in at ``indices`` along ``dim`` (torch.scatter_add)."""
+        return scatter_into(self, dim, indices, values, "scatter_add")
+
+    def select(self, dim: int, indices: Tensor | Sequence[int]) -> Tensor:
+        """Slices along ``dim`` at 1-d ``indices`` (torch.index_select; Burn's select)."""
+        d, idx = select_args(self, dim, indices, "select")
+        return new(self.backend, kind_op(self, "select")(self.primitive, d, idx.primitive),
+                   self.kind)
+
+    def index_select(self, dim: int, indices: Tensor | Sequence[int]) -> Tensor:
+        """torch's name for ``select``."""
+        return self.select(dim, indices)
+
+    def select_assign(self, dim: int, indices: Tensor | Sequence[int],
+                      values: Tensor) -> Tensor:
+        """A copy with the slices at ``indices`` along ``dim`` replaced by ``values``."""
+        return select_write(self, dim, indices, values, "select_assign")
+
+    def select_add(self, dim: int, indices: Tensor | Sequence[int],
+                   values: Tensor) -> Tensor:
+        """A copy with ``values`` summed into the slices at ``indices`` (torch.index_add)."""
+        return select_write(self, dim, indices, values, "select_add")
+
+    index_add = select_add
+
+    def argwhere(self) -> Tensor:
+        """Indices of non-zero elements, shape ``[n, ndim]``."""
+        m = self if self.kind is BOOL else self != 0
+        return new(self.backend, self.backend.bool_argwhere(m.primitive), INT)
+
+    def nonzero(self) -> list[Tensor]:
+        """One int tensor of indices per dim (NumPy's nonzero)."""
+        m = self if self.kind is BOOL else self != 0
+        return [new(self.backend, p, INT) for p in self.backend.bool_nonzero(m.primitive)]
+
+    # ---- quantization ----------------------------------------------------------------------------
+
+    def quantize(self, scheme: QuantScheme, scales: Tensor | None = None,
+                 tensor_scale: Tensor | None = None) -> Tensor:
+        """The quantized tensor for ``scheme``: with the given ``scales`` (per tensor, shape
+        ``()``; per block, the shape with the last dim divided by the block size), or scales
+        calibrated on the data when omitted (``quantize_dynamic``)."""
+        check_quantizable(self, scheme, "quantize")
+        b = self.backend
+        if scales is None:
+            return new(b, b.quantize_dynamic(self.primitive, scheme), QUANTIZED)
+        bs = scheme.level.block_size
+        expected = () if bs is None else self.shape[:-1] + (self.shape[-1] // bs,)
+        if scales.shape != expected or scales.kind is not FLOAT:
+            raise ShapeError(f"quantize: scales must be a float tensor of shape "
+                             f"{describe(expected)}, got {scales.kind} {describe(scales.shape)}")
+        if scheme.level.two_level and tensor_scale is None:
+            raise InvalidArgumentError("quantize: a two-level scheme needs tensor_scale")
+        ts = None if tensor_scale is None else tensor_scale.cast("float32").primitive
+        return new(b, b.quantize(self.primitive, scheme, scales.cast(scheme.param.dtype).primitive,
+                                 ts), QUANTIZED)
+
+    def quantize_dynamic(self, scheme: QuantScheme) -> Tensor:
+        """Quantize with scales calibrated on this tensor."""
+        return self.quantize(scheme)
+
+    def dequantize(self) -> Tensor:
+        """The float values a quantized tensor stands for."""
+        if self.kind is not QUANTIZED:
+            raise KindError(f"dequantize: expects a quantized tensor, got {self.kind}")
+        return new(self.backend, self.backend.dequantize(self.primitive), FLOAT)
+
+    @property
+    def scheme(self) -> QuantScheme:
+        """The quantization scheme of a quantized tensor."""
+        if self.kind is not QUANTIZED:
+            raise KindError(f"scheme: only quantized tensors have one, this is {self.kind}")
+        return self.primitive.scheme
+
+    def fake_quantize(self, scheme: QuantScheme) -> Tensor:
+        """Quantize then dequantize, with the gradient of the identity (straight-through):
+        trains weights that will be quantized later (quantization-aware training)."""
+        check_quantizable(self, scheme, "fake_quantize")
+        b = self.backend
+        if b.ad_enabled():
+            inner = self.detach()
+            rounded = new(b, b.dequantize(b.quantize_dynamic(inner.primitive, scheme)), FLOAT)
+            return self + (rounded - inner).detach()
+        return new(b, b.dequantize(b.quantize_dynamic(self.primitive, scheme)), FLOAT)
+
+    # ---- named after builtins -------------------------------------------------------------------
+    # Last in the class body: from here on these names would shadow the builtin types in
+    # annotations.
+    def slice(self, ranges: Sequence[tuple[int, int] | slice | int | None]) -> Tensor:
+        """Burn's ``slice``: one range per leading dim (``(start, end)``, a slice or None)."""
+        key = tuple(slice(*r) if isinstance(r, tuple) else (slice(None) if r is None else r)
+                    for r in ranges)
+        return self[key]
+
+    def float(self) -> Tensor:
+        """As the backend's default float dtype (float32 on CPU, as torch's ``.float()``)."""
+        return self.cast(self.backend.float_dtype)
+
+    def int(self) -> Tensor:
+        """As the backend's default int dtype (int64 on CPU)."""
+        return self.cast(self.backend.int_dtype)
+
+    def bool(self) -> Tensor:
+        """As bools: non-zero is True."""
+        return self.cast(DType.bool_)
 
 
-_DEVICE_OP = {FLOAT: "float_device", INT: "int_device", BOOL: "bool_device",
-              QUANTIZED: "q_device"}
-_INTO_DATA_OP = {FLOAT: "float_into_data", INT: "int_into_data", BOOL: "bool_into_data",
-                 QUANTIZED: "q_into_data"}
-_TO_DEVICE_OP = {FLOAT: "float_to_device", INT: "int_to_device", BOOL: "bool_to_device",
-                 QUANTIZED: "q_to_device"}
+
+def _binary(a: Tensor, other: object, spec: BinarySpec) -> Tensor:
+    """The operators' hot path: a tensor of the same backend and kind (same shape and dtype
+    unless the backend is ``trusted_binary_ops``) or a Python number goes straight to the
+    backend op; anything else takes the general path, which checks and names every rule."""
+    b = a.backend
+    kind = a.kind
+    if type(other) is Tensor:
+        if other.backend is b and other.kind is kind:
+            p, q = a.primitive, other.primitive
+            if b.trusted_binary_ops:
+                try:
+                    if kind is FLOAT and spec.float_op is not None:
+                        return new(b, getattr(b, spec.float_op)(p, q), spec.out_float)
+                    if kind is INT and spec.int_fast_op is not None:
+                        return new(b, getattr(b, spec.int_fast_op)(p, q), spec.out_int)
+                except ValueError:
+                    broadcast_shapes(spec.name, p.shape, q.shape)
+                    raise
+            elif (p.shape == q.shape and (p.dtype is q.dtype or p.dtype == q.dtype)
+                  and (not b.multi_device or a.device == other.device)):
+                if kind is FLOAT and spec.float_op is not None:
+                    return new(b, getattr(b, spec.float_op)(p, q), spec.out_float)
+                if kind is INT and spec.int_fast_op is not None:
+                    return new(b, getattr(b, spec.int_fast_op)(p, q), spec.out_int)
+        return binary_tensors(spec, a, other)
+    cls = other.__class__
+    if cls is float or cls is int:
+        if kind is FLOAT and spec.float_scalar is not None:
+            return new(b, getattr(b, spec.float_scalar)(a.primitive, other), spec.out_float)
+        if (kind is INT and cls is int and spec.int_scalar is not None
+                and spec.int_fast_op is not None):
+            return new(b, getattr(b, spec.int_scalar)(a.primitive, other), spec.out_int)
+    elif isinstance(other, Tensor):  # a subclass of Tensor
+        return binary_tensors(spec, a, other)
+    number = as_number(other)
+    if number is None:
+        return NotImplemented
+    return binary_scalar(spec, a, number)
 
 
-def _inner_float_primitive(b: Any, t: Tensor, op: str) -> Any:
+def _tracks_gradients(b: type[Backend]) -> TypeGuard[type[AutodiffBackend]]:
+    """Whether ``b`` is an ``Autodiff`` decorator (imported here: autodiff imports Tensor)."""
+    from burnpy.autodiff.backend import AutodiffBackend
+
+    return b.ad_enabled() and issubclass(b, AutodiffBackend)
+
+
+def _inner_float_primitive(b: type[AutodiffBackend], t: Tensor, op: str) -> Any:
     """The primitive of ``t`` as a float tensor of ``b``'s inner backend (or ``b`` itself)."""
     if t.kind is not FLOAT:
         raise KindError(f"{op}: expected a float tensor, got {t.kind}")
