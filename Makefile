@@ -28,11 +28,13 @@ $(VENV)/.installed-test: $(VENV)/.installed
 demo: $(VENV)/.installed
 	$(PY) -m burnpy.examples.digits --out runs/digits
 
+# Lint, type-check and build the docs first, so the suite's summary is the last thing printed.
 test: $(VENV)/.installed-test
 	$(PY) -m ruff check .
+	$(PY) -m mypy
+	$(MAKE) --no-print-directory docs
 	sh scripts/ensure_webgpu_adapter.sh $(PY)
 	$(PY) -m pytest -q -n 2 --dist loadfile
-	$(MAKE) --no-print-directory docs
 
 # The API reference, as HTML in docs/api/ (open docs/api/index.html).
 docs: $(VENV)/.installed-test

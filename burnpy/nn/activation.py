@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from burnpy.backend.ops.activation_ops import GeluApproximate
 from burnpy.nn.module import Module
 from burnpy.tensor import Tensor
 
@@ -17,7 +18,7 @@ class ReLU(Module):
 class GELU(Module):
     """x * Phi(x); ``approximate="tanh"`` for the tanh form."""
 
-    def __init__(self, approximate: str = "none") -> None:
+    def __init__(self, approximate: GeluApproximate = "none") -> None:
         self.approximate = approximate
 
     def forward(self, x: Tensor) -> Tensor:

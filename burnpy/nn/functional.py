@@ -16,6 +16,7 @@ from burnpy.backend.errors import (
     ShapeError,
     describe,
 )
+from burnpy.backend.ops.activation_ops import GeluApproximate
 from burnpy.backend.ops.module_ops import (
     ConvOptions,
     ConvTransposeOptions,
@@ -473,7 +474,7 @@ def relu(x: Tensor) -> Tensor:
     return x.relu()
 
 
-def gelu(x: Tensor, approximate: str = "none") -> Tensor:
+def gelu(x: Tensor, approximate: GeluApproximate = "none") -> Tensor:
     """x * Phi(x) elementwise (``approximate="tanh"``: the tanh approximation), any shape."""
     return x.gelu(approximate)
 
