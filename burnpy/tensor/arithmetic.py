@@ -99,10 +99,13 @@ BITWISE_AND = BinarySpec("bitwise_and", None, None, "int_bitwise_and", None, "bo
 BITWISE_OR = BinarySpec("bitwise_or", None, None, "int_bitwise_or", None, "bool_or")
 BITWISE_XOR = BinarySpec("bitwise_xor", None, None, "int_bitwise_xor", None, "bool_xor")
 ATAN2 = BinarySpec("atan2", "float_atan2", None, None, None)
+HYPOT = BinarySpec("hypot", "float_hypot", None, None, None)
+LOGADDEXP = BinarySpec("logaddexp", "float_logaddexp", None, None, None)
 
 #: Every operator's table entry, for the checks that each named op exists.
 BINARY_SPECS = (ADD, SUB, MUL, DIV, FLOOR_DIV, REMAINDER, POW, EQUAL, NOT_EQUAL, GREATER,
-                GREATER_EQUAL, LOWER, LOWER_EQUAL, BITWISE_AND, BITWISE_OR, BITWISE_XOR, ATAN2)
+                GREATER_EQUAL, LOWER, LOWER_EQUAL, BITWISE_AND, BITWISE_OR, BITWISE_XOR, ATAN2,
+                HYPOT, LOGADDEXP)
 
 
 def as_number(value: object) -> int | float | None:

@@ -48,6 +48,8 @@ from burnpy.tensor.arithmetic import (
     FLOOR_DIV,
     GREATER,
     GREATER_EQUAL,
+    HYPOT,
+    LOGADDEXP,
     LOWER,
     LOWER_EQUAL,
     MUL,
@@ -734,6 +736,14 @@ class Tensor:
     def atan2(self, other: Tensor) -> Tensor:
         """Elementwise angle of the point ``(other, self)`` in radians, in [-pi, pi]."""
         return _binary(self, other, ATAN2)
+
+    def hypot(self, other: Tensor) -> Tensor:
+        """Elementwise ``sqrt(self**2 + other**2)``, without overflow for large values."""
+        return _binary(self, other, HYPOT)
+
+    def logaddexp(self, other: Tensor) -> Tensor:
+        """Elementwise ``log(exp(self) + exp(other))``, without overflow."""
+        return _binary(self, other, LOGADDEXP)
 
     # Elementwise math: float tensors only unless said otherwise.
     def neg(self) -> Tensor:

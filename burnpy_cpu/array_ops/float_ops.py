@@ -207,6 +207,14 @@ class ArrayFloatOps(ArrayLayoutOps):
         return cls.xp.arctan2(lhs, rhs)
 
     @classmethod
+    def float_hypot(cls, lhs: A, rhs: A) -> A:
+        return cls.xp.hypot(lhs, rhs)
+
+    @classmethod
+    def float_logaddexp(cls, lhs: A, rhs: A) -> A:
+        return cls.xp.logaddexp(lhs, rhs)
+
+    @classmethod
     def float_erf(cls, tensor: A) -> A:
         if tensor.dtype in _HALF:
             return cls.special.erf(tensor.astype(_F32)).astype(tensor.dtype)

@@ -17,6 +17,7 @@ Conventions shared by every op family:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -307,6 +308,30 @@ class FloatOps:
     @required
     def float_atan2(lhs: FloatPrimitive, rhs: FloatPrimitive) -> FloatPrimitive:
         """Angle of the point (rhs, lhs): ``atan2(y=lhs, x=rhs)``."""
+
+    @provided
+    def float_hypot(cls: type[Backend], lhs: FloatPrimitive,
+                    rhs: FloatPrimitive) -> FloatPrimitive:
+        """``sqrt(lhs**2 + rhs**2)``, as ``big * sqrt(1 + (small / big)**2)`` so that squares of
+        large values cannot overflow; infinite when either side is."""
+        lhs_abs, rhs_abs = cls.float_abs(lhs), cls.float_abs(rhs)
+        rhs_bigger = cls.float_lower(lhs_abs, rhs_abs)
+        big = cls.float_mask_where(lhs_abs, rhs_bigger, rhs_abs)
+        small = cls.float_mask_where(rhs_abs, rhs_bigger, lhs_abs)
+        ratio = cls.float_div(small, cls.float_mask_fill(big, cls.float_equal_elem(big, 0.0), 1.0))
+        out = cls.float_mul(big, cls.float_sqrt(cls.float_add_scalar(cls.float_square(ratio), 1.0)))
+        return cls.float_mask_where(out, cls.float_is_inf(big), big)
+
+    @provided
+    def float_logaddexp(cls: type[Backend], lhs: FloatPrimitive,
+                        rhs: FloatPrimitive) -> FloatPrimitive:
+        """``log(exp(lhs) + exp(rhs))`` without overflow: ``max + log1p(exp(-|lhs - rhs|))``;
+        equal sides (infinities included) give ``side + log(2)``."""
+        bigger = cls.float_mask_where(lhs, cls.float_lower(lhs, rhs), rhs)
+        gap = cls.float_neg(cls.float_abs(cls.float_sub(lhs, rhs)))
+        out = cls.float_add(bigger, cls.float_log1p(cls.float_exp(gap)))
+        return cls.float_mask_where(out, cls.float_equal(lhs, rhs),
+                                    cls.float_add_scalar(bigger, math.log(2.0)))
 
     @required
     def float_erf(tensor: FloatPrimitive) -> FloatPrimitive:
