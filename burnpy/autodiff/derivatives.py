@@ -234,7 +234,36 @@ ELEMENTWISE: tuple[Elementwise, ...] = (
 )
 
 
-# ---- what the decorators generate from the table ------------------------------------------------
+#: Float ops whose result is not a float tensor (bools, indices): they have no derivative, and
+#: each decorator runs them on the inner values as they are. ``(name, float inputs, doc)``.
+NON_FLOAT_RESULTS: tuple[tuple[str, int, str], ...] = (
+    ("float_device", 1, "The device of the inner value."),
+    ("float_into_int", 1, "Truncation into an int tensor (no gradient)."),
+    ("float_equal", 2, "lhs == rhs."),
+    ("float_not_equal", 2, "lhs != rhs."),
+    ("float_greater", 2, "lhs > rhs."),
+    ("float_greater_equal", 2, "lhs >= rhs."),
+    ("float_lower", 2, "lhs < rhs."),
+    ("float_lower_equal", 2, "lhs <= rhs."),
+    ("float_equal_elem", 1, "lhs == number."),
+    ("float_not_equal_elem", 1, "lhs != number."),
+    ("float_greater_elem", 1, "lhs > number."),
+    ("float_greater_equal_elem", 1, "lhs >= number."),
+    ("float_lower_elem", 1, "lhs < number."),
+    ("float_lower_equal_elem", 1, "lhs <= number."),
+    ("float_is_nan", 1, "True where NaN."),
+    ("float_is_inf", 1, "True where +-inf."),
+    ("float_any", 1, "Whether any element is non-zero."),
+    ("float_any_dim", 1, "Whether any element along dim is non-zero."),
+    ("float_all", 1, "Whether every element is non-zero."),
+    ("float_all_dim", 1, "Whether every element along dim is non-zero."),
+    ("float_argmax", 1, "Index of the max along dim (no gradient)."),
+    ("float_argmin", 1, "Index of the min along dim (no gradient)."),
+    ("float_argsort", 1, "Sorting indices along dim (no gradient)."),
+)
+
+
+# ---- what the decorators generate from the tables -----------------------------------------------
 class ParamBinder:
     """Completes an op call's params from the protocol's signature: defaults left out and
     params passed by keyword (the generated ops' fast path takes positional params only)."""
@@ -262,6 +291,19 @@ def generated_from_table(make: Callable[[Elementwise], Any]) -> Callable[[type[T
     def fill(cls: type[T]) -> type[T]:
         for entry in ELEMENTWISE:
             setattr(cls, entry.name, make(entry))
+        return cls
+
+    return fill
+
+
+def with_non_float_results(unary: Callable[[str, str], Any],
+                           binary: Callable[[str, str], Any]) -> Callable[[type[T]], type[T]]:
+    """A class decorator adding every op of ``NON_FLOAT_RESULTS``, built by the decorator's
+    ``unary(name, doc)`` / ``binary(name, doc)`` factories of inner-value calls."""
+
+    def fill(cls: type[T]) -> type[T]:
+        for name, inputs, doc in NON_FLOAT_RESULTS:
+            setattr(cls, name, (binary if inputs == 2 else unary)(name, doc))
         return cls
 
     return fill

@@ -14,6 +14,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from burnpy.autodiff.derivatives import with_non_float_results
 from burnpy.autodiff.ops._define import (
     AutodiffOps,
     Params,
@@ -65,6 +66,7 @@ def _indexed_op(name: str) -> Any:
     return declare(name, _indexed_backward, forward=_indexed_forward)
 
 
+@with_non_float_results(on_inner, on_inners)
 class AutodiffFloatOps(AutodiffOps):
     """The float op family (``cls.InnerBackend`` is B, ``cls.record`` the strategy's)."""
 
@@ -74,8 +76,6 @@ class AutodiffFloatOps(AutodiffOps):
     float_zeros = constant("float_zeros", "A constant of zeros.")
     float_ones = constant("float_ones", "A constant of ones.")
     float_random = constant("float_random", "Constant random samples.")
-    float_device = on_inner("float_device", "The device of the inner primitive.")
-    float_into_int = on_inner("float_into_int", "Truncation into an untracked int tensor.")
 
     @staticmethod
     def _cast_backward(B: Any, grad: Any, inputs: Saved, output: Any, params: Params,
@@ -318,28 +318,6 @@ class AutodiffFloatOps(AutodiffOps):
     float_matmul = binary(declare("float_matmul", _matmul_backward, saves_inputs=True,
                                   compute_bound=True))
 
-    # ---- comparison (results are the inner backend's bools, never tracked) ---------------------
-    float_equal = on_inners("float_equal", "lhs == rhs.")
-    float_not_equal = on_inners("float_not_equal", "lhs != rhs.")
-    float_greater = on_inners("float_greater", "lhs > rhs.")
-    float_greater_equal = on_inners("float_greater_equal", "lhs >= rhs.")
-    float_lower = on_inners("float_lower", "lhs < rhs.")
-    float_lower_equal = on_inners("float_lower_equal", "lhs <= rhs.")
-    float_equal_elem = on_inner("float_equal_elem", "lhs == number.")
-    float_not_equal_elem = on_inner("float_not_equal_elem", "lhs != number.")
-    float_greater_elem = on_inner("float_greater_elem", "lhs > number.")
-    float_greater_equal_elem = on_inner("float_greater_equal_elem", "lhs >= number.")
-    float_lower_elem = on_inner("float_lower_elem", "lhs < number.")
-    float_lower_equal_elem = on_inner("float_lower_equal_elem", "lhs <= number.")
-    float_is_nan = on_inner("float_is_nan", "True where NaN.")
-    float_is_inf = on_inner("float_is_inf", "True where +-inf.")
-    float_any = on_inner("float_any", "Whether any element is non-zero.")
-    float_any_dim = on_inner("float_any_dim", "Whether any element along dim is non-zero.")
-    float_all = on_inner("float_all", "Whether every element is non-zero.")
-    float_all_dim = on_inner("float_all_dim", "Whether every element along dim is non-zero.")
-    float_argmax = on_inner("float_argmax", "Index of the max along dim (untracked).")
-    float_argmin = on_inner("float_argmin", "Index of the min along dim (untracked).")
-    float_argsort = on_inner("float_argsort", "Sorting indices along dim (untracked).")
 
     # ---- reductions -----------------------------------------------------------------------------
     @staticmethod

@@ -16,6 +16,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from burnpy.autodiff.derivatives import with_non_float_results
 from burnpy.autodiff.forward.ops._define import (
     ForwardOps,
     constant,
@@ -79,6 +80,7 @@ def _matmul_shape(a: Any, b: Any) -> tuple[int, ...] | None:
     return (*batch, sa[-2], sb[-1])
 
 
+@with_non_float_results(on_inner, on_inners)
 class ForwardFloatOps(ForwardOps):
     """The float op family (``cls.InnerBackend`` is B)."""
 
@@ -90,8 +92,6 @@ class ForwardFloatOps(ForwardOps):
     float_ones = constant("float_ones", "A constant of ones.")
     float_random = constant("float_random", "Constant random samples.")
     float_into_data = on_inner("float_into_data", "The primal's values on the host.")
-    float_device = on_inner("float_device", "The device of the primal.")
-    float_into_int = on_inner("float_into_int", "Truncation of the primal into an int tensor.")
     float_cast = linear_op("float_cast")
     float_to_device = linear_op("float_to_device")
 
@@ -192,28 +192,6 @@ class ForwardFloatOps(ForwardOps):
         return DeferredDualTensor(lambda: B.float_matmul(a, b), shape, a.dtype,
                                   _matmul_tangent(B, a, b, ta, tb))
 
-    # ---- comparison (results are the inner backend's bools and ints) ----------------------------
-    float_equal = on_inners("float_equal", "lhs == rhs.")
-    float_not_equal = on_inners("float_not_equal", "lhs != rhs.")
-    float_greater = on_inners("float_greater", "lhs > rhs.")
-    float_greater_equal = on_inners("float_greater_equal", "lhs >= rhs.")
-    float_lower = on_inners("float_lower", "lhs < rhs.")
-    float_lower_equal = on_inners("float_lower_equal", "lhs <= rhs.")
-    float_equal_elem = on_inner("float_equal_elem", "lhs == number.")
-    float_not_equal_elem = on_inner("float_not_equal_elem", "lhs != number.")
-    float_greater_elem = on_inner("float_greater_elem", "lhs > number.")
-    float_greater_equal_elem = on_inner("float_greater_equal_elem", "lhs >= number.")
-    float_lower_elem = on_inner("float_lower_elem", "lhs < number.")
-    float_lower_equal_elem = on_inner("float_lower_equal_elem", "lhs <= number.")
-    float_is_nan = on_inner("float_is_nan", "True where NaN.")
-    float_is_inf = on_inner("float_is_inf", "True where +-inf.")
-    float_any = on_inner("float_any", "Whether any element is non-zero.")
-    float_any_dim = on_inner("float_any_dim", "Whether any element along dim is non-zero.")
-    float_all = on_inner("float_all", "Whether every element is non-zero.")
-    float_all_dim = on_inner("float_all_dim", "Whether every element along dim is non-zero.")
-    float_argmax = on_inner("float_argmax", "Index of the max along dim.")
-    float_argmin = on_inner("float_argmin", "Index of the min along dim.")
-    float_argsort = on_inner("float_argsort", "Sorting indices along dim.")
 
     # ---- reductions -----------------------------------------------------------------------------
     float_sum = linear_op("float_sum")
