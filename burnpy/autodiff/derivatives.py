@@ -234,6 +234,16 @@ ELEMENTWISE: tuple[Elementwise, ...] = (
 )
 
 
+#: Creation ops: a float result that depends on no float input, so it carries no derivative.
+#: ``(name, doc)``; ``float_from_data`` is not here since Autodiff counts its host transfers.
+CONSTANT_RESULTS: tuple[tuple[str, str], ...] = (
+    ("float_empty", "Uninitialized constant storage."),
+    ("float_full", "A constant filled tensor."),
+    ("float_zeros", "A constant of zeros."),
+    ("float_ones", "A constant of ones."),
+    ("float_random", "Constant random samples."),
+)
+
 #: Float ops whose result is not a float tensor (bools, indices): they have no derivative, and
 #: each decorator runs them on the inner values as they are. ``(name, float inputs, doc)``.
 NON_FLOAT_RESULTS: tuple[tuple[str, int, str], ...] = (
@@ -296,12 +306,15 @@ def generated_from_table(make: Callable[[Elementwise], Any]) -> Callable[[type[T
     return fill
 
 
-def with_non_float_results(unary: Callable[[str, str], Any],
-                           binary: Callable[[str, str], Any]) -> Callable[[type[T]], type[T]]:
-    """A class decorator adding every op of ``NON_FLOAT_RESULTS``, built by the decorator's
-    ``unary(name, doc)`` / ``binary(name, doc)`` factories of inner-value calls."""
+def without_derivative(constant: Callable[[str, str], Any], unary: Callable[[str, str], Any],
+                       binary: Callable[[str, str], Any]) -> Callable[[type[T]], type[T]]:
+    """A class decorator adding every op of ``CONSTANT_RESULTS`` and ``NON_FLOAT_RESULTS``,
+    built by the decorator's ``constant(name, doc)`` and ``unary(name, doc)`` /
+    ``binary(name, doc)`` factories of inner-value calls."""
 
     def fill(cls: type[T]) -> type[T]:
+        for name, doc in CONSTANT_RESULTS:
+            setattr(cls, name, constant(name, doc))
         for name, inputs, doc in NON_FLOAT_RESULTS:
             setattr(cls, name, (binary if inputs == 2 else unary)(name, doc))
         return cls

@@ -14,7 +14,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from burnpy.autodiff.derivatives import with_non_float_results
+from burnpy.autodiff.derivatives import without_derivative
 from burnpy.autodiff.ops._define import (
     AutodiffOps,
     Params,
@@ -66,16 +66,11 @@ def _indexed_op(name: str) -> Any:
     return declare(name, _indexed_backward, forward=_indexed_forward)
 
 
-@with_non_float_results(on_inner, on_inners)
+@without_derivative(constant, on_inner, on_inners)
 class AutodiffFloatOps(AutodiffOps):
     """The float op family (``cls.InnerBackend`` is B, ``cls.record`` the strategy's)."""
 
-    # ---- creation, transfer, conversion -------------------------------------------------------
-    float_empty = constant("float_empty", "Uninitialized constant storage.")
-    float_full = constant("float_full", "A constant filled tensor.")
-    float_zeros = constant("float_zeros", "A constant of zeros.")
-    float_ones = constant("float_ones", "A constant of ones.")
-    float_random = constant("float_random", "Constant random samples.")
+    # ---- transfer, conversion ------------------------------------------------------------------
 
     @staticmethod
     def _cast_backward(B: Any, grad: Any, inputs: Saved, output: Any, params: Params,

@@ -16,7 +16,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from burnpy.autodiff.derivatives import with_non_float_results
+from burnpy.autodiff.derivatives import without_derivative
 from burnpy.autodiff.forward.ops._define import (
     ForwardOps,
     constant,
@@ -80,17 +80,12 @@ def _matmul_shape(a: Any, b: Any) -> tuple[int, ...] | None:
     return (*batch, sa[-2], sb[-1])
 
 
-@with_non_float_results(on_inner, on_inners)
+@without_derivative(constant, on_inner, on_inners)
 class ForwardFloatOps(ForwardOps):
     """The float op family (``cls.InnerBackend`` is B)."""
 
     # ---- creation, transfer, conversion -------------------------------------------------------
     float_from_data = constant("float_from_data", "A constant holding ``data``.")
-    float_empty = constant("float_empty", "Uninitialized constant storage.")
-    float_full = constant("float_full", "A constant filled tensor.")
-    float_zeros = constant("float_zeros", "A constant of zeros.")
-    float_ones = constant("float_ones", "A constant of ones.")
-    float_random = constant("float_random", "Constant random samples.")
     float_into_data = on_inner("float_into_data", "The primal's values on the host.")
     float_cast = linear_op("float_cast")
     float_to_device = linear_op("float_to_device")
