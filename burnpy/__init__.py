@@ -73,3 +73,16 @@ from burnpy import func  # noqa: E402
 from burnpy.autodiff import ForwardAD  # noqa: E402
 
 __all__ += ["ForwardAD", "func"]
+
+# Recording modes of every Autodiff backend, per thread (torch's names).
+from burnpy.autodiff.modes import (  # noqa: E402
+    AnomalyError,
+    detect_anomaly,
+    enable_grad,
+    is_grad_enabled,
+    no_grad,
+    set_grad_enabled,
+)
+
+__all__ += ["AnomalyError", "detect_anomaly", "enable_grad", "is_grad_enabled", "no_grad",
+            "set_grad_enabled"]

@@ -11,12 +11,23 @@ from typing import Any, ClassVar
 
 from burnpy.autodiff.checkpoint import CheckpointStrategy, NoCheckpointing
 from burnpy.autodiff.gradients import Gradients
-from burnpy.autodiff.graph import HOST_TRANSFERS, new_key, new_leaf, run_backward
+from burnpy.autodiff.graph import (
+    HOST_TRANSFERS,
+    MODIFICATIONS,
+    Op,
+    mark_modified,
+    new_key,
+    new_leaf,
+    run_backward,
+)
+from burnpy.autodiff.modes import MODE, Record, modal_record, user_frame
+from burnpy.autodiff.ops._define import declare
 from burnpy.autodiff.ops.activation_ops import AutodiffActivationOps
 from burnpy.autodiff.ops.elementwise import AutodiffElementwiseOps
 from burnpy.autodiff.ops.float_ops import AutodiffFloatOps
 from burnpy.autodiff.ops.module_ops import AutodiffModuleOps
 from burnpy.autodiff.ops.q_ops import AutodiffQOps
+from burnpy.autodiff.rule_helpers import zeros
 from burnpy.autodiff.tensor import AutodiffTensor
 from burnpy.backend.base import Backend
 from burnpy.backend.decorator import ClassCache, PassThroughKinds, passthrough_ops
@@ -120,6 +131,35 @@ class AutodiffBackend(AutodiffElementwiseOps, AutodiffFloatOps, AutodiffQOps, Au
             node.key = new_key()
 
     @classmethod
+    def write_in_place(cls, target: AutodiffTensor, value: AutodiffTensor,
+                       what: str) -> AutodiffTensor:
+        """The primitive a tensor holds after the in-place write ``what`` (``"add_"``...) gave
+        it ``value``, computed from ``target`` by ordinary ops (torch's rules).
+
+        A leaf that requires grad refuses outside ``no_grad`` (its gradient would be that of
+        another value). Otherwise the node of the old value is marked modified, so a node that
+        saved it refuses to run its backward; while recording, the write stays in the graph
+        (gradients reach the old value and the operand); under ``no_grad`` the tensor keeps its
+        node (a parameter stays the same leaf) with the new values.
+        """
+        node = target.node
+        if node is None:
+            return value
+        if node.op is None and MODE.grad_enabled:
+            raise AutodiffError(
+                f"{what}: a leaf tensor that requires grad cannot be modified in place (its "
+                "gradient would belong to another value); update it under `with bp.no_grad():` "
+                "(as optimizers and initializers do), or write into a copy (t.clone())")
+        mark_modified(node, f"{what} at {user_frame()}")
+        if not MODE.grad_enabled:
+            return AutodiffTensor(value.primitive, node)
+        if value.node is None:  # a constant overwrote a tracked value: it stays in the graph
+            return cls.record(_OVERWRITE, value.primitive, (target,), (value.primitive,))
+        if value.node is not node:
+            value.node.born = MODIFICATIONS.count  # the write's own node reads the old value
+        return value
+
+    @classmethod
     def float_set_require_grad(cls, tensor: AutodiffTensor, require_grad: bool) -> AutodiffTensor:
         """A leaf that is tracked (or, with False, untracked) holding the same values."""
         node = tensor.node
@@ -209,7 +249,7 @@ def _build(inner: type[Backend], checkpointing: type[CheckpointStrategy]) -> typ
         __doc__=f"{inner.__name__} with reverse-mode autodiff ({checkpointing.__name__}).",
         InnerBackend=inner,
         checkpointing=checkpointing,
-        record=staticmethod(checkpointing.record),
+        record=staticmethod(_recording(inner, checkpointing.record)),
         Device=inner.Device,
         IntTensorPrimitive=inner.IntTensorPrimitive,
         BoolTensorPrimitive=inner.BoolTensorPrimitive,
@@ -222,6 +262,31 @@ def _build(inner: type[Backend], checkpointing: type[CheckpointStrategy]) -> typ
     name = f"Autodiff[{inner.__name__}{suffix}]"
     namespace["__qualname__"] = name
     return type(name, (AutodiffBackend,), namespace)
+
+
+def _overwrite_backward(B: Any, grad: Any, inputs: Any, output: Any,  # noqa: N803
+                        params: tuple[Any, ...],
+                        parents: tuple[Any, ...]) -> tuple[Any, ...]:
+    """A value overwritten by a constant gets no gradient (torch's ``zero_``, ``fill_``)."""
+    return (zeros(B, parents[0].shape, grad),)
+
+
+#: An in-place write of a constant over a tracked value (its retro-forward is the constant).
+_OVERWRITE = declare("overwrite", _overwrite_backward,
+                     forward=lambda B, inputs, params: params[0])  # noqa: N803
+
+
+def _recording(inner: type[Backend], record: Record) -> Record:
+    """The strategy's ``record``, through ``modal_record`` while a mode (``no_grad``,
+    ``detect_anomaly``) is active in this thread."""
+
+    def recording(op: Op, out: Any, tensors: tuple[AutodiffTensor, ...],
+                  params: tuple[Any, ...]) -> AutodiffTensor:
+        if MODE.plain:
+            return record(op, out, tensors, params)
+        return modal_record(inner, record, op, out, tensors, params)
+
+    return recording
 
 
 Autodiff = _AutodiffFactory()

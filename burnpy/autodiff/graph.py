@@ -15,6 +15,7 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from burnpy.autodiff.modes import MODE, check_gradients
 from burnpy.backend.errors import AutodiffError
 
 if TYPE_CHECKING:
@@ -63,7 +64,8 @@ class Node:
     ``parents`` becomes None once a backward pass has consumed the node.
     """
 
-    __slots__ = ("depth", "inputs", "key", "op", "output", "params", "parents", "shape")
+    __slots__ = ("born", "depth", "inputs", "key", "modified", "op", "output", "params",
+                 "parents", "shape")
 
     def __init__(self, op: Op | None, parents: tuple[Node | None, ...] | None, inputs: Any,
                  output: Any, params: tuple[Any, ...] | None, shape: Shape, depth: int) -> None:
@@ -75,10 +77,49 @@ class Node:
         self.shape = shape
         self.depth = depth
         self.key: int | None = None
+        #: The in-place modification count when recorded, and the last in-place write to this
+        #: node's value (its count and a description), if any: see ``mark_modified``.
+        self.born = MODIFICATIONS.count
+        self.modified: tuple[int, str] | None = None
 
     def __repr__(self) -> str:
         what = "leaf" if self.op is None else self.op.name
         return f"Node({what}, shape={self.shape}, depth={self.depth})"
+
+
+class _Modifications:
+    """How many in-place writes to tracked values this process has made (torch's version
+    counters, as one clock: a node recorded before a write to a value it saved is stale)."""
+
+    count = 0
+
+
+MODIFICATIONS = _Modifications()
+
+
+def mark_modified(node: Node, what: str) -> None:
+    """Record that the value of ``node`` was overwritten in place by ``what`` (an op and where
+    it ran): a node recorded earlier whose rule reads that value then refuses to run."""
+    MODIFICATIONS.count += 1
+    node.modified = (MODIFICATIONS.count, what)
+
+
+def _check_saved_values(node: Node, op: Op, parents: tuple[Node | None, ...]) -> None:
+    """Raise if ``node``'s rule would read a value overwritten in place after it was saved."""
+    if op.saves_output and node.modified is not None:
+        raise _stale(op, "its output", node.modified[1])
+    if op.saves_inputs:
+        for index, parent in enumerate(parents):
+            if parent is not None and parent.modified is not None \
+                    and parent.modified[0] > node.born:
+                raise _stale(op, f"its input {index}", parent.modified[1])
+
+
+def _stale(op: Op, which: str, what: str) -> AutodiffError:
+    return AutodiffError(
+        f"backward: {op.name} saved {which} for its gradient, and that tensor was then modified "
+        f"in place by {what}; compute the gradient before modifying it, or modify a copy "
+        "(t.clone()) instead")
 
 
 _keys = itertools.count(1)
@@ -177,6 +218,8 @@ def run_backward(B: Any, root: Node, seed: Any, retain_graph: bool,  # noqa: N80
     order = reverse_topological(root)
     fetch = strategy.fetcher(B, order)
     grads: dict[Node, Any] = {root: seed}
+    modified = MODIFICATIONS.count != 0
+    anomaly = MODE.anomaly
     for node in order:
         op = node.op
         if op is None:
@@ -189,7 +232,11 @@ def run_backward(B: Any, root: Node, seed: Any, retain_graph: bool,  # noqa: N80
                 inputs, output = fetch(node)
             parents, params = node.parents, node.params
             assert parents is not None and params is not None  # freed only after this step
+            if modified:
+                _check_saved_values(node, op, parents)
             parent_grads = op.backward(B, grad, inputs, output, params, parents)
+            if anomaly:
+                check_gradients(B, node, parent_grads)
             for parent, pgrad in zip(parents, parent_grads, strict=True):
                 if parent is None or pgrad is None:  # None: a custom rule's zero gradient
                     continue

@@ -84,6 +84,7 @@ from burnpy.tensor.indexing import (
     select_args,
     select_write,
 )
+from burnpy.tensor.inplace import accumulated, write_in_place
 from burnpy.tensor.layout import cat, dims_arg, kind_op, stack
 from burnpy.tensor.quantized import check_quantizable
 from burnpy.tensor.reduction import (
@@ -1460,9 +1461,64 @@ class Tensor:
         return getitem_advanced(self, key)
 
     def __setitem__(self, key: Any, value: Any) -> None:
-        """Replace the indexed region (the tensor's primitive is swapped; tracked under
-        autodiff like any other op)."""
-        self.primitive = self._assigned(key, value).primitive
+        """Write ``value`` into the indexed region, in place (torch's rules under autodiff: a
+        leaf that requires grad refuses outside ``no_grad``; see ``burnpy.tensor.inplace``)."""
+        write_in_place(self, "setitem", self._assigned(key, value))
+
+    # ---- in-place writes (torch's ``*_`` methods; each returns this tensor) ------------------
+    def add_(self, other: Tensor | float, alpha: float = 1.0) -> Tensor:
+        """``self += alpha * other`` in place."""
+        return write_in_place(self, "add_", self + (other if alpha == 1.0 else other * alpha))
+
+    def sub_(self, other: Tensor | float, alpha: float = 1.0) -> Tensor:
+        """``self -= alpha * other`` in place."""
+        return write_in_place(self, "sub_", self - (other if alpha == 1.0 else other * alpha))
+
+    def mul_(self, other: Tensor | float) -> Tensor:
+        """``self *= other`` in place."""
+        return write_in_place(self, "mul_", self * other)
+
+    def div_(self, other: Tensor | float) -> Tensor:
+        """``self /= other`` in place (true division: float tensors only)."""
+        return write_in_place(self, "div_", self / other)
+
+    def zero_(self) -> Tensor:
+        """Fill with zeros in place."""
+        return write_in_place(self, "zero_", self.zeros_like())
+
+    def fill_(self, value: float) -> Tensor:
+        """Fill with ``value`` in place."""
+        return write_in_place(self, "fill_", self.full_like(value))
+
+    def clamp_(self, min: float | None = None, max: float | None = None) -> Tensor:
+        """Limit to ``[min, max]`` in place."""
+        return write_in_place(self, "clamp_", self.clamp(min, max))
+
+    def copy_(self, src: Tensor) -> Tensor:
+        """Copy ``src``'s values (broadcast to this shape, cast to this dtype) in place;
+        gradients flow to ``src``."""
+        check_same_backend("copy_", self, src)
+        value = src if src.shape == self.shape else src.expand(self.shape)
+        return write_in_place(self, "copy_", value)
+
+    def masked_fill_(self, mask: Tensor, value: float) -> Tensor:
+        """``value`` where ``mask`` is true, in place."""
+        return write_in_place(self, "masked_fill_", self.mask_fill(mask, value))
+
+    def index_put_(self, indices: tuple[Tensor, ...], values: Tensor | float,
+                   accumulate: bool = False) -> Tensor:
+        """``self[indices] = values`` in place (torch's signature: one int tensor per leading
+        dim); ``accumulate=True`` adds instead, summing repeated indices."""
+        key = tuple(indices)
+        if not accumulate:
+            return write_in_place(self, "index_put_", self._assigned(key, values))
+        return write_in_place(self, "index_put_", accumulated(self, key, values))
+
+    def clone(self) -> Tensor:
+        """A copy that in-place writes to cannot reach this tensor (differentiable)."""
+        if self.kind is FLOAT and self.is_require_grad():
+            return self * 1.0  # a node of its own, so writes to the copy leave this one valid
+        return new(self.backend, self.primitive, self.kind)  # primitives are never mutated
 
     def index_put(self, key: Any, value: Any) -> Tensor:
         """A copy with ``self[key] = value`` applied (the functional form of ``__setitem__``)."""
