@@ -37,8 +37,8 @@ __all__ = [
     "GELU", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AvgPool1d", "AvgPool2d", "BatchNorm1d",
     "BatchNorm2d", "Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d", "Dropout",
     "Embedding", "Flatten", "GroupNorm", "Hardsigmoid", "Identity", "IncompatibleKeys",
-    "LayerNorm", "LeakyReLU", "Linear", "LogSoftmax", "MaxPool1d", "MaxPool2d", "Module", "MultiHeadAttention",
-    "MultiheadAttention", "ParamSlot", "RMSNorm", "ReLU", "Sequential", "SiLU", "Sigmoid",
-    "Softmax", "Softplus", "StateDictError", "Tanh", "TransformerEncoderLayer", "functional",
-    "init", "rename_keys",
+    "LayerNorm", "LeakyReLU", "Linear", "LogSoftmax", "MaxPool1d", "MaxPool2d", "Module",
+    "MultiHeadAttention", "MultiheadAttention", "ParamSlot", "RMSNorm", "ReLU", "Sequential",
+    "SiLU", "Sigmoid", "Softmax", "Softplus", "StateDictError", "Tanh", "TransformerEncoderLayer",
+    "functional", "init", "rename_keys",
 ]

@@ -81,8 +81,9 @@ class Learner:
     seed, history); ``fit(resume=True)`` continues from the newest. ``patience`` stops when the
     validation loss has not improved for that many epochs. ``plot_path`` gets a PNG of the
     history when matplotlib is installed. ``progress`` shows a live bar per epoch when standard
-    error is a terminal (a log file gets the per-epoch summaries only). ``seed`` drives the shuffling and the backend's
-    generator per epoch (dropout), so a resumed run equals an uninterrupted one.
+    error is a terminal (a log file gets the per-epoch summaries only). ``seed`` drives the
+    shuffling and the backend's generator per epoch (dropout), so a resumed run equals an
+    uninterrupted one.
     """
 
     def __init__(self, model: Module, optimizer: Optimizer, loss_fn: LossFn = cross_entropy, *,

@@ -102,7 +102,7 @@ def test_load_state_dict_checks_names_shapes_dtypes() -> None:
     with pytest.raises(nn.StateDictError, match="'weight' has shape \\(2, 3\\) in the state "
                                                 "but \\(2, 4\\)"):
         nn.Linear(4, 2).load_state_dict(state)
-    with pytest.raises(nn.StateDictError, match="missing bias; unexpected b .*rename_keys"):
+    with pytest.raises(nn.StateDictError, match=r"missing bias; unexpected b .*rename_keys"):
         nn.Linear(3, 2).load_state_dict({"weight": state["weight"], "b": state["bias"]})
 
 

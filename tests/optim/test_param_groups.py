@@ -167,7 +167,7 @@ def test_group_errors_name_the_problem() -> None:
         optim.Adam([{"params": ["fc1.weight"], "momentum": 0.9}])
     with pytest.raises(bp.InvalidArgumentError, match="betas"):
         optim.Adam([{"params": ["fc1.weight"], "betas": (1.0, 0.9)}])
-    with pytest.raises(bp.InvalidArgumentError, match="lr=0.1"):
+    with pytest.raises(bp.InvalidArgumentError, match=r"lr=0\.1"):
         optim.SGD(0.1)  # type: ignore[arg-type]
     stranger = Tensor.zeros((3, 3), backend=AD, dtype=bp.float64).require_grad()
     opt = optim.SGD([stranger], lr=0.1)
