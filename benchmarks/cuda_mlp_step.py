@@ -52,7 +52,8 @@ class BurnpyMLP(Module):
 
 def burnpy_step(weights: Weights, x: np.ndarray, y: np.ndarray) -> Callable[[], Tensor]:
     backend = Autodiff(CudaBackend)
-    model = BurnpyMLP(backend).load_state_dict(weights)
+    model = BurnpyMLP(backend)
+    model.load_state_dict(weights)
     opt = optim.Adam(lr=LR)
     bx, by = Tensor.from_data(x, backend=backend), Tensor.from_data(y, backend=backend)
 

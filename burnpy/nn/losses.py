@@ -115,7 +115,13 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
         return _fused_cross_entropy(input, target, ignore_index, reduction)
     logp = input.log_softmax(1)
     if target.kind == "float":
-        _check_same_shape(op, input, target)
+        if target.shape != input.shape:
+            raise ShapeError(
+                f"{op}: target of shape {describe(target.shape)} and dtype {target.dtype!r} "
+                f"for input of shape {describe(input.shape)} ({input.dtype!r}, "
+                f"{input.device}): class indices must be an int tensor (target.long() or "
+                f".int()) of shape {describe((input.shape[0], *input.shape[2:]))}; class "
+                f"probabilities must be float with the input's shape {describe(input.shape)}")
         if label_smoothing:
             target = target * (1.0 - label_smoothing) + label_smoothing / c
         if weight is not None:

@@ -14,7 +14,7 @@ import copy
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
 
 import numpy as np
 
@@ -37,6 +37,46 @@ Place = tuple[str, Tensor, Holder, str | int, bool]
 
 class StateDictError(BurnpyError, ValueError):
     """A state dict whose names, shapes or dtypes do not match the module."""
+
+
+class IncompatibleKeys(NamedTuple):
+    """What ``load_state_dict`` returns (torch's ``_IncompatibleKeys``): the module's entries
+    the state did not have, and the state's entries the module does not have."""
+
+    missing_keys: list[str]
+    unexpected_keys: list[str]
+
+    def __repr__(self) -> str:
+        if not self.missing_keys and not self.unexpected_keys:
+            return "<All keys matched successfully>"
+        return (f"IncompatibleKeys(missing_keys={self.missing_keys}, "
+                f"unexpected_keys={self.unexpected_keys})")
+
+
+def rename_keys(state: Mapping[str, Any],
+                renames: Mapping[str, str] | Callable[[str], str | None]) -> dict[str, Any]:
+    """``state`` with its keys renamed, to load a checkpoint whose names differ from the
+    module's (a PyTorch ``nn.Sequential`` numbers what a burnpy model names).
+
+    ``renames`` is either a mapping of key prefixes (``{"0.": "fc1.", "module.": ""}``: the
+    first prefix a key starts with is replaced, other keys stay) or a callable giving each
+    key's new name (``None`` drops the entry). Two entries renamed alike raise
+    ``StateDictError``.
+    """
+    out: dict[str, Any] = {}
+    for key, value in state.items():
+        if callable(renames):
+            name = renames(key)
+        else:
+            name = next((new + key[len(old):] for old, new in renames.items()
+                         if key.startswith(old)), key)
+        if name is None:
+            continue
+        if name in out:
+            raise StateDictError(f"rename_keys: two entries are renamed to '{name}' (the "
+                                 f"second from '{key}')")
+        out[name] = value
+    return out
 
 
 @dataclass(slots=True)
@@ -230,7 +270,9 @@ class Module:
     def to(self, backend: type[Backend] | None = None, device: Device | None = None,
            dtype: DTypeLike | None = None) -> Module:
         """Move every tensor to ``backend``/``device`` and cast float ones to ``dtype``, in
-        place (torch's convention); parameters are tracked on an autodiff backend."""
+        place (torch's convention). A converted parameter is a fresh leaf, tracked on an
+        autodiff backend unless it was frozen (``require_grad(False)``) before: the cast
+        itself is not recorded, so gradients reach the new tensors."""
         target_dtype = None if dtype is None else DType.of(dtype)
         for slot in self.slots():
             t = slot.tensor
@@ -238,8 +280,17 @@ class Module:
                 t = t.to_backend(backend or t.backend, device)
             if target_dtype is not None and t.kind is FLOAT and t.dtype is not target_dtype:
                 t = t.cast(target_dtype)
-            if t is not slot.tensor:
-                slot.assign(_set_tracked(t) if slot.is_param else t)
+            if t is slot.tensor:
+                continue
+            if slot.is_param and t.kind is FLOAT:
+                was = slot.tensor
+                frozen = was.backend.ad_enabled() and not was.is_require_grad()
+                t = t.detach()
+                if t.backend.ad_enabled() and not frozen:
+                    t.require_grad()
+            elif t.kind is FLOAT:
+                t = t.detach()
+            slot.assign(t)
         return self
 
     def valid(self) -> Module:
@@ -288,45 +339,57 @@ class Module:
         return {slot.name: slot.tensor for slot in self.slots()}
 
     def load_state_dict(self, state: Mapping[str, Tensor | TensorData | np.ndarray],
-                        strict: bool = True) -> Module:
-        """Replace tensors with ``state``'s values (kept on this module's backends and dtypes).
+                        strict: bool = True) -> IncompatibleKeys:
+        """Replace tensors with ``state``'s values; returns ``(missing_keys, unexpected_keys)``.
 
-        Shapes and float dtypes must match (int buffers, such as counters, take the module's
-        int dtype); with ``strict`` the names must match exactly. Raises ``StateDictError``
-        naming the offending entry.
+        As torch's: values are cast to each tensor's dtype (a bfloat16 file into a float32
+        model) and kept on the module's backends and devices; a tied tensor may be given under
+        any of its names; shapes must match. With ``strict`` (the default) any missing or
+        unexpected name raises ``StateDictError``; otherwise they are only returned. Loads a
+        PyTorch checkpoint saved with ``safetensors.torch.save_file`` (same names, same
+        ``[out, in]`` layouts; ``rename_keys`` maps other names).
         """
         slots = self.slots()
-        names = {s.name for s in slots}
-        if strict:
-            missing = [s.name for s in slots if s.name not in state]
-            unexpected = [k for k in state if k not in names]
-            if missing or unexpected:
-                raise StateDictError(
-                    f"load_state_dict into {type(self).__name__}: "
-                    + "; ".join(part for part in (
-                        f"missing {', '.join(missing)}" if missing else "",
-                        f"unexpected {', '.join(unexpected)}" if unexpected else "") if part))
+        aliases: dict[int, list[str]] = {}
+        for name, t, _, _, _ in self._walk():
+            aliases.setdefault(id(t), []).append(name)
+        known = {name for names in aliases.values() for name in names}
+        missing = [s.name for s in slots if not any(n in state for n in aliases[id(s.tensor)])]
+        unexpected = [k for k in state if k not in known]
+        if strict and (missing or unexpected):
+            hint = (" (rename_keys maps a checkpoint's names to the module's)"
+                    if missing and unexpected else "")
+            raise StateDictError(
+                f"load_state_dict into {type(self).__name__}: "
+                + "; ".join(part for part in (
+                    f"missing {', '.join(missing)}" if missing else "",
+                    f"unexpected {', '.join(unexpected)}" if unexpected else "") if part)
+                + hint)
         updates = []
         for slot in slots:
-            if slot.name not in state:
+            key = next((n for n in aliases[id(slot.tensor)] if n in state), None)
+            if key is None:
                 continue
-            data = _tensor_data(state[slot.name])
+            data = _tensor_data(state[key])
             t = slot.tensor
             if tuple(data.shape) != t.shape:
-                raise StateDictError(f"load_state_dict: '{slot.name}' has shape "
+                raise StateDictError(f"load_state_dict: '{key}' has shape "
                                      f"{describe(tuple(data.shape))} in the state but "
                                      f"{describe(t.shape)} in the module")
-            if data.dtype is not t.dtype and data.dtype.is_int and t.dtype.is_int:
-                data = data.convert(t.dtype)
             if data.dtype is not t.dtype:
-                raise StateDictError(f"load_state_dict: '{slot.name}' is {data.dtype!r} in the "
-                                     f"state but {t.dtype!r} in the module (convert the module "
-                                     "with .to(dtype=...) first)")
+                if data.dtype.is_quantized or t.dtype.is_quantized:
+                    raise StateDictError(f"load_state_dict: '{key}' is {data.dtype!r} in the "
+                                         f"state but {t.dtype!r} in the module; quantize or "
+                                         "dequantize one of them first")
+                data = data.convert(t.dtype)
             updates.append((slot, data))
         for slot, data in updates:
-            t = Tensor.from_data(data, backend=slot.tensor.backend, device=slot.tensor.device)
-            slot.assign(_set_tracked(t) if slot.is_param else t)
-        return self
+            was = slot.tensor
+            t = Tensor.from_data(data, backend=was.backend, device=was.device)
+            if slot.is_param and was.is_require_grad():
+                t.require_grad()  # a fresh leaf, as trainable as the tensor it replaces
+            slot.assign(t)
+        return IncompatibleKeys(missing, unexpected)
 
     def save(self, path: str | Path) -> Path:
         """Write the module's record to ``path`` (see ``burnpy.record.save``)."""

@@ -1,12 +1,13 @@
 """``Adam`` (L2 weight decay, optional AMSGrad) and ``AdamW`` (decoupled weight decay): one
-fused ``adam_step`` backend call per group of alike parameters, concatenated."""
+fused ``adam_step`` backend call per set of alike parameters, concatenated."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from burnpy.backend.errors import InvalidArgumentError
-from burnpy.optim.optimizer import GradientClipping, Optimizer, concat_flat, split_flat
+from burnpy.optim.optimizer import GradientClipping, Optimizer, Params, concat_flat, split_flat
 from burnpy.tensor import Tensor
 from burnpy.tensor._core import FLOAT
 from burnpy.tensor._core import new as wrap
@@ -17,41 +18,47 @@ class Adam(Optimizer):
 
     decoupled_weight_decay = False
 
-    def __init__(self, lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999),
-                 eps: float = 1e-8, weight_decay: float = 0.0, amsgrad: bool = False,
+    def __init__(self, params: Params | None = None, lr: float = 1e-3,
+                 betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
+                 weight_decay: float = 0.0, amsgrad: bool = False,
                  grad_clipping: GradientClipping | None = None) -> None:
-        super().__init__(lr, grad_clipping)
+        super().__init__(params, {"lr": lr, "betas": (float(betas[0]), float(betas[1])),
+                                  "eps": eps, "weight_decay": weight_decay, "amsgrad": amsgrad},
+                         grad_clipping)
+
+    def check_group(self, group: Mapping[str, Any]) -> None:
+        super().check_group(group)
+        betas = group["betas"]
         if not (0.0 <= betas[0] < 1.0 and 0.0 <= betas[1] < 1.0):
             raise InvalidArgumentError(f"{type(self).__name__}: betas must be in [0, 1), got "
-                                       f"{betas}")
-        self.betas, self.eps = (float(betas[0]), float(betas[1])), eps
-        self.weight_decay, self.amsgrad = weight_decay, amsgrad
+                                       f"{tuple(betas)}")
 
-    def update(self, name: str, param: Tensor, grad: Tensor, lr: float) -> Tensor:
-        return self._update_group([name], [param], [grad], lr)[0]
+    def update(self, name: str, param: Tensor, grad: Tensor, group: Mapping[str, Any]) -> Tensor:
+        return self._update_group([name], [param], [grad], group)[0]
 
     def update_many(self, names: list[str], params: list[Tensor], grads: list[Tensor],
-                    lr: float) -> list[Tensor]:
+                    group: Mapping[str, Any]) -> list[Tensor]:
         """Parameters alike in backend, dtypes, device, step count and state in use are
         concatenated and stepped by one ``adam_step`` (the rule is elementwise, so every value
         is what its own update gives)."""
-        groups: dict[tuple[Any, ...], list[int]] = {}
+        amsgrad = group["amsgrad"]
+        alike: dict[tuple[Any, ...], list[int]] = {}
         for i, (name, p, g) in enumerate(zip(names, params, grads, strict=True)):
             state = self.state.get(name, {})
             key = (p.backend, p.dtype, g.dtype, p.device, self.steps[name],
                    "exp_avg" in state and "exp_avg_sq" in state,
-                   self.amsgrad and "max_exp_avg_sq" in state)
-            groups.setdefault(key, []).append(i)
+                   amsgrad and "max_exp_avg_sq" in state)
+            alike.setdefault(key, []).append(i)
         out: list[Tensor | None] = [None] * len(params)
-        for members in groups.values():
+        for members in alike.values():
             news = self._update_group([names[i] for i in members], [params[i] for i in members],
-                                      [grads[i] for i in members], lr)
+                                      [grads[i] for i in members], group)
             for i, new in zip(members, news, strict=True):
                 out[i] = new
         return out  # type: ignore[return-value]
 
     def _update_group(self, names: list[str], params: list[Tensor], grads: list[Tensor],
-                      lr: float) -> list[Tensor]:
+                      group: Mapping[str, Any]) -> list[Tensor]:
         """One ``adam_step`` over the concatenation of ``params`` (alike, see
         ``update_many``; a lone parameter is only reshaped), split back into each parameter's
         value and state."""
@@ -60,13 +67,14 @@ class Adam(Optimizer):
                   for n, p in zip(names, params, strict=True)]
         flat = [None if any(c is None for c in columns) else concat_flat(b, list(columns))
                 for columns in zip(*states, strict=True)]
+        amsgrad, betas = group["amsgrad"], group["betas"]
         new, exp_avg, exp_avg_sq, peak = b.adam_step(
             concat_flat(b, [p.primitive for p in params]),
             concat_flat(b, [g.primitive for g in grads]), flat[0], flat[1],
-            flat[2] if self.amsgrad else None, step=self.steps[names[0]], lr=lr,
-            beta1=self.betas[0], beta2=self.betas[1], eps=self.eps,
-            weight_decay=self.weight_decay, decoupled=self.decoupled_weight_decay,
-            amsgrad=self.amsgrad)
+            flat[2] if amsgrad else None, step=self.steps[names[0]], lr=group["lr"],
+            beta1=float(betas[0]), beta2=float(betas[1]), eps=group["eps"],
+            weight_decay=group["weight_decay"], decoupled=self.decoupled_weight_decay,
+            amsgrad=amsgrad)
         shapes = [p.shape for p in params]
         pieces = [None if a is None else split_flat(b, a, shapes)
                   for a in (exp_avg, exp_avg_sq, peak)]
@@ -76,10 +84,6 @@ class Adam(Optimizer):
                                         strict=True)})
         return [wrap(b, p, FLOAT) for p in split_flat(b, new, shapes)]
 
-    def hyperparameters(self) -> dict[str, Any]:
-        return {"lr": self.lr, "betas": list(self.betas), "eps": self.eps,
-                "weight_decay": self.weight_decay, "amsgrad": self.amsgrad}
-
 
 class AdamW(Adam):
     """Adam with decoupled weight decay (Loshchilov and Hutter): ``p *= 1 - lr * wd`` before
@@ -87,7 +91,8 @@ class AdamW(Adam):
 
     decoupled_weight_decay = True
 
-    def __init__(self, lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999),
-                 eps: float = 1e-8, weight_decay: float = 1e-2, amsgrad: bool = False,
+    def __init__(self, params: Params | None = None, lr: float = 1e-3,
+                 betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
+                 weight_decay: float = 1e-2, amsgrad: bool = False,
                  grad_clipping: GradientClipping | None = None) -> None:
-        super().__init__(lr, betas, eps, weight_decay, amsgrad, grad_clipping)
+        super().__init__(params, lr, betas, eps, weight_decay, amsgrad, grad_clipping)

@@ -1,9 +1,13 @@
 """Learning-rate schedulers, Burn style: ``lr = scheduler.step()`` each iteration, then
 ``optim.step(model, grads, lr=lr)``.
 
-Every scheduler is a pure function of the step count (``lr_at(step)``, equal to the value
-torch's matching scheduler gives after ``step`` calls) plus that counter, so its whole state is
-one integer. Schedulers compose in time with ``SequentialLR``.
+Every scheduler is a pure function of the base rate and the step count (``rate(base_lr,
+step)``, equal to the value torch's matching scheduler gives after ``step`` calls) plus that
+counter, so its whole state is one integer. Schedulers compose in time with ``SequentialLR``.
+
+Torch's spelling works too: built on an optimizer (``StepLR(opt, step_size=...)``) instead of
+a rate, a scheduler drives every parameter group from its own base rate (its ``initial_lr``,
+torch's ``base_lrs``): ``opt.step(model, grads)`` then ``sched.step()`` each iteration.
 """
 
 from __future__ import annotations
@@ -14,20 +18,33 @@ from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 from burnpy.backend.errors import InvalidArgumentError
+from burnpy.optim.optimizer import Optimizer
 
 
 class LrScheduler(ABC):
-    """A learning rate per step: ``step()`` returns the current one and advances."""
+    """A learning rate per step: ``step()`` returns the current one and advances (and, when
+    built on an optimizer, sets every group's ``lr`` to the next step's rate)."""
 
     #: What a record of a scheduler holds (``burnpy.record.Stateful``).
     record_kind: ClassVar[str] = "scheduler"
 
-    def __init__(self) -> None:
+    def __init__(self, lr: float | Optimizer) -> None:
         self.last_step = 0
+        self.optimizer = lr if isinstance(lr, Optimizer) else None
+        if isinstance(lr, Optimizer):
+            self.base_lrs = [float(g.setdefault("initial_lr", g["lr"])) for g in lr.param_groups]
+        else:
+            self.base_lrs = [float(lr)]
+        self.base_lr = self.base_lrs[0]
 
     @abstractmethod
+    def rate(self, base_lr: float, step: int) -> float:
+        """The learning rate of step ``step`` (0-based) for a group whose base rate is
+        ``base_lr``."""
+
     def lr_at(self, step: int) -> float:
-        """The learning rate of step ``step`` (0-based)."""
+        """The learning rate of step ``step`` (0-based), from ``base_lr``."""
+        return self.rate(self.base_lr, step)
 
     @property
     def lr(self) -> float:
@@ -38,7 +55,14 @@ class LrScheduler(ABC):
         """The current learning rate; advances to the next step."""
         lr = self.lr_at(self.last_step)
         self.last_step += 1
+        self._set_groups()
         return lr
+
+    def _set_groups(self) -> None:
+        """Give each group of the driven optimizer its rate at ``last_step``."""
+        if self.optimizer is not None:
+            for group, base in zip(self.optimizer.param_groups, self.base_lrs, strict=True):
+                group["lr"] = self.rate(base, self.last_step)
 
     def state_dict(self) -> dict[str, Any]:
         """``{"type", "last_step"}``: the step count is the whole state."""
@@ -50,6 +74,7 @@ class LrScheduler(ABC):
             raise InvalidArgumentError(f"load_state_dict: the state is for {state.get('type')}, "
                                        f"not {type(self).__name__}")
         self.last_step = int(state["last_step"])
+        self._set_groups()
         return self
 
 
@@ -61,91 +86,101 @@ def _positive(name: str, value: float) -> None:
 class ConstantLR(LrScheduler):
     """The same rate every step."""
 
-    def __init__(self, lr: float) -> None:
-        super().__init__()
-        self.base_lr = lr
+    def __init__(self, lr: float | Optimizer) -> None:
+        super().__init__(lr)
+        self._set_groups()
 
-    def lr_at(self, step: int) -> float:
-        return self.base_lr
+    def rate(self, base_lr: float, step: int) -> float:
+        return base_lr
 
 
 class StepLR(LrScheduler):
     """``lr * gamma ** (step // step_size)``."""
 
-    def __init__(self, lr: float, step_size: int, gamma: float = 0.1) -> None:
-        super().__init__()
+    def __init__(self, lr: float | Optimizer, step_size: int, gamma: float = 0.1) -> None:
+        super().__init__(lr)
         _positive("StepLR: step_size", step_size)
-        self.base_lr, self.step_size, self.gamma = lr, step_size, gamma
+        self.step_size, self.gamma = step_size, gamma
+        self._set_groups()
 
-    def lr_at(self, step: int) -> float:
-        return self.base_lr * self.gamma ** (step // self.step_size)
+    def rate(self, base_lr: float, step: int) -> float:
+        return base_lr * self.gamma ** (step // self.step_size)
 
 
 class ExponentialLR(LrScheduler):
     """``lr * gamma ** step``."""
 
-    def __init__(self, lr: float, gamma: float) -> None:
-        super().__init__()
-        self.base_lr, self.gamma = lr, gamma
+    def __init__(self, lr: float | Optimizer, gamma: float) -> None:
+        super().__init__(lr)
+        self.gamma = gamma
+        self._set_groups()
 
-    def lr_at(self, step: int) -> float:
-        return self.base_lr * self.gamma**step
+    def rate(self, base_lr: float, step: int) -> float:
+        return base_lr * self.gamma**step
 
 
 class CosineAnnealingLR(LrScheduler):
     """Half a cosine from ``lr`` down to ``eta_min`` over ``t_max`` steps (torch's closed form;
     it rises again after ``t_max``, as torch's does)."""
 
-    def __init__(self, lr: float, t_max: int, eta_min: float = 0.0) -> None:
-        super().__init__()
+    def __init__(self, lr: float | Optimizer, t_max: int, eta_min: float = 0.0) -> None:
+        super().__init__(lr)
         _positive("CosineAnnealingLR: t_max", t_max)
-        self.base_lr, self.t_max, self.eta_min = lr, t_max, eta_min
+        self.t_max, self.eta_min = t_max, eta_min
+        self._set_groups()
 
-    def lr_at(self, step: int) -> float:
+    def rate(self, base_lr: float, step: int) -> float:
         cos = (1.0 + math.cos(math.pi * step / self.t_max)) / 2.0
-        return self.eta_min + (self.base_lr - self.eta_min) * cos
+        return self.eta_min + (base_lr - self.eta_min) * cos
 
 
 class LinearLR(LrScheduler):
     """``lr`` times a factor moving linearly from ``start_factor`` to ``end_factor`` over
     ``total_iters`` steps, then constant: a linear warm-up with ``start_factor < 1``."""
 
-    def __init__(self, lr: float, start_factor: float = 1.0 / 3, end_factor: float = 1.0,
-                 total_iters: int = 5) -> None:
-        super().__init__()
+    def __init__(self, lr: float | Optimizer, start_factor: float = 1.0 / 3,
+                 end_factor: float = 1.0, total_iters: int = 5) -> None:
+        super().__init__(lr)
         _positive("LinearLR: total_iters", total_iters)
         if not 0.0 < start_factor <= 1.0 or not 0.0 <= end_factor <= 1.0:
             raise InvalidArgumentError(f"LinearLR: need start_factor in (0, 1] and end_factor in "
                                        f"[0, 1], got {start_factor}, {end_factor}")
-        self.base_lr, self.start_factor, self.end_factor = lr, start_factor, end_factor
+        self.start_factor, self.end_factor = start_factor, end_factor
         self.total_iters = total_iters
+        self._set_groups()
 
-    def lr_at(self, step: int) -> float:
+    def rate(self, base_lr: float, step: int) -> float:
         t = min(step, self.total_iters) / self.total_iters
-        return self.base_lr * (self.start_factor + (self.end_factor - self.start_factor) * t)
+        return base_lr * (self.start_factor + (self.end_factor - self.start_factor) * t)
 
 
 class SequentialLR(LrScheduler):
-    """``schedulers[i]`` from ``milestones[i - 1]`` on, each restarted at its own step 0."""
+    """``schedulers[i]`` from ``milestones[i - 1]`` on, each restarted at its own step 0.
+
+    It drives the optimizer its first scheduler was built on, if any (torch's spelling)."""
 
     def __init__(self, schedulers: Sequence[LrScheduler], milestones: Sequence[int]) -> None:
-        super().__init__()
+        if not schedulers:
+            raise InvalidArgumentError("SequentialLR: needs at least one scheduler")
+        first = schedulers[0]
+        super().__init__(first.optimizer if first.optimizer is not None else first.base_lr)
         if len(milestones) != len(schedulers) - 1 or list(milestones) != sorted(milestones):
             raise InvalidArgumentError(f"SequentialLR: need {len(schedulers) - 1} increasing "
                                        f"milestones for {len(schedulers)} schedulers, got "
                                        f"{list(milestones)}")
         self.schedulers, self.milestones = list(schedulers), list(milestones)
+        self._set_groups()
 
-    def lr_at(self, step: int) -> float:
+    def rate(self, base_lr: float, step: int) -> float:
         start = 0
         index = 0
         for i, milestone in enumerate(self.milestones):
             if step >= milestone:
                 start, index = milestone, i + 1
-        return self.schedulers[index].lr_at(step - start)
+        return self.schedulers[index].rate(base_lr, step - start)
 
 
-def warmup_cosine(lr: float, warmup_steps: int, total_steps: int, eta_min: float = 0.0,
+def warmup_cosine(lr: float | Optimizer, warmup_steps: int, total_steps: int, eta_min: float = 0.0,
                   start_factor: float = 0.01) -> SequentialLR:
     """Linear warm-up from ``lr * start_factor`` to ``lr``, then cosine decay to ``eta_min``."""
     if not 0 < warmup_steps < total_steps:

@@ -3,10 +3,11 @@ fused ``sgd_step`` backend call per parameter."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from burnpy.backend.errors import InvalidArgumentError
-from burnpy.optim.optimizer import GradientClipping, Optimizer
+from burnpy.optim.optimizer import GradientClipping, Optimizer, Params
 from burnpy.tensor import Tensor
 from burnpy.tensor._core import FLOAT
 from burnpy.tensor._core import new as wrap
@@ -16,28 +17,28 @@ class SGD(Optimizer):
     """``p -= lr * d`` where ``d`` is the gradient (plus ``weight_decay * p``), optionally
     through a momentum buffer ``b = momentum * b + (1 - dampening) * d``."""
 
-    def __init__(self, lr: float = 1e-3, momentum: float = 0.0, dampening: float = 0.0,
-                 weight_decay: float = 0.0, nesterov: bool = False,
+    def __init__(self, params: Params | None = None, lr: float = 1e-3, momentum: float = 0.0,
+                 dampening: float = 0.0, weight_decay: float = 0.0, nesterov: bool = False,
                  grad_clipping: GradientClipping | None = None) -> None:
-        super().__init__(lr, grad_clipping)
-        if nesterov and (momentum <= 0 or dampening != 0):
+        super().__init__(params, {"lr": lr, "momentum": momentum, "dampening": dampening,
+                                  "weight_decay": weight_decay, "nesterov": nesterov},
+                         grad_clipping)
+
+    def check_group(self, group: Mapping[str, Any]) -> None:
+        super().check_group(group)
+        if group["nesterov"] and (group["momentum"] <= 0 or group["dampening"] != 0):
             raise InvalidArgumentError("SGD: Nesterov momentum needs momentum > 0 and "
                                        "dampening = 0")
-        if momentum < 0 or weight_decay < 0:
-            raise InvalidArgumentError(f"SGD: momentum ({momentum}) and weight_decay "
-                                       f"({weight_decay}) must be >= 0")
-        self.momentum, self.dampening = momentum, dampening
-        self.weight_decay, self.nesterov = weight_decay, nesterov
+        if group["momentum"] < 0 or group["weight_decay"] < 0:
+            raise InvalidArgumentError(f"SGD: momentum ({group['momentum']}) and weight_decay "
+                                       f"({group['weight_decay']}) must be >= 0")
 
-    def update(self, name: str, param: Tensor, grad: Tensor, lr: float) -> Tensor:
+    def update(self, name: str, param: Tensor, grad: Tensor, group: Mapping[str, Any]) -> Tensor:
         b = param.backend
-        buf = self._state(name, param, "momentum_buffer")[0] if self.momentum else None
-        new, buf = b.sgd_step(param.primitive, grad.primitive, buf, lr=lr,
-                              momentum=self.momentum, dampening=self.dampening,
-                              weight_decay=self.weight_decay, nesterov=self.nesterov)
+        momentum = group["momentum"]
+        buf = self._state(name, param, "momentum_buffer")[0] if momentum else None
+        new, buf = b.sgd_step(param.primitive, grad.primitive, buf, lr=group["lr"],
+                              momentum=momentum, dampening=group["dampening"],
+                              weight_decay=group["weight_decay"], nesterov=group["nesterov"])
         self._store(name, b, momentum_buffer=buf)
         return wrap(b, new, FLOAT)
-
-    def hyperparameters(self) -> dict[str, Any]:
-        return {"lr": self.lr, "momentum": self.momentum, "dampening": self.dampening,
-                "weight_decay": self.weight_decay, "nesterov": self.nesterov}

@@ -9,7 +9,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from burnpy.record.format import Record, decode, encode, read_record, write_record
+from burnpy.record.format import (
+    Record,
+    decode,
+    encode,
+    read_record,
+    read_safetensors,
+    write_record,
+)
 from burnpy.record.state import S as _S
 from burnpy.record.state import Stateful, from_record, state_of, to_record
 
@@ -25,4 +32,4 @@ def load(obj: _S, path: str | Path) -> _S:
 
 
 __all__ = ["Record", "Stateful", "decode", "encode", "from_record", "load", "read_record",
-           "save", "state_of", "to_record", "write_record"]
+           "read_safetensors", "save", "state_of", "to_record", "write_record"]

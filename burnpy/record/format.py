@@ -243,6 +243,34 @@ def _tensor(name: str, entry: dict[str, Any], info: dict[str, Any], source: str)
     return TensorData(arr, dtype)
 
 
+def read_safetensors(path: str | Path) -> dict[str, TensorData]:
+    """Every tensor of any safetensors file (one written by ``safetensors.torch.save_file``,
+    say), as host ``TensorData`` by name, bfloat16 included (which
+    ``safetensors.numpy.load_file`` cannot read): a state dict for ``Module.load_state_dict``.
+    """
+    source = Path(path)
+    try:
+        payload = source.read_bytes()
+    except OSError as exc:
+        raise RecordError(f"{source}: cannot read the file ({exc})") from None
+    try:
+        entries = safetensors.deserialize(payload)
+    except Exception as exc:  # safetensors raises its own error type
+        raise RecordError(f"{source}: not a readable safetensors file, it is truncated or "
+                          f"corrupt ({exc})") from None
+    by_tag = {tag: dtype for dtype, tag in _TAGS.items()}
+    out: dict[str, TensorData] = {}
+    for name, entry in entries:
+        dtype = by_tag.get(entry["dtype"])
+        if dtype is None:
+            raise RecordError(f"{source}: tensor '{name}' has safetensors dtype "
+                              f"{entry['dtype']}, which burnpy does not read (supported: "
+                              f"{sorted(by_tag)})")
+        arr = np.frombuffer(entry["data"], dtype=dtype.numpy).reshape(entry["shape"])
+        out[name] = TensorData(arr, dtype)
+    return out
+
+
 def read_record(path: str | Path) -> Record:
     """Read and verify the record at ``path``."""
     source = Path(path)

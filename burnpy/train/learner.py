@@ -80,8 +80,10 @@ class Learner:
     ``checkpoint-NNN.safetensors`` after each epoch (model, optimizer, scheduler, epoch,
     seed, history); ``fit(resume=True)`` continues from the newest. ``patience`` stops when the
     validation loss has not improved for that many epochs. ``plot_path`` gets a PNG of the
-    history when matplotlib is installed. ``seed`` drives the shuffling and the backend's
-    generator per epoch (dropout), so a resumed run equals an uninterrupted one.
+    history when matplotlib is installed. ``progress`` shows a live bar per epoch when standard
+    error is a terminal (a log file gets the per-epoch summaries only). ``seed`` drives the
+    shuffling and the backend's generator per epoch (dropout), so a resumed run equals an
+    uninterrupted one.
     """
 
     def __init__(self, model: Module, optimizer: Optimizer, loss_fn: LossFn = cross_entropy, *,
@@ -159,16 +161,25 @@ class Learner:
         for m in self.metrics:
             m.reset()
         lr = self.optimizer.lr
+        # A scheduler built on the optimizer sets its groups' rates (torch's order: the
+        # optimizer steps, then the scheduler); a Burn-style one gives each step's rate.
+        drives_groups = self.scheduler is not None and self.scheduler.optimizer is self.optimizer
+        stream = sys.stderr
         bar = tqdm(train, total=_length(train), desc=f"epoch {epoch + 1}/{epochs}",
-                   disable=not self.progress, leave=False, dynamic_ncols=True, file=sys.stderr)
+                   disable=not (self.progress and _is_terminal(stream)), leave=False,
+                   dynamic_ncols=True, file=stream)
         for batch in bar:
             *inputs, targets = (to_backend(t, backend) for t in batch)
             output = model(*inputs)
             loss = self.loss_fn(output, targets)
             grads = loss.backward()
-            if self.scheduler is not None:
-                lr = self.scheduler.step()
-            self.optimizer.step(model, grads, lr)
+            rate = None
+            if self.scheduler is not None and not drives_groups:
+                rate = self.scheduler.step()
+            lr = self.optimizer.lr if rate is None else rate
+            self.optimizer.step(model, grads, rate)
+            if self.scheduler is not None and drives_groups:
+                self.scheduler.step()
             loss_mean.add(float(loss.item()), targets.shape[0] if targets.ndim else 1)
             for m in self.metrics:
                 m.update(output, targets)
@@ -279,6 +290,15 @@ class Learner:
         if summary.plot is not None:
             lines.append(f"  plot:        {summary.plot}")
         return "\n".join(lines)
+
+
+def _is_terminal(stream: Any) -> bool:
+    """Whether ``stream`` is a terminal: progress bars only go there, never into a log file."""
+    isatty = getattr(stream, "isatty", None)
+    try:
+        return bool(isatty()) if callable(isatty) else False
+    except ValueError:  # a closed stream
+        return False
 
 
 def _length(loader: Iterable[Any]) -> int | None:

@@ -119,6 +119,21 @@ def test_loss_argument_errors() -> None:
         F.cross_entropy(x, Tensor.from_data([0, 1, 2]), label_smoothing=1.5)
 
 
+def test_float_class_indices_say_to_use_an_int_tensor() -> None:
+    """The torch habit ``cross_entropy(logits[N, C], targets[N])`` with float targets: the
+    error says indices must be int and probabilities [N, C], not only that shapes differ."""
+    logits = Tensor.zeros((4, 3))
+    with pytest.raises(bp.ShapeError,
+                       match=r"target of shape \(4,\) and dtype bp\.float32 for input of shape "
+                             r"\(4, 3\) \(bp\.float32, cpu.*\): class indices must be an int "
+                             r"tensor \(target\.long\(\) or \.int\(\)\) of shape \(4,\); "
+                             r"class probabilities must be float with the input's shape "
+                             r"\(4, 3\)"):
+        F.cross_entropy(logits, Tensor.from_data([0.0, 1.0, 2.0, 1.0]))
+    assert float(F.cross_entropy(logits, Tensor.from_data([0.0, 1.0, 2.0, 1.0]).long())) == \
+        pytest.approx(np.log(3), rel=1e-6)
+
+
 def test_out_of_range_targets_are_refused() -> None:
     x = Tensor.zeros((3, 4))
     with pytest.raises(bp.IndexOutOfBoundsError, match="target 5 is out of range for 4"):

@@ -8,7 +8,7 @@ override it (WebGPU) or that record a graph (Autodiff).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -271,8 +271,9 @@ class _PerParameterAdam(optim.Adam):
     """Adam with the grouped path switched off: one ``update`` per parameter."""
 
     def update_many(self, names: list[str], params: list[Tensor], grads: list[Tensor],
-                    lr: float) -> list[Tensor]:
-        return [self.update(n, p, g, lr) for n, p, g in zip(names, params, grads, strict=True)]
+                    group: Mapping[str, Any]) -> list[Tensor]:
+        return [self.update(n, p, g, group) for n, p, g in zip(names, params, grads,
+                                                               strict=True)]
 
 
 class _TwoLayers(nn.Module):

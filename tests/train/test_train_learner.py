@@ -3,6 +3,8 @@ the plot and the summary."""
 
 from __future__ import annotations
 
+import io
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -110,8 +112,30 @@ def test_plot_notice_without_matplotlib(tmp_path: Path, monkeypatch: pytest.Monk
     assert sum("matplotlib is not installed" in line for line in lines) == 1
 
 
-def test_progress_bar_and_plain_model_errors(capsys: pytest.CaptureFixture[str]) -> None:
+class _Terminal(io.StringIO):
+    """A stream that says it is a terminal, as an interactive stderr does."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+def test_progress_bar_on_a_terminal_and_plain_model_errors(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    terminal = _Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
     Learner(_model(), optim.Adam(), metrics=[Accuracy()], log=lambda _: None).fit(TRAIN)
-    assert "epoch 1/1: " in capsys.readouterr().err
+    assert "epoch 1/1: " in terminal.getvalue()
     with pytest.raises(bp.InvalidArgumentError, match="autodiff backend"):
         Learner(nn.Linear(2, 2), optim.Adam())
+
+
+def test_logs_to_a_file_get_summaries_but_no_progress_bars(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """``make demo > log``: neither output is a terminal, so no bar fragments (``0%|``,
+    ``6/6``) are written between the per-epoch summaries."""
+    Learner(_model(), optim.Adam(), metrics=[Accuracy()]).fit(TRAIN, epochs=2)
+    captured = capsys.readouterr()
+    assert "epoch 1/2  train loss" in captured.out and "epoch 2/2  train loss" in captured.out
+    assert "training summary" in captured.out
+    for fragment in ("%|", "/6 [", "it/s"):
+        assert fragment not in captured.out + captured.err
