@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Literal, TypedDict
 
 import numpy as np
 
+from burnpy.autodiff.modes import no_grad
 from burnpy.backend.device import Device
 from burnpy.backend.distribution import Distribution
 from burnpy.backend.dtype import DTypeLike
@@ -157,18 +158,11 @@ def fan_in_uniform(shape: Sequence[int], fan_in: int, *, backend: type[Backend] 
 
 # ---- in place, with torch.nn.init's names and signatures ----------------------------------------
 def _fill(tensor: Tensor, value: Tensor) -> Tensor:
-    """Make ``tensor`` hold ``value`` (same backend, device and dtype), in place.
-
-    The tensor object stays (so tied weights stay tied) and becomes a fresh leaf: its
-    primitive is swapped for ``value``'s, cut from any graph, and tracked again when it was
-    (the same swap ``Tensor.require_grad`` does). This is initialisation, not an in-place op
-    of the graph: nothing is recorded.
-    """
-    tracked = tensor.kind == "float" and tensor.backend.ad_enabled() and tensor.is_require_grad()
-    tensor.primitive = value.detach().primitive
-    if tracked:
-        tensor.require_grad()
-    return tensor
+    """Make ``tensor`` hold ``value`` in place, under ``no_grad`` as torch's initialisers do:
+    the object and, for a parameter, its leaf identity stay (tied weights stay tied, its
+    gradient keeps its key), and a graph that saved the old value refuses its backward."""
+    with no_grad():
+        return tensor.copy_(value)
 
 
 def _float_target(op: str, tensor: Tensor) -> Placement:
