@@ -12,11 +12,7 @@ from typing import Any, ClassVar
 from burnpy.autodiff.checkpoint import CheckpointStrategy, NoCheckpointing
 from burnpy.autodiff.gradients import Gradients
 from burnpy.autodiff.graph import HOST_TRANSFERS, new_key, new_leaf, run_backward
-from burnpy.autodiff.ops.activation_ops import AutodiffActivationOps
-from burnpy.autodiff.ops.elementwise import AutodiffElementwiseOps
-from burnpy.autodiff.ops.float_ops import AutodiffFloatOps
-from burnpy.autodiff.ops.module_ops import AutodiffModuleOps
-from burnpy.autodiff.ops.q_ops import AutodiffQOps
+from burnpy.autodiff.rules.families import AutodiffQOps, AutodiffRules
 from burnpy.autodiff.tensor import AutodiffTensor
 from burnpy.backend.base import Backend
 from burnpy.backend.decorator import ClassCache, PassThroughKinds, passthrough_ops
@@ -25,8 +21,7 @@ from burnpy.backend.dtype import DType, dtype_of_numpy
 from burnpy.backend.errors import AutodiffError, InvalidArgumentError
 
 
-class AutodiffBackend(AutodiffElementwiseOps, AutodiffFloatOps, AutodiffQOps, AutodiffModuleOps,
-                      AutodiffActivationOps, PassThroughKinds, Backend, abstract=True):
+class AutodiffBackend(AutodiffRules, PassThroughKinds, Backend, abstract=True):
     """Base of every ``Autodiff[B, C]`` class: Burn's ``AutodiffBackend`` API as class methods.
 
     ``InnerBackend`` is B and ``checkpointing`` is C; gradients are B's float primitives.
