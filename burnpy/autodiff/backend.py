@@ -21,13 +21,8 @@ from burnpy.autodiff.graph import (
     run_backward,
 )
 from burnpy.autodiff.modes import MODE, Record, modal_record, user_frame
-from burnpy.autodiff.ops._define import declare
-from burnpy.autodiff.ops.activation_ops import AutodiffActivationOps
-from burnpy.autodiff.ops.elementwise import AutodiffElementwiseOps
-from burnpy.autodiff.ops.float_ops import AutodiffFloatOps
-from burnpy.autodiff.ops.module_ops import AutodiffModuleOps
-from burnpy.autodiff.ops.q_ops import AutodiffQOps
 from burnpy.autodiff.rule_helpers import zeros
+from burnpy.autodiff.rules.families import AutodiffQOps, AutodiffRules
 from burnpy.autodiff.tensor import AutodiffTensor
 from burnpy.backend.base import Backend
 from burnpy.backend.decorator import ClassCache, PassThroughKinds, passthrough_ops
@@ -36,8 +31,7 @@ from burnpy.backend.dtype import DType, dtype_of_numpy
 from burnpy.backend.errors import AutodiffError, InvalidArgumentError
 
 
-class AutodiffBackend(AutodiffElementwiseOps, AutodiffFloatOps, AutodiffQOps, AutodiffModuleOps,
-                      AutodiffActivationOps, PassThroughKinds, Backend, abstract=True):
+class AutodiffBackend(AutodiffRules, PassThroughKinds, Backend, abstract=True):
     """Base of every ``Autodiff[B, C]`` class: Burn's ``AutodiffBackend`` API as class methods.
 
     ``InnerBackend`` is B and ``checkpointing`` is C; gradients are B's float primitives.
@@ -272,8 +266,9 @@ def _overwrite_backward(B: Any, grad: Any, inputs: Any, output: Any,  # noqa: N8
 
 
 #: An in-place write of a constant over a tracked value (its retro-forward is the constant).
-_OVERWRITE = declare("overwrite", _overwrite_backward,
-                     forward=lambda B, inputs, params: params[0])  # noqa: N803
+_OVERWRITE = Op("overwrite", _overwrite_backward,
+                forward=lambda B, inputs, params: params[0],  # noqa: N803
+                saves_inputs=False, saves_output=False, compute_bound=False)
 
 
 def _recording(inner: type[Backend], record: Record) -> Record:

@@ -10,8 +10,8 @@ derivative of the output ``y`` with respect to that input, written with the inne
   un-broadcasts it to the input's shape, centrally);
 - ForwardAD's tangent rule applies each partial to that input's tangent and sums the terms.
 
-Both rules, and the ops' recording, are generated from this table (``autodiff/ops/
-elementwise.py`` and ``autodiff/forward/ops/elementwise.py``); adding an elementwise op adds
+Both rules, and the ops' recording, are generated from this table
+(``burnpy/autodiff/rules/elementwise.py``); adding an elementwise op adds
 one entry here and nothing in either decorator. ``uses_inputs`` / ``uses_output`` say what the
 partials read, which is what Autodiff saves (or recomputes) for backward. A partial that does
 not read an argument is passed None for it.

@@ -25,6 +25,11 @@ def zeros(B: Any, shape: tuple[int, ...], like: Any) -> Any:
     return B.float_zeros(shape, B.float_device(like), dtype_of(like))
 
 
+def or_zeros(B: Any, tangent: Any, like: Any) -> Any:
+    """``tangent``, or zeros like ``like`` (the primal) where it is None."""
+    return zeros(B, like.shape, like) if tangent is None else tangent
+
+
 def as_float(B: Any, mask: Any, like: Any) -> Any:
     """A bool mask as 0/1 floats of ``like``'s dtype."""
     return B.bool_into_float(mask, dtype_of(like))

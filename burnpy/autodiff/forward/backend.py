@@ -12,12 +12,8 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from burnpy.autodiff.forward.ops.activation_ops import ForwardActivationOps
-from burnpy.autodiff.forward.ops.elementwise import ForwardElementwiseOps
-from burnpy.autodiff.forward.ops.float_ops import ForwardFloatOps
-from burnpy.autodiff.forward.ops.module_ops import ForwardModuleOps
-from burnpy.autodiff.forward.ops.q_ops import ForwardQOps
 from burnpy.autodiff.forward.tensor import DualTensor
+from burnpy.autodiff.rules.families import ForwardQOps, ForwardRules
 from burnpy.backend.base import Backend
 from burnpy.backend.decorator import ClassCache, PassThroughKinds, passthrough_ops
 from burnpy.backend.device import Device
@@ -25,8 +21,7 @@ from burnpy.backend.dtype import DType
 from burnpy.backend.errors import DTypeError, InvalidArgumentError, ShapeError, describe
 
 
-class ForwardADBackend(ForwardElementwiseOps, ForwardFloatOps, ForwardQOps, ForwardModuleOps,
-                       ForwardActivationOps, PassThroughKinds, Backend, abstract=True):
+class ForwardADBackend(ForwardRules, PassThroughKinds, Backend, abstract=True):
     """Base of every ``ForwardAD[B]`` class. ``InnerBackend`` is B.
 
     It tracks no reverse-mode graph (``ad_enabled()`` is False); ``is_forward_ad`` marks it

@@ -1,1 +1,0 @@
-"""The ForwardAD op mixins, one module per op family, mirroring ``burnpy.autodiff.ops``."""
