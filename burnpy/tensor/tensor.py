@@ -1246,7 +1246,14 @@ class Tensor:
 
     def slice_dim(self, dim: int, start: int, stop: int, step: int = 1) -> Tensor:
         """Elements ``start:stop:step`` of one dim (validated bounds, positive step)."""
-        d = normalize_dim("slice", dim, self.ndim)
+        d = normalize_dim("slice_dim", dim, self.ndim)
+        size = self.shape[d]
+        if step <= 0:
+            raise InvalidArgumentError(f"slice_dim: step must be positive, got {step} (dim {dim} "
+                                       f"of shape {describe(self.shape)})")
+        if not 0 <= start <= stop <= size:
+            raise IndexOutOfBoundsError(f"slice_dim: range [{start}, {stop}) is outside dim "
+                                        f"{dim} of size {size} (shape {describe(self.shape)})")
         slices = tuple(slice(0, n) for n in self.shape[:d]) + (slice(start, stop, step),)
         return new(self.backend, kind_op(self, "slice")(self.primitive, slices), self.kind)
 
