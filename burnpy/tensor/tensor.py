@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Any, Literal, TypeGuard
+from typing import TYPE_CHECKING, Any, Literal, TypeGuard, overload
 
 import numpy as np
 
@@ -88,9 +88,11 @@ from burnpy.tensor.layout import cat, dims_arg, kind_op, stack
 from burnpy.tensor.quantized import check_quantizable
 from burnpy.tensor.reduction import (
     Dims,
+    ValuesIndices,
     as_bool,
     check_nonempty,
     drop_dims,
+    extreme_values,
     extreme_with_indices,
     numeric,
     reduce,
@@ -1341,34 +1343,68 @@ class Tensor:
     def logsumexp(self, dim: int, keepdim: bool = False) -> Tensor:
         """log(sum(exp(x))) along ``dim``, stable for large values."""
         d = normalize_dim("logsumexp", dim, self.ndim)
-        m = self.max(d, keepdim=True).detach()
+        m = self.detach().amax(d, keepdim=True)
         m = m.mask_fill(m.isinf(), 0.0)
         out = (self - m).exp().sum(d, keepdim=True).log() + m
         return drop_dims(out, (d,), keepdim)
 
-    def max(self, dim: int | None = None, keepdim: bool = False) -> Tensor:
-        """The largest value overall, or along ``dim`` (values only; see max_with_indices)."""
-        t = numeric(self, "max") if self.kind is not BOOL else self.int()
+    @overload
+    def max(self, dim: None = None, keepdim: bool = False) -> Tensor: ...
+    @overload
+    def max(self, dim: int, keepdim: bool = False) -> ValuesIndices: ...
+    @overload
+    def max(self, dim: Tensor) -> Tensor: ...
+
+    def max(self, dim: int | Tensor | None = None,
+            keepdim: bool = False) -> Tensor | ValuesIndices:
+        """As torch's: the largest value (shape ``()``) when ``dim`` is None; along ``dim``
+        the named tuple ``(values, indices)`` (first index among ties, the gradient goes to
+        it); given a tensor, the elementwise ``maximum``. ``amax`` gives values only."""
+        if isinstance(dim, Tensor):
+            return self.maximum(dim)
         if dim is None:
+            t = numeric(self, "max") if self.kind is not BOOL else self.int()
             check_nonempty(t, "max", None)
             return reduce(t, "max", None, keepdim)
-        return self.max_with_indices(dim, keepdim)[0]
-
-    def min(self, dim: int | None = None, keepdim: bool = False) -> Tensor:
-        """The smallest value overall, or along ``dim``."""
-        t = numeric(self, "min") if self.kind is not BOOL else self.int()
-        if dim is None:
-            check_nonempty(t, "min", None)
-            return reduce(t, "min", None, keepdim)
-        return self.min_with_indices(dim, keepdim)[0]
-
-    def max_with_indices(self, dim: int, keepdim: bool = False) -> tuple[Tensor, Tensor]:
-        """(values, indices) of the max along ``dim``; the first index among ties."""
         return extreme_with_indices(self, "max", dim, keepdim)
 
-    def min_with_indices(self, dim: int, keepdim: bool = False) -> tuple[Tensor, Tensor]:
-        """(values, indices) of the min along ``dim``; the first index among ties."""
+    @overload
+    def min(self, dim: None = None, keepdim: bool = False) -> Tensor: ...
+    @overload
+    def min(self, dim: int, keepdim: bool = False) -> ValuesIndices: ...
+    @overload
+    def min(self, dim: Tensor) -> Tensor: ...
+
+    def min(self, dim: int | Tensor | None = None,
+            keepdim: bool = False) -> Tensor | ValuesIndices:
+        """As torch's: the smallest value (shape ``()``) when ``dim`` is None; along ``dim``
+        the named tuple ``(values, indices)``; given a tensor, the elementwise ``minimum``.
+        ``amin`` gives values only."""
+        if isinstance(dim, Tensor):
+            return self.minimum(dim)
+        if dim is None:
+            t = numeric(self, "min") if self.kind is not BOOL else self.int()
+            check_nonempty(t, "min", None)
+            return reduce(t, "min", None, keepdim)
         return extreme_with_indices(self, "min", dim, keepdim)
+
+    def max_with_indices(self, dim: int, keepdim: bool = False) -> ValuesIndices:
+        """Burn's name for ``max(dim)``: ``(values, indices)``, the first index among ties."""
+        return extreme_with_indices(self, "max", dim, keepdim)
+
+    def min_with_indices(self, dim: int, keepdim: bool = False) -> ValuesIndices:
+        """Burn's name for ``min(dim)``: ``(values, indices)``, the first index among ties."""
+        return extreme_with_indices(self, "min", dim, keepdim)
+
+    def amax(self, dim: Dims = None, keepdim: bool = False) -> Tensor:
+        """The largest values over ``dim`` (an int, several, or all for None or ``()``), values
+        only (torch.amax); the gradient is shared evenly among tied maxima, as torch's."""
+        return extreme_values(self, "max", dim, keepdim)
+
+    def amin(self, dim: Dims = None, keepdim: bool = False) -> Tensor:
+        """The smallest values over ``dim`` (an int, several, or all for None or ``()``),
+        values only (torch.amin); the gradient is shared evenly among tied minima."""
+        return extreme_values(self, "min", dim, keepdim)
 
     def argmax(self, dim: int | None = None, keepdim: bool = False) -> Tensor:
         """Index of the max along ``dim`` (over the flattened tensor when dim is None)."""
@@ -1406,54 +1442,56 @@ class Tensor:
         d = normalize_dim("cumprod", dim, t.ndim)
         return new(t.backend, kind_op(t, "cumprod")(t.primitive, d), t.kind)
 
-    def cummax(self, dim: int) -> Tensor:
-        """Running max along ``dim`` (values; see cummax_with_indices)."""
-        return self.cummax_with_indices(dim)[0]
-
-    def cummin(self, dim: int) -> Tensor:
-        """Running min along ``dim`` (values; see cummin_with_indices)."""
-        return self.cummin_with_indices(dim)[0]
-
-    def cummax_with_indices(self, dim: int) -> tuple[Tensor, Tensor]:
-        """Running max and where it was reached (torch.cummax)."""
+    def cummax(self, dim: int) -> ValuesIndices:
+        """Running max along ``dim`` and the index where it was reached, as the named tuple
+        ``(values, indices)`` (torch.cummax)."""
         return scan_with_indices(self, "cummax", dim)
 
-    def cummin_with_indices(self, dim: int) -> tuple[Tensor, Tensor]:
-        """Running min and where it was reached (torch.cummin)."""
+    def cummin(self, dim: int) -> ValuesIndices:
+        """Running min along ``dim`` and the index where it was reached, as the named tuple
+        ``(values, indices)`` (torch.cummin)."""
         return scan_with_indices(self, "cummin", dim)
 
-    def sort(self, dim: int = -1, descending: bool = False) -> Tensor:
-        """Sorted values along ``dim`` (stable)."""
-        return self.sort_with_indices(dim, descending)[0]
+    def cummax_with_indices(self, dim: int) -> ValuesIndices:
+        """Burn's name for ``cummax``."""
+        return scan_with_indices(self, "cummax", dim)
 
-    def sort_with_indices(self, dim: int = -1,
-                          descending: bool = False) -> tuple[Tensor, Tensor]:
-        """(sorted values, source indices) along ``dim``; stable."""
+    def cummin_with_indices(self, dim: int) -> ValuesIndices:
+        """Burn's name for ``cummin``."""
+        return scan_with_indices(self, "cummin", dim)
+
+    def sort(self, dim: int = -1, descending: bool = False) -> ValuesIndices:
+        """The named tuple ``(values, indices)`` of ``dim`` sorted (stable), as torch.sort."""
         t = numeric(self, "sort")
         d = normalize_dim("sort", dim, t.ndim) if t.ndim else 0
         if t.ndim == 0:
-            return t, zero_index(t)
+            return ValuesIndices(t, zero_index(t))
         values, indices = kind_op(t, "sort_with_indices")(t.primitive, d, descending)
-        return new(t.backend, values, t.kind), new(t.backend, indices, INT)
+        return ValuesIndices(new(t.backend, values, t.kind), new(t.backend, indices, INT))
+
+    def sort_with_indices(self, dim: int = -1, descending: bool = False) -> ValuesIndices:
+        """Burn's name for ``sort``: ``(sorted values, source indices)``, stable."""
+        return self.sort(dim, descending)
 
     def argsort(self, dim: int = -1, descending: bool = False) -> Tensor:
-        """The indices that sort ``dim`` (stable); see ``sort_with_indices``."""
-        return self.sort_with_indices(dim, descending)[1]
+        """The indices that sort ``dim`` (stable); see ``sort``."""
+        return self.sort(dim, descending).indices
 
-    def topk(self, k: int, dim: int = -1, largest: bool = True) -> Tensor:
-        """The ``k`` largest (or smallest) values along ``dim``, sorted."""
-        return self.topk_with_indices(k, dim, largest)[0]
-
-    def topk_with_indices(self, k: int, dim: int = -1,
-                          largest: bool = True) -> tuple[Tensor, Tensor]:
-        """(values, indices) of the ``k`` largest (or smallest) along ``dim``, sorted."""
+    def topk(self, k: int, dim: int = -1, largest: bool = True,
+             sorted: bool = True) -> ValuesIndices:
+        """The named tuple ``(values, indices)`` of the ``k`` largest (or smallest) along
+        ``dim`` (torch.topk); they always come sorted, which ``sorted=False`` allows."""
         t = numeric(self, "topk")
         d = normalize_dim("topk", dim, t.ndim)
         if not 0 <= k <= t.shape[d]:
             raise IndexOutOfBoundsError(f"topk: k={k} is outside [0, {t.shape[d]}] for dim "
                                         f"{dim} of shape {describe(t.shape)}")
-        values, indices = t.sort_with_indices(d, descending=largest)
-        return values.slice_dim(d, 0, k), indices.slice_dim(d, 0, k)
+        values, indices = t.sort(d, descending=largest)
+        return ValuesIndices(values.slice_dim(d, 0, k), indices.slice_dim(d, 0, k))
+
+    def topk_with_indices(self, k: int, dim: int = -1, largest: bool = True) -> ValuesIndices:
+        """Burn's name for ``topk``."""
+        return self.topk(k, dim, largest)
 
     # ---- indexing --------------------------------------------------------------------------------
 
