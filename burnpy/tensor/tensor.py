@@ -71,6 +71,7 @@ from burnpy.tensor.arithmetic import (
     signed_unary,
 )
 from burnpy.tensor.checks import broadcast_shapes, infer_shape, normalize_dim, normalize_dims, numel
+from burnpy.tensor.grad_method import GradMethod
 from burnpy.tensor.indexing import (
     apply_basic,
     as_index_tensor,
@@ -574,8 +575,13 @@ class Tensor:
             seed = _inner_float_primitive(b, grad_output, "backward")
         return b.backward(self.primitive, seed, retain_graph)
 
+    @GradMethod
     def grad(self, grads: Gradients) -> Tensor | None:
-        """This tensor's gradient in ``grads`` (a tensor of the inner backend), or None."""
+        """This tensor's gradient in ``grads`` (a tensor of the inner backend), or None.
+
+        A method, as Burn's: ``w.grad.numpy()`` (torch's habit) raises ``GradAccessError``
+        showing this call; ``w.grad is None`` cannot be caught and is always False.
+        """
         b = self._autodiff_backend("grad")
         g = b.grad(self.primitive, grads)
         return None if g is None else new(b.InnerBackend, g, FLOAT)
