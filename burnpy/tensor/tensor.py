@@ -71,6 +71,7 @@ from burnpy.tensor.arithmetic import (
     signed_unary,
 )
 from burnpy.tensor.checks import broadcast_shapes, infer_shape, normalize_dim, normalize_dims, numel
+from burnpy.tensor.dlpack import BFloat16Producer, export_bfloat16, host_values
 from burnpy.tensor.grad_method import GradMethod
 from burnpy.tensor.indexing import (
     apply_basic,
@@ -145,10 +146,10 @@ class Tensor:
     @staticmethod
     def from_data(data: Any, *, backend: type[Backend] | None = None,
                   device: Device | None = None, dtype: DTypeLike | None = None) -> Tensor:
-        """From nested lists, a scalar, a NumPy array (dtype kept) or ``TensorData``."""
+        """From nested lists, a scalar, a NumPy array (dtype kept), ``TensorData`` or a host
+        DLPack producer such as a torch CPU tensor (copied, its dtype kept, bfloat16 too)."""
         b = backend or _default_backend()
-        if isinstance(data, Tensor):
-            data = data.into_data()
+        data = data.into_data() if isinstance(data, Tensor) else host_values(data)
         td = TensorData.from_any(data, dtype, default_float=b.float_dtype,
                                  default_int=b.int_dtype)
         return _from_tensor_data(b, td, device, "from_data")
@@ -299,17 +300,26 @@ class Tensor:
     def from_dlpack(obj: Any, *, backend: type[Backend] | None = None,
                     device: Device | None = None) -> Tensor:
         """From any object with ``__dlpack__``: zero-copy when the backend can import it
-        (``array_from_dlpack``: NumPy on CPU, CuPy on CUDA), else through the host."""
+        (``array_from_dlpack``: NumPy on CPU, CuPy on CUDA), else through the host. bfloat16
+        (torch's) crosses as its 16-bit storage, on backends that support bfloat16."""
         b = backend or _default_backend()
+        producer = BFloat16Producer(obj)
         importer = getattr(b, "array_from_dlpack", None)
-        if importer is not None and device is None:
-            arr = importer(obj)
-            try:
-                dt = dtype_of_numpy(arr.dtype)
-            except KeyError:
-                raise DTypeError(f"from_dlpack: dtype {arr.dtype} is not supported") from None
-            return new(b, arr, _kind_of(dt))
-        return Tensor.from_data(np.from_dlpack(obj), backend=b, device=device)
+        if importer is None or device is not None:
+            host = producer.restore(np.from_dlpack(producer))
+            return Tensor.from_data(host, backend=b, device=device)
+        arr = importer(producer)
+        if producer.bfloat16 and not b.supports_dtype(b.float_device(arr), DType.bfloat16):
+            raise UnsupportedDTypeError(
+                f"from_dlpack: backend {b.name()} does not support bfloat16 (shape "
+                f"{describe(tuple(arr.shape))}); cast to float32 before the export "
+                "(torch: t.float()), or import on CpuBackend")
+        arr = producer.restore(arr)
+        try:
+            dt = dtype_of_numpy(arr.dtype)
+        except KeyError:
+            raise DTypeError(f"from_dlpack: dtype {arr.dtype} is not supported") from None
+        return new(b, arr, _kind_of(dt))
 
     # ---- attributes --------------------------------------------------------------------------
     @property
@@ -425,13 +435,18 @@ class Tensor:
                    dl_device: tuple[int, int] | None = None, copy: bool | None = None) -> Any:
         """Zero-copy export when the primitive speaks DLPack (NumPy, CuPy), else a host copy.
 
-        The keywords are the DLPack protocol's; only those given are passed on, so exporters
-        of older protocol versions keep working.
+        bfloat16 is exported with DLPack's bfloat16 type, which torch imports (NumPy's
+        ``from_dlpack`` cannot: use ``to_numpy()``, an ml_dtypes array). The keywords are the
+        DLPack protocol's; only those given are passed on, so exporters of older protocol
+        versions keep working.
         """
         given = {"stream": stream, "max_version": max_version, "dl_device": dl_device,
                  "copy": copy}
-        return self._dlpack_source().__dlpack__(
-            **{k: v for k, v in given.items() if v is not None})
+        kwargs = {k: v for k, v in given.items() if v is not None}
+        source = self._dlpack_source()
+        if self.kind is FLOAT and self.dtype is DType.bfloat16:
+            return export_bfloat16(source, kwargs)
+        return source.__dlpack__(**kwargs)
 
     def __dlpack_device__(self) -> tuple[int, int]:
         """The DLPack ``(device type, device id)`` of ``__dlpack__``'s export."""
