@@ -1358,8 +1358,15 @@ class Tensor:
         return total / max(n - correction, 0) if n - correction > 0 else total * float("nan")
 
     def std(self, dim: Dims = None, keepdim: bool = False, correction: int = 1) -> Tensor:
-        """Standard deviation: the square root of ``var`` with the same ``correction``."""
-        return self.var(dim, keepdim, correction).sqrt()
+        """Standard deviation: the square root of ``var`` with the same ``correction``.
+
+        Where it is 0 (a constant group) the gradient is 0, as torch's, not sqrt's NaN.
+        """
+        v = self.var(dim, keepdim, correction)
+        if not v.is_require_grad():
+            return v.sqrt()
+        zero = v == 0.0
+        return v.mask_fill(zero, 1.0).sqrt().mask_fill(zero, 0.0)
 
     def logsumexp(self, dim: int, keepdim: bool = False) -> Tensor:
         """log(sum(exp(x))) along ``dim``, stable for large values."""
