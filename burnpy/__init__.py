@@ -42,8 +42,9 @@ from burnpy.backend.dtype import (
     uint8,
     uint32,
 )
+from burnpy.backend.errors import GradAccessError
 from burnpy.quantization import QuantScheme
-from burnpy.tensor import Tensor, cat, stack
+from burnpy.tensor import Tensor, ValuesIndices, cat, stack
 
 
 def where(condition: Tensor, input: Tensor, other: Tensor) -> Tensor:
@@ -61,8 +62,9 @@ def tensor(data: object, *, backend: type[Backend] | None = None, device: Device
 __all__ = [
     "Autodiff", "Backend", "BackendMismatchError", "BalancedCheckpointing", "BurnpyError", "DType",
     "DTypeError", "Device", "DeviceMismatchError", "Distribution", "DivisionByZeroError",
-    "Gradients", "IndexOutOfBoundsError", "InvalidArgumentError", "KindError", "NoCheckpointing",
-    "QuantScheme", "RecordError", "ShapeError", "Tensor", "TensorData", "UnsupportedDTypeError",
+    "GradAccessError", "Gradients", "IndexOutOfBoundsError", "InvalidArgumentError", "KindError",
+    "NoCheckpointing", "QuantScheme", "RecordError", "ShapeError", "Tensor", "TensorData",
+    "UnsupportedDTypeError", "ValuesIndices",
     "bfloat16", "bool_", "cat", "float16", "float32", "float64", "int16", "int32", "int64", "int8",
     "stack", "tensor", "uint32", "uint8", "where",
     "Function", "GradFn",

@@ -19,7 +19,7 @@ def main() -> None:
     w = Tensor.random((2, 3), bp.Distribution.normal(0.0, 1.0), backend=backend)
     y = (x @ w).relu()
     print("x @ w, relu:\n", y)
-    print("row sums:", y.sum(dim=1), " column max:", y.max(dim=0))
+    print("row sums:", y.sum(dim=1), " column max:", y.max(dim=0).values)
 
     idx = Tensor.arange(0, 6, backend=backend)  # int kind
     print("ints:", idx, "evens:", idx[idx % 2 == 0])

@@ -93,7 +93,19 @@ class TensorData:
 
     @property
     def shape(self) -> tuple[int, ...]:
+        """The size of each dim."""
         return self.array.shape
+
+    @property
+    def nbytes(self) -> int:
+        """The bytes these host values take: the array's, plus the scales (and the two-level
+        tensor scale) of quantized data."""
+        total = self.array.nbytes
+        if self.quant is not None:
+            total += self.quant.scales.nbytes
+            if self.quant.tensor_scale is not None:
+                total += self.quant.tensor_scale.nbytes
+        return total
 
     def convert(self, dtype: DType) -> TensorData:
         """The same values in another dtype."""

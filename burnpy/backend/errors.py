@@ -47,6 +47,11 @@ class AutodiffError(BurnpyError, RuntimeError):
     """A misuse of the gradient graph: consumed graph, non-leaf require_grad, bad custom op."""
 
 
+class GradAccessError(AutodiffError, AttributeError):
+    """``w.grad`` used as a value (``w.grad.numpy()``, torch's habit): in burnpy it is the
+    method ``w.grad(grads)``. An AttributeError too, so ``hasattr`` probes stay quiet."""
+
+
 class DivisionByZeroError(BurnpyError, ZeroDivisionError):
     """Integer division or remainder by zero (floats give inf/NaN instead, as IEEE says)."""
 

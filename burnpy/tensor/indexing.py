@@ -1,10 +1,12 @@
 """Tensor indexing: ``t[...]`` and ``t[...] = v`` with NumPy's rules, plus gather, scatter,
 select and their assign/add forms.
 
-Basic indices (ints, slices with any step, ``None``, ``...``) become at most one flip, one
-slice and one reshape. Advanced indices (int tensors or lists, bool masks) become one
+Basic indices (ints, slices with any non-zero step, ``None``, ``...``) become at most one
+flip, one slice and one reshape. Advanced indices (int tensors or lists, bool masks) become one
 ``select`` over the merged indexed dims, so every form is differentiable through the
 backend's ops. Index tensors are bounds-checked here; negative indices wrap as in NumPy.
+A negative step reverses as in NumPy (``t[::-1]``; torch refuses it); a zero step is an
+``InvalidArgumentError``.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from burnpy.backend.dtype import DType
 from burnpy.backend.errors import (
     DTypeError,
     IndexOutOfBoundsError,
+    InvalidArgumentError,
     KindError,
     ShapeError,
     describe,
@@ -67,9 +70,11 @@ def resolve_basic(key: tuple[Any, ...], shape: tuple[int, ...]) -> _Basic:
             continue
         size = shape[dim]
         if isinstance(k, slice):
+            if k.step == 0:
+                raise InvalidArgumentError(
+                    f"index: slice {slice_text(k)} has step 0 (dim {dim} of shape "
+                    f"{describe(shape)}); a step must be non-zero")
             start, stop, step = k.indices(size)
-            if step == 0:
-                raise IndexOutOfBoundsError("index: slice step cannot be zero")
             if step < 0:
                 flips.append(dim)
                 # Index i of the original is index size-1-i of the flipped dim.
@@ -96,6 +101,12 @@ def resolve_basic(key: tuple[Any, ...], shape: tuple[int, ...]) -> _Basic:
         out_shape.append(size)
         region.append(size)
     return _Basic(tuple(flips), tuple(slices), tuple(out_shape), tuple(region))
+
+
+def slice_text(k: slice) -> str:
+    """A slice as it was written: ``1:5:2``, ``::-1``, ``:``."""
+    parts = ["" if v is None else str(v) for v in (k.start, k.stop, k.step)]
+    return ":".join(parts if k.step is not None else parts[:2])
 
 
 def is_basic(k: Any) -> bool:

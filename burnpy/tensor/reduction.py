@@ -1,13 +1,14 @@
 """Tensor reductions, scans and sorting, with torch's ``dim``/``keepdim`` spelling.
 
 Backend ``_dim`` reductions keep the reduced dim; ``keepdim=False`` (the default) squeezes it
-here. Full reductions return shape ``()``.
+here. Full reductions return shape ``()``. Ops that find positions (``max(dim)``, ``sort``,
+``topk``, ``cummax``...) return ``ValuesIndices``, the named tuple torch's return types are.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from burnpy.backend.errors import KindError, ShapeError, describe
 from burnpy.tensor._core import BOOL, FLOAT, INT, new
@@ -18,6 +19,15 @@ if TYPE_CHECKING:
     from burnpy.tensor.tensor import Tensor
 
 Dims = int | Sequence[int] | None
+
+
+class ValuesIndices(NamedTuple):
+    """``(values, indices)`` of ``max(dim)``, ``min(dim)``, ``sort``, ``topk``, ``cummax``,
+    ``cummin``: the fields of torch's ``torch.return_types``, so ``out.values``,
+    ``out.indices`` and ``values, indices = out`` all work as they do in torch."""
+
+    values: Tensor
+    indices: Tensor
 
 
 def numeric(t: Tensor, op: str) -> Tensor:
@@ -64,22 +74,52 @@ def as_bool(t: Tensor) -> Tensor:
     raise KindError(f"any/all: not defined for {t.kind} tensors")
 
 
-def extreme_with_indices(t: Tensor, op: str, dim: int, keepdim: bool) -> tuple[Tensor, Tensor]:
+def extreme_with_indices(t: Tensor, op: str, dim: int, keepdim: bool) -> ValuesIndices:
+    """``max``/``min`` along one dim with where they are; the gradient reaches those indices."""
     t = numeric(t, op) if t.kind is not BOOL else t.int()
     d = normalize_dim(op, dim, t.ndim) if t.ndim else 0
     if t.ndim == 0:
-        return t, zero_index(t)
+        return ValuesIndices(t, zero_index(t))
     check_nonempty(t, op, d)
     values, indices = kind_op(t, op + "_dim_with_indices")(t.primitive, d)
-    return (drop_dims(new(t.backend, values, t.kind), (d,), keepdim),
-            drop_dims(new(t.backend, indices, INT), (d,), keepdim))
+    return ValuesIndices(drop_dims(new(t.backend, values, t.kind), (d,), keepdim),
+                         drop_dims(new(t.backend, indices, INT), (d,), keepdim))
 
 
-def scan_with_indices(t: Tensor, op: str, dim: int) -> tuple[Tensor, Tensor]:
+def extreme_values(t: Tensor, op: str, dim: Dims, keepdim: bool) -> Tensor:
+    """``amax``/``amin`` over one, several or all dims (``None`` or ``()``: all, as torch).
+
+    As torch's, the gradient is shared evenly among the tied extremes; on a tracked float
+    tensor a partial reduction is written so (``m + sum(tied (x - m)) / count``, which is ``m``
+    exactly, infinities included), while a full one uses the backend's reduction, whose
+    gradient already shares ties.
+    """
+    name = "a" + op
+    t = numeric(t, name) if t.kind is not BOOL else t.int()
+    every = dim is None or (isinstance(dim, Sequence) and len(dim) == 0)
+    dims = tuple(range(t.ndim)) if every or dim is None else normalize_dims(
+        name, dim if isinstance(dim, Sequence) else (dim,), t.ndim)
+    for d in dims:
+        check_nonempty(t, name, d)
+    if len(dims) == t.ndim:
+        return reduce(t, op, None, keepdim)
+    if t.kind is not FLOAT or not t.backend.ad_enabled() or not t.is_require_grad():
+        return reduce(t, op, dims, keepdim)
+    x = t.detach()
+    m = reduce(x, op, dims, True)
+    tied = x == m
+    finite_m = m.mask_fill(m.isinf(), 0.0)
+    share = (t - finite_m).mask_fill(~tied, 0.0).sum(dims, keepdim=True)
+    out = finite_m + share / tied.sum(dims, keepdim=True).cast(t.dtype)
+    return drop_dims(out, dims, keepdim)
+
+
+def scan_with_indices(t: Tensor, op: str, dim: int) -> ValuesIndices:
+    """``cummax``/``cummin``: the running extreme and the index where it was reached."""
     t = numeric(t, op)
     d = normalize_dim(op, dim, t.ndim)
     values, indices = kind_op(t, op + "_with_indices")(t.primitive, d)
-    return new(t.backend, values, t.kind), new(t.backend, indices, INT)
+    return ValuesIndices(new(t.backend, values, t.kind), new(t.backend, indices, INT))
 
 
 def zero_index(t: Tensor) -> Tensor:

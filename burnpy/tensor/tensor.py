@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Any, Literal, TypeGuard
+from typing import TYPE_CHECKING, Any, Literal, TypeGuard, overload
 
 import numpy as np
 
@@ -71,6 +71,8 @@ from burnpy.tensor.arithmetic import (
     signed_unary,
 )
 from burnpy.tensor.checks import broadcast_shapes, infer_shape, normalize_dim, normalize_dims, numel
+from burnpy.tensor.dlpack import BFloat16Producer, export_bfloat16, host_values
+from burnpy.tensor.grad_method import GradMethod
 from burnpy.tensor.indexing import (
     apply_basic,
     as_index_tensor,
@@ -89,9 +91,11 @@ from burnpy.tensor.layout import cat, dims_arg, kind_op, stack
 from burnpy.tensor.quantized import check_quantizable
 from burnpy.tensor.reduction import (
     Dims,
+    ValuesIndices,
     as_bool,
     check_nonempty,
     drop_dims,
+    extreme_values,
     extreme_with_indices,
     numeric,
     reduce,
@@ -143,10 +147,10 @@ class Tensor:
     @staticmethod
     def from_data(data: Any, *, backend: type[Backend] | None = None,
                   device: Device | None = None, dtype: DTypeLike | None = None) -> Tensor:
-        """From nested lists, a scalar, a NumPy array (dtype kept) or ``TensorData``."""
+        """From nested lists, a scalar, a NumPy array (dtype kept), ``TensorData`` or a host
+        DLPack producer such as a torch CPU tensor (copied, its dtype kept, bfloat16 too)."""
         b = backend or _default_backend()
-        if isinstance(data, Tensor):
-            data = data.into_data()
+        data = data.into_data() if isinstance(data, Tensor) else host_values(data)
         td = TensorData.from_any(data, dtype, default_float=b.float_dtype,
                                  default_int=b.int_dtype)
         return _from_tensor_data(b, td, device, "from_data")
@@ -297,17 +301,26 @@ class Tensor:
     def from_dlpack(obj: Any, *, backend: type[Backend] | None = None,
                     device: Device | None = None) -> Tensor:
         """From any object with ``__dlpack__``: zero-copy when the backend can import it
-        (``array_from_dlpack``: NumPy on CPU, CuPy on CUDA), else through the host."""
+        (``array_from_dlpack``: NumPy on CPU, CuPy on CUDA), else through the host. bfloat16
+        (torch's) crosses as its 16-bit storage, on backends that support bfloat16."""
         b = backend or _default_backend()
+        producer = BFloat16Producer(obj)
         importer = getattr(b, "array_from_dlpack", None)
-        if importer is not None and device is None:
-            arr = importer(obj)
-            try:
-                dt = dtype_of_numpy(arr.dtype)
-            except KeyError:
-                raise DTypeError(f"from_dlpack: dtype {arr.dtype} is not supported") from None
-            return new(b, arr, _kind_of(dt))
-        return Tensor.from_data(np.from_dlpack(obj), backend=b, device=device)
+        if importer is None or device is not None:
+            host = producer.restore(np.from_dlpack(producer))
+            return Tensor.from_data(host, backend=b, device=device)
+        arr = importer(producer)
+        if producer.bfloat16 and not b.supports_dtype(b.float_device(arr), DType.bfloat16):
+            raise UnsupportedDTypeError(
+                f"from_dlpack: backend {b.name()} does not support bfloat16 (shape "
+                f"{describe(tuple(arr.shape))}); cast to float32 before the export "
+                "(torch: t.float()), or import on CpuBackend")
+        arr = producer.restore(arr)
+        try:
+            dt = dtype_of_numpy(arr.dtype)
+        except KeyError:
+            raise DTypeError(f"from_dlpack: dtype {arr.dtype} is not supported") from None
+        return new(b, arr, _kind_of(dt))
 
     # ---- attributes --------------------------------------------------------------------------
     @property
@@ -423,13 +436,18 @@ class Tensor:
                    dl_device: tuple[int, int] | None = None, copy: bool | None = None) -> Any:
         """Zero-copy export when the primitive speaks DLPack (NumPy, CuPy), else a host copy.
 
-        The keywords are the DLPack protocol's; only those given are passed on, so exporters
-        of older protocol versions keep working.
+        bfloat16 is exported with DLPack's bfloat16 type, which torch imports (NumPy's
+        ``from_dlpack`` cannot: use ``to_numpy()``, an ml_dtypes array). The keywords are the
+        DLPack protocol's; only those given are passed on, so exporters of older protocol
+        versions keep working.
         """
         given = {"stream": stream, "max_version": max_version, "dl_device": dl_device,
                  "copy": copy}
-        return self._dlpack_source().__dlpack__(
-            **{k: v for k, v in given.items() if v is not None})
+        kwargs = {k: v for k, v in given.items() if v is not None}
+        source = self._dlpack_source()
+        if self.kind is FLOAT and self.dtype is DType.bfloat16:
+            return export_bfloat16(source, kwargs)
+        return source.__dlpack__(**kwargs)
 
     def __dlpack_device__(self) -> tuple[int, int]:
         """The DLPack ``(device type, device id)`` of ``__dlpack__``'s export."""
@@ -573,8 +591,13 @@ class Tensor:
             seed = _inner_float_primitive(b, grad_output, "backward")
         return b.backward(self.primitive, seed, retain_graph)
 
+    @GradMethod
     def grad(self, grads: Gradients) -> Tensor | None:
-        """This tensor's gradient in ``grads`` (a tensor of the inner backend), or None."""
+        """This tensor's gradient in ``grads`` (a tensor of the inner backend), or None.
+
+        A method, as Burn's: ``w.grad.numpy()`` (torch's habit) raises ``GradAccessError``
+        showing this call; ``w.grad is None`` cannot be caught and is always False.
+        """
         b = self._autodiff_backend("grad")
         g = b.grad(self.primitive, grads)
         return None if g is None else new(b.InnerBackend, g, FLOAT)
@@ -1247,7 +1270,14 @@ class Tensor:
 
     def slice_dim(self, dim: int, start: int, stop: int, step: int = 1) -> Tensor:
         """Elements ``start:stop:step`` of one dim (validated bounds, positive step)."""
-        d = normalize_dim("slice", dim, self.ndim)
+        d = normalize_dim("slice_dim", dim, self.ndim)
+        size = self.shape[d]
+        if step <= 0:
+            raise InvalidArgumentError(f"slice_dim: step must be positive, got {step} (dim {dim} "
+                                       f"of shape {describe(self.shape)})")
+        if not 0 <= start <= stop <= size:
+            raise IndexOutOfBoundsError(f"slice_dim: range [{start}, {stop}) is outside dim "
+                                        f"{dim} of size {size} (shape {describe(self.shape)})")
         slices = tuple(slice(0, n) for n in self.shape[:d]) + (slice(start, stop, step),)
         return new(self.backend, kind_op(self, "slice")(self.primitive, slices), self.kind)
 
@@ -1329,40 +1359,81 @@ class Tensor:
         return total / max(n - correction, 0) if n - correction > 0 else total * float("nan")
 
     def std(self, dim: Dims = None, keepdim: bool = False, correction: int = 1) -> Tensor:
-        """Standard deviation: the square root of ``var`` with the same ``correction``."""
-        return self.var(dim, keepdim, correction).sqrt()
+        """Standard deviation: the square root of ``var`` with the same ``correction``.
+
+        Where it is 0 (a constant group) the gradient is 0, as torch's, not sqrt's NaN.
+        """
+        v = self.var(dim, keepdim, correction)
+        if not v.is_require_grad():
+            return v.sqrt()
+        zero = v == 0.0
+        return v.mask_fill(zero, 1.0).sqrt().mask_fill(zero, 0.0)
 
     def logsumexp(self, dim: int, keepdim: bool = False) -> Tensor:
         """log(sum(exp(x))) along ``dim``, stable for large values."""
         d = normalize_dim("logsumexp", dim, self.ndim)
-        m = self.max(d, keepdim=True).detach()
+        m = self.detach().amax(d, keepdim=True)
         m = m.mask_fill(m.isinf(), 0.0)
         out = (self - m).exp().sum(d, keepdim=True).log() + m
         return drop_dims(out, (d,), keepdim)
 
-    def max(self, dim: int | None = None, keepdim: bool = False) -> Tensor:
-        """The largest value overall, or along ``dim`` (values only; see max_with_indices)."""
-        t = numeric(self, "max") if self.kind is not BOOL else self.int()
+    @overload
+    def max(self, dim: None = None, keepdim: bool = False) -> Tensor: ...
+    @overload
+    def max(self, dim: int, keepdim: bool = False) -> ValuesIndices: ...
+    @overload
+    def max(self, dim: Tensor) -> Tensor: ...
+
+    def max(self, dim: int | Tensor | None = None,
+            keepdim: bool = False) -> Tensor | ValuesIndices:
+        """As torch's: the largest value (shape ``()``) when ``dim`` is None; along ``dim``
+        the named tuple ``(values, indices)`` (first index among ties, the gradient goes to
+        it); given a tensor, the elementwise ``maximum``. ``amax`` gives values only."""
+        if isinstance(dim, Tensor):
+            return self.maximum(dim)
         if dim is None:
+            t = numeric(self, "max") if self.kind is not BOOL else self.int()
             check_nonempty(t, "max", None)
             return reduce(t, "max", None, keepdim)
-        return self.max_with_indices(dim, keepdim)[0]
-
-    def min(self, dim: int | None = None, keepdim: bool = False) -> Tensor:
-        """The smallest value overall, or along ``dim``."""
-        t = numeric(self, "min") if self.kind is not BOOL else self.int()
-        if dim is None:
-            check_nonempty(t, "min", None)
-            return reduce(t, "min", None, keepdim)
-        return self.min_with_indices(dim, keepdim)[0]
-
-    def max_with_indices(self, dim: int, keepdim: bool = False) -> tuple[Tensor, Tensor]:
-        """(values, indices) of the max along ``dim``; the first index among ties."""
         return extreme_with_indices(self, "max", dim, keepdim)
 
-    def min_with_indices(self, dim: int, keepdim: bool = False) -> tuple[Tensor, Tensor]:
-        """(values, indices) of the min along ``dim``; the first index among ties."""
+    @overload
+    def min(self, dim: None = None, keepdim: bool = False) -> Tensor: ...
+    @overload
+    def min(self, dim: int, keepdim: bool = False) -> ValuesIndices: ...
+    @overload
+    def min(self, dim: Tensor) -> Tensor: ...
+
+    def min(self, dim: int | Tensor | None = None,
+            keepdim: bool = False) -> Tensor | ValuesIndices:
+        """As torch's: the smallest value (shape ``()``) when ``dim`` is None; along ``dim``
+        the named tuple ``(values, indices)``; given a tensor, the elementwise ``minimum``.
+        ``amin`` gives values only."""
+        if isinstance(dim, Tensor):
+            return self.minimum(dim)
+        if dim is None:
+            t = numeric(self, "min") if self.kind is not BOOL else self.int()
+            check_nonempty(t, "min", None)
+            return reduce(t, "min", None, keepdim)
         return extreme_with_indices(self, "min", dim, keepdim)
+
+    def max_with_indices(self, dim: int, keepdim: bool = False) -> ValuesIndices:
+        """Burn's name for ``max(dim)``: ``(values, indices)``, the first index among ties."""
+        return extreme_with_indices(self, "max", dim, keepdim)
+
+    def min_with_indices(self, dim: int, keepdim: bool = False) -> ValuesIndices:
+        """Burn's name for ``min(dim)``: ``(values, indices)``, the first index among ties."""
+        return extreme_with_indices(self, "min", dim, keepdim)
+
+    def amax(self, dim: Dims = None, keepdim: bool = False) -> Tensor:
+        """The largest values over ``dim`` (an int, several, or all for None or ``()``), values
+        only (torch.amax); the gradient is shared evenly among tied maxima, as torch's."""
+        return extreme_values(self, "max", dim, keepdim)
+
+    def amin(self, dim: Dims = None, keepdim: bool = False) -> Tensor:
+        """The smallest values over ``dim`` (an int, several, or all for None or ``()``),
+        values only (torch.amin); the gradient is shared evenly among tied minima."""
+        return extreme_values(self, "min", dim, keepdim)
 
     def argmax(self, dim: int | None = None, keepdim: bool = False) -> Tensor:
         """Index of the max along ``dim`` (over the flattened tensor when dim is None)."""
@@ -1400,54 +1471,56 @@ class Tensor:
         d = normalize_dim("cumprod", dim, t.ndim)
         return new(t.backend, kind_op(t, "cumprod")(t.primitive, d), t.kind)
 
-    def cummax(self, dim: int) -> Tensor:
-        """Running max along ``dim`` (values; see cummax_with_indices)."""
-        return self.cummax_with_indices(dim)[0]
-
-    def cummin(self, dim: int) -> Tensor:
-        """Running min along ``dim`` (values; see cummin_with_indices)."""
-        return self.cummin_with_indices(dim)[0]
-
-    def cummax_with_indices(self, dim: int) -> tuple[Tensor, Tensor]:
-        """Running max and where it was reached (torch.cummax)."""
+    def cummax(self, dim: int) -> ValuesIndices:
+        """Running max along ``dim`` and the index where it was reached, as the named tuple
+        ``(values, indices)`` (torch.cummax)."""
         return scan_with_indices(self, "cummax", dim)
 
-    def cummin_with_indices(self, dim: int) -> tuple[Tensor, Tensor]:
-        """Running min and where it was reached (torch.cummin)."""
+    def cummin(self, dim: int) -> ValuesIndices:
+        """Running min along ``dim`` and the index where it was reached, as the named tuple
+        ``(values, indices)`` (torch.cummin)."""
         return scan_with_indices(self, "cummin", dim)
 
-    def sort(self, dim: int = -1, descending: bool = False) -> Tensor:
-        """Sorted values along ``dim`` (stable)."""
-        return self.sort_with_indices(dim, descending)[0]
+    def cummax_with_indices(self, dim: int) -> ValuesIndices:
+        """Burn's name for ``cummax``."""
+        return scan_with_indices(self, "cummax", dim)
 
-    def sort_with_indices(self, dim: int = -1,
-                          descending: bool = False) -> tuple[Tensor, Tensor]:
-        """(sorted values, source indices) along ``dim``; stable."""
+    def cummin_with_indices(self, dim: int) -> ValuesIndices:
+        """Burn's name for ``cummin``."""
+        return scan_with_indices(self, "cummin", dim)
+
+    def sort(self, dim: int = -1, descending: bool = False) -> ValuesIndices:
+        """The named tuple ``(values, indices)`` of ``dim`` sorted (stable), as torch.sort."""
         t = numeric(self, "sort")
         d = normalize_dim("sort", dim, t.ndim) if t.ndim else 0
         if t.ndim == 0:
-            return t, zero_index(t)
+            return ValuesIndices(t, zero_index(t))
         values, indices = kind_op(t, "sort_with_indices")(t.primitive, d, descending)
-        return new(t.backend, values, t.kind), new(t.backend, indices, INT)
+        return ValuesIndices(new(t.backend, values, t.kind), new(t.backend, indices, INT))
+
+    def sort_with_indices(self, dim: int = -1, descending: bool = False) -> ValuesIndices:
+        """Burn's name for ``sort``: ``(sorted values, source indices)``, stable."""
+        return self.sort(dim, descending)
 
     def argsort(self, dim: int = -1, descending: bool = False) -> Tensor:
-        """The indices that sort ``dim`` (stable); see ``sort_with_indices``."""
-        return self.sort_with_indices(dim, descending)[1]
+        """The indices that sort ``dim`` (stable); see ``sort``."""
+        return self.sort(dim, descending).indices
 
-    def topk(self, k: int, dim: int = -1, largest: bool = True) -> Tensor:
-        """The ``k`` largest (or smallest) values along ``dim``, sorted."""
-        return self.topk_with_indices(k, dim, largest)[0]
-
-    def topk_with_indices(self, k: int, dim: int = -1,
-                          largest: bool = True) -> tuple[Tensor, Tensor]:
-        """(values, indices) of the ``k`` largest (or smallest) along ``dim``, sorted."""
+    def topk(self, k: int, dim: int = -1, largest: bool = True,
+             sorted: bool = True) -> ValuesIndices:
+        """The named tuple ``(values, indices)`` of the ``k`` largest (or smallest) along
+        ``dim`` (torch.topk); they always come sorted, which ``sorted=False`` allows."""
         t = numeric(self, "topk")
         d = normalize_dim("topk", dim, t.ndim)
         if not 0 <= k <= t.shape[d]:
             raise IndexOutOfBoundsError(f"topk: k={k} is outside [0, {t.shape[d]}] for dim "
                                         f"{dim} of shape {describe(t.shape)}")
-        values, indices = t.sort_with_indices(d, descending=largest)
-        return values.slice_dim(d, 0, k), indices.slice_dim(d, 0, k)
+        values, indices = t.sort(d, descending=largest)
+        return ValuesIndices(values.slice_dim(d, 0, k), indices.slice_dim(d, 0, k))
+
+    def topk_with_indices(self, k: int, dim: int = -1, largest: bool = True) -> ValuesIndices:
+        """Burn's name for ``topk``."""
+        return self.topk(k, dim, largest)
 
     # ---- indexing --------------------------------------------------------------------------------
 

@@ -2,7 +2,8 @@
 
 Each section registers cases with ``case``; the spelling is shared with torch wherever burnpy
 follows it, and ``torch_fn`` gives torch's spelling where burnpy keeps Burn's (``mask_where``,
-``select_assign``, ``repeat_dim``...) or returns values where torch returns a tuple.
+``select_assign``, ``repeat_dim``, the ``*_with_indices`` names...). ``max(dim)``, ``sort``,
+``topk``... return torch's ``(values, indices)`` named tuple: both fields are compared.
 """
 
 from __future__ import annotations
@@ -27,11 +28,6 @@ INT = ("int64",)
 BOOL = ("bool",)
 NAN, INF = float("nan"), float("inf")
 Fn = Callable[..., Any]
-
-
-def _t(fn: Fn, i: int = 0) -> Fn:
-    """``fn`` followed by picking output ``i`` of torch's tuple result."""
-    return lambda *args: fn(*args)[i]
 
 
 # ---- elementwise binary ops ------------------------------------------------------------------
@@ -218,12 +214,10 @@ case("clamp_nan", lambda x: x.clamp(-0.5, 0.5), F(3, 4, plant=(NAN, INF)), dtype
      grad=False)
 case("sum_nan", lambda x: x.sum(1), F(3, 4, plant=(NAN,)), dtypes=FD, grad=False)
 case("max_nan", lambda x: x.max(), F(3, 4, plant=(NAN,)), dtypes=FD, grad=False)
-case("max_dim_nan", lambda x: x.max(1), F(3, 4, plant=(NAN,)),
-     torch_fn=lambda x: x.max(1).values, dtypes=FD, grad=False)
-case("sort_nan", lambda x: x.sort(1), F(3, 4, plant=(NAN, INF)),
-     torch_fn=lambda x: x.sort(1).values, dtypes=FD, grad=False)
-case("sort_nan_descending", lambda x: x.sort(1, descending=True), F(3, 4, plant=(NAN, -INF)),
-     torch_fn=lambda x: x.sort(1, descending=True).values, dtypes=FD, grad=False)
+case("max_dim_nan", lambda x: x.max(1).values, F(3, 4, plant=(NAN,)), dtypes=FD, grad=False)
+case("sort_nan", lambda x: x.sort(1).values, F(3, 4, plant=(NAN, INF)), dtypes=FD, grad=False)
+case("sort_nan_descending", lambda x: x.sort(1, descending=True).values,
+     F(3, 4, plant=(NAN, -INF)), dtypes=FD, grad=False)
 case("sigmoid_special", lambda x: x.sigmoid(), F(3, 4, plant=(INF, -INF, NAN)), dtypes=FD,
      grad=False)
 
@@ -289,12 +283,17 @@ case("prod_empty_dim", _method("prod", 0), F(0, 3), dtypes=FD, grad=False)
 
 for _name in ("max", "min"):
     case(f"{_name}_all", _method(_name), F(2, 3, 4, distinct=True), dtypes=FD)
-    case(f"{_name}_dim", _method(_name, 1), F(2, 3, 4, distinct=True),
-         torch_fn=_t(_method(_name, 1)), dtypes=FD)
+    case(f"{_name}_dim", _method(_name, 1), F(2, 3, 4, distinct=True), dtypes=FD)
     case(f"{_name}_dim_keepdim", _method(_name, -1, keepdim=True), F(3, 4, distinct=True),
-         torch_fn=_t(_method(_name, -1, keepdim=True)), dtypes=FD)
+         dtypes=FD)
     case(f"{_name}_dim_noncontig", _method(_name, 0), F(3, 4, distinct=True, contiguous=False),
-         torch_fn=_t(_method(_name, 0)), dtypes=FD)
+         dtypes=FD)
+    case(f"{_name}_dim_values", lambda x, n=_name: getattr(x, n)(dim=1).values,
+         F(2, 3, 4, distinct=True), dtypes=FD)
+    case(f"a{_name}_dim", _method(f"a{_name}", 1), F(2, 3, 4, distinct=True), dtypes=FD)
+    case(f"a{_name}_dims_keepdim", _method(f"a{_name}", (0, 2), keepdim=True),
+         F(2, 3, 4, distinct=True), dtypes=FD)
+    case(f"a{_name}_all", _method(f"a{_name}"), F(3, 4, distinct=True), dtypes=FD)
     case(f"{_name}_with_indices", _method(f"{_name}_with_indices", 1),
          F(2, 3, 4, distinct=True), torch_fn=_method(_name, 1), dtypes=FD, grad=False)
     case(f"{_name}_with_indices_keepdim", _method(f"{_name}_with_indices", 0, keepdim=True),
@@ -306,7 +305,7 @@ for _name in ("max", "min"):
          grad=False)
     case(f"arg{_name}_keepdim", _method(f"arg{_name}", 0, keepdim=True),
          F(3, 4, distinct=True), dtypes=FD, grad=False)
-    case(f"{_name}_0d_dim", _method(_name, 0), F(), torch_fn=_t(_method(_name, 0)), dtypes=FD)
+    case(f"{_name}_0d_dim", _method(_name, 0), F(), dtypes=FD)
 
 for _name in ("any", "all"):
     case(f"{_name}_float", _method(_name), F(3, 4, low=-2.0, high=0.5), dtypes=FD, grad=False,
@@ -337,19 +336,18 @@ for _dim in (0, 1, -1):
          dtypes=FD)
     for _name in ("cummax", "cummin"):
         case(f"{_name}_dim{_suffix}", _method(_name, _dim), F(2, 3, 4, distinct=True),
-             torch_fn=_t(_method(_name, _dim)), dtypes=FD)
+             dtypes=FD)
         case(f"{_name}_with_indices_dim{_suffix}", _method(f"{_name}_with_indices", _dim),
              F(2, 3, 4, distinct=True), torch_fn=_method(_name, _dim), dtypes=FD, grad=False)
 case("cumsum_noncontig", _method("cumsum", 0), F(3, 4, contiguous=False), dtypes=FD)
 case("cumprod_zero", _method("cumprod", 1), F(3, 4, plant=(0.0,)), dtypes=FD)
 case("cumsum_empty", _method("cumsum", 0), F(0, 3), dtypes=FD)
 
-case("sort", _method("sort", 1), F(3, 4), torch_fn=_t(_method("sort", 1)), dtypes=FD)
-case("sort_default_dim", _method("sort"), F(2, 3, 4), torch_fn=_t(_method("sort")), dtypes=FD)
-case("sort_descending", _method("sort", 0, descending=True), F(3, 4),
-     torch_fn=_t(_method("sort", 0, descending=True)), dtypes=FD)
-case("sort_noncontig", _method("sort", -1), F(3, 4, contiguous=False),
-     torch_fn=_t(_method("sort", -1)), dtypes=FD)
+case("sort", _method("sort", 1), F(3, 4, distinct=True), dtypes=FD)
+case("sort_default_dim", _method("sort"), F(2, 3, 4, distinct=True), dtypes=FD)
+case("sort_descending", _method("sort", 0, descending=True), F(3, 4, distinct=True), dtypes=FD)
+case("sort_noncontig", _method("sort", -1), F(3, 4, distinct=True, contiguous=False),
+     dtypes=FD)
 case("sort_with_indices", _method("sort_with_indices", 1), F(2, 5, 3, distinct=True),
      torch_fn=_method("sort", 1), dtypes=FD, grad=False)
 case("sort_with_indices_descending", _method("sort_with_indices", -1, descending=True),
@@ -358,15 +356,17 @@ case("sort_with_indices_descending", _method("sort_with_indices", -1, descending
 case("argsort", _method("argsort", 1), F(3, 5, distinct=True), dtypes=FD, grad=False)
 case("argsort_descending", _method("argsort", 0, descending=True),
      F(5, 3, distinct=True, contiguous=False), dtypes=FD, grad=False)
-case("topk", _method("topk", 2), F(3, 5), torch_fn=_t(_method("topk", 2)), dtypes=FD)
-case("topk_smallest_dim0", _method("topk", 3, dim=0, largest=False), F(5, 3),
-     torch_fn=_t(_method("topk", 3, dim=0, largest=False)), dtypes=FD)
+case("topk", _method("topk", 2), F(3, 5, distinct=True), dtypes=FD)
+case("topk_smallest_dim0", _method("topk", 3, dim=0, largest=False), F(5, 3, distinct=True),
+     dtypes=FD)
+case("topk_sorted_kw", _method("topk", 2, dim=-1, largest=True, sorted=True),
+     F(3, 5, distinct=True), dtypes=FD)
 case("topk_with_indices", _method("topk_with_indices", 2, dim=1), F(3, 5, 2, distinct=True),
      torch_fn=_method("topk", 2, dim=1), dtypes=FD, grad=False)
 case("topk_with_indices_smallest", _method("topk_with_indices", 3, largest=False),
      F(2, 6, distinct=True), torch_fn=_method("topk", 3, largest=False), dtypes=FD,
      grad=False)
-case("topk_full", _method("topk", 4), F(2, 4), torch_fn=_t(_method("topk", 4)), dtypes=FD)
+case("topk_full", _method("topk", 4), F(2, 4, distinct=True), dtypes=FD)
 
 # ---- layout ----------------------------------------------------------------------------------
 case("reshape", _method("reshape", 2, 6), F(3, 4), dtypes=FD)
@@ -782,8 +782,9 @@ case("int_sum_dims_keepdim", _method("sum", (0, 2), keepdim=True), I(2, 3, 4, **
 case("int_prod", _method("prod"), I(3, 4, low=-3, high=4), dtypes=INT, grad=False)
 case("int_prod_dim", _method("prod", 0), I(3, 4, low=-3, high=4), dtypes=INT, grad=False)
 case("int_max", _method("max"), I(3, 4, **_IA), dtypes=INT, grad=False)
-case("int_min_dim", _method("min", 1), I(3, 4, **_IA), torch_fn=_t(_method("min", 1)),
-     dtypes=INT, grad=False)
+case("int_min_dim", lambda x: x.min(1).values, I(3, 4, **_IA), dtypes=INT, grad=False)
+case("int_min_dim_indices", _method("min", 1), I(3, 4, distinct=True), dtypes=INT, grad=False)
+case("int_amax_dims", _method("amax", (0, 1)), I(2, 3, 4, **_IA), dtypes=INT, grad=False)
 case("int_max_with_indices", _method("max_with_indices", 0), I(3, 4, distinct=True),
      torch_fn=_method("max", 0), dtypes=INT, grad=False)
 case("int_argmax", _method("argmax", 1), I(3, 4, distinct=True), dtypes=INT, grad=False)
@@ -792,10 +793,8 @@ case("int_cumsum", _method("cumsum", 1), I(3, 4, **_IA), dtypes=INT, grad=False)
 case("int_cumprod", _method("cumprod", 0), I(3, 4, low=-3, high=4), dtypes=INT, grad=False)
 case("int_cummax", _method("cummax_with_indices", 1), I(3, 5, distinct=True),
      torch_fn=_method("cummax", 1), dtypes=INT, grad=False)
-case("int_cummin", _method("cummin", 0), I(4, 3, distinct=True),
-     torch_fn=_t(_method("cummin", 0)), dtypes=INT, grad=False)
-case("int_sort", _method("sort", 1), I(3, 5, **_IA), torch_fn=_t(_method("sort", 1)),
-     dtypes=INT, grad=False)
+case("int_cummin", _method("cummin", 0), I(4, 3, distinct=True), dtypes=INT, grad=False)
+case("int_sort", lambda x: x.sort(1).values, I(3, 5, **_IA), dtypes=INT, grad=False)
 case("int_sort_with_indices", _method("sort_with_indices", 0, descending=True),
      I(5, 3, distinct=True), torch_fn=_method("sort", 0, descending=True), dtypes=INT,
      grad=False)

@@ -27,7 +27,7 @@ UNARY: dict[str, Callable[[Tensor], Tensor]] = {
     "mul_scalar": lambda a: a * 0.5, "square": lambda a: a.square() * 0.2,
     "clamp": lambda a: a.clamp(-0.8, 0.8), "abs": lambda a: a.abs(),
     "sum_expand": lambda a: a.sum(1, keepdim=True).expand(N, N) * 0.2,
-    "max_dim": lambda a: a.max(0, keepdim=True) - a,
+    "max_dim": lambda a: a.max(0, keepdim=True).values - a,
     "reshape": lambda a: a.reshape(N * N).reshape(N, N),
     "exp_mean": lambda a: a.exp().mean(0) * a,
     "cat": lambda a: Tensor.cat([a[:, :2], a[:, 2:] * 2.0], 1),

@@ -280,6 +280,38 @@ def test_topk_k_too_large() -> None:
         f(3, 4).topk(5)
 
 
+@pytest.mark.parametrize(("call", "pattern"), [
+    (lambda: f(2, 3)[:, ::0], r"index: slice ::0 has step 0 \(dim 1 of shape \(2, 3\)\)"),
+    (lambda: f(4)[1:3:0], r"index: slice 1:3:0 has step 0 \(dim 0 of shape \(4,\)\)"),
+    (lambda: f(2, 3)[0, ..., ::0], r"index: slice ::0 has step 0 \(dim 1 of shape"),
+    (lambda: f(3, 4).slice_dim(1, 0, 2, 0), r"slice_dim: step must be positive, got 0 "
+                                            r"\(dim 1 of shape \(3, 4\)\)"),
+    (lambda: f(3, 4).slice_dim(0, 0, 2, -1), "slice_dim: step must be positive, got -1"),
+], ids=["getitem", "getitem_1d", "getitem_ellipsis", "slice_dim_zero", "slice_dim_negative"])
+def test_zero_slice_step_names_the_op_the_slice_and_the_shape(call: Any, pattern: str) -> None:
+    with raises(InvalidArgumentError, pattern):
+        call()
+
+
+def test_zero_slice_step_in_an_assignment() -> None:
+    t = f(2, 3)
+    with raises(InvalidArgumentError, r"index: slice ::0 has step 0 \(dim 0 of shape \(2, 3\)"):
+        t[::0] = 1.0
+
+
+def test_negative_slice_steps_follow_numpy() -> None:
+    arr = np.arange(12.0).reshape(3, 4)
+    t = Tensor.from_data(arr)
+    for key in ((slice(None, None, -1),), (slice(None), slice(3, 0, -2)),
+                (slice(-1, -4, -1), slice(None, None, -3))):
+        np.testing.assert_array_equal(t[key].to_numpy(), arr[key])
+
+
+def test_slice_dim_bounds() -> None:
+    with raises(IndexOutOfBoundsError, r"slice_dim: range \[1, 5\) is outside dim 0 of size 3"):
+        f(3, 4).slice_dim(0, 1, 5)
+
+
 def test_narrow_out_of_range() -> None:
     with raises(IndexOutOfBoundsError, r"narrow: range \[2, 5\) is outside dim 0 of size 3"):
         f(3, 4).narrow(0, 2, 3)

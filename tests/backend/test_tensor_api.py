@@ -9,6 +9,7 @@ import torch
 
 import burnpy as bp
 from burnpy import Distribution, DType, Tensor, TensorData
+from burnpy.backend.device import Device
 from burnpy_cpu import CpuBackend
 
 CPU = CpuBackend.default_device()
@@ -171,6 +172,61 @@ def test_dlpack_round_trip_with_torch(dtype: DType) -> None:
     assert back.dtype is dtype
     expected = (t.to_numpy() * 2) if dtype is not bp.bool_ else ~t.to_numpy()
     assert back.tolist() == expected.tolist()
+
+
+BF16_VALUES = [[1.5, -2.25, 3.0], [0.0078125, -0.0, 65280.0]]  # all exact in bfloat16
+
+
+def test_bfloat16_exports_to_torch_without_a_copy() -> None:
+    t = Tensor.from_data(BF16_VALUES, dtype="bfloat16")
+    tt = torch.from_dlpack(t)
+    assert tt.dtype is torch.bfloat16 and tt.shape == (2, 3)
+    assert tt.tolist() == BF16_VALUES
+    assert tt.data_ptr() == t.to_numpy().ctypes.data  # shares the tensor's storage
+    # a strided view, and the protocol's versioned capsule
+    tv = torch.from_dlpack(t.T)
+    assert tv.tolist() == np.array(BF16_VALUES).T.tolist()
+    capsule = t.__dlpack__(max_version=(1, 0))
+    assert torch.utils.dlpack.from_dlpack(capsule).tolist() == BF16_VALUES
+
+
+def test_bfloat16_imports_from_torch() -> None:
+    src = torch.tensor(BF16_VALUES, dtype=torch.bfloat16)
+    t = Tensor.from_dlpack(src)
+    assert t.dtype is bp.bfloat16 and t.kind == "float" and t.tolist() == BF16_VALUES
+    src[0, 0] = 4.0  # zero copy: the import is a view of torch's storage
+    assert t.tolist()[0][0] == 4.0
+    strided = Tensor.from_dlpack(src.T[:, ::2])
+    assert strided.tolist() == src.T[:, ::2].float().tolist()
+    (t * 2.0).to_numpy()  # usable in ops
+    on_host = Tensor.from_dlpack(src, device=CpuBackend.default_device())
+    assert on_host.dtype is bp.bfloat16 and on_host.tolist() == src.float().tolist()
+
+
+def test_from_data_copies_torch_tensors_of_any_dtype() -> None:
+    src = torch.tensor(BF16_VALUES, dtype=torch.bfloat16)
+    t = Tensor.from_data(src)
+    assert t.dtype is bp.bfloat16 and t.tolist() == BF16_VALUES
+    src[0, 0] = 4.0
+    assert t.tolist() == BF16_VALUES  # a copy, as from_data of a NumPy array is
+    assert Tensor.from_data(torch.arange(3)).dtype is bp.int64
+    assert Tensor.from_data(torch.ones(2, dtype=torch.float16)).dtype is bp.float16
+    assert Tensor.from_data(src, dtype="float32").dtype is bp.float32
+
+
+def test_bfloat16_into_a_backend_without_it_names_the_dtype_and_the_way_out() -> None:
+    class NoBf16Cpu(CpuBackend):
+        """A CPU backend that refuses bfloat16."""
+
+        @classmethod
+        def supports_dtype(cls, device: Device, dtype: DType) -> bool:
+            return dtype is not bp.bfloat16 and CpuBackend.supports_dtype(device, dtype)
+
+    src = torch.ones(2, 3, dtype=torch.bfloat16)
+    with pytest.raises(bp.UnsupportedDTypeError,
+                       match=r"from_dlpack: backend cpu does not support bfloat16 \(shape "
+                             r"\(2, 3\)\); cast to float32 before the export"):
+        Tensor.from_dlpack(src, backend=NoBf16Cpu)
 
 
 def test_item_float_int_bool_tolist() -> None:

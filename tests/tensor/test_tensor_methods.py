@@ -13,6 +13,7 @@ import pytest
 
 from burnpy import Backend, Tensor
 from burnpy.tensor.arithmetic import BINARY_SPECS
+from burnpy.tensor.grad_method import GradMethod
 
 # ``burnpy.tensor`` as an attribute is the ``tensor()`` shorthand; the package is imported by name.
 TENSOR_DIR = Path(str(importlib.import_module("burnpy.tensor").__file__)).resolve().parent
@@ -29,6 +30,8 @@ def _own_functions() -> dict[str, Callable[..., Any]]:
             attr = attr.__func__
         elif isinstance(attr, property):
             attr = attr.fget
+        elif isinstance(attr, GradMethod):  # ``grad``: a method guarded against w.grad.numpy()
+            attr = attr.__wrapped__
         if inspect.isfunction(attr):
             out[name] = attr
     return out
