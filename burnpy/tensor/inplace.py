@@ -11,6 +11,7 @@ its backward, as torch's version counters do.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from burnpy.backend.errors import DTypeError, ShapeError, article, describe
@@ -22,12 +23,20 @@ if TYPE_CHECKING:
     from burnpy.tensor.tensor import Tensor
 
 
-def write_in_place(target: Tensor, what: str, result: Tensor) -> Tensor:
-    """Make ``result`` (computed from ``target``) ``target``'s value; returns ``target``.
+def write_in_place(target: Tensor, what: str, compute: Callable[[Tensor], Tensor]) -> Tensor:
+    """Make ``compute(target)`` ``target``'s value; returns ``target``.
 
-    ``result`` must keep ``target``'s shape (an in-place op cannot broadcast the tensor it
-    writes) and kind; a float result of another precision is cast back, as torch does.
+    The result must keep ``target``'s shape (an in-place op cannot broadcast the tensor it
+    writes) and kind; a float result of another precision is cast back, as torch does. When
+    ``target`` came from basic indexing, the write goes through to its base too (torch's
+    views): the view is first re-read if the base was written since, then written back.
     """
+    view = getattr(target, "_view_of", None)
+    if view is not None:
+        base, key, seen = view
+        if base.primitive is not seen:  # the base changed since this view was taken
+            target.primitive = base[key].primitive
+    result = compute(target)
     if result.shape != target.shape:
         raise ShapeError(f"{what}: the result has shape {describe(result.shape)}, but an in-place "
                          f"op must keep the tensor's shape {describe(target.shape)}")
@@ -37,15 +46,24 @@ def write_in_place(target: Tensor, what: str, result: Tensor) -> Tensor:
                          f"{article(target.kind)} tensor ({target.dtype!r}) in place")
     if result.dtype != target.dtype:
         result = result.cast(target.dtype)
+    if view is not None:
+        write_in_place(base, what, lambda b: b._assigned(key, result))
+        target._view_of = (base, key, base.primitive)
+    _rebind(target, what, result)
+    return target
+
+
+def _rebind(target: Tensor, what: str, result: Tensor) -> None:
+    """Give ``target`` the primitive of ``result``, through the Autodiff backend's rules for
+    tracked float tensors (``AutodiffBackend.write_in_place``)."""
     backend = target.backend
     if target.kind is FLOAT and backend.ad_enabled():
         from burnpy.autodiff.backend import AutodiffBackend
 
         if issubclass(backend, AutodiffBackend):
             target.primitive = backend.write_in_place(target.primitive, result.primitive, what)
-            return target
+            return
     target.primitive = result.primitive
-    return target
 
 
 def accumulated(target: Tensor, indices: tuple[Tensor, ...], values: Tensor | float) -> Tensor:

@@ -127,11 +127,14 @@ class Tensor:
     its native value, ``kind`` one of ``"float"``, ``"int"``, ``"bool"``, ``"quantized"``.
     """
 
-    __slots__ = ("__weakref__", "backend", "kind", "primitive")
+    #: ``_view_of`` is set only on results of basic indexing: ``(base, key, base's primitive
+    #: when read)``, so an in-place write to the result also writes into the base (torch's views).
+    __slots__ = ("__weakref__", "_view_of", "backend", "kind", "primitive")
 
     backend: type[Backend]
     primitive: Any
     kind: str
+    _view_of: tuple[Tensor, tuple[Any, ...], Any]
 
     def __init__(self, backend: type[Backend], primitive: Any, kind: str) -> None:
         """Wrap ``primitive`` of ``backend`` as a tensor of ``kind``; ops build tensors through
@@ -1530,53 +1533,58 @@ class Tensor:
         """
         key = key if isinstance(key, tuple) else (key,)
         if all(is_basic(k) for k in key):
-            return apply_basic(self, key)
+            view = apply_basic(self, key)
+            if view is not self:
+                view._view_of = (self, key, self.primitive)
+            return view
         return getitem_advanced(self, key)
 
     def __setitem__(self, key: Any, value: Any) -> None:
         """Write ``value`` into the indexed region, in place (torch's rules under autodiff: a
         leaf that requires grad refuses outside ``no_grad``; see ``burnpy.tensor.inplace``)."""
-        write_in_place(self, "setitem", self._assigned(key, value))
+        write_in_place(self, "setitem", lambda t: t._assigned(key, value))
 
     # ---- in-place writes (torch's ``*_`` methods; each returns this tensor) ------------------
     def add_(self, other: Tensor | float, alpha: float = 1.0) -> Tensor:
         """``self += alpha * other`` in place."""
-        return write_in_place(self, "add_", self + (other if alpha == 1.0 else other * alpha))
+        return write_in_place(self, "add_",
+                              lambda t: t + (other if alpha == 1.0 else other * alpha))
 
     def sub_(self, other: Tensor | float, alpha: float = 1.0) -> Tensor:
         """``self -= alpha * other`` in place."""
-        return write_in_place(self, "sub_", self - (other if alpha == 1.0 else other * alpha))
+        return write_in_place(self, "sub_",
+                              lambda t: t - (other if alpha == 1.0 else other * alpha))
 
     def mul_(self, other: Tensor | float) -> Tensor:
         """``self *= other`` in place."""
-        return write_in_place(self, "mul_", self * other)
+        return write_in_place(self, "mul_", lambda t: t * other)
 
     def div_(self, other: Tensor | float) -> Tensor:
         """``self /= other`` in place (true division: float tensors only)."""
-        return write_in_place(self, "div_", self / other)
+        return write_in_place(self, "div_", lambda t: t / other)
 
     def zero_(self) -> Tensor:
         """Fill with zeros in place."""
-        return write_in_place(self, "zero_", self.zeros_like())
+        return write_in_place(self, "zero_", Tensor.zeros_like)
 
     def fill_(self, value: float) -> Tensor:
         """Fill with ``value`` in place."""
-        return write_in_place(self, "fill_", self.full_like(value))
+        return write_in_place(self, "fill_", lambda t: t.full_like(value))
 
     def clamp_(self, min: float | None = None, max: float | None = None) -> Tensor:
         """Limit to ``[min, max]`` in place."""
-        return write_in_place(self, "clamp_", self.clamp(min, max))
+        return write_in_place(self, "clamp_", lambda t: t.clamp(min, max))
 
     def copy_(self, src: Tensor) -> Tensor:
         """Copy ``src``'s values (broadcast to this shape, cast to this dtype) in place;
         gradients flow to ``src``."""
         check_same_backend("copy_", self, src)
         value = src if src.shape == self.shape else src.expand(self.shape)
-        return write_in_place(self, "copy_", value)
+        return write_in_place(self, "copy_", lambda t: value)
 
     def masked_fill_(self, mask: Tensor, value: float) -> Tensor:
         """``value`` where ``mask`` is true, in place."""
-        return write_in_place(self, "masked_fill_", self.mask_fill(mask, value))
+        return write_in_place(self, "masked_fill_", lambda t: t.mask_fill(mask, value))
 
     def index_put_(self, indices: tuple[Tensor, ...], values: Tensor | float,
                    accumulate: bool = False) -> Tensor:
@@ -1584,8 +1592,8 @@ class Tensor:
         dim); ``accumulate=True`` adds instead, summing repeated indices."""
         key = tuple(indices)
         if not accumulate:
-            return write_in_place(self, "index_put_", self._assigned(key, values))
-        return write_in_place(self, "index_put_", accumulated(self, key, values))
+            return write_in_place(self, "index_put_", lambda t: t._assigned(key, values))
+        return write_in_place(self, "index_put_", lambda t: accumulated(t, key, values))
 
     def clone(self) -> Tensor:
         """A copy that in-place writes to cannot reach this tensor (differentiable)."""

@@ -222,3 +222,46 @@ def test_detect_anomaly_names_the_backward_op_and_where_it_was_recorded() -> Non
         run()
     grads = w.sqrt().sum().backward()  # off again: no check
     assert np.isinf(w.grad(grads).to_numpy()[0])
+
+
+# ---- writes through views ------------------------------------------------------------------------
+def test_in_place_on_a_basic_index_writes_into_the_base_like_torch() -> None:
+    t = Tensor.from_data(W, backend=CpuBackend)
+    tt = torch.tensor(W)
+    for mine, theirs in ((t, tt),):
+        mine[0].add_(1.0)
+        mine[:, 1].mul_(3.0)
+        mine[1][2].fill_(7.0)  # a view of a view
+        mine[..., ::2].zero_()
+        row = mine[2]
+        mine.fill_(5.0)  # the view was taken before: its write reads the base again
+        row.add_(1.0)
+        theirs[0].add_(1.0)
+        theirs[:, 1].mul_(3.0)
+        theirs[1][2].fill_(7.0)
+        theirs[..., ::2].zero_()
+        trow = theirs[2]
+        theirs.fill_(5.0)
+        trow.add_(1.0)
+        np.testing.assert_array_equal(mine.to_numpy(), theirs.numpy())
+        np.testing.assert_array_equal(row.to_numpy(), trow.numpy())
+    picked = t[Tensor.from_data([0, 1], backend=CpuBackend)]  # advanced indexing copies
+    picked.zero_()
+    assert t.to_numpy()[0, 0] == 5.0
+
+
+def test_in_place_on_a_view_of_a_tracked_result_is_recorded_and_of_a_leaf_refused() -> None:
+    w = leaf(W)
+    with pytest.raises(AutodiffError, match="leaf tensor that requires grad"):
+        w[0].zero_()
+    y = w * 2.0
+    y[1].mul_(3.0)
+    y[0].add_(y[2] * 3.0)
+    grads = (y * y).sum().backward()
+    tw = torch.tensor(W, requires_grad=True)
+    ty = tw * 2.0
+    ty[1].mul_(3.0)
+    ty[0].add_(ty[2] * 3.0)
+    (ty * ty).sum().backward()
+    np.testing.assert_allclose(y.to_numpy(), ty.detach().numpy(), rtol=1e-12)
+    np.testing.assert_allclose(w.grad(grads).to_numpy(), tw.grad.numpy(), rtol=1e-12)
