@@ -1711,6 +1711,14 @@ class Tensor:
         m = self if self.kind is BOOL else self != 0
         return [new(self.backend, p, INT) for p in self.backend.bool_nonzero(m.primitive)]
 
+    # ---- special functions and elementwise math (issue 16) ----------------------------------
+
+    # ---- shape, indexing and matrix products (issue 16) -------------------------------------
+
+    # ---- statistics, sorting and sampling (issue 16) ----------------------------------------
+
+    # ---- fixes to the torch surface (issue 16) ----------------------------------------------
+
     # ---- quantization ----------------------------------------------------------------------------
 
     def quantize(self, scheme: QuantScheme, scales: Tensor | None = None,

@@ -891,3 +891,18 @@ case("nonzero", lambda a: a.nonzero(), B(2, 3, 4),
      torch_fn=lambda a: a.nonzero(as_tuple=True), dtypes=BOOL, grad=False)
 case("argwhere_float", lambda x: x.relu().argwhere(), F(3, 4), dtypes=FD, grad=False)
 case("bool_unfold", lambda a: a.unfold(1, 2, 2), B(3, 4), dtypes=BOOL, grad=False)
+
+
+# ---- special functions and elementwise math (issue 16) ------------------------------------------
+
+
+# ---- shape, indexing and matrix products (issue 16) ---------------------------------------------
+
+
+# ---- statistics, sorting and sampling (issue 16) ------------------------------------------------
+
+
+# ---- nn.functional (issue 16) -------------------------------------------------------------------
+
+
+# ---- burnpy.linalg (issue 16) -------------------------------------------------------------------
