@@ -102,6 +102,20 @@ def _erf(B: Any, s: Any, y: Any, x: Any) -> Any:
     return B.float_mul(s, density)
 
 
+def _erfinv(B: Any, s: Any, y: Any, x: Any) -> Any:
+    """sqrt(pi) / 2 * exp(y^2), y = erfinv(x)."""
+    return B.float_mul(s, B.float_mul_scalar(B.float_exp(B.float_mul(y, y)),
+                                              1.0 / TWO_OVER_SQRT_PI))
+
+
+def _i1(B: Any, s: Any, y: Any, x: Any) -> Any:
+    """i0(x) - i1(x) / x, and 1/2 at x = 0 (torch's rule)."""
+    at_zero = B.float_equal_elem(x, 0.0)
+    ratio = B.float_div(y, B.float_mask_fill(x, at_zero, 1.0))
+    slope = B.float_mask_fill(B.float_sub(B.float_i0(x), ratio), at_zero, 0.5)
+    return B.float_mul(s, slope)
+
+
 def _clamp(B: Any, s: Any, y: Any, x: Any, low: float | None, high: float | None) -> Any:
     """torch's boundary rule: the derivative is 1 where low <= x <= high, else 0."""
     inside = None
@@ -183,6 +197,16 @@ ELEMENTWISE: tuple[Elementwise, ...] = (
     binary("float_powf", _powf_base, _powf_exponent, uses_inputs=True, uses_output=True),
     unary("float_powf_scalar", _powf_scalar, uses_inputs=True),
     unary("float_erf", _erf, uses_inputs=True),
+    unary("float_erfc", lambda B, s, y, x: B.float_neg(_erf(B, s, y, x)), uses_inputs=True),
+    unary("float_erfinv", _erfinv, uses_output=True),
+    unary("float_lgamma", lambda B, s, y, x: B.float_mul(s, B.float_digamma(x)),
+          uses_inputs=True),
+    unary("float_digamma", lambda B, s, y, x: B.float_mul(s, B.float_polygamma(x, 1)),
+          uses_inputs=True),
+    unary("float_polygamma", lambda B, s, y, x, n: B.float_mul(s, B.float_polygamma(x, n + 1)),
+          uses_inputs=True),
+    unary("float_i0", lambda B, s, y, x: B.float_mul(s, B.float_i1(x)), uses_inputs=True),
+    unary("float_i1", _i1, uses_inputs=True, uses_output=True),
     # ---- trigonometric and hyperbolic
     unary("float_sin", lambda B, s, y, x: B.float_mul(s, B.float_cos(x)), uses_inputs=True),
     unary("float_cos", lambda B, s, y, x: B.float_neg(B.float_mul(s, B.float_sin(x))),

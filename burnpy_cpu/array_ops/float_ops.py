@@ -221,6 +221,47 @@ class ArrayFloatOps(ArrayLayoutOps):
         return cls.special.erf(tensor)
 
     @classmethod
+    def _special(cls, name: str, tensor: A, *params: int) -> A:
+        """``special.<name>`` (scipy.special or cupyx's), 16-bit floats computed in float32."""
+        fn = getattr(cls.special, name)
+        if tensor.dtype in _HALF:
+            return fn(*params, tensor.astype(_F32)).astype(tensor.dtype)
+        return fn(*params, tensor).astype(tensor.dtype, copy=False)
+
+    @classmethod
+    def float_erfc(cls, tensor: A) -> A:
+        return cls._special("erfc", tensor)
+
+    @classmethod
+    def float_erfinv(cls, tensor: A) -> A:
+        return cls._special("erfinv", tensor)
+
+    @classmethod
+    def float_lgamma(cls, tensor: A) -> A:
+        """log |Gamma(x)| (scipy's gammaln: +inf at the poles, as torch)."""
+        return cls._special("gammaln", tensor)
+
+    @classmethod
+    def float_digamma(cls, tensor: A) -> A:
+        """psi(x); SciPy gives NaN at 0 where torch gives -1 / x (-inf at +0, +inf at -0)."""
+        out = cls._special("psi", tensor)
+        return cls.xp.where(tensor == 0, (-1.0 / tensor).astype(out.dtype), out)
+
+    @classmethod
+    def float_polygamma(cls, tensor: A, n: int) -> A:
+        if n == 0:
+            return cls.float_digamma(tensor)
+        return cls._special("polygamma", tensor, n)
+
+    @classmethod
+    def float_i0(cls, tensor: A) -> A:
+        return cls._special("i0", tensor)
+
+    @classmethod
+    def float_i1(cls, tensor: A) -> A:
+        return cls._special("i1", tensor)
+
+    @classmethod
     def float_round(cls, tensor: A) -> A:
         return cls.xp.round(tensor)
 

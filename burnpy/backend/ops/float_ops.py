@@ -25,6 +25,7 @@ from burnpy.backend.data import TensorData
 from burnpy.backend.device import Device
 from burnpy.backend.distribution import Distribution
 from burnpy.backend.dtype import DType, dtype_of_numpy
+from burnpy.backend.ops import special
 from burnpy.backend.ops._marker import provided, required
 from burnpy.backend.primitives import BoolPrimitive, FloatPrimitive, IntPrimitive, Shape
 
@@ -336,6 +337,44 @@ class FloatOps:
     @required
     def float_erf(tensor: FloatPrimitive) -> FloatPrimitive:
         """Gauss error function (float64 accurate to 1e-12 relative)."""
+
+    @provided
+    def float_erfc(cls: type[Backend], tensor: FloatPrimitive) -> FloatPrimitive:
+        """``1 - erf(x)`` (this default loses relative accuracy for x above a few units, where
+        erfc is tiny: the native backends override it)."""
+        return cls.float_add_scalar(cls.float_neg(cls.float_erf(tensor)), 1.0)
+
+    @provided
+    def float_erfinv(cls: type[Backend], tensor: FloatPrimitive) -> FloatPrimitive:
+        """The inverse of erf: +-inf at +-1, NaN outside [-1, 1]."""
+        return special.widened(cls, tensor, special.erfinv)
+
+    @provided
+    def float_lgamma(cls: type[Backend], tensor: FloatPrimitive) -> FloatPrimitive:
+        """``log |Gamma(x)|``: +inf at the poles (0, -1, -2...) and at +-inf."""
+        return special.widened(cls, tensor, special.lgamma)
+
+    @provided
+    def float_digamma(cls: type[Backend], tensor: FloatPrimitive) -> FloatPrimitive:
+        """``psi(x) = d/dx lgamma(x)``: -inf at +0, +inf at -0, NaN at the negative integers."""
+        return special.widened(cls, tensor, special.digamma)
+
+    @provided
+    def float_polygamma(cls: type[Backend], tensor: FloatPrimitive, n: int) -> FloatPrimitive:
+        """The ``n``-th derivative of digamma (``n >= 0``; ``n = 0`` is digamma itself)."""
+        if n == 0:
+            return cls.float_digamma(tensor)
+        return special.widened(cls, tensor, lambda b, x: special.polygamma(b, x, n))
+
+    @provided
+    def float_i0(cls: type[Backend], tensor: FloatPrimitive) -> FloatPrimitive:
+        """The modified Bessel function of the first kind, order 0."""
+        return special.widened(cls, tensor, lambda b, x: special.bessel_i(b, x, 0))
+
+    @provided
+    def float_i1(cls: type[Backend], tensor: FloatPrimitive) -> FloatPrimitive:
+        """The modified Bessel function of the first kind, order 1 (i0's derivative)."""
+        return special.widened(cls, tensor, lambda b, x: special.bessel_i(b, x, 1))
 
     @required
     def float_round(tensor: FloatPrimitive) -> FloatPrimitive:
