@@ -35,7 +35,7 @@ from burnpy.backend.errors import (
     article,
     describe,
 )
-from burnpy.tensor import _core
+from burnpy.tensor import _core, elementwise_math
 from burnpy.tensor._core import BOOL, FLOAT, INT, QUANTIZED, check_same_backend, common_dtype, new
 from burnpy.tensor.arithmetic import (
     ADD,
@@ -1712,6 +1712,165 @@ class Tensor:
         return [new(self.backend, p, INT) for p in self.backend.bool_nonzero(m.primitive)]
 
     # ---- special functions and elementwise math (issue 16) ----------------------------------
+    # Float-valued math takes int and bool tensors too, promoted to the default float (torch).
+    def erfc(self) -> Tensor:
+        """``1 - erf(x)``, accurate where erf is close to 1."""
+        return elementwise_math.special_unary(self, "erfc", self.backend.float_erfc)
+
+    def erfinv(self) -> Tensor:
+        """The inverse of erf: +-inf at +-1, NaN outside [-1, 1]."""
+        return elementwise_math.special_unary(self, "erfinv", self.backend.float_erfinv)
+
+    def lgamma(self) -> Tensor:
+        """``log |Gamma(x)|`` (+inf at 0, -1, -2...)."""
+        return elementwise_math.special_unary(self, "lgamma", self.backend.float_lgamma)
+
+    def digamma(self) -> Tensor:
+        """``psi(x)``, the derivative of lgamma."""
+        return elementwise_math.special_unary(self, "digamma", self.backend.float_digamma)
+
+    def polygamma(self, n: int) -> Tensor:
+        """The ``n``-th derivative of digamma (torch's ``x.polygamma(n)``; n = 0 is digamma)."""
+        if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+            raise InvalidArgumentError(f"polygamma: n must be a non-negative int, got {n!r}")
+        x = elementwise_math.floating(self, "polygamma")
+        return new(x.backend, x.backend.float_polygamma(x.primitive, n), FLOAT)
+
+    def i0(self) -> Tensor:
+        """The modified Bessel function of the first kind, order 0."""
+        return elementwise_math.special_unary(self, "i0", self.backend.float_i0)
+
+    def exp2(self) -> Tensor:
+        """``2 ** x``."""
+        return 2.0 ** elementwise_math.floating(self, "exp2")
+
+    def log2(self) -> Tensor:
+        """Base-2 logarithm."""
+        return elementwise_math.floating(self, "log2").log() * (1.0 / math.log(2.0))
+
+    def log10(self) -> Tensor:
+        """Base-10 logarithm."""
+        return elementwise_math.floating(self, "log10").log() * (1.0 / math.log(10.0))
+
+    def logit(self, eps: float | None = None) -> Tensor:
+        """``log(x / (1 - x))``, with x first clamped to [eps, 1 - eps] when eps is given."""
+        x = elementwise_math.floating(self, "logit")
+        if eps is not None:
+            x = x.clamp(eps, 1.0 - eps)
+        return (x / (1.0 - x)).log()
+
+    def sinc(self) -> Tensor:
+        """``sin(pi x) / (pi x)``, 1 at 0 (with a zero gradient there)."""
+        x = elementwise_math.floating(self, "sinc")
+        zero = x == 0
+        scaled = x.mask_fill(zero, 1.0) * math.pi
+        return (scaled.sin() / scaled).mask_fill(zero, 1.0)
+
+    def sgn(self) -> Tensor:
+        """The sign (torch's ``sgn``; the same as ``sign`` for real tensors)."""
+        return self.sign()
+
+    def signbit(self) -> Tensor:
+        """Where the sign bit is set (negatives and -0.0), as a bool tensor."""
+        return elementwise_math.signbit(self)
+
+    def frac(self) -> Tensor:
+        """``x - trunc(x)``: the fractional part, with x's sign."""
+        require_float(self, "frac")
+        return self - self.trunc()
+
+    def copysign(self, other: Tensor | float) -> Tensor:
+        """``|x|`` with the sign of ``other`` (float result)."""
+        return elementwise_math.copysign(self, other)
+
+    def xlogy(self, other: Tensor | float) -> Tensor:
+        """``x * log(other)``, 0 where x is 0 (unless other is NaN)."""
+        return elementwise_math.xlogy(self, other)
+
+    def fmod(self, other: Tensor | float) -> Tensor:
+        """The remainder of truncating division: C's fmod, the sign of ``self``."""
+        return elementwise_math.fmod(self, other)
+
+    def fmax(self, other: Tensor) -> Tensor:
+        """Elementwise max where NaN loses to a number (torch.fmax)."""
+        return elementwise_math.fmax(self, other)
+
+    def fmin(self, other: Tensor) -> Tensor:
+        """Elementwise min where NaN loses to a number (torch.fmin)."""
+        return elementwise_math.fmin(self, other)
+
+    def heaviside(self, values: Tensor) -> Tensor:
+        """The step function: 0 below 0, 1 above, ``values`` at 0."""
+        return elementwise_math.heaviside(self, values)
+
+    def deg2rad(self) -> Tensor:
+        """Degrees to radians."""
+        return elementwise_math.floating(self, "deg2rad") * (math.pi / 180.0)
+
+    def rad2deg(self) -> Tensor:
+        """Radians to degrees."""
+        return elementwise_math.floating(self, "rad2deg") * (180.0 / math.pi)
+
+    def nan_to_num(self, nan: float = 0.0, posinf: float | None = None,
+                   neginf: float | None = None) -> Tensor:
+        """NaN, +inf, -inf replaced by ``nan``, ``posinf``, ``neginf`` (the dtype's extremes
+        by default); gradients pass only where x is finite."""
+        return elementwise_math.nan_to_num(self, nan, posinf, neginf)
+
+    def lerp(self, end: Tensor, weight: Tensor | float) -> Tensor:
+        """``self + weight * (end - self)``."""
+        return elementwise_math.lerp(self, end, weight)
+
+    def addcmul(self, tensor1: Tensor, tensor2: Tensor, value: float = 1) -> Tensor:
+        """``self + value * tensor1 * tensor2``."""
+        return self + tensor1 * tensor2 * value
+
+    def addcdiv(self, tensor1: Tensor, tensor2: Tensor, value: float = 1) -> Tensor:
+        """``self + value * tensor1 / tensor2``."""
+        return self + tensor1 / tensor2 * value
+
+    def isclose(self, other: Tensor, rtol: float = 1e-05, atol: float = 1e-08,
+                equal_nan: bool = False) -> Tensor:
+        """Where ``|self - other| <= atol + rtol * |other|``, as a bool tensor."""
+        return elementwise_math.isclose(self, other, rtol, atol, equal_nan)
+
+    def allclose(self, other: Tensor, rtol: float = 1e-05, atol: float = 1e-08,
+                 equal_nan: bool = False) -> bool:
+        """Whether ``isclose`` holds everywhere (a Python bool, as torch's)."""
+        return bool(self.isclose(other, rtol, atol, equal_nan).all().item())
+
+    def logical_and(self, other: Tensor) -> Tensor:
+        """Elementwise ``self and other`` of any kinds (non-zero is true), as bools."""
+        return elementwise_math.truthy(self) & elementwise_math.truthy(other)
+
+    def logical_or(self, other: Tensor) -> Tensor:
+        """Elementwise ``self or other`` of any kinds (non-zero is true), as bools."""
+        return elementwise_math.truthy(self) | elementwise_math.truthy(other)
+
+    def logical_xor(self, other: Tensor) -> Tensor:
+        """Elementwise exclusive or of any kinds (non-zero is true), as bools."""
+        return elementwise_math.truthy(self) ^ elementwise_math.truthy(other)
+
+    def positive(self) -> Tensor:
+        """The tensor itself (``+x``); bool tensors are refused, as torch does."""
+        if self.kind is BOOL:
+            raise KindError("positive: not defined for bool tensors")
+        return self
+
+    def true_divide(self, other: Tensor | float) -> Tensor:
+        """True division (an alias of ``div``)."""
+        return self.div(other)
+
+    def float_power(self, exponent: Tensor | float) -> Tensor:
+        """``self ** exponent`` computed and returned in float64, as torch's."""
+        base = self.cast(DType.float64)
+        if isinstance(exponent, Tensor):
+            return base.pow(exponent.cast(DType.float64))
+        return base.pow(float(exponent))
+
+    def rsub(self, other: Tensor | float, alpha: float = 1) -> Tensor:
+        """``other - alpha * self``."""
+        return elementwise_math.operand(self, other, "rsub") - self * alpha
 
     # ---- shape, indexing and matrix products (issue 16) -------------------------------------
 

@@ -894,6 +894,124 @@ case("bool_unfold", lambda a: a.unfold(1, 2, 2), B(3, 4), dtypes=BOOL, grad=Fals
 
 
 # ---- special functions and elementwise math (issue 16) ------------------------------------------
+_SPECIAL_UNARY: dict[str, tuple[tuple[float, float], bool]] = {
+    "erfc": ((-2.5, 2.5), True),
+    "erfinv": ((-0.9, 0.9), True),
+    "lgamma": ((0.1, 5.0), True),
+    "digamma": ((0.2, 5.0), True),
+    "i0": ((-4.0, 4.0), True),
+    "exp2": ((-3.0, 3.0), True),
+    "log2": ((0.1, 4.0), True),
+    "log10": ((0.1, 4.0), True),
+    "logit": ((0.05, 0.95), True),
+    "sinc": ((-3.0, 3.0), True),
+    "sgn": ((-2.0, 2.0), False),
+    "frac": ((-3.0, 3.0), True),
+    "deg2rad": ((-360.0, 360.0), True),
+    "rad2deg": ((-4.0, 4.0), True),
+    "positive": ((-2.0, 2.0), True),
+}
+for _name, ((_lo, _hi), _grad) in _SPECIAL_UNARY.items():
+    case(_name, _method(_name), F(3, 4, low=_lo, high=_hi), dtypes=FD, grad=_grad)
+    case(_name + "_noncontig", _method(_name), F(2, 3, 4, low=_lo, high=_hi, contiguous=False),
+         dtypes=F64_32, grad=_grad)
+for _name in ("erfc", "erfinv", "lgamma", "digamma", "i0", "exp2", "log2", "log10", "sinc",
+              "deg2rad"):
+    case(_name + "_int", lambda x, n=_name: getattr((x * 3).long(), n)(), F(3, 4, low=0.4,
+                                                                           high=0.9),
+         dtypes=("float32",), grad=False)
+case("lgamma_negative", _method("lgamma"), F(3, 4, low=-3.9, high=-0.1), dtypes=F64_32)
+case("digamma_negative", _method("digamma"), F(3, 4, low=-3.9, high=-0.1), dtypes=F64_32,
+     rtol=1e-9)
+case("lgamma_poles", _method("lgamma"), F(3, 4, low=0.5, high=3.0, plant=(0.0, -1.0, -2.0,
+                                                                           INF, NAN)),
+     dtypes=F64_32, grad=False)
+case("digamma_poles", _method("digamma"), F(3, 4, low=0.5, high=3.0, plant=(0.0, -1.0, NAN)),
+     dtypes=F64_32, grad=False)
+case("lgamma_large", _method("lgamma"), F(3, 4, low=10.0, high=1e4), dtypes=F64_32)
+case("erfc_tail", _method("erfc"), F(3, 4, low=3.0, high=8.0), dtypes=F64_32)
+case("erfinv_edges", _method("erfinv"), F(3, 4, plant=(1.0, -1.0, 0.0, NAN)),
+     torch_fn=lambda x: x.clamp(-1.5, 1.5).erfinv(), dtypes=F64_32, grad=False)
+case("i0_large", _method("i0"), F(3, 4, low=-60.0, high=60.0), dtypes=F64_32)
+for _n in (0, 1, 2, 3):
+    case(f"polygamma_{_n}", lambda x, n=_n: x.polygamma(n), F(3, 4, low=0.3, high=5.0),
+         torch_fn=lambda x, n=_n: torch.polygamma(n, x), dtypes=FD, rtol=1e-9)
+case("logit_eps", _method("logit", 0.2), F(3, 4, low=0.02, high=0.98), dtypes=FD)
+case("logit_outside", _method("logit"), F(3, 4, low=-0.5, high=1.5), dtypes=F64_32, grad=False)
+case("sinc_zero", _method("sinc"), F(3, 4, plant=(0.0,)), dtypes=FD)
+case("frac_special", _method("frac"), F(3, 4, plant=(INF, NAN, -0.0)), dtypes=F64_32, grad=False)
+case("signbit", _method("signbit"), F(3, 4, plant=(0.0, -0.0, INF, -INF)), dtypes=FD,
+     grad=False)
+case("signbit_int", lambda x: (x * 3).long().signbit(), F(3, 4), dtypes=("float32",),
+     grad=False)
+case("sgn_int", lambda x: (x * 3).long().sgn(), F(3, 4), dtypes=("float32",), grad=False)
+case("nan_to_num", _method("nan_to_num"), F(3, 4, plant=(NAN, INF, -INF)), dtypes=FD)
+case("nan_to_num_values", _method("nan_to_num", nan=1.5, posinf=9.0, neginf=-9.0),
+     F(3, 4, plant=(NAN, INF, -INF)), dtypes=FD)
+case("nan_to_num_int", lambda x: (x * 3).long().nan_to_num(), F(3, 4), dtypes=("float32",),
+     grad=False)
+_binary("copysign", lambda a, b: a.copysign(b))
+case("copysign_zeros", lambda a, b: a.copysign(b), F(3, 4, plant=(0.0, -0.0)),
+     F(3, 4, plant=(-0.0, 0.0, NAN)), dtypes=F64_32)
+case("copysign_scalar", lambda a: a.copysign(-1.0), F(3, 4), dtypes=FD)
+_binary("xlogy", lambda a, b: a.xlogy(b), rhs=(0.1, 3.0))
+case("xlogy_zeros", lambda a, b: a.xlogy(b), F(3, 4, plant=(0.0, 0.0)),
+     F(3, 4, low=0.1, high=3.0, plant=(NAN, 0.0)), dtypes=F64_32, grad=False)
+case("xlogy_zero_x", lambda a, b: (a * 0).xlogy(b), F(3, 4), F(3, 4, low=0.1, high=3.0),
+     dtypes=F64_32)
+case("xlogy_scalar", lambda a: a.xlogy(2.5), F(3, 4), dtypes=FD)
+_binary("fmod", lambda a, b: a.fmod(b), lhs=(-5.0, 5.0), rhs=POS)
+_binary("fmod_neg_divisor", lambda a, b: a.fmod(b), lhs=(-5.0, 5.0), rhs=NEG, patterns=False)
+case("fmod_scalar", lambda a: a.fmod(-1.5), F(3, 4, low=-5.0, high=5.0), dtypes=FD)
+case("fmod_int", lambda a, b: (a * 5).long().fmod((b * 3).long()), F(3, 4),
+     F(3, 4, low=0.4, high=2.0), dtypes=("float32",), grad=False)
+_binary("fmax", lambda a, b: a.fmax(b))
+_binary("fmin", lambda a, b: a.fmin(b))
+case("fmax_nan", lambda a, b: a.fmax(b), F(3, 4, plant=(NAN, NAN)), F(3, 4, plant=(NAN,)),
+     dtypes=FD, grad=False)
+case("fmin_nan", lambda a, b: a.fmin(b), F(3, 4, plant=(NAN, NAN)), F(3, 4, plant=(NAN,)),
+     dtypes=FD, grad=False)
+case("heaviside", lambda a, b: a.heaviside(b), F(3, 4, plant=(0.0, 0.0, -0.0)), F(1, 4),
+     dtypes=FD, grad=False)
+case("lerp_scalar", lambda a, b: a.lerp(b, 0.3), F(3, 4), F(3, 4), dtypes=FD)
+case("lerp_scalar_high", lambda a, b: a.lerp(b, 0.8), F(3, 4), F(1, 4), dtypes=FD)
+case("lerp_tensor", lambda a, b, w: a.lerp(b, w), F(3, 4), F(3, 4), F(3, 4, low=-0.5, high=1.5),
+     dtypes=FD)
+case("addcmul", lambda a, b, c: a.addcmul(b, c, value=0.5), F(3, 4), F(3, 1), F(4), dtypes=FD)
+case("addcmul_default", lambda a, b, c: a.addcmul(b, c), F(3, 4), F(3, 4), F(3, 4), dtypes=FD)
+case("addcdiv", lambda a, b, c: a.addcdiv(b, c, value=-2), F(3, 4), F(3, 4),
+     F(3, 4, low=0.5, high=2.0), dtypes=FD)
+case("isclose", lambda a, b: a.isclose(a + b * 1e-3, rtol=1e-3, atol=1e-4),
+     F(3, 4, plant=(INF, NAN)), F(3, 4), dtypes=F64_32, grad=False)
+case("isclose_equal_nan", lambda a, b: a.isclose(b, equal_nan=True), F(3, 4, plant=(NAN, INF)),
+     F(3, 4, plant=(NAN, INF)), torch_fn=lambda a, b: a.isclose(b, equal_nan=True),
+     dtypes=F64_32, grad=False)
+case("isclose_int", lambda a, b: (a * 2).long().isclose((b * 2).long()), F(3, 4), F(3, 4),
+     dtypes=("float32",), grad=False)
+case("allclose", lambda a: bp.Tensor.from_data([float(a.allclose(a + 1e-9)),
+                                               float(a.allclose(a + 1e-2))]),
+     F(3, 4), torch_fn=lambda a: torch.tensor([float(a.allclose(a + 1e-9)),
+                                               float(a.allclose(a + 1e-2))]),
+     dtypes=("float64",), grad=False)
+for _name in ("logical_and", "logical_or", "logical_xor"):
+    case(_name, lambda a, b, n=_name: getattr(a, n)(b), B(3, 4), B(3, 4), dtypes=BOOL,
+         grad=False)
+    case(f"{_name}_float_int", lambda a, n=_name: getattr(a.relu(), n)((a * 2).long()),
+         F(3, 4), dtypes=("float32",), grad=False)
+case("true_divide", lambda a, b: a.true_divide(b), F(3, 4), F(3, 4, low=0.5, high=2.0),
+     dtypes=FD)
+case("float_power", lambda a, b: a.float_power(b), F(3, 4, low=0.2, high=2.0), F(3, 4),
+     dtypes=("float64", "float32"))
+case("float_power_scalar", lambda a: a.float_power(2.5), F(3, 4, low=0.2, high=2.0),
+     dtypes=F64_32)
+case("rsub", lambda a, b: a.rsub(b), F(3, 4), F(3, 4), torch_fn=lambda a, b: torch.rsub(a, b), dtypes=FD)
+case("rsub_alpha", lambda a, b: a.rsub(b, alpha=2), F(3, 4), F(1, 4),
+     torch_fn=lambda a, b: torch.rsub(a, b, alpha=2), dtypes=FD)
+case("rsub_method_scalar", lambda a: a.rsub(1.5), F(3, 4), torch_fn=lambda a: torch.rsub(a, 1.5),
+     dtypes=FD)
+case("max_binary", lambda a, b: a.max(b), F(3, 4), F(3, 4), dtypes=FD)
+case("conversions", lambda a: (a.double(), a.half(), (a * 3).long()), F(3, 4),
+     dtypes=("float32",), grad=False)
 
 
 # ---- shape, indexing and matrix products (issue 16) ---------------------------------------------
