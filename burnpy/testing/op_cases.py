@@ -1014,7 +1014,8 @@ case("float_power", lambda a, b: a.float_power(b), F(3, 4, low=0.2, high=2.0), F
      dtypes=("float64", "float32"))
 case("float_power_scalar", lambda a: a.float_power(2.5), F(3, 4, low=0.2, high=2.0),
      dtypes=F64_32)
-case("rsub", lambda a, b: a.rsub(b), F(3, 4), F(3, 4), torch_fn=lambda a, b: torch.rsub(a, b), dtypes=FD)
+case("rsub", lambda a, b: a.rsub(b), F(3, 4), F(3, 4), torch_fn=lambda a, b: torch.rsub(a, b),
+     dtypes=FD)
 case("rsub_alpha", lambda a, b: a.rsub(b, alpha=2), F(3, 4), F(1, 4),
      torch_fn=lambda a, b: torch.rsub(a, b, alpha=2), dtypes=FD)
 case("rsub_method_scalar", lambda a: a.rsub(1.5), F(3, 4), torch_fn=lambda a: torch.rsub(a, 1.5),

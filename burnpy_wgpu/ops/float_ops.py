@@ -146,6 +146,7 @@ class WgpuFloatOps:
     float_acosh = _unary("acosh_acc(a)", "acosh_acc")
     float_atanh = _unary("atanh_acc(a)", "atanh_acc")
     float_erf = _unary("erf_acc(a)", "erf_acc")
+    float_erfc = _unary("erfc_acc(a)", "erf_acc")
     float_round = _unary("round(a)")
     float_floor = _unary("floor(a)")
     float_ceil = _unary("ceil(a)")

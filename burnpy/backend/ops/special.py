@@ -3,8 +3,8 @@
 
 Each is written to float64 accuracy (1e-15 relative away from zeros of the function), so the
 same composition serves every backend and dtype; narrower inputs are computed in float64 where
-the device has it (float32 otherwise) and rounded once, as the native kernels do. Backends with a native library
-(SciPy, CuPy) or a WGSL kernel override them.
+the device has it (float32 otherwise) and rounded once, as the native kernels do. Backends
+with a native library (SciPy, CuPy) override them.
 """
 
 from __future__ import annotations
