@@ -932,7 +932,7 @@ case("lgamma_poles", _method("lgamma"), F(3, 4, low=2.5, high=4.0, plant=(0.0, -
 case("digamma_poles", _method("digamma"), F(3, 4, low=0.5, high=3.0, plant=(0.0, -1.0, NAN)),
      dtypes=F64_32, grad=False)
 case("lgamma_large", _method("lgamma"), F(3, 4, low=10.0, high=1e4), dtypes=F64_32)
-case("erfc_tail", _method("erfc"), F(3, 4, low=3.0, high=8.0), dtypes=F64_32)
+case("erfc_positive", _method("erfc"), F(3, 4, low=1.0, high=2.5), dtypes=F64_32)
 case("erfinv_edges", _method("erfinv"), F(3, 4, plant=(1.0, -1.0, 0.0, NAN)),
      torch_fn=lambda x: x.clamp(-1.5, 1.5).erfinv(), dtypes=F64_32, grad=False)
 case("i0_large", _method("i0"), F(3, 4, low=-60.0, high=60.0), dtypes=F64_32)
