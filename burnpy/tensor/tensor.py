@@ -35,7 +35,7 @@ from burnpy.backend.errors import (
     article,
     describe,
 )
-from burnpy.tensor import _core, elementwise_math
+from burnpy.tensor import _core, elementwise_math, shape_ops
 from burnpy.tensor._core import BOOL, FLOAT, INT, QUANTIZED, check_same_backend, common_dtype, new
 from burnpy.tensor.arithmetic import (
     ADD,
@@ -1873,6 +1873,208 @@ class Tensor:
         return elementwise_math.operand(self, other, "rsub") - self * alpha
 
     # ---- shape, indexing and matrix products (issue 16) -------------------------------------
+    def tril(self, diagonal: int = 0) -> Tensor:
+        """The lower triangle of the last two dims (elements above ``diagonal`` zeroed)."""
+        return shape_ops.triangle(self, diagonal, True, "tril")
+
+    def triu(self, diagonal: int = 0) -> Tensor:
+        """The upper triangle of the last two dims (elements below ``diagonal`` zeroed)."""
+        return shape_ops.triangle(self, diagonal, False, "triu")
+
+    def roll(self, shifts: int | Sequence[int],
+             dims: int | Sequence[int] | None = None) -> Tensor:
+        """Elements shifted cyclically by ``shifts`` along ``dims`` (flattened when None)."""
+        return shape_ops.roll(self, shifts, dims)
+
+    def rot90(self, k: int = 1, dims: Sequence[int] = (0, 1)) -> Tensor:
+        """Rotated by 90 degrees ``k`` times, from the first of ``dims`` towards the second."""
+        return shape_ops.rot90(self, k, dims)
+
+    def fliplr(self) -> Tensor:
+        """Reversed along dim 1 (at least 2 dims)."""
+        if self.ndim < 2:
+            raise ShapeError(f"fliplr: expects at least 2 dims, got {describe(self.shape)}")
+        return self.flip(1)
+
+    def flipud(self) -> Tensor:
+        """Reversed along dim 0 (at least 1 dim)."""
+        if self.ndim < 1:
+            raise ShapeError("flipud: expects at least 1 dim, got a 0-d tensor")
+        return self.flip(0)
+
+    def mm(self, mat2: Tensor) -> Tensor:
+        """The product of two matrices."""
+        return shape_ops.mm(self, mat2)
+
+    def bmm(self, mat2: Tensor) -> Tensor:
+        """Batched products of two 3-d tensors with the same batch size."""
+        return shape_ops.bmm(self, mat2)
+
+    def mv(self, vec: Tensor) -> Tensor:
+        """A matrix times a vector."""
+        return shape_ops.mv(self, vec)
+
+    def dot(self, other: Tensor) -> Tensor:
+        """The dot product of two 1-d tensors of one dtype."""
+        return shape_ops.dot(self, other)
+
+    def outer(self, vec2: Tensor) -> Tensor:
+        """``self[i] * vec2[j]`` for two 1-d tensors."""
+        return shape_ops.outer(self, vec2)
+
+    def kron(self, other: Tensor) -> Tensor:
+        """The Kronecker product."""
+        return shape_ops.kron(self, other)
+
+    def addmm(self, mat1: Tensor, mat2: Tensor, *, beta: float = 1,
+              alpha: float = 1) -> Tensor:
+        """``beta * self + alpha * (mat1 @ mat2)``."""
+        return shape_ops.added("addmm", self, shape_ops.mm(mat1, mat2, "addmm"), beta, alpha)
+
+    def baddbmm(self, batch1: Tensor, batch2: Tensor, *, beta: float = 1,
+                alpha: float = 1) -> Tensor:
+        """``beta * self + alpha * bmm(batch1, batch2)``."""
+        return shape_ops.added("baddbmm", self, shape_ops.bmm(batch1, batch2, "baddbmm"), beta,
+                               alpha)
+
+    def addbmm(self, batch1: Tensor, batch2: Tensor, *, beta: float = 1,
+               alpha: float = 1) -> Tensor:
+        """``beta * self + alpha * sum_i batch1[i] @ batch2[i]``."""
+        return shape_ops.addbmm(self, batch1, batch2, beta, alpha)
+
+    def addmv(self, mat: Tensor, vec: Tensor, *, beta: float = 1, alpha: float = 1) -> Tensor:
+        """``beta * self + alpha * (mat @ vec)``."""
+        return shape_ops.added("addmv", self, shape_ops.mv(mat, vec, "addmv"), beta, alpha)
+
+    def addr(self, vec1: Tensor, vec2: Tensor, *, beta: float = 1, alpha: float = 1) -> Tensor:
+        """``beta * self + alpha * outer(vec1, vec2)``."""
+        return shape_ops.added("addr", self, shape_ops.outer(vec1, vec2), beta, alpha)
+
+    def diag(self, diagonal: int = 0) -> Tensor:
+        """A 1-d tensor as a matrix's ``diagonal``-th diagonal, or a matrix's diagonal."""
+        return shape_ops.diag(self, diagonal)
+
+    def diagonal(self, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
+        """The ``offset`` diagonal of the (dim1, dim2) planes, as the last dim."""
+        return shape_ops.diagonal(self, offset, dim1, dim2)
+
+    def diag_embed(self, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Tensor:
+        """Matrices (in dims ``dim1``, ``dim2``) whose ``offset`` diagonal is the last dim."""
+        return shape_ops.diag_embed(self, offset, dim1, dim2)
+
+    def trace(self) -> Tensor:
+        """The sum of a matrix's diagonal."""
+        if self.ndim != 2:
+            raise ShapeError(f"trace: expects a matrix, got shape {describe(self.shape)}")
+        return shape_ops.diagonal(self, 0, 0, 1).sum()
+
+    def tile(self, *dims: int | Sequence[int]) -> Tensor:
+        """``repeat`` with missing leading counts taken as 1 (torch.tile)."""
+        reps = dims_arg(dims)
+        return self.repeat((1,) * (self.ndim - len(reps)) + reps)
+
+    def repeat_interleave(self, repeats: int | Tensor, dim: int | None = None) -> Tensor:
+        """Each slice along ``dim`` (each element of the flattened tensor when None) repeated
+        ``repeats`` times, or ``repeats[i]`` times for slice i."""
+        return shape_ops.repeat_interleave(self, repeats, dim)
+
+    def movedim(self, source: int | Sequence[int], destination: int | Sequence[int]) -> Tensor:
+        """Dims ``source`` moved to ``destination``; the other dims keep their order."""
+        return shape_ops.movedim(self, source, destination)
+
+    moveaxis = movedim
+
+    def unbind(self, dim: int = 0) -> tuple[Tensor, ...]:
+        """The slices along ``dim``, that dim removed."""
+        d = normalize_dim("unbind", dim, self.ndim)
+        return tuple(self.narrow(d, i, 1).squeeze(d) for i in range(self.shape[d]))
+
+    def tensor_split(self, indices_or_sections: int | Sequence[int] | Tensor,
+                     dim: int = 0) -> list[Tensor]:
+        """``n`` near-equal pieces (the first ``size % n`` one longer), or pieces cut at the
+        given indices (torch.tensor_split)."""
+        return shape_ops.tensor_split(self, indices_or_sections, dim)
+
+    def split_with_sizes(self, split_sizes: Sequence[int], dim: int = 0) -> list[Tensor]:
+        """Pieces of the listed sizes along ``dim``."""
+        return self.split(list(split_sizes), dim)
+
+    def unflatten(self, dim: int, sizes: Sequence[int]) -> Tensor:
+        """Dim ``dim`` split into ``sizes`` (one may be -1)."""
+        return shape_ops.unflatten(self, dim, sizes)
+
+    def ravel(self) -> Tensor:
+        """The elements as a 1-d tensor."""
+        return self.reshape(-1)
+
+    def narrow_copy(self, dim: int, start: int, length: int) -> Tensor:
+        """``narrow``'s elements (primitives are immutable: the slice is already a copy)."""
+        return self.narrow(dim, start, length)
+
+    def reshape_as(self, other: Tensor) -> Tensor:
+        """Reshaped to ``other``'s shape."""
+        return self.reshape(other.shape)
+
+    def view_as(self, other: Tensor) -> Tensor:
+        """torch's name for ``reshape_as``."""
+        return self.reshape(other.shape)
+
+    def t(self) -> Tensor:
+        """A matrix transposed; 0-d and 1-d tensors unchanged."""
+        if self.ndim > 2:
+            raise ShapeError(f"t: expects at most 2 dims, got shape {describe(self.shape)}")
+        return self.T
+
+    def take(self, index: Tensor) -> Tensor:
+        """Elements of the flattened tensor at ``index``, in ``index``'s shape."""
+        return shape_ops.take(self, index)
+
+    def take_along_dim(self, indices: Tensor, dim: int | None = None) -> Tensor:
+        """``gather`` along ``dim`` with broadcasting (of the flattened tensor when None)."""
+        return shape_ops.take_along_dim(self, indices, dim)
+
+    def masked_select(self, mask: Tensor) -> Tensor:
+        """The elements where ``mask`` is true, as a 1-d tensor."""
+        return shape_ops.masked_select(self, mask)
+
+    def index_fill(self, dim: int, index: Tensor, value: float | Tensor) -> Tensor:
+        """A copy with the slices at ``index`` along ``dim`` set to ``value``."""
+        return shape_ops.index_fill(self, dim, index, value)
+
+    def index_copy(self, dim: int, index: Tensor, source: Tensor) -> Tensor:
+        """A copy with the slices at ``index`` along ``dim`` replaced by ``source``'s."""
+        return self.select_assign(dim, index, source)
+
+    def slice_scatter(self, src: Tensor, dim: int = 0, start: int | None = None,
+                      end: int | None = None, step: int = 1) -> Tensor:
+        """A copy with ``self[..., start:end:step, ...]`` (along ``dim``) replaced by ``src``."""
+        d = normalize_dim("slice_scatter", dim, self.ndim)
+        key = (slice(None),) * d + (slice(start, end, step),)
+        expected = self[key].shape
+        if src.shape != expected:
+            raise ShapeError(f"slice_scatter: src {describe(src.shape)} must have the slice's "
+                             f"shape {describe(expected)}")
+        return self._assigned(key, src)
+
+    def select_scatter(self, src: Tensor, dim: int, index: int) -> Tensor:
+        """A copy with the slice at ``index`` along ``dim`` replaced by ``src``."""
+        d = normalize_dim("select_scatter", dim, self.ndim)
+        size = self.shape[d]
+        if not -size <= index < size:
+            raise IndexOutOfBoundsError(f"select_scatter: index {index} is out of range for dim "
+                                        f"{dim} of size {size}")
+        expected = self.shape[:d] + self.shape[d + 1:]
+        if src.shape != expected:
+            raise ShapeError(f"select_scatter: src {describe(src.shape)} must have shape "
+                             f"{describe(expected)}")
+        return self._assigned((slice(None),) * d + (index,), src)
+
+    def scatter_reduce(self, dim: int, index: Tensor, src: Tensor, reduce: str, *,
+                       include_self: bool = True) -> Tensor:
+        """``src`` reduced into a copy at ``index`` along ``dim`` with ``reduce`` (sum, prod,
+        mean, amax, amin); ``include_self=False`` leaves this tensor's values out."""
+        return shape_ops.scatter_reduce(self, dim, index, src, reduce, include_self)
+
 
     # ---- statistics, sorting and sampling (issue 16) ----------------------------------------
 

@@ -1026,6 +1026,200 @@ case("conversions", lambda a: (a.double(), a.half(), (a * 3).long()), F(3, 4),
 
 
 # ---- shape, indexing and matrix products (issue 16) ---------------------------------------------
+for _d in (0, 1, -1, 3, -3):
+    case(f"tril_diag{_d}", _method("tril", _d), F(3, 5), dtypes=FD)
+    case(f"triu_diag{_d}", _method("triu", _d), F(2, 5, 3), dtypes=FD)
+case("tril_empty", _method("tril"), F(0, 3), dtypes=F64_32)
+case("triu_noncontig", _method("triu", 1), F(4, 4, contiguous=False), dtypes=F64_32)
+case("roll_flat", _method("roll", 2), F(3, 4), dtypes=FD)
+case("roll_dim", _method("roll", -1, 1), F(3, 4), dtypes=FD)
+case("roll_dims", _method("roll", (1, 5), (0, -1)), F(2, 3, 4), dtypes=FD)
+case("roll_0d", _method("roll", 1), F(), dtypes=F64_32)
+case("roll_empty", _method("roll", 1, 0), F(0, 3), dtypes=F64_32)
+for _k in (0, 1, 2, 3, -1, 5):
+    case(f"rot90_k{_k}".replace("-", "neg"), _method("rot90", _k), F(2, 3), dtypes=FD)
+case("rot90_dims", _method("rot90", 1, (2, 0)), F(2, 3, 4), dtypes=F64_32)
+case("fliplr", _method("fliplr"), F(2, 3, 4), dtypes=FD)
+case("flipud", _method("flipud"), F(3), dtypes=FD)
+
+case("mm", lambda a, b: a.mm(b), F(3, 4), F(4, 2), dtypes=FD)
+case("mm_empty", lambda a, b: a.mm(b), F(3, 0), F(0, 2), dtypes=F64_32)
+case("bmm", lambda a, b: a.bmm(b), F(2, 3, 4), F(2, 4, 5, contiguous=False), dtypes=FD)
+case("mv", lambda a, v: a.mv(v), F(3, 4), F(4), dtypes=FD)
+case("dot", lambda a, b: a.dot(b), F(5), F(5), dtypes=FD)
+case("inner_1d", lambda a, b: bp.inner(a, b), F(4), F(4),
+     torch_fn=lambda a, b: torch.inner(a, b), dtypes=FD)
+case("inner_nd", lambda a, b: bp.inner(a, b), F(2, 3, 4), F(5, 4),
+     torch_fn=lambda a, b: torch.inner(a, b), dtypes=FD)
+case("inner_1d_nd", lambda a, b: bp.inner(a, b), F(4), F(2, 4),
+     torch_fn=lambda a, b: torch.inner(a, b), dtypes=F64_32)
+case("inner_0d", lambda a, b: bp.inner(a, b), F(), F(2, 3),
+     torch_fn=lambda a, b: torch.inner(a, b), dtypes=F64_32)
+case("outer", lambda a, b: a.outer(b), F(3), F(4), dtypes=FD)
+case("kron_2d", lambda a, b: a.kron(b), F(2, 3), F(3, 2), dtypes=FD)
+case("kron_mixed_dims", lambda a, b: a.kron(b), F(3), F(2, 2, 2), dtypes=F64_32)
+case("addmm", lambda x, a, b: x.addmm(a, b), F(3, 2), F(3, 4), F(4, 2), dtypes=FD)
+case("addmm_scaled_bcast", lambda x, a, b: x.addmm(a, b, beta=0.5, alpha=-2.0), F(2),
+     F(3, 4), F(4, 2), dtypes=FD)
+case("addmm_beta0_nan", lambda x, a, b: x.addmm(a, b, beta=0), F(3, 2, plant=(NAN,)),
+     F(3, 4), F(4, 2), dtypes=F64_32, grad=False)
+case("baddbmm", lambda x, a, b: x.baddbmm(a, b, beta=2.0, alpha=0.5), F(2, 3, 2),
+     F(2, 3, 4), F(2, 4, 2), dtypes=FD)
+case("addbmm", lambda x, a, b: x.addbmm(a, b, alpha=1.5), F(3, 2), F(4, 3, 5), F(4, 5, 2),
+     dtypes=FD)
+case("addmv", lambda x, a, v: x.addmv(a, v, beta=-1.0), F(3), F(3, 4), F(4), dtypes=FD)
+case("addr", lambda x, a, b: x.addr(a, b, alpha=2.0), F(3, 4), F(3), F(4), dtypes=FD)
+
+_EINSUM: dict[str, tuple[str, tuple[tuple[int, ...], ...]]] = {
+    "matmul": ("ij,jk->ik", ((3, 4), (4, 5))),
+    "implicit": ("ij,jk", ((3, 4), (4, 5))),
+    "implicit_order": ("ba,ab", ((3, 4), (4, 3))),
+    "bmm": ("bij,bjk->bik", ((2, 3, 4), (2, 4, 5))),
+    "outer": ("i,j->ij", ((3,), (4,))),
+    "dot": ("i,i->", ((4,), (4,))),
+    "trace": ("ii", ((4, 4),)),
+    "diagonal": ("ii->i", ((3, 3),)),
+    "batch_diag": ("...ii->...i", ((2, 3, 3),)),
+    "transpose": ("ij->ji", ((3, 4),)),
+    "sum_all": ("ijk->", ((2, 3, 4),)),
+    "ellipsis": ("...ij,...jk->...ik", ((2, 3, 4), (4, 5))),
+    "ellipsis_bcast": ("...ij,...jk", ((2, 1, 3, 4), (3, 4, 2))),
+    "three": ("ij,jk,kl->il", ((2, 3), (3, 4), (4, 2))),
+    "bilinear": ("bn,anm,bm->ba", ((2, 3), (4, 3, 5), (2, 5))),
+    "sum_alone": ("ij,kj->k", ((3, 4), (2, 4))),
+    "repeat_across": ("iij,j->ij", ((3, 3, 4), (4,))),
+    "spaces": ("i j , j -> i", ((3, 4), (4,))),
+    "empty": ("ij,jk->ik", ((0, 4), (4, 5))),
+}
+for _name, (_eq, _shapes) in _EINSUM.items():
+    case(f"einsum_{_name}", lambda *xs, e=_eq: bp.einsum(e, *xs), *(F(*s) for s in _shapes),
+         torch_fn=lambda *xs, e=_eq: torch.einsum(e, *xs), dtypes=FD, accumulates=True)
+case("einsum_list", lambda a, b: bp.einsum("ij,j->i", [a, b]), F(3, 4), F(4),
+     torch_fn=lambda a, b: torch.einsum("ij,j->i", [a, b]), dtypes=F64_32)
+
+for _o in (0, 1, -2, 5):
+    case(f"diag_1d_{_o}".replace("-", "neg"), _method("diag", _o), F(3), dtypes=FD)
+    case(f"diag_2d_{_o}".replace("-", "neg"), _method("diag", _o), F(3, 4), dtypes=FD)
+    case(f"diagonal_{_o}".replace("-", "neg"), _method("diagonal", _o, 2, 0), F(3, 2, 4),
+         dtypes=FD)
+    case(f"diag_embed_{_o}".replace("-", "neg"), _method("diag_embed", _o), F(2, 3), dtypes=FD)
+case("diagonal_noncontig", _method("diagonal", 0, -1, -2), F(3, 4, contiguous=False),
+     dtypes=F64_32)
+case("diag_embed_dims", _method("diag_embed", 1, 0, 2), F(2, 3), dtypes=F64_32)
+case("diag_embed_3d_dims", _method("diag_embed", -1, -1, 1), F(2, 3, 4), dtypes=F64_32)
+case("trace", _method("trace"), F(3, 4), dtypes=FD)
+
+case("tile", _method("tile", 2), F(2, 3), dtypes=FD)
+case("tile_more_dims", _method("tile", (2, 1, 3)), F(2, 3), dtypes=FD)
+case("repeat_interleave_int", _method("repeat_interleave", 2), F(2, 3), dtypes=FD)
+case("repeat_interleave_dim", _method("repeat_interleave", 3, -1), F(2, 3), dtypes=FD)
+case("repeat_interleave_tensor", lambda x, r: x.repeat_interleave(r, 0), F(3, 2),
+     I(3, low=0, high=3), dtypes=FD)
+case("repeat_interleave_0d", _method("repeat_interleave", 2), F(), dtypes=F64_32)
+case("movedim", _method("movedim", 0, -1), F(2, 3, 4), dtypes=FD)
+case("movedim_seq", _method("movedim", (0, 1), (2, 0)), F(2, 3, 4), dtypes=FD)
+case("moveaxis", _method("moveaxis", -1, 1), F(2, 3, 4), dtypes=F64_32)
+case("unbind", _method("unbind", 1), F(2, 3, 4), dtypes=FD)
+case("unbind_neg", _method("unbind"), F(3, 2, contiguous=False), dtypes=F64_32)
+_STACKS = ("hstack", "vstack", "dstack", "column_stack")
+for _name in _STACKS:
+    for _suffix, _shapes in (("1d", ((3,), (3,))), ("2d", ((2, 3), (2, 3))),
+                             ("0d", ((), ()))):
+        if _name == "vstack" and _suffix == "0d":
+            continue
+        case(f"{_name}_{_suffix}", lambda *xs, n=_name: getattr(bp, n)(list(xs)),
+             *(F(*s) for s in _shapes),
+             torch_fn=lambda *xs, n=_name: getattr(torch, n)(list(xs)), dtypes=FD)
+case("hstack_3d", lambda a, b: bp.hstack([a, b]), F(2, 3, 4), F(2, 1, 4),
+     torch_fn=lambda a, b: torch.hstack([a, b]), dtypes=F64_32)
+case("column_stack_mixed", lambda a, b: bp.column_stack((a, b)), F(3), F(3, 2),
+     torch_fn=lambda a, b: torch.column_stack((a, b)), dtypes=F64_32)
+case("tensor_split_sections", _method("tensor_split", 3), F(7, 2), dtypes=FD)
+case("tensor_split_more_sections", _method("tensor_split", 4, 1), F(2, 3), dtypes=FD)
+case("tensor_split_indices", _method("tensor_split", [1, 4], -1), F(2, 6), dtypes=FD)
+case("tensor_split_indices_wild", _method("tensor_split", [3, 1, 9, -1]), F(5, 2),
+     dtypes=F64_32)
+case("split_with_sizes", _method("split_with_sizes", [2, 0, 3], 1), F(2, 5), dtypes=FD)
+case("split_int_uneven", _method("split", 2, -1), F(3, 5), dtypes=F64_32)
+case("chunk_uneven", _method("chunk", 4), F(6, 2), dtypes=F64_32)
+case("unflatten", _method("unflatten", 1, (2, -1)), F(3, 6), dtypes=FD)
+case("unflatten_neg_dim", _method("unflatten", -1, (2, 1, 2)), F(3, 4), dtypes=F64_32)
+case("ravel", _method("ravel"), F(2, 3, 4, contiguous=False), dtypes=FD)
+case("narrow_copy", _method("narrow_copy", 1, 1, 2), F(3, 4), dtypes=FD)
+case("reshape_as", lambda a, b: a.reshape_as(b), F(3, 4), F(2, 6, requires_grad=False),
+     dtypes=FD)
+case("view_as", lambda a, b: a.view_as(b), F(3, 4), F(6, 2, requires_grad=False), dtypes=FD)
+case("t_2d", _method("t"), F(3, 4), dtypes=FD)
+case("t_1d", _method("t"), F(3), dtypes=F64_32)
+case("T_3d", lambda x: x.T, F(2, 3, 4), torch_fn=lambda x: x.permute(2, 1, 0), dtypes=F64_32)
+case("mT_2d", lambda x: x.mT, F(3, 4), dtypes=F64_32)
+
+# Repeated indices: forward picks them all, gradients sum over the repeats.
+case("take", lambda x, i: x.take(i), F(3, 4), I(2, 5, low=-12, high=12), dtypes=FD)
+case("take_repeats", lambda x, i: x.take(i), F(2, 2), I(9, low=0, high=2), dtypes=FD)
+case("take_along_dim", lambda x, i: x.take_along_dim(i, 1), F(3, 4), I(3, 6, high=4),
+     dtypes=FD)
+case("take_along_dim_bcast", lambda x, i: x.take_along_dim(i, -1), F(2, 1, 4),
+     I(1, 3, 5, low=-4, high=4), dtypes=FD)
+case("take_along_dim_flat", lambda x, i: x.take_along_dim(i), F(3, 4), I(7, high=12),
+     dtypes=FD)
+case("masked_select", lambda x, m: x.masked_select(m), F(3, 4), B(3, 4), dtypes=FD)
+case("masked_select_bcast", lambda x, m: x.masked_select(m), F(3, 1), B(2, 3, 4), dtypes=FD)
+case("index_fill", lambda x, i: x.index_fill(1, i, -1.5), F(3, 4), I(3, high=4), dtypes=FD)
+case("index_fill_tensor_value", lambda x, i, v: x.index_fill(0, i, v), F(3, 4),
+     I(2, high=3), F(), dtypes=FD)
+case("index_copy", lambda x, i, s: x.index_copy(1, i, s), F(3, 5), I(3, high=5, distinct=True),
+     F(3, 3), dtypes=FD)
+# All source slices equal: the copy is deterministic. torch gives every repeat the gradient
+# of its slot, which finite differences refute: tests/tensor/test_shape_ops.py checks it.
+case("index_copy_repeats", lambda x, i, s: x.index_copy(0, i, s.expand(4, 3)), F(3, 3),
+     I(4, high=2), F(1, 3), dtypes=FD, grad=False)
+case("index_add_repeats", lambda x, i, s: x.index_add(0, i, s), F(3, 2), I(5, high=2),
+     F(5, 2), dtypes=FD)
+case("slice_scatter", lambda x, s: x.slice_scatter(s, 1, 1, 5, 2), F(3, 6), F(3, 2),
+     dtypes=FD)
+case("slice_scatter_default", lambda x, s: x.slice_scatter(s), F(2, 3), F(2, 3), dtypes=FD)
+case("slice_scatter_neg", lambda x, s: x.slice_scatter(s, -1, -3), F(2, 4), F(2, 3),
+     dtypes=F64_32)
+case("select_scatter", lambda x, s: x.select_scatter(s, 1, -1), F(3, 4, 2), F(3, 2),
+     dtypes=FD)
+case("select_scatter_0d", lambda x, s: x.select_scatter(s, 0, 2), F(4), F(), dtypes=F64_32)
+def _scatter_prod_oracle(x: torch.Tensor, i: torch.Tensor, s: torch.Tensor,
+                         include_self: bool) -> torch.Tensor:
+    """torch's scatter_reduce "prod" along dim 0, with the derivatives of a dense product:
+    torch's own forward-mode rule for it disagrees with finite differences."""
+    onehot = i.unsqueeze(-1) == torch.arange(x.shape[0])
+    dense = torch.where(onehot, s[:i.shape[0], :i.shape[1]].unsqueeze(-1), 1.0).prod(0).T
+    hit = onehot.any(0).T
+    ref = torch.where(hit, dense * x if include_self else dense, x)
+    return ref + (x.scatter_reduce(0, i, s, "prod", include_self=include_self) - ref).detach()
+
+
+for _red in ("sum", "prod", "mean", "amax", "amin"):
+    for _incl in (True, False):
+        _sfx = "" if _incl else "_exclude_self"
+        case(f"scatter_reduce_{_red}{_sfx}",
+             lambda x, i, s, r=_red, inc=_incl: x.scatter_reduce(0, i, s, r, include_self=inc),
+             F(4, 3, low=0.5, high=1.5), I(5, 3, high=3), F(5, 3, low=0.5, high=1.5),
+             torch_fn=(lambda x, i, s, inc=_incl: _scatter_prod_oracle(x, i, s, inc))
+             if _red == "prod" else None, dtypes=FD)
+    if _red != "prod":
+        case(f"scatter_reduce_{_red}_small_index",
+             lambda x, i, s, r=_red: x.scatter_reduce(-1, i, s, r, include_self=False),
+             F(3, 4, low=0.5, high=1.5), I(2, 3, low=-4, high=4), F(3, 5, low=0.5, high=1.5),
+             torch_fn=lambda x, i, s, r=_red: x.scatter_reduce(-1, i % 4, s, r,
+                                                              include_self=False),
+             dtypes=F64_32, grad=False)
+# Ties: rounded values make equal maxima; the gradient splits among them, as torch's does.
+for _red in ("amax", "amin"):
+    case(f"scatter_reduce_{_red}_ties",
+         lambda x, i, s, r=_red: x.scatter_reduce(1, i, (s * 2).round(), r),
+         F(3, 2, low=-1.0, high=1.0), I(3, 6, high=2), F(3, 6, low=-1.0, high=1.0),
+         torch_fn=lambda x, i, s, r=_red: x.scatter_reduce(1, i, (s * 2).round(), r),
+         dtypes=F64_32)
+case("scatter_reduce_prod_zero", lambda x, i, s: x.scatter_reduce(0, i, s, "prod"),
+     F(3, 2), I(4, 2, high=3), F(4, 2, plant=(0.0,)),
+     torch_fn=lambda x, i, s: _scatter_prod_oracle(x, i, s, True), dtypes=F64_32)
 
 
 # ---- statistics, sorting and sampling (issue 16) ------------------------------------------------
