@@ -88,3 +88,7 @@ from burnpy.autodiff.modes import (  # noqa: E402
 
 __all__ += ["AnomalyError", "detect_anomaly", "enable_grad", "is_grad_enabled", "no_grad",
             "set_grad_enabled"]
+
+from burnpy import linalg  # noqa: E402
+
+__all__ += ["linalg"]
