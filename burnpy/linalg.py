@@ -698,6 +698,9 @@ def cross(input: Tensor, other: Tensor, *, dim: int = -1) -> Tensor:  # noqa: A0
     """The cross product of 3-vectors along ``dim`` (other dims broadcasting)."""
     _checked("cross", input, min_ndim=1)
     _checked("cross", other, min_ndim=1)
+    if input.ndim != other.ndim:
+        raise ShapeError(f"linalg.cross: inputs need the same number of dims (as in torch), got "
+                         f"shapes {describe(input.shape)} and {describe(other.shape)}")
     shape = _broadcast_shapes(input.shape, other.shape)
     a = input.expand(*shape) if input.shape != shape else input
     b = other.expand(*shape) if other.shape != shape else other

@@ -73,8 +73,9 @@ def _on_host(cls: type[Backend], kernel: Callable[..., Any], tensors: tuple[Floa
     arrays = [np.ascontiguousarray(cls.float_into_data(t).array) for t in tensors]
     result = kernel(np, *arrays, *params)
     outputs = result if isinstance(result, tuple) else (result,)
-    return tuple(cls.float_from_data(TensorData(np.ascontiguousarray(o)), device)
-                 for o in outputs)
+    # ascontiguousarray makes a 0-d result 1-d: keep each result's own shape
+    return tuple(cls.float_from_data(TensorData(np.ascontiguousarray(o).reshape(np.shape(o))),
+                                     device) for o in outputs)
 
 
 class LinalgOps:
