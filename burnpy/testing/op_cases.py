@@ -953,13 +953,13 @@ _la("qr_r", lambda a: _lin(a).qr(a, mode="r")[1], (4, 3), grad=False)
 # Eigenvectors and singular vectors are defined up to sign: compare sign-free functions.
 _la("eigh", lambda a: (_lin(a).eigh(_spd(a)).eigenvalues, _lin(a).eigh(_spd(a))[1] ** 2),
     (2, 4, 4))
-_la("eigh_upper", lambda a: _lin(a).eigh(_spd(a) + a.mT, UPLO="U")[1] ** 2, (3, 3))
+_la("eigh_upper", lambda a: _lin(a).eigh(_spd(a), UPLO="U")[1] ** 2, (3, 3))
 _la("eigvalsh", lambda a: _lin(a).eigvalsh(a + a.mT), (2, 4, 4))
 _la("svd_tall", lambda a: tuple(t ** 2 if i != 1 else t for i, t in
                                enumerate(_lin(a).svd(a, full_matrices=False))), (2, 5, 3))
 _la("svd_wide", lambda a: tuple(t ** 2 if i != 1 else t for i, t in
                                enumerate(_lin(a).svd(a, full_matrices=False))), (2, 3, 4))
-_la("svd_reconstruct", lambda a: (lambda u, s, vh: (u * s.unsqueeze(-2)) @ vh)(
+_la("svd_reconstruct", lambda a: (lambda u, s, vh: ((u * s.unsqueeze(-2)) @ vh) ** 2)(
     *_lin(a).svd(a, full_matrices=False)), (2, 4, 3))
 _la("svdvals", lambda a: _lin(a).svdvals(a), (2, 3, 5))
 _la("pinv", lambda a: _lin(a).pinv(a), (2, 5, 3))
