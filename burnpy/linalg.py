@@ -285,15 +285,15 @@ class _QR(Function):
     def forward(ctx: FunctionCtx, a: Tensor, complete: bool) -> tuple[Tensor, Tensor]:
         q, r = a.backend.float_qr(_prim(a), complete)
         outputs = _wrap(a, q), _wrap(a, r)
-        ctx.complete = complete
         ctx.save_for_backward(*outputs)
         ctx.save_for_forward(a, *outputs)
         return outputs
 
     @staticmethod
-    def _differentiable(ctx: FunctionCtx, q: Tensor, r: Tensor) -> None:
+    def _differentiable(q: Tensor, r: Tensor) -> None:
+        """Refuse mode='complete' with m > n (Q wider than R), where torch does too."""
         m, n = q.shape[-2], r.shape[-1]
-        if ctx.complete and m > n:
+        if q.shape[-1] > r.shape[-1]:
             raise AutodiffError("linalg.qr: not differentiable with mode='complete' and more "
                                 f"rows than columns (got {m} x {n}), as in torch; use "
                                 "mode='reduced'")
@@ -302,7 +302,7 @@ class _QR(Function):
     def backward(ctx: FunctionCtx, grad_q: Tensor, grad_r: Tensor) -> tuple[Tensor, None]:
         q, r = ctx.saved_tensors
         assert q is not None and r is not None
-        _QR._differentiable(ctx, q, r)
+        _QR._differentiable(q, r)
         m, n = q.shape[-2], r.shape[-1]
         if m >= n:
             return _qr_tall_backward(q, r, grad_q, grad_r), None
@@ -318,7 +318,7 @@ class _QR(Function):
     def jvp(ctx: FunctionCtx, da: Tensor, _: None) -> tuple[Tensor, Tensor]:
         a, q, r = ctx.saved_tensors
         assert a is not None and q is not None and r is not None
-        _QR._differentiable(ctx, q, r)
+        _QR._differentiable(q, r)
         m, n = q.shape[-2], r.shape[-1]
         if m >= n:
             return _qr_tall_jvp(q, r, da)
@@ -375,7 +375,6 @@ class _SVD(Function):
                 ) -> tuple[Tensor, Tensor, Tensor]:
         u, s, vh = a.backend.float_svd(_prim(a), full_matrices)
         outputs = _wrap(a, u), _wrap(a, s), _wrap(a, vh)
-        ctx.full_matrices = full_matrices
         ctx.save_for_backward(*outputs)
         ctx.save_for_forward(*outputs)
         return outputs
@@ -412,7 +411,7 @@ class _SVD(Function):
         u, s, vh = ctx.saved_tensors
         assert u is not None and s is not None and vh is not None
         m, n = u.shape[-2], vh.shape[-1]
-        if ctx.full_matrices and m != n:
+        if u.shape[-1] != s.shape[-1] or vh.shape[-2] != s.shape[-1]:
             raise AutodiffError("linalg.svd: the tangent of U or Vh is not defined with "
                                 f"full_matrices=True on {m} x {n} matrices (as in torch); "
                                 "use full_matrices=False")
@@ -521,7 +520,7 @@ def svdvals(A: Tensor) -> Tensor:  # noqa: N803
     return svd(A, full_matrices=False).S
 
 
-def vector_norm(x: Tensor, ord: float = 2, dim: int | Sequence[int] | None = None,  # noqa: A002
+def vector_norm(x: Tensor, ord: float = 2, dim: int | Sequence[int] | None = None,
                 keepdim: bool = False) -> Tensor:
     """The ``ord``-norm of ``x`` over ``dim`` (all dims when None): ``sum(|x|^ord)^(1/ord)``,
     max/min of ``|x|`` for ``±inf``, the count of non-zeros for 0."""
@@ -558,7 +557,7 @@ def _restore(value: Tensor, dims: tuple[int, int], keepdim: bool) -> Tensor:
     return value
 
 
-def matrix_norm(A: Tensor, ord: float | str = "fro",  # noqa: N803, A002
+def matrix_norm(A: Tensor, ord: float | str = "fro",  # noqa: N803
                 dim: tuple[int, int] = (-2, -1), keepdim: bool = False) -> Tensor:
     """The matrix norm over the two ``dim``: 'fro', 'nuc' (sum of singular values), ``±2``
     (largest/smallest singular value), ``±1`` (max/min column abs sum), ``±inf`` (row)."""
@@ -580,7 +579,7 @@ def matrix_norm(A: Tensor, ord: float | str = "fro",  # noqa: N803, A002
     return _restore(value, dims, keepdim)
 
 
-def norm(A: Tensor, ord: float | str | None = None,  # noqa: N803, A002
+def norm(A: Tensor, ord: float | str | None = None,  # noqa: N803
          dim: int | tuple[int, int] | None = None, keepdim: bool = False) -> Tensor:
     """torch.linalg.norm: a vector norm for an int ``dim`` (or everything flattened when
     ``ord`` and ``dim`` are None), a matrix norm for a pair of dims, a string ``ord`` or a
@@ -592,7 +591,7 @@ def norm(A: Tensor, ord: float | str | None = None,  # noqa: N803, A002
         return vector_norm(A, 2, None, keepdim)
     if dim is None:
         if A.ndim == 1 and not isinstance(ord, str):
-            return vector_norm(A, ord, None, keepdim)
+            return vector_norm(A, 2 if ord is None else ord, None, keepdim)
         if A.ndim != 2:
             raise ShapeError(f"linalg.norm: with ord={ord!r} and no dim, A must be 1-D or 2-D, "
                              f"got shape {describe(A.shape)}")
@@ -602,8 +601,8 @@ def norm(A: Tensor, ord: float | str | None = None,  # noqa: N803, A002
 
 def _tolerance(s: Tensor, shape: tuple[int, ...], atol: float | None,
                rtol: float | None) -> Tensor:
-    """torch's cutoff ``max(atol, rtol * σ_max)`` per matrix, ``[..., 1]`` (rtol defaults to
-    ``eps * max(m, n)`` when neither is given)."""
+    """torch's cutoff ``max(atol, rtol * largest singular value)`` per matrix, ``[..., 1]``
+    (rtol defaults to ``eps * max(m, n)`` when neither is given)."""
     if rtol is None:
         rtol = (0.0 if atol is not None and atol > 0
                 else float(_eps(s.dtype)) * max(shape[-2], shape[-1]))
@@ -644,8 +643,8 @@ def matrix_rank(A: Tensor, *, atol: float | None = None,  # noqa: N803
 def lstsq(A: Tensor, B: Tensor, rcond: float | None = None, *,  # noqa: N803
           driver: str | None = None) -> LstsqResult:
     """The least-squares solution of ``A X = B`` (the minimum-norm one where ``A`` is wide),
-    as torch on the CPU: driver 'gelsy' (default) also gives the rank, 'gelsd' and 'gelss'
-    the rank, the singular values and, for tall full-rank ``A``, the residuals."""
+    as torch on the CPU: 'gelsy' (default) also gives the rank, 'gelsd' and 'gelss' the rank
+    and the singular values; all but 'gelsy' give the residuals for tall full-rank ``A``."""
     _checked("lstsq", A)
     _checked("lstsq", B, min_ndim=1)
     driver = driver or "gelsy"
@@ -666,8 +665,9 @@ def lstsq(A: Tensor, B: Tensor, rcond: float | None = None, *,  # noqa: N803
     values, residuals = empty, empty
     if driver in ("gelsd", "gelss"):
         values = svdvals(A)
-        if m > n and bool((rank == n).all().item()):
-            residuals = ((A @ solution - rhs) ** 2.0).sum(-2)
+    full_rank = driver == "gels" or bool((rank == n).all().item())
+    if driver != "gelsy" and m > n and full_rank:
+        residuals = ((A @ solution - rhs) ** 2.0).sum(-2)
     if vector:
         solution = solution.squeeze(-1)
         residuals = residuals.squeeze(-1) if residuals.ndim > 1 else residuals
@@ -694,7 +694,7 @@ def matrix_power(A: Tensor, n: int) -> Tensor:  # noqa: N803
     return result
 
 
-def cross(input: Tensor, other: Tensor, *, dim: int = -1) -> Tensor:  # noqa: A002
+def cross(input: Tensor, other: Tensor, *, dim: int = -1) -> Tensor:
     """The cross product of 3-vectors along ``dim`` (other dims broadcasting)."""
     _checked("cross", input, min_ndim=1)
     _checked("cross", other, min_ndim=1)
