@@ -131,3 +131,8 @@ def column_stack(tensors: Sequence[Tensor]) -> Tensor:
 
 
 __all__ += ["column_stack", "dstack", "einsum", "hstack", "inner", "vstack"]
+
+# torch.linalg's names (issue 16).
+from burnpy import linalg  # noqa: E402
+
+__all__ += ["linalg"]

@@ -14,6 +14,7 @@ from burnpy_cpu.array_ops.activation_ops import ArrayActivationOps
 from burnpy_cpu.array_ops.bool_ops import ArrayBoolOps
 from burnpy_cpu.array_ops.float_ops import ArrayFloatOps
 from burnpy_cpu.array_ops.int_ops import ArrayIntOps
+from burnpy_cpu.array_ops.linalg_ops import ArrayLinalgOps
 from burnpy_cpu.array_ops.loss_ops import ArrayLossOps
 from burnpy_cpu.array_ops.module_ops import ArrayModuleOps
 from burnpy_cpu.array_ops.norm_ops import ArrayNormOps
@@ -31,7 +32,8 @@ class CpuDevice:
 
 
 class CpuBackend(ArrayFloatOps, ArrayIntOps, ArrayBoolOps, ArrayQOps, ArrayModuleOps,
-                 ArrayNormOps, ArrayLossOps, ArrayActivationOps, ArrayOptimOps, Backend):
+                 ArrayNormOps, ArrayLossOps, ArrayActivationOps, ArrayOptimOps, ArrayLinalgOps,
+                 Backend):
     """Every op on NumPy arrays: float, int and bool primitives are ``numpy.ndarray``;
     quantized ones are ``QuantizedArray`` (int8 or packed uint32 values plus scales)."""
 

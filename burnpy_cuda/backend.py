@@ -22,6 +22,7 @@ from burnpy_cpu.array_ops.activation_ops import ArrayActivationOps
 from burnpy_cpu.array_ops.bool_ops import ArrayBoolOps
 from burnpy_cpu.array_ops.float_ops import ArrayFloatOps
 from burnpy_cpu.array_ops.int_ops import ArrayIntOps
+from burnpy_cpu.array_ops.linalg_ops import ArrayLinalgOps
 from burnpy_cpu.array_ops.loss_ops import ArrayLossOps
 from burnpy_cpu.array_ops.module_ops import ArrayModuleOps
 from burnpy_cpu.array_ops.norm_ops import ArrayNormOps
@@ -41,7 +42,7 @@ def CudaDevice(index: int = 0) -> Device:  # noqa: N802 - reads like a device ty
 
 class CudaBackend(CudaKernelOps, ArrayFloatOps, ArrayIntOps, ArrayBoolOps, ArrayQOps,
                   ArrayModuleOps, ArrayNormOps, ArrayLossOps, ArrayActivationOps, ArrayOptimOps,
-                  Backend):
+                  ArrayLinalgOps, Backend):
     """Every op on ``cupy.ndarray``s; quantized tensors are ``QuantizedArray``s of CuPy arrays.
 
     Ops run on the device of their inputs: the Tensor layer refuses operands on different

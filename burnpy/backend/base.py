@@ -17,6 +17,7 @@ from burnpy.backend.ops.activation_ops import ActivationOps
 from burnpy.backend.ops.bool_ops import BoolOps
 from burnpy.backend.ops.float_ops import FloatOps
 from burnpy.backend.ops.int_ops import IntOps
+from burnpy.backend.ops.linalg_ops import LinalgOps
 from burnpy.backend.ops.module_ops import ModuleOps
 from burnpy.backend.ops.optim_ops import OptimOps
 from burnpy.backend.ops.q_ops import QOps
@@ -30,7 +31,7 @@ class IncompleteBackendError(BurnpyError, TypeError):
     """A concrete backend class that leaves required ops unimplemented."""
 
 
-class Backend(FloatOps, IntOps, BoolOps, QOps, ModuleOps, ActivationOps, OptimOps):
+class Backend(FloatOps, IntOps, BoolOps, QOps, ModuleOps, ActivationOps, OptimOps, LinalgOps):
     """Base of every backend. Never instantiated: ``CpuBackend.float_add(a, b)``.
 
     Associated types (class attributes): ``Device`` (the device class),

@@ -70,6 +70,11 @@ TORCH_SECOND_FORWARD_WRONG: dict[str, str] = {
         ("layer_norm", "layer_norm_two_dims_weight_only", "layer_norm_no_affine"),
         "torch 2.13's forward-over-forward layer_norm disagrees with central differences and "
         "with its own composition from mean and var; burnpy agrees with both"),
+    **dict.fromkeys(
+        ("linalg_det", "linalg_det_negative", "linalg_slogdet", "linalg_solve",
+         "linalg_solve_vector", "linalg_solve_broadcast", "linalg_solve_right"),
+        "torch 2.13's forward-over-forward det, slogdet and solve treat the saved LU factors "
+        "as constants and disagree with central differences; burnpy agrees with them"),
 }
 
 

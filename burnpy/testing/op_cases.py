@@ -1229,3 +1229,83 @@ case("scatter_reduce_prod_zero", lambda x, i, s: x.scatter_reduce(0, i, s, "prod
 
 
 # ---- burnpy.linalg (issue 16) -------------------------------------------------------------------
+def _lin(a: Any) -> Any:
+    """``burnpy.linalg`` for a burnpy tensor, ``torch.linalg`` for a torch one: one lambda
+    serves both sides."""
+    return bp.linalg if isinstance(a, bp.Tensor) else torch.linalg
+
+
+def _eye_of(a: Any, n: int) -> Any:
+    if isinstance(a, bp.Tensor):
+        return bp.Tensor.eye(n, backend=a.backend, device=a.device, dtype=a.dtype)
+    return torch.eye(n, dtype=a.dtype)
+
+
+def _dominant(a: Any) -> Any:
+    """``a`` (entries in [-1, 1)) plus ``(n + 1) I``: diagonally dominant, well conditioned."""
+    return a + _eye_of(a, a.shape[-1]) * float(a.shape[-1] + 1)
+
+
+def _spd(a: Any) -> Any:
+    """``a a^T + n I``: symmetric positive definite, well conditioned."""
+    return a @ a.mT + _eye_of(a, a.shape[-1]) * float(a.shape[-1])
+
+
+def _la(name: str, fn: Fn, *args: Any, **kwargs: Any) -> None:
+    """A linalg case in float64 and float32, inputs in [-1, 1)."""
+    case("linalg_" + name, fn, *(F(*a, low=-1.0, high=1.0) for a in args), dtypes=F64_32,
+         **kwargs)
+
+
+_la("inv", lambda a: _lin(a).inv(_dominant(a)), (2, 3, 3))
+_la("det", lambda a: _lin(a).det(_dominant(a)), (2, 3, 3))
+_la("det_negative", lambda a: _lin(a).det(-_dominant(a)), (3, 3))
+_la("slogdet", lambda a: _lin(a).slogdet(-_dominant(a)).logabsdet, (2, 4, 4))
+_la("slogdet_sign", lambda a: _lin(a).slogdet(_dominant(a) - 0.5 * a.shape[-1]).sign,
+    (2, 4, 4), grad=False)
+_la("solve", lambda a, b: _lin(a).solve(_dominant(a), b), (2, 3, 3), (2, 3, 2))
+_la("solve_vector", lambda a, b: _lin(a).solve(_dominant(a), b), (2, 3, 3), (2, 3))
+_la("solve_broadcast", lambda a, b: _lin(a).solve(_dominant(a), b), (3, 3), (2, 3, 4))
+_la("solve_right", lambda a, b: _lin(a).solve(_dominant(a), b, left=False), (2, 3, 3), (2, 4, 3))
+_la("cholesky", lambda a: _lin(a).cholesky(_spd(a)), (2, 4, 4))
+_la("cholesky_upper", lambda a: _lin(a).cholesky(_spd(a), upper=True), (3, 3))
+_la("qr_tall", lambda a: tuple(_lin(a).qr(a)), (2, 5, 3))
+_la("qr_square_complete", lambda a: tuple(_lin(a).qr(a, mode="complete")), (2, 3, 3))
+_la("qr_wide", lambda a: tuple(_lin(a).qr(a)), (2, 3, 5))
+_la("qr_r", lambda a: _lin(a).qr(a, mode="r")[1], (4, 3), grad=False)
+# Eigenvectors and singular vectors are defined up to sign: compare sign-free functions.
+_la("eigh", lambda a: (_lin(a).eigh(_spd(a)).eigenvalues, _lin(a).eigh(_spd(a))[1] ** 2),
+    (2, 4, 4))
+_la("eigh_upper", lambda a: _lin(a).eigh(_spd(a), UPLO="U")[1] ** 2, (3, 3))
+_la("eigvalsh", lambda a: _lin(a).eigvalsh(a + a.mT), (2, 4, 4))
+_la("svd_tall", lambda a: tuple(t ** 2 if i != 1 else t for i, t in
+                               enumerate(_lin(a).svd(a, full_matrices=False))), (2, 5, 3))
+_la("svd_wide", lambda a: tuple(t ** 2 if i != 1 else t for i, t in
+                               enumerate(_lin(a).svd(a, full_matrices=False))), (2, 3, 4))
+_la("svd_reconstruct", lambda a: (lambda u, s, vh: ((u * s.unsqueeze(-2)) @ vh) ** 2)(
+    *_lin(a).svd(a, full_matrices=False)), (2, 4, 3))
+_la("svdvals", lambda a: _lin(a).svdvals(a), (2, 3, 5))
+_la("pinv", lambda a: _lin(a).pinv(a), (2, 5, 3))
+_la("pinv_hermitian", lambda a: _lin(a).pinv(_spd(a), hermitian=True), (3, 3))
+_la("matrix_rank", lambda a: _lin(a).matrix_rank(a), (2, 4, 3), grad=False)
+_la("lstsq", lambda a, b: _lin(a).lstsq(a, b).solution, (2, 5, 3), (2, 5, 2))
+_la("matrix_power", lambda a: _lin(a).matrix_power(a, 3), (2, 3, 3))
+_la("matrix_power_negative", lambda a: _lin(a).matrix_power(_dominant(a), -2), (2, 3, 3))
+_la("matrix_power_zero", lambda a: _lin(a).matrix_power(a, 0), (2, 3, 3), grad=False)
+_la("cross", lambda a, b: _lin(a).cross(a, b), (1, 4, 3), (2, 4, 3))
+_la("cross_dim", lambda a, b: _lin(a).cross(a, b, dim=0), (3, 4), (3, 4))
+_la("vector_norm", lambda a: _lin(a).vector_norm(a), (3, 4))
+_la("vector_norm_dim", lambda a: _lin(a).vector_norm(a, 2, dim=-1, keepdim=True), (2, 3, 4))
+_la("vector_norm_ord1", lambda a: _lin(a).vector_norm(a, 1, dim=(0, 2)), (2, 3, 4))
+_la("vector_norm_ord3", lambda a: _lin(a).vector_norm(a, 3, dim=1), (3, 4))
+_la("vector_norm_inf", lambda a: _lin(a).vector_norm(a, INF, dim=1), (3, 4))
+_la("vector_norm_neg_inf", lambda a: _lin(a).vector_norm(a, -INF, dim=1), (3, 4))
+_la("matrix_norm_fro", lambda a: _lin(a).matrix_norm(a), (2, 3, 4))
+_la("matrix_norm_nuc", lambda a: _lin(a).matrix_norm(a, "nuc"), (2, 3, 4))
+_la("matrix_norm_2", lambda a: _lin(a).matrix_norm(a, 2), (2, 3, 4))
+_la("matrix_norm_neg2", lambda a: _lin(a).matrix_norm(a, -2), (2, 4, 3))
+_la("matrix_norm_1", lambda a: _lin(a).matrix_norm(a, 1, keepdim=True), (2, 3, 4))
+_la("matrix_norm_inf_dims", lambda a: _lin(a).matrix_norm(a, -INF, dim=(0, 2)), (3, 2, 4))
+_la("norm", lambda a: _lin(a).norm(a), (2, 3, 4))
+_la("norm_dim", lambda a: _lin(a).norm(a, 3, dim=1), (2, 3, 4))
+_la("norm_matrix_ord", lambda a: _lin(a).norm(a, "nuc"), (3, 4))
