@@ -272,10 +272,9 @@ _both("pairwise_distance_p1_keepdim", "pairwise_distance", Flt(3, 4), Flt(3, 4),
       keepdim=True)
 
 # ---- losses -----------------------------------------------------------------------------------
-_POSITIVE = {"low": 0.1, "high": 2.0}
 for _reduction in ("mean", "sum", "none"):
     _r = {"reduction": _reduction}
-    _both(f"kl_div_{_reduction}", "kl_div", Flt(3, 4), Flt(3, 4, **_POSITIVE), **_r)
+    _both(f"kl_div_{_reduction}", "kl_div", Flt(3, 4), Flt(3, 4, low=0.1, high=2.0), **_r)
     _both(f"smooth_l1_loss_{_reduction}", "smooth_l1_loss", Flt(3, 4), Flt(3, 4), beta=0.8,
           **_r)
     _both(f"bce_{_reduction}", "binary_cross_entropy", Flt(3, 4, low=0.05, high=0.95),
@@ -283,7 +282,7 @@ for _reduction in ("mean", "sum", "none"):
     _both(f"poisson_nll_loss_{_reduction}", "poisson_nll_loss", Flt(3, 4),
           Flt(3, 4, low=0.0, high=4.0), **_r)
     _both(f"gaussian_nll_loss_{_reduction}", "gaussian_nll_loss", Flt(3, 4), Flt(3, 4),
-          Flt(3, 4, **_POSITIVE), **_r)
+          Flt(3, 4, low=0.1, high=2.0), **_r)
     _both(f"triplet_margin_loss_{_reduction}", "triplet_margin_loss", Flt(3, 4), Flt(3, 4),
           Flt(3, 4), **_r)
     _both(f"huber_loss_{_reduction}", "huber_loss", Flt(3, 4), Flt(3, 4), delta=0.7, **_r)
@@ -301,10 +300,10 @@ _case("bce_with_logits_pos_weight",
       Flt(3, 4, low=-6.0, high=6.0), Flt(3, 4, low=0.0, high=1.0),
       Flt(4, low=0.1, high=2.0, requires_grad=False),
       torch_fn=lambda x, t, p: TF.binary_cross_entropy_with_logits(x, t, pos_weight=p))
-_both("poisson_nll_loss_rate_full", "poisson_nll_loss", Flt(3, 4, **_POSITIVE),
+_both("poisson_nll_loss_rate_full", "poisson_nll_loss", Flt(3, 4, low=0.1, high=2.0),
       Flt(3, 4, low=0.0, high=4.0), log_input=False, full=True)
 _both("gaussian_nll_loss_full_var_per_row", "gaussian_nll_loss", Flt(3, 4), Flt(3, 4),
-      Flt(3, 1, **_POSITIVE), full=True)
+      Flt(3, 1, low=0.1, high=2.0), full=True)
 _both("triplet_margin_loss_p1_swap", "triplet_margin_loss", Flt(3, 4), Flt(3, 4), Flt(3, 4),
       margin=0.5, p=1.0, swap=True)
 _case("margin_ranking_loss",
@@ -319,15 +318,16 @@ _case("cosine_embedding_loss",
 
 #: CTC targets: two padded label rows (a repeat in the first), their lengths and the inputs'.
 _CTC_TARGETS = np.array([[1, 2, 2], [3, 1, 0]])
-_CTC_LENGTHS = {"input_lengths": [5, 4], "target_lengths": [3, 2]}
+_CTC_INPUT_LENGTHS, _CTC_TARGET_LENGTHS = [5, 4], [3, 2]
 for _reduction in ("mean", "sum", "none"):
     _case(f"ctc_loss_{_reduction}",
           lambda x, r=_reduction: F.ctc_loss(
-              x.log_softmax(2), Tensor.from_data(_CTC_TARGETS, backend=x.backend), **_CTC_LENGTHS,
-              reduction=r),
+              x.log_softmax(2), Tensor.from_data(_CTC_TARGETS, backend=x.backend),
+              _CTC_INPUT_LENGTHS, _CTC_TARGET_LENGTHS, reduction=r),
           Flt(5, 2, 4),
           torch_fn=lambda x, r=_reduction: TF.ctc_loss(
-              x.log_softmax(2), torch.from_numpy(_CTC_TARGETS), **_CTC_LENGTHS, reduction=r))
+              x.log_softmax(2), torch.from_numpy(_CTC_TARGETS),
+              torch.tensor(_CTC_INPUT_LENGTHS), torch.tensor(_CTC_TARGET_LENGTHS), reduction=r))
 
 # ---- grid sampling ----------------------------------------------------------------------------
 _both("affine_grid", "affine_grid", Flt(2, 2, 3), size=(2, 3, 4, 5), align_corners=False)
