@@ -70,6 +70,10 @@ TORCH_SECOND_FORWARD_WRONG: dict[str, str] = {
         ("layer_norm", "layer_norm_two_dims_weight_only", "layer_norm_no_affine"),
         "torch 2.13's forward-over-forward layer_norm disagrees with central differences and "
         "with its own composition from mean and var; burnpy agrees with both"),
+    **dict.fromkeys(
+        ("instance_norm", "instance_norm_affine"),
+        "torch's instance_norm runs its batch_norm, whose forward-over-forward is wrong (see "
+        "batch_norm_train); burnpy agrees with central differences"),
 }
 
 
