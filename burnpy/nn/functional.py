@@ -525,3 +525,10 @@ def softmax(x: Tensor, dim: int) -> Tensor:
 def log_softmax(x: Tensor, dim: int) -> Tensor:
     """log(softmax(x, dim)), computed stably along ``dim``."""
     return x.log_softmax(dim)
+
+
+# The rest of torch.nn.functional's surface (issue 16), composed from Tensor ops.
+from burnpy.nn import functional_extra as _extra  # noqa: E402
+from burnpy.nn.functional_extra import *  # noqa: E402, F403
+
+__all__ += _extra.__all__

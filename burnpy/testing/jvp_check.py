@@ -75,6 +75,10 @@ TORCH_SECOND_FORWARD_WRONG: dict[str, str] = {
          "linalg_solve_vector", "linalg_solve_broadcast", "linalg_solve_right"),
         "torch 2.13's forward-over-forward det, slogdet and solve treat the saved LU factors "
         "as constants and disagree with central differences; burnpy agrees with them"),
+    **dict.fromkeys(
+        ("instance_norm", "instance_norm_affine"),
+        "torch's instance_norm runs its batch_norm, whose forward-over-forward is wrong (see "
+        "batch_norm_train); burnpy agrees with central differences"),
 }
 
 
