@@ -118,16 +118,35 @@ def _order_statistic(t: Tensor, op: str, dim: int, keepdim: bool,
     return _pick_sorted(t, d, position, keepdim)
 
 
+def _shared_among_ties(t: Tensor, value: Tensor) -> Tensor:
+    """``value`` (an element of the 1-d ``t``) written so that its derivative is shared evenly
+    among the elements equal to it (or among the NaNs when it is NaN), as torch's full
+    ``median()`` shares it: ``m + sum(tied (t - m)) / count``, which is ``m`` exactly."""
+    if t.kind is not FLOAT:
+        return value
+    x, m = t.detach(), value.detach()
+    tied = (x == m) | (x.isnan() & m.isnan())
+    finite_m = m.mask_fill(m.isinf(), 0.0)
+    share = (t - finite_m).mask_fill(~tied, 0.0).sum()
+    return finite_m + share / tied.sum().cast(t.dtype)
+
+
+def _full_order_statistic(input: Tensor, op: str, ignore_nan: bool) -> Tensor:
+    if input.numel() == 0:
+        _require_float(input, op)
+        return _tensor_class().full((), math.nan, backend=input.backend, device=input.device,
+                                    dtype=input.dtype)
+    flat = _numeric(input, op).flatten()
+    return _shared_among_ties(flat, _order_statistic(flat, op, 0, False, ignore_nan).values)
+
+
 def median(input: Tensor, dim: int | None = None,
            keepdim: bool = False) -> Tensor | ValuesIndices:
     """torch.median: the lower of the two middle values (NaN if any value is NaN). Over all
-    elements (``dim=None``) a 0-d tensor; along ``dim`` the named tuple ``(values, indices)``."""
+    elements (``dim=None``) a 0-d tensor whose gradient is shared among the values equal to it;
+    along ``dim`` the named tuple ``(values, indices)``, the gradient going to the index."""
     if dim is None:
-        if input.numel() == 0:
-            _require_float(input, "median")
-            return _tensor_class().full((), math.nan, backend=input.backend, device=input.device,
-                                        dtype=input.dtype)
-        return _order_statistic(input.flatten(), "median", 0, False, False).values
+        return _full_order_statistic(input, "median", False)
     return _order_statistic(input, "median", dim, keepdim, False)
 
 
@@ -135,11 +154,7 @@ def nanmedian(input: Tensor, dim: int | None = None,
               keepdim: bool = False) -> Tensor | ValuesIndices:
     """torch.nanmedian: ``median`` of the values that are not NaN (NaN only where all are)."""
     if dim is None:
-        if input.numel() == 0:
-            _require_float(input, "nanmedian")
-            return _tensor_class().full((), math.nan, backend=input.backend, device=input.device,
-                                        dtype=input.dtype)
-        return _order_statistic(input.flatten(), "nanmedian", 0, False, True).values
+        return _full_order_statistic(input, "nanmedian", True)
     return _order_statistic(input, "nanmedian", dim, keepdim, True)
 
 
@@ -306,10 +321,8 @@ def std_mean(input: Tensor, dim: Dims = None, *, correction: float | None = None
 # ---- norms and distances -----------------------------------------------------------------------
 
 def _safe_root(total: Tensor, exponent: float) -> Tensor:
-    """``total ** exponent`` whose gradient is 0 where ``total`` is 0 (torch's subgradient of
-    a norm at the origin), not the NaN of ``0 * inf``."""
-    if not total.is_require_grad():
-        return total.sqrt() if exponent == 0.5 else total ** exponent
+    """``total ** exponent`` whose derivatives are 0 where ``total`` is 0 (torch's subgradient
+    of a norm at the origin), not the NaN of ``0 * inf``."""
     zero = total == 0.0
     safe = total.mask_fill(zero, 1.0)
     return (safe.sqrt() if exponent == 0.5 else safe ** exponent).mask_fill(zero, 0.0)
