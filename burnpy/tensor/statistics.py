@@ -479,8 +479,8 @@ def searchsorted(sorted_sequence: Tensor, values: Tensor | float, *, out_int32: 
             raise InvalidArgumentError("searchsorted: side='left' contradicts right=True")
         right = side == "right"
     seq = sorted_sequence
-    if not isinstance(values, _tensor_class()):
-        values = _tensor_class().full((), values, backend=seq.backend, device=seq.device,
+    if isinstance(values, int | float):
+        values = _tensor_class().full((), float(values), backend=seq.backend, device=seq.device,
                                       dtype=seq.dtype)
     v = values.detach().unsqueeze(-1)
     if seq.ndim == 0:
@@ -659,12 +659,12 @@ def randperm(n: int, *, backend: type[Backend] | None = None, device: Device | N
     """torch.randperm: a random permutation of ``0..n-1`` (the order of uniform keys)."""
     if n < 0:
         raise InvalidArgumentError(f"randperm: n must be >= 0, got {n}")
-    Tensor = _tensor_class()
-    probe = Tensor.zeros((), backend=backend, device=device)
+    tensor_cls = _tensor_class()
+    probe = tensor_cls.zeros((), backend=backend, device=device)
     b, dev = probe.backend, probe.device
     wide = DType.float64 if b.supports_dtype(dev, DType.float64) else DType.float32
-    perm = Tensor.random((n,), Distribution.default(), backend=b, device=dev,
-                         dtype=wide).argsort()
+    perm = tensor_cls.random((n,), Distribution.default(), backend=b, device=dev,
+                             dtype=wide).argsort()
     return perm if dtype is None else perm.cast(dtype)
 
 
@@ -673,27 +673,27 @@ def normal(mean: Tensor | float, std: Tensor | float = 1.0,
            device: Device | None = None, dtype: DTypeLike | None = None) -> Tensor:
     """torch.normal: samples of N(mean, std) for tensor means and/or stds (broadcast) or, with
     two numbers, of ``size``. The samples carry no gradient, as torch's."""
-    Tensor = _tensor_class()
-    like = mean if isinstance(mean, Tensor) else std if isinstance(std, Tensor) else None
+    tensor_cls = _tensor_class()
+    like = mean if isinstance(mean, tensor_cls) else std if isinstance(std, tensor_cls) else None
     if like is None:
         if size is None:
             raise InvalidArgumentError("normal: give a size with a number mean and std")
         if std < 0:
             raise InvalidArgumentError(f"normal: std must be >= 0, got {std}")
-        return Tensor.random(size, Distribution.normal(float(mean), float(std)),
+        return tensor_cls.random(size, Distribution.normal(float(mean), float(std)),
                              backend=backend, device=device, dtype=dtype)
     if size is not None:
         raise InvalidArgumentError("normal: size is given by the tensor mean or std")
     for t in (mean, std):
-        if isinstance(t, Tensor):
+        if isinstance(t, tensor_cls):
             _require_float(t, "normal")
-    shapes = [t.shape for t in (mean, std) if isinstance(t, Tensor)]
+    shapes = [t.shape for t in (mean, std) if isinstance(t, tensor_cls)]
     shape = broadcast_shapes("normal", *shapes) if len(shapes) == 2 else shapes[0]
     out_dtype = like.dtype if dtype is None else DType.of(dtype)
     if not out_dtype.is_float:
         raise DTypeError(f"normal: samples are float, got dtype {out_dtype!r}")
-    eps = Tensor.random(shape, Distribution.normal(0.0, 1.0), backend=like.backend,
+    eps = tensor_cls.random(shape, Distribution.normal(0.0, 1.0), backend=like.backend,
                         device=like.device, dtype=out_dtype)
-    m = mean.detach() if isinstance(mean, Tensor) else mean
-    s = std.detach() if isinstance(std, Tensor) else std
+    m = mean.detach() if isinstance(mean, tensor_cls) else mean
+    s = std.detach() if isinstance(std, tensor_cls) else std
     return eps * s + m

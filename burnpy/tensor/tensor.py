@@ -35,7 +35,7 @@ from burnpy.backend.errors import (
     article,
     describe,
 )
-from burnpy.tensor import _core
+from burnpy.tensor import _core, statistics
 from burnpy.tensor._core import BOOL, FLOAT, INT, QUANTIZED, check_same_backend, common_dtype, new
 from burnpy.tensor.arithmetic import (
     ADD,
@@ -88,7 +88,6 @@ from burnpy.tensor.indexing import (
 )
 from burnpy.tensor.inplace import accumulated, write_in_place
 from burnpy.tensor.layout import cat, dims_arg, kind_op, stack
-from burnpy.tensor import statistics
 from burnpy.tensor.quantized import check_quantizable
 from burnpy.tensor.reduction import (
     Dims,

@@ -1010,7 +1010,8 @@ case("cdist_batched_p1", lambda a, b: bp.cdist(a, b, 1.0), F(2, 4, 3), F(2, 5, 3
      torch_fn=lambda a, b: torch.cdist(a, b, 1.0), dtypes=F64_32)
 case("cdist_p3", lambda a, b: bp.cdist(a, b, 3.0), F(3, 2), F(4, 2),
      torch_fn=lambda a, b: torch.cdist(a, b, 3.0), dtypes=F64_32)
-case("cdist_inf", lambda a, b: bp.cdist(a, b, INF), F(3, 2), F(4, 2), torch_fn=lambda a, b: torch.cdist(a, b, INF), dtypes=F64_32)
+case("cdist_inf", lambda a, b: bp.cdist(a, b, INF), F(3, 2), F(4, 2),
+     torch_fn=lambda a, b: torch.cdist(a, b, INF), dtypes=F64_32)
 case("count_nonzero_dims", lambda x: x.relu().count_nonzero((0, 2)), F(2, 3, 4),
      dtypes=F64_32, grad=False)
 
