@@ -1493,8 +1493,10 @@ class Tensor:
         """Burn's name for ``cummin``."""
         return scan_with_indices(self, "cummin", dim)
 
-    def sort(self, dim: int = -1, descending: bool = False) -> ValuesIndices:
-        """The named tuple ``(values, indices)`` of ``dim`` sorted (stable), as torch.sort."""
+    def sort(self, dim: int = -1, descending: bool = False, *,
+             stable: bool = False) -> ValuesIndices:
+        """The named tuple ``(values, indices)`` of ``dim`` sorted, as torch.sort; always
+        stable, so ``stable=True`` (torch's request for it) holds too."""
         t = numeric(self, "sort")
         d = normalize_dim("sort", dim, t.ndim) if t.ndim else 0
         if t.ndim == 0:
@@ -1506,8 +1508,8 @@ class Tensor:
         """Burn's name for ``sort``: ``(sorted values, source indices)``, stable."""
         return self.sort(dim, descending)
 
-    def argsort(self, dim: int = -1, descending: bool = False) -> Tensor:
-        """The indices that sort ``dim`` (stable); see ``sort``."""
+    def argsort(self, dim: int = -1, descending: bool = False, *, stable: bool = False) -> Tensor:
+        """The indices that sort ``dim`` (always stable, whatever ``stable``); see ``sort``."""
         return self.sort(dim, descending).indices
 
     def topk(self, k: int, dim: int = -1, largest: bool = True,

@@ -942,6 +942,10 @@ case("aminmax", _method("aminmax"), F(3, 4, distinct=True), dtypes=FD)
 case("aminmax_dim", _method("aminmax", dim=1), F(2, 3, 4, distinct=True), dtypes=FD)
 case("aminmax_dim_keepdim", _method("aminmax", dim=0, keepdim=True), F(3, 4, distinct=True),
      dtypes=FD)
+case("argsort_stable_ties", lambda x: x.round().argsort(dim=1, stable=True), F(3, 9), dtypes=FD,
+     grad=False)
+case("sort_stable_descending_ties", lambda x: x.round().sort(dim=0, descending=True, stable=True),
+     F(7, 3), dtypes=FD, grad=False)
 case("msort", _method("msort"), F(4, 3, distinct=True), dtypes=FD)
 case("msort_int", _method("msort"), I(5, 2, high=9), dtypes=INT, grad=False)
 
