@@ -524,15 +524,16 @@ def histc(input: Tensor, bins: int = 100, min: float = 0.0, max: float = 0.0) ->
     if lo == hi:
         lo, hi = lo - 1.0, hi + 1.0
     inside = (x >= lo) & (x <= hi)
-    where = ((x - lo) * (bins / (hi - lo))).floor().clamp(0, bins - 1).long()
+    where = ((x - lo) * (bins / (hi - lo))).floor().clamp(0, bins - 1).cast(x.backend.int_dtype)
     counts = _tensor_class().zeros(bins, backend=x.backend, device=x.device, dtype=x.dtype)
     return counts.scatter_add(0, where, inside.cast(x.dtype))
 
 
 def bincount(input: Tensor, weights: Tensor | None = None, minlength: int = 0) -> Tensor:
     """torch.bincount: how often each value of a 1-d non-negative int tensor occurs (or the sum
-    of its ``weights``), ``max(input) + 1`` long at least ``minlength``. Counts are int64;
-    float32 weights sum in float32, others in float64 (torch's rule)."""
+    of its ``weights``), ``max(input) + 1`` long at least ``minlength``. Counts have the
+    backend's int dtype (int64 but on WebGPU); float32 weights sum in float32, others in float64
+    where the backend has it (torch's rule)."""
     if input.kind is not INT or input.ndim != 1:
         raise KindError(f"bincount: expects a 1-d int tensor, got {input.kind} of shape "
                         f"{describe(input.shape)}")
@@ -544,13 +545,14 @@ def bincount(input: Tensor, weights: Tensor | None = None, minlength: int = 0) -
     size = max(int(input.max().item()) + 1 if input.numel() else 0, minlength)
     b, dev = input.backend, input.device
     if weights is None:
-        counts = _tensor_class().zeros(size, backend=b, device=dev, dtype=DType.int64)
-        ones = _tensor_class().ones(input.shape[0], backend=b, device=dev, dtype=DType.int64)
+        counts = _tensor_class().zeros(size, backend=b, device=dev, dtype=b.int_dtype)
+        ones = _tensor_class().ones(input.shape[0], backend=b, device=dev, dtype=b.int_dtype)
         return counts.scatter_add(0, input, ones)
     if weights.shape != input.shape:
         raise ShapeError(f"bincount: weights of shape {describe(weights.shape)} must match the "
                          f"input's {describe(input.shape)}")
-    dt = DType.float32 if weights.dtype is DType.float32 else DType.float64
+    wide = DType.float64 if b.supports_dtype(dev, DType.float64) else DType.float32
+    dt = DType.float32 if weights.dtype is DType.float32 else wide
     w = weights.detach().cast(dt)
     sums = _tensor_class().zeros(size, backend=b, device=dev, dtype=dt)
     return sums.scatter_add(0, input, w)
