@@ -136,3 +136,46 @@ __all__ += ["column_stack", "dstack", "einsum", "hstack", "inner", "vstack"]
 from burnpy import linalg  # noqa: E402
 
 __all__ += ["linalg"]
+
+# Statistics, sorting and sampling in torch's functional spelling (issue 16).
+from burnpy.tensor.statistics import (  # noqa: E402
+    MinMax,
+    aminmax,
+    bernoulli,
+    bincount,
+    bucketize,
+    cdist,
+    cumulative_trapezoid,
+    dist,
+    histc,
+    kthvalue,
+    logcumsumexp,
+    logspace,
+    median,
+    mode,
+    msort,
+    multinomial,
+    nanmean,
+    nanmedian,
+    nansum,
+    norm,
+    normal,
+    rand_like,
+    randint,
+    randn_like,
+    randperm,
+    searchsorted,
+    std_mean,
+    trapezoid,
+    unique,
+    unique_consecutive,
+    var_mean,
+)
+
+linspace = Tensor.linspace
+
+__all__ += ["MinMax", "aminmax", "bernoulli", "bincount", "bucketize", "cdist",
+            "cumulative_trapezoid", "dist", "histc", "kthvalue", "linspace", "logcumsumexp",
+            "logspace", "median", "mode", "msort", "multinomial", "nanmean", "nanmedian",
+            "nansum", "norm", "normal", "rand_like", "randint", "randn_like", "randperm",
+            "searchsorted", "std_mean", "trapezoid", "unique", "unique_consecutive", "var_mean"]

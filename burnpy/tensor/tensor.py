@@ -35,7 +35,7 @@ from burnpy.backend.errors import (
     article,
     describe,
 )
-from burnpy.tensor import _core, elementwise_math, shape_ops
+from burnpy.tensor import _core, elementwise_math, shape_ops, statistics
 from burnpy.tensor._core import BOOL, FLOAT, INT, QUANTIZED, check_same_backend, common_dtype, new
 from burnpy.tensor.arithmetic import (
     ADD,
@@ -102,6 +102,7 @@ from burnpy.tensor.reduction import (
     scan_with_indices,
     zero_index,
 )
+from burnpy.tensor.statistics import MinMax
 
 if TYPE_CHECKING:
     from burnpy.autodiff.backend import AutodiffBackend
@@ -1492,8 +1493,10 @@ class Tensor:
         """Burn's name for ``cummin``."""
         return scan_with_indices(self, "cummin", dim)
 
-    def sort(self, dim: int = -1, descending: bool = False) -> ValuesIndices:
-        """The named tuple ``(values, indices)`` of ``dim`` sorted (stable), as torch.sort."""
+    def sort(self, dim: int = -1, descending: bool = False, *,
+             stable: bool = False) -> ValuesIndices:
+        """The named tuple ``(values, indices)`` of ``dim`` sorted, as torch.sort; always
+        stable, so ``stable=True`` (torch's request for it) holds too."""
         t = numeric(self, "sort")
         d = normalize_dim("sort", dim, t.ndim) if t.ndim else 0
         if t.ndim == 0:
@@ -1505,8 +1508,8 @@ class Tensor:
         """Burn's name for ``sort``: ``(sorted values, source indices)``, stable."""
         return self.sort(dim, descending)
 
-    def argsort(self, dim: int = -1, descending: bool = False) -> Tensor:
-        """The indices that sort ``dim`` (stable); see ``sort``."""
+    def argsort(self, dim: int = -1, descending: bool = False, *, stable: bool = False) -> Tensor:
+        """The indices that sort ``dim`` (always stable, whatever ``stable``); see ``sort``."""
         return self.sort(dim, descending).indices
 
     def topk(self, k: int, dim: int = -1, largest: bool = True,
@@ -2077,6 +2080,108 @@ class Tensor:
 
 
     # ---- statistics, sorting and sampling (issue 16) ----------------------------------------
+
+    @overload
+    def median(self, dim: None = None, keepdim: bool = False) -> Tensor: ...
+    @overload
+    def median(self, dim: int, keepdim: bool = False) -> ValuesIndices: ...
+
+    def median(self, dim: int | None = None, keepdim: bool = False) -> Tensor | ValuesIndices:
+        """torch.median: the lower middle value (NaN where a NaN is); over all elements a 0-d
+        tensor, along ``dim`` the named tuple ``(values, indices)``."""
+        return statistics.median(self, dim, keepdim)
+
+    @overload
+    def nanmedian(self, dim: None = None, keepdim: bool = False) -> Tensor: ...
+    @overload
+    def nanmedian(self, dim: int, keepdim: bool = False) -> ValuesIndices: ...
+
+    def nanmedian(self, dim: int | None = None,
+                  keepdim: bool = False) -> Tensor | ValuesIndices:
+        """torch.nanmedian: ``median`` ignoring NaNs (NaN only where every value is)."""
+        return statistics.nanmedian(self, dim, keepdim)
+
+    def mode(self, dim: int = -1, keepdim: bool = False) -> ValuesIndices:
+        """torch.mode: ``(values, indices)`` of the most frequent value along ``dim`` (the
+        smallest among equally frequent ones, at its last occurrence)."""
+        return statistics.mode(self, dim, keepdim)
+
+    def kthvalue(self, k: int, dim: int = -1, keepdim: bool = False) -> ValuesIndices:
+        """torch.kthvalue: ``(values, indices)`` of the ``k``-th smallest along ``dim``."""
+        return statistics.kthvalue(self, k, dim, keepdim)
+
+    def aminmax(self, *, dim: int | None = None, keepdim: bool = False) -> MinMax:
+        """torch.aminmax: the named tuple ``(min, max)`` over ``dim`` (all when None)."""
+        return statistics.aminmax(self, dim=dim, keepdim=keepdim)
+
+    def msort(self) -> Tensor:
+        """torch.msort: the values sorted along dim 0."""
+        return statistics.msort(self)
+
+    def nansum(self, dim: Dims = None, keepdim: bool = False) -> Tensor:
+        """torch.nansum: the sum with NaNs counted as zero."""
+        return statistics.nansum(self, dim, keepdim)
+
+    def nanmean(self, dim: Dims = None, keepdim: bool = False) -> Tensor:
+        """torch.nanmean: the mean of the values that are not NaN."""
+        return statistics.nanmean(self, dim, keepdim)
+
+    def logcumsumexp(self, dim: int) -> Tensor:
+        """torch.logcumsumexp: ``log(cumsum(exp(x)))`` along ``dim``, exact at any scale."""
+        return statistics.logcumsumexp(self, dim)
+
+    def norm(self, p: float | Literal["fro"] | None = "fro", dim: Dims = None,
+             keepdim: bool = False) -> Tensor:
+        """torch's Tensor.norm: the vector ``p``-norm (a number, inf, -inf, 0 or "fro") over
+        ``dim``; the gradient at a zero norm is 0."""
+        return statistics.norm(self, p, dim, keepdim)
+
+    def dist(self, other: Tensor, p: float = 2.0) -> Tensor:
+        """torch.dist: the ``p``-norm of ``self - other``."""
+        return statistics.dist(self, other, p)
+
+    def unique(self, sorted: bool = True, return_inverse: bool = False,
+               return_counts: bool = False, dim: int | None = None) -> Tensor | tuple[Tensor, ...]:
+        """torch.unique: the distinct values (or slices along ``dim``) in ascending order, with
+        the optional inverse indices and counts."""
+        return statistics.unique(self, sorted, return_inverse, return_counts, dim)
+
+    def unique_consecutive(self, return_inverse: bool = False, return_counts: bool = False,
+                           dim: int | None = None) -> Tensor | tuple[Tensor, ...]:
+        """torch.unique_consecutive: one value per run of equal consecutive values."""
+        return statistics.unique_consecutive(self, return_inverse, return_counts, dim)
+
+    def histc(self, bins: int = 100, min: float = 0.0, max: float = 0.0) -> Tensor:
+        """torch.histc: counts in ``bins`` equal bins over ``[min, max]`` (the data's range
+        when equal), in the input's dtype."""
+        return statistics.histc(self, bins, min, max)
+
+    def bincount(self, weights: Tensor | None = None, minlength: int = 0) -> Tensor:
+        """torch.bincount: occurrences (or summed ``weights``) of each value of a 1-d
+        non-negative int tensor."""
+        return statistics.bincount(self, weights, minlength)
+
+    def bernoulli(self, p: float | None = None) -> Tensor:
+        """torch.bernoulli: 1 with probability ``self`` (or ``p``), else 0, without gradient."""
+        return statistics.bernoulli(self, p)
+
+    def multinomial(self, num_samples: int, replacement: bool = False) -> Tensor:
+        """torch.multinomial: category indices drawn from the weights of each row."""
+        return statistics.multinomial(self, num_samples, replacement)
+
+    @staticmethod
+    def logspace(start: float, end: float, steps: int, base: float = 10.0, *,
+                 backend: type[Backend] | None = None, device: Device | None = None,
+                 dtype: DTypeLike | None = None) -> Tensor:
+        """torch.logspace: ``base ** linspace(start, end, steps)``."""
+        return statistics.logspace(start, end, steps, base, backend=backend, device=device,
+                                   dtype=dtype)
+
+    @staticmethod
+    def randperm(n: int, *, backend: type[Backend] | None = None, device: Device | None = None,
+                 dtype: DTypeLike | None = None) -> Tensor:
+        """torch.randperm: a random permutation of ``0..n-1`` from the seeded generator."""
+        return statistics.randperm(n, backend=backend, device=device, dtype=dtype)
 
     # ---- fixes to the torch surface (issue 16) ----------------------------------------------
 
