@@ -216,7 +216,7 @@ def _flat(out: Any) -> list[Any]:
 
 # ---- comparison ------------------------------------------------------------------------------
 
-class Mismatch(AssertionError):
+class MismatchError(AssertionError):
     """burnpy's result differs from torch's."""
 
 
@@ -227,21 +227,21 @@ def _torch_values(t: Any) -> np.ndarray:
 
 
 def compare(got: Any, want: Any, rtol: float, what: str) -> None:
-    """Raise ``Mismatch`` unless ``got`` (burnpy) equals ``want`` (torch): same structure,
+    """Raise ``MismatchError`` unless ``got`` (burnpy) equals ``want`` (torch): same structure,
     shape and dtype, equal ints and bools, floats within ``rtol`` (relative to each value,
     with ``rtol`` as the absolute floor) and NaN where torch has NaN."""
     got_l, want_l = _flat(got), _flat(want)
     if len(got_l) != len(want_l):
-        raise Mismatch(f"{what}: {len(got_l)} outputs, torch has {len(want_l)}")
+        raise MismatchError(f"{what}: {len(got_l)} outputs, torch has {len(want_l)}")
     for i, (g, w) in enumerate(zip(got_l, want_l, strict=True)):
         where = f"{what}[{i}]" if len(got_l) > 1 else what
         if isinstance(w, torch.Tensor):
             if not isinstance(g, Tensor):
-                raise Mismatch(f"{where}: got {type(g).__name__}, torch returns a tensor")
+                raise MismatchError(f"{where}: got {type(g).__name__}, torch returns a tensor")
             if g.dtype.name != _DTYPE_NAMES.get(w.dtype, str(w.dtype)):
-                raise Mismatch(f"{where}: dtype {g.dtype.name}, torch {w.dtype}")
+                raise MismatchError(f"{where}: dtype {g.dtype.name}, torch {w.dtype}")
             if g.shape != tuple(w.shape):
-                raise Mismatch(f"{where}: shape {g.shape}, torch {tuple(w.shape)}")
+                raise MismatchError(f"{where}: shape {g.shape}, torch {tuple(w.shape)}")
             gv = g.to_numpy()
         else:
             gv = g.to_numpy() if isinstance(g, Tensor) else np.asarray(g)
@@ -251,7 +251,7 @@ def compare(got: Any, want: Any, rtol: float, what: str) -> None:
 
 def _close(got: np.ndarray, want: np.ndarray, rtol: float, where: str) -> None:
     if got.shape != want.shape:
-        raise Mismatch(f"{where}: shape {got.shape}, torch {want.shape}")
+        raise MismatchError(f"{where}: shape {got.shape}, torch {want.shape}")
     if want.dtype.kind in "fc" or got.dtype.kind in "fc":
         g = got.astype(np.float64)
         w = want.astype(np.float64)
@@ -260,7 +260,7 @@ def _close(got: np.ndarray, want: np.ndarray, rtol: float, where: str) -> None:
         ok = got == want
     if not np.all(ok):
         bad = int(np.argmin(ok.reshape(-1)))
-        raise Mismatch(f"{where}: {int(np.size(ok) - np.count_nonzero(ok))} of {np.size(ok)} "
+        raise MismatchError(f"{where}: {int(np.size(ok) - np.count_nonzero(ok))} of {np.size(ok)} "
                        f"values differ, e.g. {got.reshape(-1)[bad]!r} vs torch "
                        f"{want.reshape(-1)[bad]!r}")
 
@@ -336,7 +336,7 @@ def _cotangent(shape: tuple[int, ...], index: int, dtype: torch.dtype) -> np.nda
 
 
 def check_sample(entry: str, fn: Call, sample: Any, dtype: torch.dtype) -> None:
-    """Run one sample forward and backward; raise ``Mismatch`` or let burnpy's error out."""
+    """Run one sample forward and backward; raise ``MismatchError`` or let burnpy's error out."""
     op = op_infos()[entry]
     factory = getattr(fn, "factory", False)
     rtol = RTOL.get(dtype, 0.0)
@@ -369,7 +369,7 @@ def check_sample(entry: str, fn: Call, sample: Any, dtype: torch.dtype) -> None:
         want_g = torch.zeros_like(t) if tg is None else tg
         if g is None:
             if bool(torch.any(want_g != 0)):
-                raise Mismatch(f"gradient[{k}]: None, torch has a non-zero gradient")
+                raise MismatchError(f"gradient[{k}]: None, torch has a non-zero gradient")
             continue
         compare(g, want_g, rtol, f"gradient[{k}]")
 
@@ -410,8 +410,8 @@ def run_entry(entry: str) -> Outcome:
                 check_sample(entry, fn, sample, dtype)
             except BurnpyError as e:
                 outcome.refusals.append(f"{label}: raises {type(e).__name__}: {e}")
-            except Mismatch as e:
+            except MismatchError as e:
                 outcome.failures.append(f"{label}: {e}")
-            except Exception as e:  # noqa: BLE001 - any other exception is a bug to report
+            except Exception as e:
                 outcome.failures.append(f"{label}: leaks {type(e).__name__}: {e}")
     return outcome
