@@ -27,6 +27,7 @@ from burnpy.backend.ops.module_ops import (
 )
 
 # Re-exported so ``F.cross_entropy``, ``F.dropout``... sit beside the other functional ops.
+from burnpy.nn._resize import resize_axis
 from burnpy.nn.dropout import dropout as dropout
 from burnpy.nn.losses import binary_cross_entropy_with_logits as binary_cross_entropy_with_logits
 from burnpy.nn.losses import cross_entropy as cross_entropy
@@ -36,6 +37,7 @@ from burnpy.nn.losses import mse_loss as mse_loss
 from burnpy.nn.losses import nll_loss as nll_loss
 from burnpy.tensor import Tensor
 from burnpy.tensor._core import BOOL, FLOAT, INT, QUANTIZED, check_same_backend, new
+from burnpy.tensor.checks import broadcast_shapes
 
 IntOrTuple = int | Sequence[int]
 
@@ -276,8 +278,11 @@ def adaptive_avg_pool2d(x: Tensor, output_size: IntOrTuple) -> Tensor:
 
 def interpolate(x: Tensor, size: IntOrTuple | None = None,
                 scale_factor: float | Sequence[float] | None = None, mode: str = "nearest",
-                align_corners: bool | None = None) -> Tensor:
-    """Resize ``[n, c, h, w]`` by ``size`` or ``scale_factor`` ("nearest" or "bilinear")."""
+                align_corners: bool | None = None,
+                recompute_scale_factor: bool | None = None) -> Tensor:
+    """Resize ``[n, c, h, w]`` by ``size`` or ``scale_factor``
+    ("nearest" or "bilinear"). As torch's, a given ``scale_factor`` maps output coordinates
+    through that factor unless ``recompute_scale_factor=True``, which uses the output size."""
     op = "interpolate"
     _float_input(op, x, 2)
     if mode not in ("nearest", "bilinear"):
@@ -297,6 +302,11 @@ def interpolate(x: Tensor, size: IntOrTuple | None = None,
         out = tuple(int(s * f) for s, f in zip(x.shape[2:], factors, strict=True))
         if any(o < 1 for o in out):
             raise ShapeError(f"{op}: scale_factor {scale_factor} gives an empty output")
+        if not recompute_scale_factor and (mode == "nearest" or not align_corners) and any(
+                s / o != 1 / f for s, o, f in zip(x.shape[2:], out, factors, strict=True)):
+            for d, (o, f) in enumerate(zip(out, factors, strict=True)):
+                x = resize_axis(x, 2 + d, o, float(f), mode)
+            return x
     checked: InterpolateMode = "nearest" if mode == "nearest" else "bilinear"
     return new(x.backend, x.backend.interpolate(x.primitive, out, checked, bool(align_corners)),
                FLOAT)
@@ -444,9 +454,11 @@ def _quantized_linear(x: Tensor, weight: Tensor, bias: Tensor | None) -> Tensor:
 
 def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
                                  attn_mask: Tensor | None = None, is_causal: bool = False,
-                                 scale: float | None = None) -> Tensor:
-    """softmax(q k^T * scale + mask) v over ``[..., seq, dim]``; a bool mask is True where
-    attention is allowed (torch's convention)."""
+                                 dropout_p: float = 0.0, scale: float | None = None) -> Tensor:
+    """softmax(q k^T * scale + mask) v over ``[..., seq, dim]``, the batch dims of q, k and v
+    broadcast; a bool mask is True where attention is allowed (torch's convention).
+    ``dropout_p > 0`` drops attention weights with the backend's seeded generator (as
+    ``dropout``); 0 is exact."""
     op = "scaled_dot_product_attention"
     _same(op, query, key, value)
     if query.kind is not FLOAT or query.ndim < 2:
@@ -461,12 +473,37 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
         if attn_mask.kind is not BOOL:
             raise KindError(f"{op}: attn_mask must be a bool tensor (True = attend)")
         mask = attn_mask.primitive
+    batch = broadcast_shapes(op, broadcast_shapes(op, query.shape[:-2], key.shape[:-2]),
+                             value.shape[:-2])
+    query = query.expand(batch + query.shape[-2:])
+    key = key.expand(batch + key.shape[-2:])
+    value = value.expand(batch + value.shape[-2:])
+    if not 0.0 <= dropout_p <= 1.0:
+        raise InvalidArgumentError(f"{op}: dropout_p must be in [0, 1], got {dropout_p}")
+    if dropout_p > 0.0:
+        return _attention_with_dropout(query, key, value, attn_mask, is_causal, dropout_p, scale)
     b = query.backend
     return new(b, b.attention(query.primitive, key.primitive, value.primitive, mask, scale,
                               is_causal), FLOAT)
 
 
 attention = scaled_dot_product_attention
+
+
+def _attention_with_dropout(query: Tensor, key: Tensor, value: Tensor, attn_mask: Tensor | None,
+                            is_causal: bool, dropout_p: float, scale: float | None) -> Tensor:
+    """The attention composed of Tensor ops, dropping weights after the softmax (torch's)."""
+    s = 1.0 / float(query.shape[-1]) ** 0.5 if scale is None else scale
+    scores = query.matmul(key.swap_dims(-2, -1)) * s
+    lq, lk = query.shape[-2], key.shape[-2]
+    if is_causal:
+        rows = Tensor.arange(lq, backend=query.backend, device=query.device).reshape(lq, 1)
+        cols = Tensor.arange(lk, backend=query.backend, device=query.device).reshape(1, lk)
+        allowed = cols <= rows
+        scores = scores.mask_fill(~allowed, float("-inf"))
+    if attn_mask is not None:
+        scores = scores.mask_fill(~attn_mask, float("-inf"))
+    return dropout(scores.softmax(-1), dropout_p).matmul(value)
 
 
 def relu(x: Tensor) -> Tensor:
@@ -502,9 +539,11 @@ def tanh(x: Tensor) -> Tensor:
     return x.tanh()
 
 
-def softplus(x: Tensor, beta: float = 1.0) -> Tensor:
-    """log(1 + exp(beta * x)) / beta elementwise, any shape."""
-    return x.softplus(beta)
+def softplus(x: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
+    """log(1 + exp(beta * x)) / beta elementwise, any shape; ``x`` itself where
+    ``beta * x > threshold`` (torch's linear region)."""
+    out = x.softplus(beta)
+    return out.mask_where((x * beta) > threshold, x)
 
 
 def leaky_relu(x: Tensor, negative_slope: float = 0.01) -> Tensor:
