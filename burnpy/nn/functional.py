@@ -54,11 +54,41 @@ __all__ = [
 
 def _tuple(op: str, name: str, value: IntOrTuple, n: int, minimum: int) -> tuple[int, ...]:
     out = (value,) * n if isinstance(value, int) else tuple(value)
+    if len(out) == 1:
+        out = out * n  # a 1-tuple stands for every spatial dim, as in torch
     if len(out) != n or any(not isinstance(v, int) for v in out):
         raise InvalidArgumentError(f"{op}: {name} must be an int or {n} ints, got {value!r}")
     if any(v < minimum for v in out):
         raise InvalidArgumentError(f"{op}: {name} must be >= {minimum}, got {value!r}")
     return out
+
+
+def _unbatched(x: Tensor, n: int) -> bool:
+    """Whether ``x`` is an unbatched ``[c, *spatial]`` input of an ``n``-d op, which torch
+    takes as a batch of one."""
+    return x.ndim == n + 1
+
+
+def _same_padding(op: str, x: Tensor, weight: Tensor, stride: IntOrTuple, dilation: IntOrTuple,
+                  padding: str) -> tuple[Tensor, tuple[int, ...]]:
+    """``x`` and the symmetric padding for conv's ``padding="valid"|"same"``. "same" pads
+    ``dilation * (kernel - 1)`` in all, the odd one on the right (as torch), stride 1 only."""
+    n = weight.ndim - 2
+    if padding == "valid":
+        return x, (0,) * n
+    if padding != "same":
+        raise InvalidArgumentError(f"{op}: padding must be ints, 'valid' or 'same', got "
+                                   f"{padding!r}")
+    if any(s != 1 for s in _tuple(op, "stride", stride, n, 1)):
+        raise InvalidArgumentError(f"{op}: padding='same' needs stride 1, got {stride!r}")
+    dil = _tuple(op, "dilation", dilation, n, 1)
+    totals = [d * (k - 1) for d, k in zip(dil, weight.shape[2:], strict=True)]
+    for i, t in enumerate(totals):
+        if t % 2:
+            shape = x.shape[:2 + i] + (1,) + x.shape[3 + i:]
+            zeros = Tensor.zeros(shape, backend=x.backend, device=x.device, dtype=x.dtype)
+            x = Tensor.cat([x, zeros], 2 + i)
+    return x, tuple(t // 2 for t in totals)
 
 
 def _float_input(op: str, x: Tensor, n: int, name: str = "input") -> None:
@@ -85,8 +115,13 @@ def _float_weight(weight: Tensor) -> Tensor:
 
 
 def _conv(op: str, n: int, x: Tensor, weight: Tensor, bias: Tensor | None, stride: IntOrTuple,
-          padding: IntOrTuple, dilation: IntOrTuple, groups: int) -> Tensor:
+          padding: IntOrTuple | str, dilation: IntOrTuple, groups: int) -> Tensor:
+    if _unbatched(x, n):
+        return _conv(op, n, x.unsqueeze(0), weight, bias, stride, padding, dilation,
+                     groups).squeeze(0)
     weight = _float_weight(weight)
+    if isinstance(padding, str):
+        x, padding = _same_padding(op, x, weight, stride, dilation, padding)
     _float_input(op, x, n)
     _same(op, x, weight, bias)
     st = _tuple(op, "stride", stride, n, 1)
@@ -118,26 +153,32 @@ def _conv(op: str, n: int, x: Tensor, weight: Tensor, bias: Tensor | None, strid
 
 
 def conv1d(x: Tensor, weight: Tensor, bias: Tensor | None = None, stride: IntOrTuple = 1,
-           padding: IntOrTuple = 0, dilation: IntOrTuple = 1, groups: int = 1) -> Tensor:
-    """1-d convolution of ``[n, c_in, l]`` by ``[c_out, c_in/groups, k]``."""
+           padding: IntOrTuple | str = 0, dilation: IntOrTuple = 1, groups: int = 1) -> Tensor:
+    """1-d convolution of ``[n, c_in, l]`` (or unbatched ``[c_in, l]``) by
+    ``[c_out, c_in/groups, k]``; ``padding`` may be ints, "valid" or "same"."""
     return _conv("conv1d", 1, x, weight, bias, stride, padding, dilation, groups)
 
 
 def conv2d(x: Tensor, weight: Tensor, bias: Tensor | None = None, stride: IntOrTuple = 1,
-           padding: IntOrTuple = 0, dilation: IntOrTuple = 1, groups: int = 1) -> Tensor:
-    """2-d convolution of ``[n, c_in, h, w]`` by ``[c_out, c_in/groups, kh, kw]``."""
+           padding: IntOrTuple | str = 0, dilation: IntOrTuple = 1, groups: int = 1) -> Tensor:
+    """2-d convolution of ``[n, c_in, h, w]`` (or unbatched ``[c_in, h, w]``) by
+    ``[c_out, c_in/groups, kh, kw]``; ``padding`` may be ints, "valid" or "same"."""
     return _conv("conv2d", 2, x, weight, bias, stride, padding, dilation, groups)
 
 
 def conv3d(x: Tensor, weight: Tensor, bias: Tensor | None = None, stride: IntOrTuple = 1,
-           padding: IntOrTuple = 0, dilation: IntOrTuple = 1, groups: int = 1) -> Tensor:
-    """3-d convolution of ``[n, c_in, d, h, w]``."""
+           padding: IntOrTuple | str = 0, dilation: IntOrTuple = 1, groups: int = 1) -> Tensor:
+    """3-d convolution of ``[n, c_in, d, h, w]`` (or unbatched ``[c_in, d, h, w]``);
+    ``padding`` may be ints, "valid" or "same"."""
     return _conv("conv3d", 3, x, weight, bias, stride, padding, dilation, groups)
 
 
 def _conv_transpose(op: str, n: int, x: Tensor, weight: Tensor, bias: Tensor | None,
                     stride: IntOrTuple, padding: IntOrTuple, output_padding: IntOrTuple,
                     groups: int, dilation: IntOrTuple) -> Tensor:
+    if _unbatched(x, n):
+        return _conv_transpose(op, n, x.unsqueeze(0), weight, bias, stride, padding,
+                               output_padding, groups, dilation).squeeze(0)
     weight = _float_weight(weight)
     _float_input(op, x, n)
     _same(op, x, weight, bias)
@@ -217,25 +258,59 @@ def _pool_args(op: str, n: int, x: Tensor, kernel_size: IntOrTuple, stride: IntO
 
 def avg_pool1d(x: Tensor, kernel_size: IntOrTuple, stride: IntOrTuple | None = None,
                padding: IntOrTuple = 0, ceil_mode: bool = False,
-               count_include_pad: bool = True) -> Tensor:
-    """1-d average pool (torch's defaults: stride = kernel, padding counted)."""
-    k, st, pad, _ = _pool_args("avg_pool1d", 1, x, kernel_size, stride, padding, 1, ceil_mode)
-    return new(x.backend, x.backend.avg_pool(x.primitive, k, st, pad, count_include_pad,
-                                             ceil_mode), FLOAT)
+               count_include_pad: bool = True, divisor_override: int | None = None) -> Tensor:
+    """1-d average pool (torch's defaults: stride = kernel, padding counted); unbatched input
+    taken as a batch of one, ``divisor_override`` divides each window's sum instead of its
+    size."""
+    return _avg_pool("avg_pool1d", 1, x, kernel_size, stride, padding, ceil_mode,
+                     count_include_pad, divisor_override)
 
 
 def avg_pool2d(x: Tensor, kernel_size: IntOrTuple, stride: IntOrTuple | None = None,
                padding: IntOrTuple = 0, ceil_mode: bool = False,
-               count_include_pad: bool = True) -> Tensor:
-    """2-d average pool."""
-    k, st, pad, _ = _pool_args("avg_pool2d", 2, x, kernel_size, stride, padding, 1, ceil_mode)
-    return new(x.backend, x.backend.avg_pool(x.primitive, k, st, pad, count_include_pad,
-                                             ceil_mode), FLOAT)
+               count_include_pad: bool = True, divisor_override: int | None = None) -> Tensor:
+    """2-d average pool; unbatched input taken as a batch of one, ``divisor_override`` divides
+    each window's sum instead of its size."""
+    return _avg_pool("avg_pool2d", 2, x, kernel_size, stride, padding, ceil_mode,
+                     count_include_pad, divisor_override)
+
+
+def _avg_pool(op: str, n: int, x: Tensor, kernel_size: IntOrTuple, stride: IntOrTuple | None,
+              padding: IntOrTuple, ceil_mode: bool, count_include_pad: bool,
+              divisor_override: int | None) -> Tensor:
+    if _unbatched(x, n):
+        return _avg_pool(op, n, x.unsqueeze(0), kernel_size, stride, padding, ceil_mode,
+                         count_include_pad, divisor_override).squeeze(0)
+    k, st, pad, _ = _pool_args(op, n, x, kernel_size, stride, padding, 1, ceil_mode)
+    if divisor_override is None:
+        return new(x.backend, x.backend.avg_pool(x.primitive, k, st, pad, count_include_pad,
+                                                 ceil_mode), FLOAT)
+    if divisor_override == 0:
+        raise InvalidArgumentError(f"{op}: divisor_override must not be 0")
+    mean = new(x.backend, x.backend.avg_pool(x.primitive, k, st, pad, True, ceil_mode), FLOAT)
+    # The window sizes the padded mean divided by (windows past the padding are clipped).
+    sizes: Tensor | None = None
+    for i, (size, kk, s, p) in enumerate(zip(x.shape[2:], k, st, pad, strict=True)):
+        out = pool_output_size(size, kk, s, p, 1, ceil_mode)
+        counts = [min(o * s - p + kk, size + p) - (o * s - p) for o in range(out)]
+        shape = [1] * x.ndim
+        shape[2 + i] = out
+        axis = Tensor.from_data(counts, backend=x.backend, device=x.device,
+                                dtype=x.dtype).reshape(shape)
+        sizes = axis if sizes is None else sizes * axis
+    assert sizes is not None
+    return mean * (sizes / float(divisor_override))
 
 
 def _max_pool(op: str, n: int, x: Tensor, kernel_size: IntOrTuple, stride: IntOrTuple | None,
               padding: IntOrTuple, dilation: IntOrTuple, ceil_mode: bool,
               return_indices: bool) -> Tensor | tuple[Tensor, Tensor]:
+    if _unbatched(x, n):
+        out = _max_pool(op, n, x.unsqueeze(0), kernel_size, stride, padding, dilation,
+                        ceil_mode, return_indices)
+        if isinstance(out, tuple):
+            return out[0].squeeze(0), out[1].squeeze(0)
+        return out.squeeze(0)
     k, st, pad, dil = _pool_args(op, n, x, kernel_size, stride, padding, dilation, ceil_mode)
     b = x.backend
     if return_indices:
@@ -261,6 +336,12 @@ def max_pool2d(x: Tensor, kernel_size: IntOrTuple, stride: IntOrTuple | None = N
 
 
 def _adaptive(op: str, n: int, x: Tensor, output_size: IntOrTuple) -> Tensor:
+    if _unbatched(x, n):
+        return _adaptive(op, n, x.unsqueeze(0), output_size).squeeze(0)
+    if isinstance(output_size, Sequence):
+        # None keeps that dim's input size (torch's rule).
+        output_size = tuple(x.shape[2 + i] if o is None else o
+                            for i, o in enumerate(output_size))
     _float_input(op, x, n)
     size = _tuple(op, "output_size", output_size, n, 1)
     return new(x.backend, x.backend.adaptive_avg_pool(x.primitive, size), FLOAT)
@@ -361,6 +442,8 @@ def batch_norm(x: Tensor, running_mean: Tensor | None = None,
     and ``running_var`` are updated in place (the variance unbiased, weighted by
     ``momentum``); otherwise the running statistics are used."""
     op = "batch_norm"
+    if x.shape == (0,):
+        return x * 1.0  # torch's legacy empty tensor: nothing to normalize
     if not training:
         if running_mean is None or running_var is None:
             raise InvalidArgumentError(f"{op}: running_mean and running_var are required "

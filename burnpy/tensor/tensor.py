@@ -247,17 +247,25 @@ class Tensor:
         return new(b, b.int_random(_shape_arg("randint", shape), low, high, dev, dt), INT)
 
     @staticmethod
-    def arange(start: int, end: int | None = None, step: int = 1, *,
+    def arange(start: float, end: float | None = None, step: float = 1, *,
                backend: type[Backend] | None = None, device: Device | None = None,
                dtype: DTypeLike | None = None) -> Tensor:
-        """Integers ``start, start+step, ...`` below ``end`` (int kind; ``arange(n)`` is 0..n-1)."""
+        """``start, start+step, ...`` below ``end`` (``arange(n)`` is 0..n-1): ints when all
+        three are ints, else floats (the backend's float dtype), ``ceil((end - start) / step)``
+        of them, each ``start + i * step`` computed in float64 as torch does."""
         if end is None:
             start, end = 0, start
         if step == 0:
             raise InvalidArgumentError("arange: step must be non-zero")
         b = backend or _default_backend()
         dev = _device_for(b, device)
-        dt = DType.of(dtype) if dtype is not None else b.int_dtype
+        integral = all(isinstance(v, int) for v in (start, end, step))
+        dt = DType.of(dtype) if dtype is not None else (b.int_dtype if integral
+                                                        else b.float_dtype)
+        if not integral:
+            n = max(0, math.ceil((end - start) / step))
+            values = np.arange(n, dtype=np.float64) * float(step) + float(start)
+            return Tensor.from_data(values, backend=b, device=dev, dtype=dt)
         if dt.is_float:
             return Tensor.arange(start, end, step, backend=b, device=dev).cast(dt)
         if not dt.is_int:

@@ -98,8 +98,8 @@ OVERRIDES: dict[str, Call] = {
         shape, value, backend=backend, dtype=dtype)),
     "eye": _factory(lambda n, *args, backend, dtype=None: Tensor.eye(n, *args, backend=backend,
                                                                       dtype=dtype)),
-    "arange": _factory(lambda start, *args, backend, dtype=None: Tensor.arange(
-        start, *args, backend=backend, dtype=dtype)),
+    "arange": _factory(lambda start, end=None, step=1, *, backend, dtype=None: Tensor.arange(
+        start, end, step, backend=backend, dtype=dtype)),
     "linspace": _factory(lambda start, end, steps, backend, dtype=None: Tensor.linspace(
         start, end, steps, backend=backend, dtype=dtype)),
 }
@@ -126,6 +126,8 @@ def _deliberate_sample(entry: str, sample: Any) -> str | None:
                 "torch's as_tuple=False form")
     if kwargs.get("dropout_p", 0.0) > 0.0:
         return "random: burnpy's dropout generator is not torch's, so the values differ"
+    if entry == "nn.functional.batch_norm" and not 0 <= kwargs.get("momentum", 0.1) <= 1:
+        return "a momentum outside [0, 1] is refused: the running statistics would diverge"
     if entry in ("std.unbiased", "var.unbiased"):
         return "a positional bool is torch's deprecated unbiased overload; burnpy takes correction="
     for value in _leaves((sample.input, *sample.args, *kwargs.values())):
