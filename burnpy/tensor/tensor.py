@@ -895,8 +895,12 @@ class Tensor:
         """The Gauss error function."""
         return float_unary(self, "erf", self.backend.float_erf)
 
-    def round(self) -> Tensor:
-        """Round half to even (an int tensor is returned as is)."""
+    def round(self, decimals: int = 0) -> Tensor:
+        """Round half to even (an int tensor is returned as is); to ``decimals`` places as
+        torch: ``round(x * 10**decimals) / 10**decimals``."""
+        if decimals != 0 and self.kind is FLOAT:
+            scale = 10.0 ** decimals
+            return (self * scale).round() / scale
         return rounding(self, "round", self.backend.float_round)
 
     def floor(self) -> Tensor:
@@ -1072,14 +1076,22 @@ class Tensor:
         fn = {FLOAT: b.float_mask_where, INT: b.int_mask_where, BOOL: b.bool_mask_where}[t.kind]
         return new(b, fn(t.primitive, mask.primitive, v.primitive), t.kind)
 
-    def mask_fill(self, mask: Tensor, value: float) -> Tensor:
-        """``value`` where ``mask`` is true, else ``self`` (torch's ``masked_fill``)."""
+    def mask_fill(self, mask: Tensor, value: float | Tensor) -> Tensor:
+        """``value`` (a number or a 0-d tensor, which the gradient reaches) where ``mask`` is
+        true, else ``self`` (torch's ``masked_fill``)."""
         op = "mask_fill"
         if mask.kind is not BOOL:
             raise KindError(f"{op}: the mask must be a bool tensor, got {mask.kind}")
         check_same_backend(op, self, mask)
         shape = broadcast_shapes(op, self.shape, mask.shape)
         t = self if self.shape == shape else self.expand(shape)
+        if isinstance(value, Tensor):
+            if value.ndim != 0:
+                raise ShapeError(f"{op}: a tensor value must be 0-d, got "
+                                 f"{describe(value.shape)}")
+            if value.kind is not FLOAT or t.kind is not FLOAT:
+                return t.mask_fill(mask, value.item())
+            return t.mask_where(mask, value.cast(t.dtype).expand(shape))
         b = self.backend
         if t.kind is FLOAT:
             return new(b, b.float_mask_fill(t.primitive, mask.primitive, float(value)), FLOAT)
@@ -1281,8 +1293,14 @@ class Tensor:
         return new(self.backend, kind_op(self, "repeat_dim")(self.primitive, d, times),
                    self.kind)
 
-    def flip(self, *dims: int | Sequence[int]) -> Tensor:
-        """Reverse the element order along ``dims``."""
+    def flip(self, *dims: int | Sequence[int], **kwargs: Sequence[int]) -> Tensor:
+        """Reverse the element order along ``dims`` (given as ints, a sequence, or torch's
+        keyword ``dims=``)."""
+        if kwargs:
+            if set(kwargs) != {"dims"} or dims:
+                raise InvalidArgumentError(f"flip: takes dims, positionally or as dims=, got "
+                                           f"{dims!r} and {sorted(kwargs)}")
+            dims = (kwargs["dims"],)
         axes = normalize_dims("flip", dims_arg(dims), self.ndim)
         if not axes:
             return self
@@ -1382,8 +1400,14 @@ class Tensor:
                             "use .float() first")
         return reduce(self, "mean", dim, keepdim)
 
-    def var(self, dim: Dims = None, keepdim: bool = False, correction: int = 1) -> Tensor:
-        """Variance with Bessel's ``correction`` (1 = unbiased, as torch's default)."""
+    def var(self, dim: Dims = None, keepdim: bool = False, correction: int | None = 1, *,
+            unbiased: bool | None = None) -> Tensor:
+        """Variance with Bessel's ``correction`` (1 = unbiased, as torch's default, also for
+        None); torch's older ``unbiased=`` sets it to 1 or 0."""
+        if unbiased is not None:
+            correction = int(unbiased)
+        elif correction is None:
+            correction = 1
         mu = self.mean(dim, keepdim=True)
         sq = (self - mu).square()
         dims = range(self.ndim) if dim is None else (
@@ -1392,12 +1416,14 @@ class Tensor:
         total = sq.sum(dim, keepdim=keepdim)
         return total / max(n - correction, 0) if n - correction > 0 else total * float("nan")
 
-    def std(self, dim: Dims = None, keepdim: bool = False, correction: int = 1) -> Tensor:
-        """Standard deviation: the square root of ``var`` with the same ``correction``.
+    def std(self, dim: Dims = None, keepdim: bool = False, correction: int | None = 1, *,
+            unbiased: bool | None = None) -> Tensor:
+        """Standard deviation: the square root of ``var`` with the same ``correction`` (or
+        torch's older ``unbiased=``).
 
         Where it is 0 (a constant group) the gradient is 0, as torch's, not sqrt's NaN.
         """
-        v = self.var(dim, keepdim, correction)
+        v = self.var(dim, keepdim, correction, unbiased=unbiased)
         if not v.is_require_grad():
             return v.sqrt()
         zero = v == 0.0
@@ -1529,8 +1555,10 @@ class Tensor:
         """Burn's name for ``cummin``."""
         return scan_with_indices(self, "cummin", dim)
 
-    def sort(self, dim: int = -1, descending: bool = False) -> ValuesIndices:
-        """The named tuple ``(values, indices)`` of ``dim`` sorted (stable), as torch.sort."""
+    def sort(self, dim: int = -1, descending: bool = False, stable: bool = False
+             ) -> ValuesIndices:
+        """The named tuple ``(values, indices)`` of ``dim`` sorted, as torch.sort; always
+        stable, so ``stable`` only states it."""
         t = numeric(self, "sort")
         d = normalize_dim("sort", dim, t.ndim) if t.ndim else 0
         if t.ndim == 0:
@@ -1542,8 +1570,9 @@ class Tensor:
         """Burn's name for ``sort``: ``(sorted values, source indices)``, stable."""
         return self.sort(dim, descending)
 
-    def argsort(self, dim: int = -1, descending: bool = False) -> Tensor:
-        """The indices that sort ``dim`` (stable); see ``sort``."""
+    def argsort(self, dim: int = -1, descending: bool = False, stable: bool = False) -> Tensor:
+        """The indices that sort ``dim`` (always stable, so ``stable`` only states it); see
+        ``sort``."""
         return self.sort(dim, descending).indices
 
     def topk(self, k: int, dim: int = -1, largest: bool = True,
