@@ -335,25 +335,25 @@ def max_pool2d(x: Tensor, kernel_size: IntOrTuple, stride: IntOrTuple | None = N
                      return_indices)
 
 
-def _adaptive(op: str, n: int, x: Tensor, output_size: IntOrTuple) -> Tensor:
+def _adaptive(op: str, n: int, x: Tensor, output_size: int | Sequence[int | None]) -> Tensor:
     if _unbatched(x, n):
         return _adaptive(op, n, x.unsqueeze(0), output_size).squeeze(0)
-    if isinstance(output_size, Sequence):
-        # None keeps that dim's input size (torch's rule).
-        output_size = tuple(x.shape[2 + i] if o is None else o
-                            for i, o in enumerate(output_size))
     _float_input(op, x, n)
-    size = _tuple(op, "output_size", output_size, n, 1)
+    # None keeps that dim's input size (torch's rule).
+    spec: IntOrTuple = output_size if isinstance(output_size, int) else tuple(
+        x.shape[2 + i] if o is None else o
+        for i, o in enumerate(output_size) if o is not None or 2 + i < x.ndim)
+    size = _tuple(op, "output_size", spec, n, 1)
     return new(x.backend, x.backend.adaptive_avg_pool(x.primitive, size), FLOAT)
 
 
-def adaptive_avg_pool1d(x: Tensor, output_size: IntOrTuple) -> Tensor:
-    """Average pool to a fixed output length."""
+def adaptive_avg_pool1d(x: Tensor, output_size: int | Sequence[int | None]) -> Tensor:
+    """Average pool to a fixed output length (None keeps the input's)."""
     return _adaptive("adaptive_avg_pool1d", 1, x, output_size)
 
 
-def adaptive_avg_pool2d(x: Tensor, output_size: IntOrTuple) -> Tensor:
-    """Average pool to a fixed output height and width."""
+def adaptive_avg_pool2d(x: Tensor, output_size: int | Sequence[int | None]) -> Tensor:
+    """Average pool to a fixed output height and width (None keeps the input's)."""
     return _adaptive("adaptive_avg_pool2d", 2, x, output_size)
 
 

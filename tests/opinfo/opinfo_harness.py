@@ -14,6 +14,7 @@ is a failure.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import cache
@@ -31,7 +32,7 @@ from burnpy_cpu import CpuBackend
 AD = Autodiff(CpuBackend)
 DTYPES = (torch.float64, torch.float32)
 RTOL = {torch.float64: 1e-10, torch.float32: 1e-5}
-MAX_SAMPLES = 12
+MAX_SAMPLES = 10
 ENTRIES: tuple[str, ...] = tuple(
     line.strip() for line in (Path(__file__).parent / "entries.txt").read_text().splitlines()
     if line.strip() and not line.startswith("#"))
@@ -128,6 +129,13 @@ def _deliberate_sample(entry: str, sample: Any) -> str | None:
         return "random: burnpy's dropout generator is not torch's, so the values differ"
     if entry == "nn.functional.batch_norm" and not 0 <= kwargs.get("momentum", 0.1) <= 1:
         return "a momentum outside [0, 1] is refused: the running statistics would diverge"
+    x = sample.input
+    if entry == "nn.functional.hardsigmoid" and x.dtype == torch.float64:
+        return ("torch's float64 hardsigmoid gradient multiplies by a float32 1/6 (2.98e-8 "
+                "relative off); burnpy's is exact")
+    if entry == "nn.functional.layer_norm" and math.prod(sample.args[0]) == 1:
+        return ("over one element the gradient is exactly 0; torch's float32 one is rounding "
+                "noise")
     if entry in ("std.unbiased", "var.unbiased"):
         return "a positional bool is torch's deprecated unbiased overload; burnpy takes correction="
     for value in _leaves((sample.input, *sample.args, *kwargs.values())):
