@@ -1293,15 +1293,16 @@ class Tensor:
         return new(self.backend, kind_op(self, "repeat_dim")(self.primitive, d, times),
                    self.kind)
 
-    def flip(self, *dims: int | Sequence[int], **kwargs: Sequence[int]) -> Tensor:
-        """Reverse the element order along ``dims`` (given as ints, a sequence, or torch's
-        keyword ``dims=``)."""
-        if kwargs:
-            if set(kwargs) != {"dims"} or dims:
-                raise InvalidArgumentError(f"flip: takes dims, positionally or as dims=, got "
-                                           f"{dims!r} and {sorted(kwargs)}")
-            dims = (kwargs["dims"],)
-        axes = normalize_dims("flip", dims_arg(dims), self.ndim)
+    def flip(self, *args: int | Sequence[int], dims: int | Sequence[int] | None = None
+             ) -> Tensor:
+        """Reverse the element order along the dims given as ints, a sequence, or torch's
+        keyword ``dims=``."""
+        if dims is not None:
+            if args:
+                raise InvalidArgumentError(f"flip: give the dims positionally or as dims=, not "
+                                           f"both ({args!r} and dims={dims!r})")
+            args = (dims,)
+        axes = normalize_dims("flip", dims_arg(args), self.ndim)
         if not axes:
             return self
         return new(self.backend, kind_op(self, "flip")(self.primitive, axes), self.kind)

@@ -8,6 +8,7 @@ names after the options restrict the run to those entries).
 from __future__ import annotations
 
 import sys
+import warnings
 from collections import Counter
 
 from tests.opinfo.opinfo_harness import ENTRIES, run_entry
@@ -17,6 +18,7 @@ STATUSES = ("clean", "absent", "deliberate", "refusing", "failing")
 
 def main(argv: list[str]) -> int:
     """Run the entries, print the problems and the counts; exit 0."""
+    warnings.simplefilter("ignore", RuntimeWarning)  # NumPy's, on samples' extreme values
     verbose = "-v" in argv
     names = [a for a in argv if not a.startswith("-")] or list(ENTRIES)
     counts: Counter[str] = Counter()
