@@ -14,10 +14,12 @@ is a failure.
 
 from __future__ import annotations
 
+import importlib
 import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import cache
+from importlib.machinery import PathFinder
 from pathlib import Path
 from typing import Any
 
@@ -174,10 +176,11 @@ def resolve(entry: str) -> Call | None:
     if name.startswith("nn.functional."):
         return _attribute(F, name.removeprefix("nn.functional.").split(".")[0])
     if name.startswith("linalg."):
-        try:
-            import burnpy.linalg as linalg  # type: ignore[import-not-found,unused-ignore]
-        except ImportError:
+        # Only the package's own module: an editable install may map a missing submodule to
+        # another checkout.
+        if PathFinder.find_spec("burnpy.linalg", list(bp.__path__)) is None:
             return None
+        linalg = importlib.import_module("burnpy.linalg")
         return _attribute(linalg, name.removeprefix("linalg.").split(".")[0])
     name = name.split(".")[0]
     if callable(getattr(Tensor, name, None)):
