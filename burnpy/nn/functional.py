@@ -27,6 +27,7 @@ from burnpy.backend.ops.module_ops import (
 )
 
 # Re-exported so ``F.cross_entropy``, ``F.dropout``... sit beside the other functional ops.
+from burnpy.nn._resize import resize_axis
 from burnpy.nn.dropout import dropout as dropout
 from burnpy.nn.losses import binary_cross_entropy_with_logits as binary_cross_entropy_with_logits
 from burnpy.nn.losses import cross_entropy as cross_entropy
@@ -36,6 +37,7 @@ from burnpy.nn.losses import mse_loss as mse_loss
 from burnpy.nn.losses import nll_loss as nll_loss
 from burnpy.tensor import Tensor
 from burnpy.tensor._core import BOOL, FLOAT, INT, QUANTIZED, check_same_backend, new
+from burnpy.tensor.checks import broadcast_shapes
 
 IntOrTuple = int | Sequence[int]
 
@@ -52,11 +54,41 @@ __all__ = [
 
 def _tuple(op: str, name: str, value: IntOrTuple, n: int, minimum: int) -> tuple[int, ...]:
     out = (value,) * n if isinstance(value, int) else tuple(value)
+    if len(out) == 1:
+        out = out * n  # a 1-tuple stands for every spatial dim, as in torch
     if len(out) != n or any(not isinstance(v, int) for v in out):
         raise InvalidArgumentError(f"{op}: {name} must be an int or {n} ints, got {value!r}")
     if any(v < minimum for v in out):
         raise InvalidArgumentError(f"{op}: {name} must be >= {minimum}, got {value!r}")
     return out
+
+
+def _unbatched(x: Tensor, n: int) -> bool:
+    """Whether ``x`` is an unbatched ``[c, *spatial]`` input of an ``n``-d op, which torch
+    takes as a batch of one."""
+    return x.ndim == n + 1
+
+
+def _same_padding(op: str, x: Tensor, weight: Tensor, stride: IntOrTuple, dilation: IntOrTuple,
+                  padding: str) -> tuple[Tensor, tuple[int, ...]]:
+    """``x`` and the symmetric padding for conv's ``padding="valid"|"same"``. "same" pads
+    ``dilation * (kernel - 1)`` in all, the odd one on the right (as torch), stride 1 only."""
+    n = weight.ndim - 2
+    if padding == "valid":
+        return x, (0,) * n
+    if padding != "same":
+        raise InvalidArgumentError(f"{op}: padding must be ints, 'valid' or 'same', got "
+                                   f"{padding!r}")
+    if any(s != 1 for s in _tuple(op, "stride", stride, n, 1)):
+        raise InvalidArgumentError(f"{op}: padding='same' needs stride 1, got {stride!r}")
+    dil = _tuple(op, "dilation", dilation, n, 1)
+    totals = [d * (k - 1) for d, k in zip(dil, weight.shape[2:], strict=True)]
+    for i, t in enumerate(totals):
+        if t % 2:
+            shape = x.shape[:2 + i] + (1,) + x.shape[3 + i:]
+            zeros = Tensor.zeros(shape, backend=x.backend, device=x.device, dtype=x.dtype)
+            x = Tensor.cat([x, zeros], 2 + i)
+    return x, tuple(t // 2 for t in totals)
 
 
 def _float_input(op: str, x: Tensor, n: int, name: str = "input") -> None:
@@ -83,8 +115,13 @@ def _float_weight(weight: Tensor) -> Tensor:
 
 
 def _conv(op: str, n: int, x: Tensor, weight: Tensor, bias: Tensor | None, stride: IntOrTuple,
-          padding: IntOrTuple, dilation: IntOrTuple, groups: int) -> Tensor:
+          padding: IntOrTuple | str, dilation: IntOrTuple, groups: int) -> Tensor:
+    if _unbatched(x, n):
+        return _conv(op, n, x.unsqueeze(0), weight, bias, stride, padding, dilation,
+                     groups).squeeze(0)
     weight = _float_weight(weight)
+    if isinstance(padding, str):
+        x, padding = _same_padding(op, x, weight, stride, dilation, padding)
     _float_input(op, x, n)
     _same(op, x, weight, bias)
     st = _tuple(op, "stride", stride, n, 1)
@@ -116,26 +153,32 @@ def _conv(op: str, n: int, x: Tensor, weight: Tensor, bias: Tensor | None, strid
 
 
 def conv1d(x: Tensor, weight: Tensor, bias: Tensor | None = None, stride: IntOrTuple = 1,
-           padding: IntOrTuple = 0, dilation: IntOrTuple = 1, groups: int = 1) -> Tensor:
-    """1-d convolution of ``[n, c_in, l]`` by ``[c_out, c_in/groups, k]``."""
+           padding: IntOrTuple | str = 0, dilation: IntOrTuple = 1, groups: int = 1) -> Tensor:
+    """1-d convolution of ``[n, c_in, l]`` (or unbatched ``[c_in, l]``) by
+    ``[c_out, c_in/groups, k]``; ``padding`` may be ints, "valid" or "same"."""
     return _conv("conv1d", 1, x, weight, bias, stride, padding, dilation, groups)
 
 
 def conv2d(x: Tensor, weight: Tensor, bias: Tensor | None = None, stride: IntOrTuple = 1,
-           padding: IntOrTuple = 0, dilation: IntOrTuple = 1, groups: int = 1) -> Tensor:
-    """2-d convolution of ``[n, c_in, h, w]`` by ``[c_out, c_in/groups, kh, kw]``."""
+           padding: IntOrTuple | str = 0, dilation: IntOrTuple = 1, groups: int = 1) -> Tensor:
+    """2-d convolution of ``[n, c_in, h, w]`` (or unbatched ``[c_in, h, w]``) by
+    ``[c_out, c_in/groups, kh, kw]``; ``padding`` may be ints, "valid" or "same"."""
     return _conv("conv2d", 2, x, weight, bias, stride, padding, dilation, groups)
 
 
 def conv3d(x: Tensor, weight: Tensor, bias: Tensor | None = None, stride: IntOrTuple = 1,
-           padding: IntOrTuple = 0, dilation: IntOrTuple = 1, groups: int = 1) -> Tensor:
-    """3-d convolution of ``[n, c_in, d, h, w]``."""
+           padding: IntOrTuple | str = 0, dilation: IntOrTuple = 1, groups: int = 1) -> Tensor:
+    """3-d convolution of ``[n, c_in, d, h, w]`` (or unbatched ``[c_in, d, h, w]``);
+    ``padding`` may be ints, "valid" or "same"."""
     return _conv("conv3d", 3, x, weight, bias, stride, padding, dilation, groups)
 
 
 def _conv_transpose(op: str, n: int, x: Tensor, weight: Tensor, bias: Tensor | None,
                     stride: IntOrTuple, padding: IntOrTuple, output_padding: IntOrTuple,
                     groups: int, dilation: IntOrTuple) -> Tensor:
+    if _unbatched(x, n):
+        return _conv_transpose(op, n, x.unsqueeze(0), weight, bias, stride, padding,
+                               output_padding, groups, dilation).squeeze(0)
     weight = _float_weight(weight)
     _float_input(op, x, n)
     _same(op, x, weight, bias)
@@ -215,25 +258,59 @@ def _pool_args(op: str, n: int, x: Tensor, kernel_size: IntOrTuple, stride: IntO
 
 def avg_pool1d(x: Tensor, kernel_size: IntOrTuple, stride: IntOrTuple | None = None,
                padding: IntOrTuple = 0, ceil_mode: bool = False,
-               count_include_pad: bool = True) -> Tensor:
-    """1-d average pool (torch's defaults: stride = kernel, padding counted)."""
-    k, st, pad, _ = _pool_args("avg_pool1d", 1, x, kernel_size, stride, padding, 1, ceil_mode)
-    return new(x.backend, x.backend.avg_pool(x.primitive, k, st, pad, count_include_pad,
-                                             ceil_mode), FLOAT)
+               count_include_pad: bool = True, divisor_override: int | None = None) -> Tensor:
+    """1-d average pool (torch's defaults: stride = kernel, padding counted); unbatched input
+    taken as a batch of one, ``divisor_override`` divides each window's sum instead of its
+    size."""
+    return _avg_pool("avg_pool1d", 1, x, kernel_size, stride, padding, ceil_mode,
+                     count_include_pad, divisor_override)
 
 
 def avg_pool2d(x: Tensor, kernel_size: IntOrTuple, stride: IntOrTuple | None = None,
                padding: IntOrTuple = 0, ceil_mode: bool = False,
-               count_include_pad: bool = True) -> Tensor:
-    """2-d average pool."""
-    k, st, pad, _ = _pool_args("avg_pool2d", 2, x, kernel_size, stride, padding, 1, ceil_mode)
-    return new(x.backend, x.backend.avg_pool(x.primitive, k, st, pad, count_include_pad,
-                                             ceil_mode), FLOAT)
+               count_include_pad: bool = True, divisor_override: int | None = None) -> Tensor:
+    """2-d average pool; unbatched input taken as a batch of one, ``divisor_override`` divides
+    each window's sum instead of its size."""
+    return _avg_pool("avg_pool2d", 2, x, kernel_size, stride, padding, ceil_mode,
+                     count_include_pad, divisor_override)
+
+
+def _avg_pool(op: str, n: int, x: Tensor, kernel_size: IntOrTuple, stride: IntOrTuple | None,
+              padding: IntOrTuple, ceil_mode: bool, count_include_pad: bool,
+              divisor_override: int | None) -> Tensor:
+    if _unbatched(x, n):
+        return _avg_pool(op, n, x.unsqueeze(0), kernel_size, stride, padding, ceil_mode,
+                         count_include_pad, divisor_override).squeeze(0)
+    k, st, pad, _ = _pool_args(op, n, x, kernel_size, stride, padding, 1, ceil_mode)
+    if divisor_override is None:
+        return new(x.backend, x.backend.avg_pool(x.primitive, k, st, pad, count_include_pad,
+                                                 ceil_mode), FLOAT)
+    if divisor_override == 0:
+        raise InvalidArgumentError(f"{op}: divisor_override must not be 0")
+    mean = new(x.backend, x.backend.avg_pool(x.primitive, k, st, pad, True, ceil_mode), FLOAT)
+    # The window sizes the padded mean divided by (windows past the padding are clipped).
+    sizes: Tensor | None = None
+    for i, (size, kk, s, p) in enumerate(zip(x.shape[2:], k, st, pad, strict=True)):
+        out = pool_output_size(size, kk, s, p, 1, ceil_mode)
+        counts = [min(o * s - p + kk, size + p) - (o * s - p) for o in range(out)]
+        shape = [1] * x.ndim
+        shape[2 + i] = out
+        axis = Tensor.from_data(counts, backend=x.backend, device=x.device,
+                                dtype=x.dtype).reshape(shape)
+        sizes = axis if sizes is None else sizes * axis
+    assert sizes is not None
+    return mean * (sizes / float(divisor_override))
 
 
 def _max_pool(op: str, n: int, x: Tensor, kernel_size: IntOrTuple, stride: IntOrTuple | None,
               padding: IntOrTuple, dilation: IntOrTuple, ceil_mode: bool,
               return_indices: bool) -> Tensor | tuple[Tensor, Tensor]:
+    if _unbatched(x, n):
+        out = _max_pool(op, n, x.unsqueeze(0), kernel_size, stride, padding, dilation,
+                        ceil_mode, return_indices)
+        if isinstance(out, tuple):
+            return out[0].squeeze(0), out[1].squeeze(0)
+        return out.squeeze(0)
     k, st, pad, dil = _pool_args(op, n, x, kernel_size, stride, padding, dilation, ceil_mode)
     b = x.backend
     if return_indices:
@@ -258,26 +335,35 @@ def max_pool2d(x: Tensor, kernel_size: IntOrTuple, stride: IntOrTuple | None = N
                      return_indices)
 
 
-def _adaptive(op: str, n: int, x: Tensor, output_size: IntOrTuple) -> Tensor:
+def _adaptive(op: str, n: int, x: Tensor, output_size: int | Sequence[int | None]) -> Tensor:
+    if _unbatched(x, n):
+        return _adaptive(op, n, x.unsqueeze(0), output_size).squeeze(0)
     _float_input(op, x, n)
-    size = _tuple(op, "output_size", output_size, n, 1)
+    # None keeps that dim's input size (torch's rule).
+    spec: IntOrTuple = output_size if isinstance(output_size, int) else tuple(
+        x.shape[2 + i] if o is None else o
+        for i, o in enumerate(output_size) if o is not None or 2 + i < x.ndim)
+    size = _tuple(op, "output_size", spec, n, 1)
     return new(x.backend, x.backend.adaptive_avg_pool(x.primitive, size), FLOAT)
 
 
-def adaptive_avg_pool1d(x: Tensor, output_size: IntOrTuple) -> Tensor:
-    """Average pool to a fixed output length."""
+def adaptive_avg_pool1d(x: Tensor, output_size: int | Sequence[int | None]) -> Tensor:
+    """Average pool to a fixed output length (None keeps the input's)."""
     return _adaptive("adaptive_avg_pool1d", 1, x, output_size)
 
 
-def adaptive_avg_pool2d(x: Tensor, output_size: IntOrTuple) -> Tensor:
-    """Average pool to a fixed output height and width."""
+def adaptive_avg_pool2d(x: Tensor, output_size: int | Sequence[int | None]) -> Tensor:
+    """Average pool to a fixed output height and width (None keeps the input's)."""
     return _adaptive("adaptive_avg_pool2d", 2, x, output_size)
 
 
 def interpolate(x: Tensor, size: IntOrTuple | None = None,
                 scale_factor: float | Sequence[float] | None = None, mode: str = "nearest",
-                align_corners: bool | None = None) -> Tensor:
-    """Resize ``[n, c, h, w]`` by ``size`` or ``scale_factor`` ("nearest" or "bilinear")."""
+                align_corners: bool | None = None,
+                recompute_scale_factor: bool | None = None) -> Tensor:
+    """Resize ``[n, c, h, w]`` by ``size`` or ``scale_factor``
+    ("nearest" or "bilinear"). As torch's, a given ``scale_factor`` maps output coordinates
+    through that factor unless ``recompute_scale_factor=True``, which uses the output size."""
     op = "interpolate"
     _float_input(op, x, 2)
     if mode not in ("nearest", "bilinear"):
@@ -297,6 +383,11 @@ def interpolate(x: Tensor, size: IntOrTuple | None = None,
         out = tuple(int(s * f) for s, f in zip(x.shape[2:], factors, strict=True))
         if any(o < 1 for o in out):
             raise ShapeError(f"{op}: scale_factor {scale_factor} gives an empty output")
+        if not recompute_scale_factor and (mode == "nearest" or not align_corners) and any(
+                s / o != 1 / f for s, o, f in zip(x.shape[2:], out, factors, strict=True)):
+            for d, (o, f) in enumerate(zip(out, factors, strict=True)):
+                x = resize_axis(x, 2 + d, o, float(f), mode)
+            return x
     checked: InterpolateMode = "nearest" if mode == "nearest" else "bilinear"
     return new(x.backend, x.backend.interpolate(x.primitive, out, checked, bool(align_corners)),
                FLOAT)
@@ -351,6 +442,8 @@ def batch_norm(x: Tensor, running_mean: Tensor | None = None,
     and ``running_var`` are updated in place (the variance unbiased, weighted by
     ``momentum``); otherwise the running statistics are used."""
     op = "batch_norm"
+    if x.shape == (0,):
+        return x * 1.0  # torch's legacy empty tensor: nothing to normalize
     if not training:
         if running_mean is None or running_var is None:
             raise InvalidArgumentError(f"{op}: running_mean and running_var are required "
@@ -444,9 +537,11 @@ def _quantized_linear(x: Tensor, weight: Tensor, bias: Tensor | None) -> Tensor:
 
 def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
                                  attn_mask: Tensor | None = None, is_causal: bool = False,
-                                 scale: float | None = None) -> Tensor:
-    """softmax(q k^T * scale + mask) v over ``[..., seq, dim]``; a bool mask is True where
-    attention is allowed (torch's convention)."""
+                                 dropout_p: float = 0.0, scale: float | None = None) -> Tensor:
+    """softmax(q k^T * scale + mask) v over ``[..., seq, dim]``, the batch dims of q, k and v
+    broadcast; a bool mask is True where attention is allowed (torch's convention).
+    ``dropout_p > 0`` drops attention weights with the backend's seeded generator (as
+    ``dropout``); 0 is exact."""
     op = "scaled_dot_product_attention"
     _same(op, query, key, value)
     if query.kind is not FLOAT or query.ndim < 2:
@@ -461,12 +556,37 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
         if attn_mask.kind is not BOOL:
             raise KindError(f"{op}: attn_mask must be a bool tensor (True = attend)")
         mask = attn_mask.primitive
+    batch = broadcast_shapes(op, broadcast_shapes(op, query.shape[:-2], key.shape[:-2]),
+                             value.shape[:-2])
+    query = query.expand(batch + query.shape[-2:])
+    key = key.expand(batch + key.shape[-2:])
+    value = value.expand(batch + value.shape[-2:])
+    if not 0.0 <= dropout_p <= 1.0:
+        raise InvalidArgumentError(f"{op}: dropout_p must be in [0, 1], got {dropout_p}")
+    if dropout_p > 0.0:
+        return _attention_with_dropout(query, key, value, attn_mask, is_causal, dropout_p, scale)
     b = query.backend
     return new(b, b.attention(query.primitive, key.primitive, value.primitive, mask, scale,
                               is_causal), FLOAT)
 
 
 attention = scaled_dot_product_attention
+
+
+def _attention_with_dropout(query: Tensor, key: Tensor, value: Tensor, attn_mask: Tensor | None,
+                            is_causal: bool, dropout_p: float, scale: float | None) -> Tensor:
+    """The attention composed of Tensor ops, dropping weights after the softmax (torch's)."""
+    s = 1.0 / float(query.shape[-1]) ** 0.5 if scale is None else scale
+    scores = query.matmul(key.swap_dims(-2, -1)) * s
+    lq, lk = query.shape[-2], key.shape[-2]
+    if is_causal:
+        rows = Tensor.arange(lq, backend=query.backend, device=query.device).reshape(lq, 1)
+        cols = Tensor.arange(lk, backend=query.backend, device=query.device).reshape(1, lk)
+        allowed = cols <= rows
+        scores = scores.mask_fill(~allowed, float("-inf"))
+    if attn_mask is not None:
+        scores = scores.mask_fill(~attn_mask, float("-inf"))
+    return dropout(scores.softmax(-1), dropout_p).matmul(value)
 
 
 def relu(x: Tensor) -> Tensor:
@@ -502,9 +622,11 @@ def tanh(x: Tensor) -> Tensor:
     return x.tanh()
 
 
-def softplus(x: Tensor, beta: float = 1.0) -> Tensor:
-    """log(1 + exp(beta * x)) / beta elementwise, any shape."""
-    return x.softplus(beta)
+def softplus(x: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
+    """log(1 + exp(beta * x)) / beta elementwise, any shape; ``x`` itself where
+    ``beta * x > threshold`` (torch's linear region)."""
+    out = x.softplus(beta)
+    return out.mask_where((x * beta) > threshold, x)
 
 
 def leaky_relu(x: Tensor, negative_slope: float = 0.01) -> Tensor:

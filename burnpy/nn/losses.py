@@ -50,13 +50,17 @@ def _class_weight(weight: Tensor, ndim: int) -> Tensor:
 
 def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,
              ignore_index: int = -100, reduction: str = "mean") -> Tensor:
-    """Negative log likelihood of log-probabilities ``input [N, C, *]`` at int ``target [N, *]``.
+    """Negative log likelihood of log-probabilities ``input [N, C, *]`` at int ``target [N, *]``
+    (or unbatched: ``input [C]``, a 0-d ``target``).
 
     ``weight [C]`` weighs classes (the mean divides by the summed weights of the targets);
     targets equal to ``ignore_index`` contribute nothing.
     """
     op = "nll_loss"
     _check(op, reduction, input)
+    if input.ndim == 1:
+        out = nll_loss(input.unsqueeze(0), target.unsqueeze(0), weight, ignore_index, reduction)
+        return out.squeeze(0) if reduction == "none" else out
     picked, _ = _class_weights(op, input, target, weight, ignore_index)
     loss = -(input * picked)
     if reduction == "none":

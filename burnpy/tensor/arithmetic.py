@@ -17,6 +17,7 @@ from burnpy.backend.dtype import DType
 from burnpy.backend.errors import (
     DivisionByZeroError,
     DTypeError,
+    InvalidArgumentError,
     KindError,
     ShapeError,
     article,
@@ -172,7 +173,7 @@ def binary_tensors(spec: BinarySpec, a: Tensor, other: Tensor) -> Tensor:
         return new(b, getattr(b, spec.float_op)(p, q), spec.out_float)
     if spec.int_op is None:
         if spec.name == "pow":
-            raise KindError(f"{op}: an int tensor exponent is not supported; use .float()")
+            return int_pow(new(b, p, a.kind), new(b, q, b_t.kind))
         raise KindError(f"{op}: not defined for int tensors ({dtype!r}); use .float()")
     if spec.name in ("floor_div", "remainder"):
         _check_no_int_zero(op, b, q)
@@ -223,6 +224,21 @@ def all_false(t: Tensor) -> Tensor:
     from burnpy.tensor.tensor import Tensor
 
     return Tensor.full(t.shape, False, backend=t.backend, device=t.device)
+
+
+def int_pow(base: Tensor, exponent: Tensor) -> Tensor:
+    """Int tensors to int tensor powers, exactly (wrapping on overflow as torch's int64): square
+    and multiply over the exponent's bits. Negative exponents are refused, as torch does."""
+    if bool((exponent < 0).any()):
+        raise InvalidArgumentError("pow: an int tensor cannot be raised to a negative int power")
+    shape = broadcast_shapes("pow", base.shape, exponent.shape)
+    result = base.ones_like().expand(shape)
+    e = exponent
+    while bool((e > 0).any()):
+        result = (result * base).mask_where((e % 2) == 0, result)
+        base = base * base
+        e = e // 2
+    return result
 
 
 def _check_no_int_zero(op: str, b: type[Backend], q: Any) -> None:

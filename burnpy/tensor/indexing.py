@@ -271,6 +271,18 @@ def scatter_into(t: Tensor, dim: int, indices: Tensor, values: Tensor, op: str) 
                t.kind)
 
 
+def scatter_multiply(t: Tensor, dim: int, indices: Tensor, values: Tensor) -> Tensor:
+    """torch's ``scatter(reduce="multiply")``: ``t`` times ``values`` at ``indices``, repeated
+    indices multiplying in turn. Each step along ``dim`` writes one factor per position (no
+    repeats within a step), so the product is a composition of ``scatter`` and ``mul``."""
+    d, _ = gather_args(t, dim, indices, "scatter")
+    out = t
+    for j in range(indices.shape[d]):
+        factor = t.ones_like().scatter(d, indices.narrow(d, j, 1), values.narrow(d, j, 1))
+        out = out * factor
+    return out
+
+
 def select_args(t: Tensor, dim: int, indices: Any, op: str) -> tuple[int, Tensor]:
     idx = as_index_tensor(t, indices)
     if idx.kind is not INT or idx.ndim != 1:

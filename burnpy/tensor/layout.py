@@ -41,6 +41,9 @@ def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     tensors = list(tensors)
     if not tensors:
         raise ShapeError("cat: needs at least one tensor")
+    if any(t.ndim != 1 for t in tensors):
+        # torch's legacy rule: 1-d empty tensors are skipped beside tensors of other ranks.
+        tensors = [t for t in tensors if t.shape != (0,)]
     first = tensors[0]
     d = normalize_dim("cat", dim, first.ndim)
     dtype = first.dtype

@@ -14,6 +14,7 @@ from burnpy.backend.errors import KindError, ShapeError, describe
 from burnpy.tensor._core import BOOL, FLOAT, INT, new
 from burnpy.tensor.checks import normalize_dim, normalize_dims
 from burnpy.tensor.layout import kind_op
+from burnpy.tensor.scalar_dims import as_vector, pair_as_vector
 
 if TYPE_CHECKING:
     from burnpy.tensor.tensor import Tensor
@@ -51,6 +52,8 @@ def reduce(t: Tensor, op: str, dim: Dims, keepdim: bool) -> Tensor:
     if dim is None:
         out = new(b, kind_op(t, op)(t.primitive), t.kind)
         return out.reshape((1,) * t.ndim) if keepdim else out
+    if t.ndim == 0:
+        return as_vector(t, op, dim, lambda v: reduce(v, op, 0, False))
     dims = normalize_dims(op, dim if isinstance(dim, Sequence) else (dim,), t.ndim)
     fn = kind_op(t, op + "_dim")
     p = t.primitive
@@ -96,6 +99,8 @@ def extreme_values(t: Tensor, op: str, dim: Dims, keepdim: bool) -> Tensor:
     """
     name = "a" + op
     t = numeric(t, name) if t.kind is not BOOL else t.int()
+    if t.ndim == 0 and dim is not None:
+        return as_vector(t, name, dim, lambda v: extreme_values(v, op, 0, False))
     every = dim is None or (isinstance(dim, Sequence) and len(dim) == 0)
     dims = tuple(range(t.ndim)) if every or dim is None else normalize_dims(
         name, dim if isinstance(dim, Sequence) else (dim,), t.ndim)
@@ -117,6 +122,8 @@ def extreme_values(t: Tensor, op: str, dim: Dims, keepdim: bool) -> Tensor:
 def scan_with_indices(t: Tensor, op: str, dim: int) -> ValuesIndices:
     """``cummax``/``cummin``: the running extreme and the index where it was reached."""
     t = numeric(t, op)
+    if t.ndim == 0:
+        return pair_as_vector(t, op, dim, lambda v: scan_with_indices(v, op, 0))
     d = normalize_dim(op, dim, t.ndim)
     values, indices = kind_op(t, op + "_with_indices")(t.primitive, d)
     return ValuesIndices(new(t.backend, values, t.kind), new(t.backend, indices, INT))

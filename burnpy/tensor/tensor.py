@@ -83,6 +83,7 @@ from burnpy.tensor.indexing import (
     is_basic,
     resolve_basic,
     scatter_into,
+    scatter_multiply,
     select_args,
     select_write,
 )
@@ -102,6 +103,7 @@ from burnpy.tensor.reduction import (
     scan_with_indices,
     zero_index,
 )
+from burnpy.tensor.scalar_dims import as_vector, check_scalar_dims, pair_as_vector
 from burnpy.tensor.statistics import MinMax
 
 if TYPE_CHECKING:
@@ -246,17 +248,25 @@ class Tensor:
         return new(b, b.int_random(_shape_arg("randint", shape), low, high, dev, dt), INT)
 
     @staticmethod
-    def arange(start: int, end: int | None = None, step: int = 1, *,
+    def arange(start: float, end: float | None = None, step: float = 1, *,
                backend: type[Backend] | None = None, device: Device | None = None,
                dtype: DTypeLike | None = None) -> Tensor:
-        """Integers ``start, start+step, ...`` below ``end`` (int kind; ``arange(n)`` is 0..n-1)."""
+        """``start, start+step, ...`` below ``end`` (``arange(n)`` is 0..n-1): ints when all
+        three are ints, else floats (the backend's float dtype), ``ceil((end - start) / step)``
+        of them, each ``start + i * step`` computed in float64 as torch does."""
         if end is None:
             start, end = 0, start
         if step == 0:
             raise InvalidArgumentError("arange: step must be non-zero")
         b = backend or _default_backend()
         dev = _device_for(b, device)
-        dt = DType.of(dtype) if dtype is not None else b.int_dtype
+        integral = all(isinstance(v, int) for v in (start, end, step))
+        dt = DType.of(dtype) if dtype is not None else (b.int_dtype if integral
+                                                        else b.float_dtype)
+        if not integral:
+            n = max(0, math.ceil((end - start) / step))
+            values = np.arange(n, dtype=np.float64) * float(step) + float(start)
+            return Tensor.from_data(values, backend=b, device=dev, dtype=dt)
         if dt.is_float:
             return Tensor.arange(start, end, step, backend=b, device=dev).cast(dt)
         if not dt.is_int:
@@ -643,15 +653,15 @@ class Tensor:
     # ---- arithmetic ------------------------------------------------------------------------------
     # Operators broadcast NumPy-style and take a tensor or a Python number on either side. Same
     # kinds meet at the promoted dtype; an int tensor with a float tensor is a DTypeError.
-    def add(self, other: Tensor | float) -> Tensor:
-        """Elementwise ``self + other``."""
-        return _binary(self, other, ADD)
+    def add(self, other: Tensor | float, alpha: float = 1) -> Tensor:
+        """Elementwise ``self + alpha * other`` (torch's ``alpha``, 1 by default)."""
+        return _binary(self, other if alpha == 1 else other * alpha, ADD)
 
     __add__ = __radd__ = add
 
-    def sub(self, other: Tensor | float) -> Tensor:
-        """Elementwise ``self - other``."""
-        return _binary(self, other, SUB)
+    def sub(self, other: Tensor | float, alpha: float = 1) -> Tensor:
+        """Elementwise ``self - alpha * other`` (torch's ``alpha``, 1 by default)."""
+        return _binary(self, other if alpha == 1 else other * alpha, SUB)
 
     __sub__ = sub
 
@@ -811,7 +821,9 @@ class Tensor:
         return float_unary(self, "sqrt", self.backend.float_sqrt)
 
     def square(self) -> Tensor:
-        """``x * x``."""
+        """``x * x`` (int tensors stay int, as torch's)."""
+        if self.kind is INT:
+            return self * self
         return float_unary(self, "square", self.backend.float_square)
 
     def recip(self) -> Tensor:
@@ -884,8 +896,12 @@ class Tensor:
         """The Gauss error function."""
         return float_unary(self, "erf", self.backend.float_erf)
 
-    def round(self) -> Tensor:
-        """Round half to even (an int tensor is returned as is)."""
+    def round(self, decimals: int = 0) -> Tensor:
+        """Round half to even (an int tensor is returned as is); to ``decimals`` places as
+        torch: ``round(x * 10**decimals) / 10**decimals``."""
+        if decimals != 0 and self.kind is FLOAT:
+            scale = 10.0 ** decimals
+            return (self * scale).round() / scale
         return rounding(self, "round", self.backend.float_round)
 
     def floor(self) -> Tensor:
@@ -925,7 +941,13 @@ class Tensor:
             return new(b, b.int_bitwise_not(self.primitive), INT)
         raise KindError(f"~: expects a bool or int tensor, got {self.kind} ({self.dtype!r})")
 
-    logical_not = __invert__
+    def logical_not(self) -> Tensor:
+        """A bool tensor, true where ``self`` is zero / false (torch.logical_not, for any kind)."""
+        if self.kind is BOOL:
+            return ~self
+        if self.kind not in (FLOAT, INT):
+            raise KindError(f"logical_not: expects a float, int or bool tensor, got {self.kind}")
+        return self == 0
 
     def __pos__(self) -> Tensor:
         """``+x``: the tensor itself."""
@@ -962,12 +984,16 @@ class Tensor:
     def softmax(self, dim: int) -> Tensor:
         """exp(x) normalized along ``dim``."""
         require_float(self, "softmax")
+        if self.ndim == 0:
+            return as_vector(self, "softmax", dim, lambda v: v.softmax(0))
         d = normalize_dim("softmax", dim, self.ndim)
         return new(self.backend, self.backend.softmax(self.primitive, d), FLOAT)
 
     def log_softmax(self, dim: int) -> Tensor:
         """x - logsumexp(x) along ``dim``."""
         require_float(self, "log_softmax")
+        if self.ndim == 0:
+            return as_vector(self, "log_softmax", dim, lambda v: v.log_softmax(0))
         d = normalize_dim("log_softmax", dim, self.ndim)
         return new(self.backend, self.backend.log_softmax(self.primitive, d), FLOAT)
 
@@ -1051,14 +1077,22 @@ class Tensor:
         fn = {FLOAT: b.float_mask_where, INT: b.int_mask_where, BOOL: b.bool_mask_where}[t.kind]
         return new(b, fn(t.primitive, mask.primitive, v.primitive), t.kind)
 
-    def mask_fill(self, mask: Tensor, value: float) -> Tensor:
-        """``value`` where ``mask`` is true, else ``self`` (torch's ``masked_fill``)."""
+    def mask_fill(self, mask: Tensor, value: float | Tensor) -> Tensor:
+        """``value`` (a number or a 0-d tensor, which the gradient reaches) where ``mask`` is
+        true, else ``self`` (torch's ``masked_fill``)."""
         op = "mask_fill"
         if mask.kind is not BOOL:
             raise KindError(f"{op}: the mask must be a bool tensor, got {mask.kind}")
         check_same_backend(op, self, mask)
         shape = broadcast_shapes(op, self.shape, mask.shape)
         t = self if self.shape == shape else self.expand(shape)
+        if isinstance(value, Tensor):
+            if value.ndim != 0:
+                raise ShapeError(f"{op}: a tensor value must be 0-d, got "
+                                 f"{describe(value.shape)}")
+            if value.kind is not FLOAT or t.kind is not FLOAT:
+                return t.mask_fill(mask, value.item())
+            return t.mask_where(mask, value.cast(t.dtype).expand(shape))
         b = self.backend
         if t.kind is FLOAT:
             return new(b, b.float_mask_fill(t.primitive, mask.primitive, float(value)), FLOAT)
@@ -1161,6 +1195,9 @@ class Tensor:
         """Drop size-1 dims (all, or the given ones; a given dim of another size stays)."""
         if dim is None:
             dims = tuple(i for i, s in enumerate(self.shape) if s == 1)
+        elif self.ndim == 0:
+            check_scalar_dims("squeeze", dim)
+            return self
         else:
             dims = normalize_dims("squeeze", (dim,) if isinstance(dim, int) else dim, self.ndim)
         return self.reshape(tuple(s for i, s in enumerate(self.shape)
@@ -1183,6 +1220,9 @@ class Tensor:
 
     def swap_dims(self, dim1: int, dim2: int) -> Tensor:
         """Exchange two dims (torch's ``transpose``)."""
+        if self.ndim == 0:
+            check_scalar_dims("transpose", (dim1, dim2))
+            return self
         d1 = normalize_dim("swap_dims", dim1, self.ndim)
         d2 = normalize_dim("swap_dims", dim2, self.ndim)
         if d1 == d2:
@@ -1254,9 +1294,16 @@ class Tensor:
         return new(self.backend, kind_op(self, "repeat_dim")(self.primitive, d, times),
                    self.kind)
 
-    def flip(self, *dims: int | Sequence[int]) -> Tensor:
-        """Reverse the element order along ``dims``."""
-        axes = normalize_dims("flip", dims_arg(dims), self.ndim)
+    def flip(self, *args: int | Sequence[int], dims: int | Sequence[int] | None = None
+             ) -> Tensor:
+        """Reverse the element order along the dims given as ints, a sequence, or torch's
+        keyword ``dims=``."""
+        if dims is not None:
+            if args:
+                raise InvalidArgumentError(f"flip: give the dims positionally or as dims=, not "
+                                           f"both ({args!r} and dims={dims!r})")
+            args = (dims,)
+        axes = normalize_dims("flip", dims_arg(args), self.ndim)
         if not axes:
             return self
         return new(self.backend, kind_op(self, "flip")(self.primitive, axes), self.kind)
@@ -1316,6 +1363,9 @@ class Tensor:
 
     def unfold(self, dim: int, size: int, step: int) -> Tensor:
         """Sliding windows of ``size`` every ``step`` along ``dim``, as a new last dim."""
+        if self.ndim == 0:
+            return as_vector(self, "unfold", dim, lambda v: v.unfold(0, size, step),
+                             (size,))
         d = normalize_dim("unfold", dim, self.ndim)
         if size <= 0 or step <= 0:
             raise InvalidArgumentError(f"unfold: size and step must be > 0, got {size}, {step}")
@@ -1352,8 +1402,14 @@ class Tensor:
                             "use .float() first")
         return reduce(self, "mean", dim, keepdim)
 
-    def var(self, dim: Dims = None, keepdim: bool = False, correction: int = 1) -> Tensor:
-        """Variance with Bessel's ``correction`` (1 = unbiased, as torch's default)."""
+    def var(self, dim: Dims = None, keepdim: bool = False, correction: int | None = 1, *,
+            unbiased: bool | None = None) -> Tensor:
+        """Variance with Bessel's ``correction`` (1 = unbiased, as torch's default, also for
+        None); torch's older ``unbiased=`` sets it to 1 or 0."""
+        if unbiased is not None:
+            correction = int(unbiased)
+        elif correction is None:
+            correction = 1
         mu = self.mean(dim, keepdim=True)
         sq = (self - mu).square()
         dims = range(self.ndim) if dim is None else (
@@ -1362,24 +1418,28 @@ class Tensor:
         total = sq.sum(dim, keepdim=keepdim)
         return total / max(n - correction, 0) if n - correction > 0 else total * float("nan")
 
-    def std(self, dim: Dims = None, keepdim: bool = False, correction: int = 1) -> Tensor:
-        """Standard deviation: the square root of ``var`` with the same ``correction``.
+    def std(self, dim: Dims = None, keepdim: bool = False, correction: int | None = 1, *,
+            unbiased: bool | None = None) -> Tensor:
+        """Standard deviation: the square root of ``var`` with the same ``correction`` (or
+        torch's older ``unbiased=``).
 
         Where it is 0 (a constant group) the gradient is 0, as torch's, not sqrt's NaN.
         """
-        v = self.var(dim, keepdim, correction)
+        v = self.var(dim, keepdim, correction, unbiased=unbiased)
         if not v.is_require_grad():
             return v.sqrt()
         zero = v == 0.0
         return v.mask_fill(zero, 1.0).sqrt().mask_fill(zero, 0.0)
 
-    def logsumexp(self, dim: int, keepdim: bool = False) -> Tensor:
-        """log(sum(exp(x))) along ``dim``, stable for large values."""
-        d = normalize_dim("logsumexp", dim, self.ndim)
+    def logsumexp(self, dim: int | Sequence[int], keepdim: bool = False) -> Tensor:
+        """log(sum(exp(x))) along ``dim`` (one dim or several), stable for large values."""
+        if self.ndim == 0:
+            return as_vector(self, "logsumexp", dim, lambda v: v.logsumexp(0))
+        d = normalize_dims("logsumexp", (dim,) if isinstance(dim, int) else dim, self.ndim)
         m = self.detach().amax(d, keepdim=True)
         m = m.mask_fill(m.isinf(), 0.0)
         out = (self - m).exp().sum(d, keepdim=True).log() + m
-        return drop_dims(out, (d,), keepdim)
+        return drop_dims(out, d, keepdim)
 
     @overload
     def max(self, dim: None = None, keepdim: bool = False) -> Tensor: ...
@@ -1466,12 +1526,16 @@ class Tensor:
     def cumsum(self, dim: int) -> Tensor:
         """Running sum along ``dim``."""
         t = numeric(self, "cumsum")
+        if t.ndim == 0:
+            return as_vector(t, "cumsum", dim, lambda v: v.cumsum(0))
         d = normalize_dim("cumsum", dim, t.ndim)
         return new(t.backend, kind_op(t, "cumsum")(t.primitive, d), t.kind)
 
     def cumprod(self, dim: int) -> Tensor:
         """Running product along ``dim``."""
         t = numeric(self, "cumprod")
+        if t.ndim == 0:
+            return as_vector(t, "cumprod", dim, lambda v: v.cumprod(0))
         d = normalize_dim("cumprod", dim, t.ndim)
         return new(t.backend, kind_op(t, "cumprod")(t.primitive, d), t.kind)
 
@@ -1517,6 +1581,8 @@ class Tensor:
         """The named tuple ``(values, indices)`` of the ``k`` largest (or smallest) along
         ``dim`` (torch.topk); they always come sorted, which ``sorted=False`` allows."""
         t = numeric(self, "topk")
+        if t.ndim == 0:
+            return pair_as_vector(t, "topk", dim, lambda v: v.topk(k, 0, largest), (k,) * (k != 1))
         d = normalize_dim("topk", dim, t.ndim)
         if not 0 <= k <= t.shape[d]:
             raise IndexOutOfBoundsError(f"topk: k={k} is outside [0, {t.shape[d]}] for dim "
@@ -1670,20 +1736,48 @@ class Tensor:
 
     def gather(self, dim: int, indices: Tensor) -> Tensor:
         """``out[i][j] = self[i][indices[i][j]]`` along ``dim`` (torch.gather)."""
+        if indices.numel() == 0 and indices.kind is INT:
+            check_same_backend("gather", self, indices)
+            normalize_dim("gather", dim, max(self.ndim, 1))
+            return self.reshape(-1).slice_dim(0, 0, 0).reshape(indices.shape)
+        if self.ndim == 0:
+            return as_vector(self, "gather", dim, lambda v: v.gather(0, indices.reshape(-1)),
+                             indices.shape)
         d, idx = gather_args(self, dim, indices, "gather")
         return new(self.backend, kind_op(self, "gather")(self.primitive, d, idx.primitive),
                    self.kind)
 
-    def scatter(self, dim: int, indices: Tensor, values: Tensor) -> Tensor:
-        """A copy with ``values`` written at ``indices`` along ``dim`` (torch.scatter)."""
-        return scatter_into(self, dim, indices, values, "scatter")
+    def scatter(self, dim: int, indices: Tensor, values: Tensor | float,
+                reduce: Literal["add", "multiply"] | None = None) -> Tensor:
+        """A copy with ``values`` (a tensor or one number) written at ``indices`` along ``dim``
+        (torch.scatter); ``reduce="add"`` sums them in, ``"multiply"`` multiplies them in."""
+        if not isinstance(values, Tensor):
+            values = Tensor.full(indices.shape, values, backend=self.backend, device=self.device,
+                                 dtype=self.dtype)
+        if self.ndim == 0:
+            vals = values
+            return as_vector(self, "scatter", dim, lambda v: v.scatter(
+                0, indices.reshape(-1), vals.reshape(-1), reduce))
+        if reduce is None:
+            return scatter_into(self, dim, indices, values, "scatter")
+        if reduce == "add":
+            return self.scatter_add(dim, indices, values)
+        if reduce != "multiply":
+            raise InvalidArgumentError(f"scatter: reduce must be 'add' or 'multiply', got "
+                                       f"{reduce!r}")
+        return scatter_multiply(self, dim, indices, values)
 
     def scatter_add(self, dim: int, indices: Tensor, values: Tensor) -> Tensor:
         """A copy with ``values`` summed in at ``indices`` along ``dim`` (torch.scatter_add)."""
+        if self.ndim == 0:
+            return as_vector(self, "scatter_add", dim, lambda v: v.scatter_add(
+                0, indices.reshape(-1), values.reshape(-1)))
         return scatter_into(self, dim, indices, values, "scatter_add")
 
     def select(self, dim: int, indices: Tensor | Sequence[int]) -> Tensor:
         """Slices along ``dim`` at 1-d ``indices`` (torch.index_select; Burn's select)."""
+        if self.ndim == 0:
+            return as_vector(self, "select", dim, lambda v: v.select(0, indices))
         d, idx = select_args(self, dim, indices, "select")
         return new(self.backend, kind_op(self, "select")(self.primitive, d, idx.primitive),
                    self.kind)
@@ -1695,11 +1789,20 @@ class Tensor:
     def select_assign(self, dim: int, indices: Tensor | Sequence[int],
                       values: Tensor) -> Tensor:
         """A copy with the slices at ``indices`` along ``dim`` replaced by ``values``."""
+        if self.ndim == 0:
+            return as_vector(self, "select_assign", dim,
+                             lambda v: v.select_assign(0, indices, values.reshape(-1)))
         return select_write(self, dim, indices, values, "select_assign")
 
     def select_add(self, dim: int, indices: Tensor | Sequence[int],
-                   values: Tensor) -> Tensor:
-        """A copy with ``values`` summed into the slices at ``indices`` (torch.index_add)."""
+                   values: Tensor, alpha: float = 1) -> Tensor:
+        """A copy with ``alpha * values`` summed into the slices at ``indices``
+        (torch.index_add)."""
+        if alpha != 1:
+            values = values * alpha
+        if self.ndim == 0:
+            return as_vector(self, "select_add", dim,
+                             lambda v: v.select_add(0, indices, values.reshape(-1)))
         return select_write(self, dim, indices, values, "select_add")
 
     index_add = select_add
@@ -1709,8 +1812,14 @@ class Tensor:
         m = self if self.kind is BOOL else self != 0
         return new(self.backend, self.backend.bool_argwhere(m.primitive), INT)
 
-    def nonzero(self) -> list[Tensor]:
-        """One int tensor of indices per dim (NumPy's nonzero)."""
+    def nonzero(self, *, as_tuple: bool = True) -> list[Tensor]:
+        """One int tensor of indices per dim (NumPy's nonzero, torch's ``as_tuple=True``; a 0-d
+        tensor counts as one dim of size 1, as torch). ``argwhere`` is the single-tensor form."""
+        if not as_tuple:
+            raise InvalidArgumentError("nonzero: burnpy returns one index tensor per dim "
+                                       "(as_tuple=True); use argwhere() for the [n, ndim] tensor")
+        if self.ndim == 0:
+            return self.reshape(1).nonzero()
         m = self if self.kind is BOOL else self != 0
         return [new(self.backend, p, INT) for p in self.backend.bool_nonzero(m.primitive)]
 

@@ -80,7 +80,7 @@ def test_pools_interpolate_embedding_attention_match_torch() -> None:
     (lambda x, w: F.conv2d(x, w, stride=0), bp.InvalidArgumentError, r"conv2d: stride"),
     (lambda x, w: F.conv2d(x, w, padding=-1), bp.InvalidArgumentError, r"conv2d: padding"),
     (lambda x, w: F.conv2d(x, w, groups=3), bp.ShapeError, r"conv2d: .*groups=3"),
-    (lambda x, w: F.conv2d(x[0], w), bp.ShapeError, r"conv2d: input must be .*\(4, 8, 8\)"),
+    (lambda x, w: F.conv2d(x[0, 0], w), bp.ShapeError, r"conv2d: input must be .*\(8, 8\)"),
     (lambda x, w: F.conv2d(x, w[:, :2]), bp.ShapeError, r"conv2d: input has 4 channels"),
     (lambda x, w: F.conv2d(x, Tensor.zeros((6, 4, 9, 9), dtype="float64")), bp.ShapeError,
      r"conv2d: kernel \(9, 9\)"),
