@@ -326,7 +326,8 @@ def samples(entry: str, dtype: torch.dtype) -> list[Any]:
     op = op_infos()[entry]
     torch.manual_seed(0)
     out = []
-    for s in op.sample_inputs("cpu", dtype, requires_grad=op.supports_autograd):
+    grad = op.supports_autograd and dtype.is_floating_point  # torch refuses int/bool leaves
+    for s in op.sample_inputs("cpu", dtype, requires_grad=grad):
         out.append(s)
         if len(out) == MAX_SAMPLES:
             break
