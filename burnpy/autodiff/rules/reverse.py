@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from burnpy.autodiff.graph import Op
-from burnpy.autodiff.rules.table import Derivative, Kind
+from burnpy.autodiff.rules.table import Derivative, Kind, filling
 from burnpy.autodiff.tensor import AutodiffTensor
 
 if TYPE_CHECKING:
@@ -218,14 +218,7 @@ _FACTORIES: dict[Kind, Callable[[Derivative], Method]] = {
 def generated(entries: tuple[Derivative, ...]) -> Callable[[type[T]], type[T]]:
     """A class decorator adding the recording method of every entry with a reverse rule
     (``explicit`` ones are the family mixin's own)."""
-
-    def fill(cls: type[T]) -> type[T]:
-        for entry in entries:
-            if entry.reverse is not None and entry.kind != "explicit":
-                setattr(cls, entry.name, _FACTORIES[entry.kind](entry))
-        return cls
-
-    return fill
+    return filling(entries, _FACTORIES, lambda entry: entry.reverse is not None)
 
 
 # ---- ops without a derivative --------------------------------------------------------------

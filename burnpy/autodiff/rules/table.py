@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, TypeVar
 
 from burnpy.autodiff.graph import BackwardRule, RetroForward
 
@@ -231,3 +231,21 @@ def explicit(name: str, reverse: BackwardRule, tangent: Tangent, *, forward: Ret
     """An op whose recording is written by hand in its family's mixins (batch_norm returns a
     tuple, layer_norm takes an optional weight and bias among its params)."""
     return Derivative(name, "explicit", reverse, tangent, forward, saves_inputs=saves_inputs)
+
+
+T = TypeVar("T")
+
+
+def filling(entries: tuple[Derivative, ...], factories: dict[Kind, Callable[[Derivative], Any]],
+            ruled: Callable[[Derivative], bool]) -> Callable[[type[T]], type[T]]:
+    """A class decorator adding ``factories[entry.kind](entry)`` as the method ``entry.name``
+    for every ``ruled`` entry (``explicit`` ones are the family mixin's own): one decorator's
+    side of a family table."""
+
+    def fill(cls: type[T]) -> type[T]:
+        for entry in entries:
+            if ruled(entry) and entry.kind != "explicit":
+                setattr(cls, entry.name, factories[entry.kind](entry))
+        return cls
+
+    return fill

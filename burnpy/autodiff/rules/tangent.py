@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 from burnpy.autodiff.forward.tensor import DeferredDualTensor, DualTensor
 from burnpy.autodiff.graph import RetroForward
 from burnpy.autodiff.rule_helpers import fit, or_zeros
-from burnpy.autodiff.rules.table import LINEAR, Derivative, Kind, TangentRule
+from burnpy.autodiff.rules.table import LINEAR, Derivative, Kind, TangentRule, filling
 
 if TYPE_CHECKING:
     from burnpy.backend.base import Backend
@@ -281,14 +281,7 @@ _FACTORIES: dict[Kind, Callable[[Derivative], Method]] = {
 def generated(entries: tuple[Derivative, ...]) -> Callable[[type[T]], type[T]]:
     """A class decorator adding the method of every entry with a tangent rule (``explicit``
     ones are the family mixin's own)."""
-
-    def fill(cls: type[T]) -> type[T]:
-        for entry in entries:
-            if entry.tangent is not None and entry.kind != "explicit":
-                setattr(cls, entry.name, _FACTORIES[entry.kind](entry))
-        return cls
-
-    return fill
+    return filling(entries, _FACTORIES, lambda entry: entry.tangent is not None)
 
 
 # ---- ops without a derivative --------------------------------------------------------------
