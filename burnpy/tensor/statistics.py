@@ -295,12 +295,12 @@ def cumulative_trapezoid(y: Tensor, x: Tensor | None = None, *, dx: float | None
     return (pairs * h / 2).cumsum(d)
 
 
-def _correction(correction: float | None, unbiased: bool | None) -> int:
+def _correction(correction: float | None, unbiased: bool | None) -> float:
     if unbiased is not None:
         if correction is not None:
             raise InvalidArgumentError("var/std: give correction or unbiased, not both")
         return 1 if unbiased else 0
-    return 1 if correction is None else int(correction)
+    return 1 if correction is None else correction
 
 
 def var_mean(input: Tensor, dim: Dims = None, *, correction: float | None = None,
