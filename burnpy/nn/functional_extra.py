@@ -277,6 +277,8 @@ def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12) -
 
 
 def _norm(x: Tensor, p: float, dim: int, keepdim: bool) -> Tensor:
+    if p == 0:  # torch's 0-"norm": the count of non-zeros (no gradient)
+        return (x != 0.0).cast(x.dtype).sum(dim, keepdim)
     if p == 2:
         return x.square().sum(dim, keepdim).sqrt()
     if p == 1:

@@ -1678,8 +1678,18 @@ class Tensor:
             return self * 1.0  # a node of its own, so writes to the copy leave this one valid
         return new(self.backend, self.primitive, self.kind)  # primitives are never mutated
 
-    def index_put(self, key: Any, value: Any) -> Tensor:
-        """A copy with ``self[key] = value`` applied (the functional form of ``__setitem__``)."""
+    def index_put(self, key: Any, value: Any, accumulate: bool = False) -> Tensor:
+        """A copy with ``self[key] = value`` applied (the functional form of ``__setitem__``);
+        ``accumulate=True`` (torch's, ``key`` a tuple of index tensors) adds instead, summing
+        repeated indices."""
+        if accumulate:
+            indices: list[Tensor] = []
+            for i in key if isinstance(key, tuple | list) else (key,):
+                if isinstance(i, Tensor) and i.kind is BOOL:  # a mask: its k-d positions
+                    indices.extend(i.nonzero())
+                else:
+                    indices.append(i)
+            return accumulated(self, tuple(indices), value)
         return self._assigned(key, value)
 
     def _assigned(self, key: Any, value: Any) -> Tensor:
@@ -2093,10 +2103,16 @@ class Tensor:
         reps = dims_arg(dims)
         return self.repeat((1,) * (self.ndim - len(reps)) + reps)
 
-    def repeat_interleave(self, repeats: int | Tensor, dim: int | None = None) -> Tensor:
+    def repeat_interleave(self, repeats: int | Tensor, dim: int | None = None, *,
+                          output_size: int | None = None) -> Tensor:
         """Each slice along ``dim`` (each element of the flattened tensor when None) repeated
-        ``repeats`` times, or ``repeats[i]`` times for slice i."""
-        return shape_ops.repeat_interleave(self, repeats, dim)
+        ``repeats`` times, or ``repeats[i]`` times for slice i. ``output_size`` (torch's hint of
+        the result's length along ``dim``) is checked against it."""
+        out = shape_ops.repeat_interleave(self, repeats, dim)
+        if output_size is not None and out.shape[0 if dim is None else dim] != output_size:
+            raise ShapeError(f"repeat_interleave: output_size={output_size}, but the repeats "
+                             f"give {out.shape[0 if dim is None else dim]}")
+        return out
 
     def movedim(self, source: int | Sequence[int], destination: int | Sequence[int]) -> Tensor:
         """Dims ``source`` moved to ``destination``; the other dims keep their order."""

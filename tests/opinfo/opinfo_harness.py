@@ -56,6 +56,8 @@ def _factory(fn: Callable[..., Any]) -> Call:
 # torch spellings that burnpy writes differently, or calls that are not ``input.op(*args)``.
 OVERRIDES: dict[str, Call] = {
     "__radd__": lambda x, other: other + x,
+    # op_db calls torch.einsum(operands_list, equation); burnpy takes the equation first
+    "einsum": lambda operands, equation: bp.einsum(equation, operands),
     "__rand__": lambda x, other: other & x,
     "__rdiv__": lambda x, other: other / x,
     "__rmatmul__": lambda x, other: other @ x,
