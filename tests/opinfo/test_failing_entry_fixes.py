@@ -87,7 +87,7 @@ def test_clamp_promotes_an_int_bound_and_refuses_a_float_bound_for_ints() -> Non
     x = Tensor.from_data(np.array([0.5, 3.5]), backend=CpuBackend)
     bound = Tensor.from_data(np.array([1, 2]), backend=CpuBackend)
     np.testing.assert_array_equal(x.clamp(min=bound).to_numpy(), [1.0, 3.5])
-    with pytest.raises(BurnpyError, match="use .float"):
+    with pytest.raises(BurnpyError, match=r"use \.float"):
         bound.clamp(max=x)
 
 
