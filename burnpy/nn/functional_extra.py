@@ -25,6 +25,7 @@ from burnpy.backend.errors import (
 from burnpy.nn.losses import _check, _check_same_shape, _reduce
 from burnpy.tensor import Tensor
 from burnpy.tensor._core import FLOAT, INT
+from burnpy.tensor.checks import broadcast_shapes
 
 IntOrTuple = int | Sequence[int]
 
@@ -276,6 +277,8 @@ def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12) -
 
 
 def _norm(x: Tensor, p: float, dim: int, keepdim: bool) -> Tensor:
+    if p == 0:  # torch's 0-"norm": the count of non-zeros (no gradient)
+        return (x != 0.0).cast(x.dtype).sum(dim, keepdim)
     if p == 2:
         return x.square().sum(dim, keepdim).sqrt()
     if p == 1:
@@ -674,12 +677,20 @@ def lp_pool2d(input: Tensor, norm_type: float, kernel_size: IntOrTuple,
 
 # ---- distances ------------------------------------------------------------------------------
 def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -> Tensor:
-    """``x1 . x2 / (max(||x1||, eps) * max(||x2||, eps))`` along ``dim`` (broadcasting)."""
-    _float("cosine_similarity", x1, "x1")
-    _float("cosine_similarity", x2, "x2")
-    n1 = x1.square().sum(dim, keepdim=True).sqrt().clamp(min=eps)
-    n2 = x2.square().sum(dim, keepdim=True).sqrt().clamp(min=eps)
-    return ((x1 / n1) * (x2 / n2)).sum(dim)
+    """``x1 . x2 / (max(||x1||, eps) * max(||x2||, eps))`` along ``dim``, as torch: ``x1`` and
+    ``x2`` are broadcast to one shape first, so the norms are over the broadcast ``dim``; the
+    clamp at ``eps`` changes the value but not the gradient (torch clamps without grad)."""
+    op = "cosine_similarity"
+    _float(op, x1, "x1")
+    _float(op, x2, "x2")
+    shape = broadcast_shapes(op, x1.shape, x2.shape)
+    a, b = x1.expand(shape), x2.expand(shape)
+
+    def clamped_norm(x: Tensor) -> Tensor:
+        norm = x.square().sum(dim, keepdim=True).sqrt()
+        return norm + (norm.clamp(min=eps) - norm).detach()
+
+    return ((a / clamped_norm(a)) * (b / clamped_norm(b))).sum(dim)
 
 
 def pairwise_distance(x1: Tensor, x2: Tensor, p: float = 2.0, eps: float = 1e-6,

@@ -295,12 +295,12 @@ def cumulative_trapezoid(y: Tensor, x: Tensor | None = None, *, dx: float | None
     return (pairs * h / 2).cumsum(d)
 
 
-def _correction(correction: float | None, unbiased: bool | None) -> int:
+def _correction(correction: float | None, unbiased: bool | None) -> float:
     if unbiased is not None:
         if correction is not None:
             raise InvalidArgumentError("var/std: give correction or unbiased, not both")
         return 1 if unbiased else 0
-    return 1 if correction is None else int(correction)
+    return 1 if correction is None else correction
 
 
 def var_mean(input: Tensor, dim: Dims = None, *, correction: float | None = None,
@@ -361,9 +361,19 @@ def dist(input: Tensor, other: Tensor, p: float = 2.0) -> Tensor:
     return norm(input - other, p)
 
 
-def cdist(x1: Tensor, x2: Tensor, p: float = 2.0) -> Tensor:
+_CDIST_MODES = ("use_mm_for_euclid_dist_if_necessary", "use_mm_for_euclid_dist",
+                "donot_use_mm_for_euclid_dist")
+
+
+def cdist(x1: Tensor, x2: Tensor, p: float = 2.0,
+          compute_mode: str = "use_mm_for_euclid_dist_if_necessary") -> Tensor:
     """torch.cdist: the ``p``-norm distance between each row of ``x1`` (``*, P, M``) and each row
-    of ``x2`` (``*, R, M``), shape ``*, P, R`` (batch dims broadcast)."""
+    of ``x2`` (``*, R, M``), shape ``*, P, R`` (batch dims broadcast). ``compute_mode`` is taken
+    for torch's signature: every mode computes the differences directly (torch's matrix-product
+    shortcut is a speed trade of accuracy)."""
+    if compute_mode not in _CDIST_MODES:
+        raise InvalidArgumentError(f"cdist: compute_mode must be one of {_CDIST_MODES}, "
+                                   f"got {compute_mode!r}")
     _require_float(x1, "cdist")
     _require_float(x2, "cdist")
     if x1.ndim < 2 or x2.ndim < 2 or x1.shape[-1] != x2.shape[-1]:
@@ -468,17 +478,27 @@ def unique_consecutive(input: Tensor, return_inverse: bool = False,
 
 
 def searchsorted(sorted_sequence: Tensor, values: Tensor | float, *, out_int32: bool = False,
-                 right: bool = False, side: Literal["left", "right"] | None = None) -> Tensor:
+                 right: bool = False, side: Literal["left", "right"] | None = None,
+                 sorter: Tensor | None = None) -> Tensor:
     """torch.searchsorted: where each of ``values`` would be inserted into the innermost dim of
     ``sorted_sequence`` to keep it sorted (the first such place, or the last when ``right``).
 
-    A 1-d sequence serves every value; an N-d one has the leading dims of ``values``.
+    A 1-d sequence serves every value; an N-d one has the leading dims of ``values``. With
+    ``sorter`` (int indices along the innermost dim that sort an unsorted sequence, as
+    ``argsort`` gives) the sequence is read in that order.
     """
     if side is not None:
         if side == "left" and right:
             raise InvalidArgumentError("searchsorted: side='left' contradicts right=True")
         right = side == "right"
     seq = sorted_sequence
+    if sorter is not None:
+        if sorter.kind is not INT:
+            raise KindError(f"searchsorted: sorter must be an int tensor, got {sorter.kind}")
+        if sorter.shape != seq.shape:
+            raise ShapeError(f"searchsorted: sorter {describe(sorter.shape)} must have the "
+                             f"sequence's shape {describe(seq.shape)}")
+        seq = seq.gather(-1, sorter) if seq.ndim else seq
     if isinstance(values, int | float):
         values = _tensor_class().full((), float(values), backend=seq.backend, device=seq.device,
                                       dtype=seq.dtype)

@@ -71,6 +71,7 @@ from burnpy.tensor.arithmetic import (
     signed_unary,
 )
 from burnpy.tensor.checks import broadcast_shapes, infer_shape, normalize_dim, normalize_dims, numel
+from burnpy.tensor.clamp_bounds import clamp_tensor_bounds
 from burnpy.tensor.dlpack import BFloat16Producer, export_bfloat16, host_values
 from burnpy.tensor.grad_method import GradMethod
 from burnpy.tensor.indexing import (
@@ -997,10 +998,16 @@ class Tensor:
         d = normalize_dim("log_softmax", dim, self.ndim)
         return new(self.backend, self.backend.log_softmax(self.primitive, d), FLOAT)
 
-    def clamp(self, min: float | None = None, max: float | None = None) -> Tensor:
-        """Limit values to [min, max]; either bound may be omitted."""
+    def clamp(self, min: Tensor | float | None = None,
+              max: Tensor | float | None = None) -> Tensor:
+        """Limit values to [min, max]; either bound may be omitted. A tensor bound broadcasts
+        and gets its share of the gradient (torch's rule, see ``clamp_bounds``)."""
         if min is None and max is None:
             raise InvalidArgumentError("clamp: give at least one of min and max")
+        if isinstance(min, Tensor) or isinstance(max, Tensor):
+            if self.kind is BOOL:
+                raise KindError("clamp: expects a float or int tensor, got bool")
+            return clamp_tensor_bounds(self, min, max)
         b = self.backend
         if self.kind is FLOAT:
             lo = None if min is None else float(min)
@@ -1018,12 +1025,12 @@ class Tensor:
 
     clip = clamp
 
-    def clamp_min(self, min: float) -> Tensor:
-        """Limit values to at least ``min``."""
+    def clamp_min(self, min: Tensor | float) -> Tensor:
+        """Limit values to at least ``min`` (a number or a broadcasting tensor)."""
         return self.clamp(min=min)
 
-    def clamp_max(self, max: float) -> Tensor:
-        """Limit values to at most ``max``."""
+    def clamp_max(self, max: Tensor | float) -> Tensor:
+        """Limit values to at most ``max`` (a number or a broadcasting tensor)."""
         return self.clamp(max=max)
 
     def maximum(self, other: Tensor) -> Tensor:
@@ -1402,10 +1409,11 @@ class Tensor:
                             "use .float() first")
         return reduce(self, "mean", dim, keepdim)
 
-    def var(self, dim: Dims = None, keepdim: bool = False, correction: int | None = 1, *,
+    def var(self, dim: Dims = None, keepdim: bool = False, correction: float | None = 1, *,
             unbiased: bool | None = None) -> Tensor:
-        """Variance with Bessel's ``correction`` (1 = unbiased, as torch's default, also for
-        None); torch's older ``unbiased=`` sets it to 1 or 0."""
+        """Variance: the squared deviations' sum over ``max(0, N - correction)`` (Bessel's
+        ``correction``, 1 by default and for None, may be fractional as in torch; a divisor of
+        0 gives inf or NaN as torch's); torch's older ``unbiased=`` sets it to 1 or 0."""
         if unbiased is not None:
             correction = int(unbiased)
         elif correction is None:
@@ -1416,9 +1424,9 @@ class Tensor:
             normalize_dims("var", (dim,) if isinstance(dim, int) else dim, self.ndim))
         n = math.prod(self.shape[d] for d in dims)
         total = sq.sum(dim, keepdim=keepdim)
-        return total / max(n - correction, 0) if n - correction > 0 else total * float("nan")
+        return total / (n - correction) if n - correction > 0 else total * float("inf")
 
-    def std(self, dim: Dims = None, keepdim: bool = False, correction: int | None = 1, *,
+    def std(self, dim: Dims = None, keepdim: bool = False, correction: float | None = 1, *,
             unbiased: bool | None = None) -> Tensor:
         """Standard deviation: the square root of ``var`` with the same ``correction`` (or
         torch's older ``unbiased=``).
@@ -1670,8 +1678,18 @@ class Tensor:
             return self * 1.0  # a node of its own, so writes to the copy leave this one valid
         return new(self.backend, self.primitive, self.kind)  # primitives are never mutated
 
-    def index_put(self, key: Any, value: Any) -> Tensor:
-        """A copy with ``self[key] = value`` applied (the functional form of ``__setitem__``)."""
+    def index_put(self, key: Any, value: Any, accumulate: bool = False) -> Tensor:
+        """A copy with ``self[key] = value`` applied (the functional form of ``__setitem__``);
+        ``accumulate=True`` (torch's, ``key`` a tuple of index tensors) adds instead, summing
+        repeated indices."""
+        if accumulate:
+            indices: list[Tensor] = []
+            for i in key if isinstance(key, tuple | list) else (key,):
+                if isinstance(i, Tensor) and i.kind is BOOL:  # a mask: its k-d positions
+                    indices.extend(i.nonzero())
+                else:
+                    indices.append(i)
+            return accumulated(self, tuple(indices), value)
         return self._assigned(key, value)
 
     def _assigned(self, key: Any, value: Any) -> Tensor:
@@ -2085,10 +2103,16 @@ class Tensor:
         reps = dims_arg(dims)
         return self.repeat((1,) * (self.ndim - len(reps)) + reps)
 
-    def repeat_interleave(self, repeats: int | Tensor, dim: int | None = None) -> Tensor:
+    def repeat_interleave(self, repeats: int | Tensor, dim: int | None = None, *,
+                          output_size: int | None = None) -> Tensor:
         """Each slice along ``dim`` (each element of the flattened tensor when None) repeated
-        ``repeats`` times, or ``repeats[i]`` times for slice i."""
-        return shape_ops.repeat_interleave(self, repeats, dim)
+        ``repeats`` times, or ``repeats[i]`` times for slice i. ``output_size`` (torch's hint of
+        the result's length along ``dim``) is checked against it."""
+        out = shape_ops.repeat_interleave(self, repeats, dim)
+        if output_size is not None and out.shape[0 if dim is None else dim] != output_size:
+            raise ShapeError(f"repeat_interleave: output_size={output_size}, but the repeats "
+                             f"give {out.shape[0 if dim is None else dim]}")
+        return out
 
     def movedim(self, source: int | Sequence[int], destination: int | Sequence[int]) -> Tensor:
         """Dims ``source`` moved to ``destination``; the other dims keep their order."""

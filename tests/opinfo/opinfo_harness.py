@@ -56,6 +56,8 @@ def _factory(fn: Callable[..., Any]) -> Call:
 # torch spellings that burnpy writes differently, or calls that are not ``input.op(*args)``.
 OVERRIDES: dict[str, Call] = {
     "__radd__": lambda x, other: other + x,
+    # op_db calls torch.einsum(operands_list, equation); burnpy takes the equation first
+    "einsum": lambda operands, equation: bp.einsum(equation, operands),
     "__rand__": lambda x, other: other & x,
     "__rdiv__": lambda x, other: other / x,
     "__rmatmul__": lambda x, other: other @ x,
@@ -112,6 +114,17 @@ DELIBERATE: dict[str, str] = {
     "nn.functional.dropout": "random: burnpy's generator is not torch's, so the values differ",
     "inner": "Tensor.inner() is Burn's method (the tensor without autodiff), not torch.inner",
     "int": "burnpy's .int() is the backend's int dtype (int64 on CPU), torch's is int32",
+}
+
+# Entries whose float32 gradient torch computes less accurately than burnpy: their float32
+# gradients are compared with torch's float64 gradient of the same sample (cast to float32), to
+# float32's conditioning: eps32 times the largest input magnitude (a gradient built from
+# ``exp(x - out)`` inherits the rounding of values that large), at least ``RTOL``. The reason
+# gives the errors measured against that float64 reference.
+FLOAT64_GRADIENT_REFERENCE: dict[str, str] = {
+    "logcumsumexp": "on samples spanning 1e4, torch's float32 gradient is off by 2.2e-3 and "
+                    "6.8e-4, burnpy's by 2.4e-7 and 2.6e-4 (a float32 output of 1e4 is itself "
+                    "rounded by 5e-4)",
 }
 
 
@@ -382,16 +395,47 @@ def check_sample(entry: str, fn: Call, sample: Any, dtype: torch.dtype) -> None:
         term = (got_ad[i] * Tensor.from_data(cot, backend=AD)).sum()
         loss_b = term if loss_b is None else loss_b + term
     assert loss_b is not None
-    torch_grads = torch.autograd.grad(loss_t, [t for t, _ in leaves], allow_unused=True)
+    if dtype == torch.float32 and entry in FLOAT64_GRADIENT_REFERENCE:
+        torch_grads = _float64_gradients(op, sample, diff, [t for t, _ in leaves])
+        largest = max(float(t.detach().abs().max()) if t.numel() else 0.0 for t, _ in leaves)
+        rtol = max(rtol, float(np.finfo(np.float32).eps) * largest)
+    else:
+        torch_grads = torch.autograd.grad(loss_t, [t for t, _ in leaves], allow_unused=True)
     grads = loss_b.backward()
     for k, ((t, b), tg) in enumerate(zip(leaves, torch_grads, strict=True)):
         g = b.grad(grads)
-        want_g = torch.zeros_like(t) if tg is None else tg
+        # torch answers some gradients with a ZeroTensor, which has no NumPy view
+        want_g = torch.zeros_like(t) if tg is None or tg._is_zerotensor() else tg
         if g is None:
             if bool(torch.any(want_g != 0)):
                 raise MismatchError(f"gradient[{k}]: None, torch has a non-zero gradient")
             continue
         compare(g, want_g, rtol, f"gradient[{k}]", scaled=True)
+
+
+def _float64_gradients(op: Any, sample: Any, diff: list[int],
+                       leaves: list[torch.Tensor]) -> tuple[torch.Tensor | None, ...]:
+    """torch's gradients of the sample's float32 ``leaves`` computed in float64 (the sample's
+    float32 tensors cast up, the same cotangents), cast back to float32."""
+    up: dict[int, torch.Tensor] = {}
+
+    def cast(value: Any) -> Any:
+        if isinstance(value, torch.Tensor) and value.dtype == torch.float32:
+            t = value.detach().double().requires_grad_(value.requires_grad)
+            up[id(value)] = t
+            return t
+        if isinstance(value, list | tuple):
+            return type(value)(cast(v) for v in value)
+        return value
+
+    out = _flat(op(cast(sample.input), *cast(sample.args),
+                   **{k: cast(v) for k, v in sample.kwargs.items()}))
+    loss = torch.zeros((), dtype=torch.float64)
+    for i in diff:
+        cot = _cotangent(tuple(out[i].shape), i, torch.float32)
+        loss = loss + (out[i] * torch.from_numpy(cot.astype(np.float64))).sum()
+    grads = torch.autograd.grad(loss, [up[id(t)] for t in leaves], allow_unused=True)
+    return tuple(None if g is None else g.float() for g in grads)
 
 
 def describe_sample(sample: Any) -> str:

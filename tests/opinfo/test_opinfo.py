@@ -12,9 +12,6 @@ from opinfo_harness import ENTRIES, run_entry
 # Entries that still give a wrong result or leak an exception at this commit, with what is
 # missing. Strict: an entry that becomes right fails here until it is taken off the list.
 KNOWN_FAILING: dict[str, str] = {
-    "clamp_min": "a tensor bound is read as a number (item()), so its gradient is lost",
-    "clamp_max": "a tensor bound is read as a number (item()), so its gradient is lost",
-    "index_put": "torch's accumulate= is not taken yet",
 }
 
 
