@@ -67,3 +67,37 @@ def test_zero_norm_counts_non_zeros_with_a_zero_gradient(shape: tuple[int, ...])
         np.testing.assert_array_equal(grad.to_numpy(), np.zeros(shape))
     nan = Tensor.from_data(np.array([0.0, 2.0, math.nan, -1.0]), backend=AD)
     assert nan.norm(0).item() == 3.0
+
+
+@pytest.mark.parametrize(("mode", "shape", "size"), [
+    ("linear", (2, 3, 5), (8,)), ("linear", (2, 3, 7), (3,)), ("nearest", (2, 3, 5), (8,)),
+    ("nearest", (1, 2, 3, 4, 5), (5, 3, 7)), ("bicubic", (2, 3, 4, 5), (7, 3)),
+    ("bicubic", (1, 2, 6, 6), (9, 13)), ("trilinear", (1, 2, 3, 4, 5), (5, 3, 7))])
+@pytest.mark.parametrize("align_corners", [False, True])
+def test_interpolate_modes_by_size(mode: str, shape: tuple[int, ...], size: tuple[int, ...],
+                                   align_corners: bool) -> None:
+    corners = None if mode == "nearest" else align_corners
+    _check(lambda t: TF.interpolate(t, size, mode=mode, align_corners=corners),
+           lambda b: F.interpolate(b, size, mode=mode, align_corners=corners), shape)
+
+
+@pytest.mark.parametrize(("mode", "shape"), [("linear", (2, 3, 4)), ("nearest", (2, 3, 4)),
+                                             ("bicubic", (2, 3, 4, 5)),
+                                             ("trilinear", (1, 2, 3, 4, 5))])
+@pytest.mark.parametrize("factor", [1.7, 0.6, 2.5])
+@pytest.mark.parametrize("recompute", [False, True])
+def test_interpolate_modes_by_scale_factor(mode: str, shape: tuple[int, ...], factor: float,
+                                           recompute: bool) -> None:
+    kw = {"scale_factor": factor, "mode": mode, "recompute_scale_factor": recompute}
+    _check(lambda t: TF.interpolate(t, **kw), lambda b: F.interpolate(b, **kw), shape)
+
+
+def test_interpolate_mode_needs_its_number_of_spatial_dims() -> None:
+    x = Tensor.from_data(RNG.standard_normal((2, 3, 4, 5)), backend=AD)
+    for mode in ("linear", "trilinear"):
+        with pytest.raises(bp.ShapeError):
+            F.interpolate(x, scale_factor=2.0, mode=mode)
+    with pytest.raises(bp.InvalidArgumentError, match="mode"):
+        F.interpolate(x, scale_factor=2.0, mode="area")
+    with pytest.raises(bp.InvalidArgumentError, match="2 positive"):
+        F.interpolate(x, scale_factor=(2.0, 2.0, 2.0), mode="bicubic")
