@@ -627,8 +627,11 @@ def _adaptive_max(op: str, x: Tensor, n: int, output_size: int | Sequence[int | 
         return values.squeeze(0), indices.squeeze(0)
     _spatial(op, x, n)
     given = (output_size,) * n if isinstance(output_size, int) else tuple(output_size)
-    sizes = _ints(op, "output_size", tuple(
-        x.shape[2 + i] if o is None and i < n else o for i, o in enumerate(given)), n, 1)
+    if len(given) != n:
+        raise InvalidArgumentError(f"{op}: output_size must be an int or {n} ints, got "
+                                   f"{output_size!r}")
+    sizes = _ints(op, "output_size", tuple(  # None keeps that dim's input size
+        x.shape[2 + i] if o is None else o for i, o in enumerate(given)), n, 1)
     b, c = x.shape[:2]
     values, indices = [], []
     width = x.shape[-1]
