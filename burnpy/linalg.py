@@ -533,7 +533,9 @@ def vector_norm(x: Tensor, ord: float = 2, dim: int | Sequence[int] | None = Non
     if ord == -math.inf:
         return magnitude.amin(dim, keepdim)
     if ord == 0:
-        return (x != 0).cast(x.dtype).sum(dim, keepdim)
+        # Every element filled, so the count is tracked with torch's zero gradient.
+        nonzero = x != 0
+        return x.mask_fill(nonzero, 1.0).mask_fill(~nonzero, 0.0).sum(dim, keepdim)
     if ord == 1:
         return magnitude.sum(dim, keepdim)
     if ord == 2:

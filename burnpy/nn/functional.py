@@ -357,40 +357,54 @@ def adaptive_avg_pool2d(x: Tensor, output_size: int | Sequence[int | None]) -> T
     return _adaptive("adaptive_avg_pool2d", 2, x, output_size)
 
 
+_INTERPOLATE_DIMS = {"linear": 1, "bilinear": 2, "bicubic": 2, "trilinear": 3}
+
+
 def interpolate(x: Tensor, size: IntOrTuple | None = None,
                 scale_factor: float | Sequence[float] | None = None, mode: str = "nearest",
                 align_corners: bool | None = None,
                 recompute_scale_factor: bool | None = None) -> Tensor:
-    """Resize ``[n, c, h, w]`` by ``size`` or ``scale_factor``
-    ("nearest" or "bilinear"). As torch's, a given ``scale_factor`` maps output coordinates
-    through that factor unless ``recompute_scale_factor=True``, which uses the output size."""
+    """Resize ``[n, c, *spatial]`` by ``size`` or ``scale_factor``: "nearest" (1 to 3 spatial
+    dims), "linear" (1), "bilinear" or "bicubic" (2, cubic convolution with torch's A=-0.75
+    and clamped border taps), "trilinear" (3). As torch's, a given ``scale_factor`` maps output
+    coordinates through that factor unless ``recompute_scale_factor=True``, which uses the
+    output size."""
     op = "interpolate"
-    _float_input(op, x, 2)
-    if mode not in ("nearest", "bilinear"):
-        raise InvalidArgumentError(f"{op}: mode must be 'nearest' or 'bilinear', got {mode!r}")
+    if mode != "nearest" and mode not in _INTERPOLATE_DIMS:
+        raise InvalidArgumentError(f"{op}: mode must be 'nearest', 'linear', 'bilinear', "
+                                   f"'bicubic' or 'trilinear', got {mode!r}")
+    n = _INTERPOLATE_DIMS.get(mode, min(max(x.ndim - 2, 1), 3))
+    _float_input(op, x, n)
     if mode == "nearest" and align_corners:
-        raise InvalidArgumentError(f"{op}: align_corners only applies to 'bilinear'")
+        raise InvalidArgumentError(f"{op}: align_corners only applies to the linear and cubic "
+                                   f"modes")
     if (size is None) == (scale_factor is None):
         raise InvalidArgumentError(f"{op}: give exactly one of size and scale_factor")
+    factors: tuple[float, ...] | None = None
     if size is not None:
-        out = _tuple(op, "size", size, 2, 1)
+        out = _tuple(op, "size", size, n, 1)
     else:
-        factors = (scale_factor,) * 2 if isinstance(scale_factor, int | float) else tuple(
+        given = (scale_factor,) * n if isinstance(scale_factor, int | float) else tuple(
             scale_factor)  # type: ignore[arg-type]
-        if len(factors) != 2 or any(f <= 0 for f in factors):
-            raise InvalidArgumentError(f"{op}: scale_factor must be positive, got "
-                                       f"{scale_factor!r}")
-        out = tuple(int(s * f) for s, f in zip(x.shape[2:], factors, strict=True))
+        if len(given) != n or any(f <= 0 for f in given):
+            raise InvalidArgumentError(f"{op}: scale_factor must be {n} positive number(s), "
+                                       f"got {scale_factor!r}")
+        out = tuple(int(s * f) for s, f in zip(x.shape[2:], given, strict=True))
         if any(o < 1 for o in out):
             raise ShapeError(f"{op}: scale_factor {scale_factor} gives an empty output")
-        if not recompute_scale_factor and (mode == "nearest" or not align_corners) and any(
-                s / o != 1 / f for s, o, f in zip(x.shape[2:], out, factors, strict=True)):
-            for d, (o, f) in enumerate(zip(out, factors, strict=True)):
-                x = resize_axis(x, 2 + d, o, float(f), mode)
-            return x
-    checked: InterpolateMode = "nearest" if mode == "nearest" else "bilinear"
-    return new(x.backend, x.backend.interpolate(x.primitive, out, checked, bool(align_corners)),
-               FLOAT)
+        if not recompute_scale_factor and any(
+                s / o != 1 / f for s, o, f in zip(x.shape[2:], out, given, strict=True)):
+            factors = tuple(float(f) for f in given)
+    if n == 2 and mode in ("nearest", "bilinear") and (factors is None or (
+            mode == "bilinear" and align_corners)):
+        checked: InterpolateMode = "nearest" if mode == "nearest" else "bilinear"
+        return new(x.backend, x.backend.interpolate(x.primitive, out, checked,
+                                                    bool(align_corners)), FLOAT)
+    axis_mode = "nearest" if mode == "nearest" else "cubic" if mode == "bicubic" else "linear"
+    for d, o in enumerate(out):
+        x = resize_axis(x, 2 + d, o, None if factors is None else factors[d], axis_mode,
+                        bool(align_corners))
+    return x
 
 
 def embedding(indices: Tensor, weight: Tensor) -> Tensor:

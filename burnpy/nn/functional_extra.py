@@ -170,13 +170,14 @@ def softmin(input: Tensor, dim: int | None = None) -> Tensor:
 
 
 def _channel_param(op: str, input: Tensor, weight: Tensor) -> Tensor:
-    """A per-channel ``[C]`` (or shared ``[1]``) parameter shaped to broadcast along dim 1."""
+    """A per-channel ``[C]`` (or shared ``[1]`` or 0-d) parameter shaped to broadcast along
+    dim 1."""
     channels = input.shape[1] if input.ndim >= 2 else 1
-    if weight.ndim != 1 or weight.shape[0] not in (1, channels):
-        raise ShapeError(f"{op}: weight must have 1 or {channels} elements for input "
-                         f"{describe(input.shape)}, got {describe(weight.shape)}")
-    if input.ndim < 2:
-        return weight if input.ndim == 1 else weight.reshape(())
+    if weight.ndim > 1 or weight.numel() not in (1, channels):
+        raise ShapeError(f"{op}: weight must be 0-d or 1-d with 1 or {channels} elements for "
+                         f"input {describe(input.shape)}, got {describe(weight.shape)}")
+    if weight.numel() == 1:
+        return weight.reshape(())
     return weight.reshape((1, weight.shape[0]) + (1,) * (input.ndim - 2))
 
 
@@ -542,8 +543,8 @@ def avg_pool3d(input: Tensor, kernel_size: IntOrTuple, stride: IntOrTuple | None
                                          ceil_mode, 0.0)
     total = win.sum((-3, -2, -1))
     if divisor_override is not None:
-        if divisor_override < 1:
-            raise InvalidArgumentError(f"{op}: divisor_override must be >= 1")
+        if divisor_override == 0:  # torch takes any other int, a negative one too
+            raise InvalidArgumentError(f"{op}: divisor_override must not be 0")
         return total / float(divisor_override)
     return total / _divisor(input, k, s, p, extras, count_include_pad)
 
@@ -590,7 +591,10 @@ def _adaptive_bounds(size: int, out: int) -> list[tuple[int, int]]:
 
 def _adaptive(op: str, x: Tensor, n: int, output_size: int | Sequence[int | None] | None,
               reduce: str) -> Tensor:
-    """An adaptive pool separable by dims: each dim pooled in turn (mean or max)."""
+    """An adaptive pool separable by dims: each dim pooled in turn (mean or max). An
+    unbatched ``[c, *spatial]`` input is taken as a batch of one (as torch)."""
+    if x.ndim == n + 1:
+        return _adaptive(op, x.unsqueeze(0), n, output_size, reduce).squeeze(0)
     _spatial(op, x, n)
     sizes = (output_size,) * n if output_size is None or isinstance(output_size, int) else (
         tuple(output_size))
@@ -617,12 +621,20 @@ def adaptive_avg_pool3d(input: Tensor, output_size: int | Sequence[int | None] |
     return _adaptive("adaptive_avg_pool3d", input, 3, output_size, "mean")
 
 
-def _adaptive_max(op: str, x: Tensor, n: int, output_size: int | Sequence[int],
+def _adaptive_max(op: str, x: Tensor, n: int, output_size: int | Sequence[int | None],
                   return_indices: bool) -> Any:
     if not return_indices:
         return _adaptive(op, x, n, output_size, "max")
+    if x.ndim == n + 1:
+        values, indices = _adaptive_max(op, x.unsqueeze(0), n, output_size, True)
+        return values.squeeze(0), indices.squeeze(0)
     _spatial(op, x, n)
-    sizes = _ints(op, "output_size", output_size, n, 1)
+    given = (output_size,) * n if isinstance(output_size, int) else tuple(output_size)
+    if len(given) != n:
+        raise InvalidArgumentError(f"{op}: output_size must be an int or {n} ints, got "
+                                   f"{output_size!r}")
+    sizes = _ints(op, "output_size", tuple(  # None keeps that dim's input size
+        x.shape[2 + i] if o is None else o for i, o in enumerate(given)), n, 1)
     b, c = x.shape[:2]
     values, indices = [], []
     width = x.shape[-1]
@@ -639,14 +651,14 @@ def _adaptive_max(op: str, x: Tensor, n: int, output_size: int | Sequence[int],
     return (Tensor.stack(values, -1).reshape(shape), Tensor.stack(indices, -1).reshape(shape))
 
 
-def adaptive_max_pool1d(input: Tensor, output_size: int | Sequence[int],
+def adaptive_max_pool1d(input: Tensor, output_size: int | Sequence[int | None],
                         return_indices: bool = False) -> Any:
     """Max pool ``[n, c, l]`` to a fixed length; with ``return_indices`` also each max's
     input position."""
     return _adaptive_max("adaptive_max_pool1d", input, 1, output_size, return_indices)
 
 
-def adaptive_max_pool2d(input: Tensor, output_size: int | Sequence[int],
+def adaptive_max_pool2d(input: Tensor, output_size: int | Sequence[int | None],
                         return_indices: bool = False) -> Any:
     """Max pool ``[n, c, h, w]`` to a fixed size; with ``return_indices`` also each max's
     flat index within the input plane."""

@@ -348,7 +348,9 @@ def norm(input: Tensor, p: Norm = "fro", dim: Dims = None, keepdim: bool = False
     if p == -math.inf:
         return input.abs().amin(dim, keepdim)
     if p == 0:
-        return (input != 0.0).cast(input.dtype).sum(dim, keepdim)
+        # Every element filled, so the count is tracked with torch's zero gradient.
+        nonzero = input != 0.0
+        return input.mask_fill(nonzero, 1.0).mask_fill(~nonzero, 0.0).sum(dim, keepdim)
     if p == 1:
         return input.abs().sum(dim, keepdim)
     if p == 2:
