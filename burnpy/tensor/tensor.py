@@ -942,6 +942,20 @@ class Tensor:
             return new(b, b.int_bitwise_not(self.primitive), INT)
         raise KindError(f"~: expects a bool or int tensor, got {self.kind} ({self.dtype!r})")
 
+    def bitwise_not(self) -> Tensor:
+        """torch.bitwise_not: ``~x`` (logical not of a bool tensor, bitwise not of an int one)."""
+        return ~self
+
+    def cross(self, other: Tensor, dim: int | None = None) -> Tensor:
+        """torch.cross: the cross product of 3-vectors along ``dim``; without ``dim``, the first
+        dim of size 3 (torch's rule). ``burnpy.linalg.cross`` defaults to the last dim."""
+        from burnpy import linalg
+
+        if dim is None:
+            shape = broadcast_shapes("cross", self.shape, other.shape)
+            dim = next((d for d, n in enumerate(shape) if n == 3), -1)
+        return linalg.cross(self, other, dim=dim)
+
     def logical_not(self) -> Tensor:
         """A bool tensor, true where ``self`` is zero / false (torch.logical_not, for any kind)."""
         if self.kind is BOOL:
