@@ -16,6 +16,7 @@ quadrature) and plotted. ``--help`` lists the options.
 from __future__ import annotations
 
 import argparse
+import itertools
 import math
 import sys
 import time
@@ -48,7 +49,7 @@ class BurgersMLP(nn.Module):
                  dtype: DType = DType.float32) -> None:
         sizes = [2] + [width] * depth + [1]
         self.layers = [nn.Linear(a, b, backend=backend, dtype=dtype)
-                       for a, b in zip(sizes[:-1], sizes[1:], strict=False)]
+                       for a, b in itertools.pairwise(sizes)]
         for layer in self.layers:
             nn.init.xavier_normal_(layer.weight)
             assert layer.bias is not None, "Linear is built with a bias"
@@ -92,7 +93,8 @@ def derivatives(x: Tensor, t: Tensor, params: Sequence[Tensor]
     fixed = (None,) * len(params)
 
     def u_and_ux(x: Tensor, t: Tensor, ones: Tensor, *params: Tensor) -> tuple[Tensor, Tensor]:
-        return jvp(mlp, (x, t, *params), (ones, None, *fixed))  # type: ignore[no-any-return]
+        u, u_x = jvp(mlp, (x, t, *params), (ones, None, *fixed))
+        return u, u_x
 
     (u, u_x), (_, u_xx) = jvp(u_and_ux, (x, t, ones, *params), (ones, None, None, *fixed))
     _, u_t = jvp(mlp, (x, t, *params), (None, ones, *fixed))

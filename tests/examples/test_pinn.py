@@ -3,6 +3,7 @@ derivatives its residual is built from."""
 
 from __future__ import annotations
 
+import itertools
 import math
 import subprocess
 import sys
@@ -71,7 +72,7 @@ def _tiny(seed: int = 0) -> tuple[list[np.ndarray], np.ndarray, np.ndarray]:
     rng = np.random.default_rng(seed)
     sizes = [2, 5, 5, 1]
     weights: list[np.ndarray] = []
-    for a, b in zip(sizes[:-1], sizes[1:], strict=False):
+    for a, b in itertools.pairwise(sizes):
         weights += [rng.normal(0.0, 0.8, (b, a)), rng.normal(0.0, 0.3, b)]
     return weights, rng.uniform(-1, 1, (7, 1)), rng.uniform(0, 1, (7, 1))
 
