@@ -135,7 +135,8 @@ def evaluate(model: GPT, data: np.ndarray, backend: type[Backend], size: int, bl
     total = 0.0
     for _ in range(batches):
         x, y = batch(data, rng, size, block)
-        loss = model.loss(Tensor.from_data(x, backend=backend), Tensor.from_data(y, backend=backend))
+        loss = model.loss(Tensor.from_data(x, backend=backend),
+                          Tensor.from_data(y, backend=backend))
         total += float(loss.item())
     return total / batches
 
@@ -214,11 +215,12 @@ class RunResult:
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    """The options; ``--short`` shrinks the model, the run and the sample for a quick check."""
     p = argparse.ArgumentParser(prog="python -m burnpy.examples.gpt", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--backend", choices=sorted(BACKENDS), default="cpu")
     p.add_argument("--steps", type=int, default=None,
-                   help="training steps (default 900, or 30 with --short)")
+                   help="training steps (default 400, or 30 with --short)")
     p.add_argument("--short", action="store_true",
                    help="a tiny run that checks everything end to end (tests, CI)")
     p.add_argument("--batch-size", type=int, default=16)
@@ -241,6 +243,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", type=Path, default=Path("runs/gpt"),
                    help="folder for the checkpoint, the plot and the sample")
+    p.add_argument("--stop-at", type=int, default=None,
+                   help="stop after this step, checkpointed (the schedule still spans --steps)")
     p.add_argument("--resume", action="store_true",
                    help="continue from --out's checkpoint (same set-up and seed)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -249,10 +253,17 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         args.n_layer, args.n_embd, args.block_size, args.batch_size = 1, 32, 32, 8
         args.eval_batches, args.sample_tokens = 2, 40
     if args.steps is None:
-        args.steps = 30 if args.short else 900
+        args.steps = 30 if args.short else 400
     if args.eval_every is None:
         args.eval_every = max(1, args.steps // 6)
     return args
+
+
+def inference(model: GPT) -> GPT:
+    """The training model's copy on the inner backend (``valid()``: untracked, eval mode)."""
+    copy = model.valid()
+    assert isinstance(copy, GPT)
+    return copy
 
 
 def _is_terminal() -> bool:
@@ -296,7 +307,7 @@ def run(args: argparse.Namespace) -> RunResult:
         print(f"resumed from {path} at step {result.start_step}")
 
     def validate(step: int, train_loss: float) -> None:
-        valid = evaluate(model.valid(), data.valid, inner, args.batch_size, args.block_size,
+        valid = evaluate(inference(model), data.valid, inner, args.batch_size, args.block_size,
                          args.eval_batches, args.seed)
         result.history.append({"step": step, "train_loss": train_loss, "valid_loss": valid})
         tqdm.write(f"step {step:5d}  train loss {train_loss:.4f}  valid loss {valid:.4f}  "
@@ -307,10 +318,11 @@ def run(args: argparse.Namespace) -> RunResult:
             "step": step, "history": result.history, "setup": setup}))
 
     if result.start_step == 0:
-        validate(0, evaluate(model.valid(), data.train, inner, args.batch_size,
+        validate(0, evaluate(inference(model), data.train, inner, args.batch_size,
                              args.block_size, args.eval_batches, args.seed))
     began = time.perf_counter()
-    bar = tqdm(range(result.start_step, args.steps), desc="training", file=sys.stderr,
+    stop = args.steps if args.stop_at is None else min(args.stop_at, args.steps)
+    bar = tqdm(range(result.start_step, stop), desc="training", file=sys.stderr,
                disable=args.no_progress or not _is_terminal(), dynamic_ncols=True, leave=False)
     running: list[float] = []
     for step in bar:
@@ -323,12 +335,12 @@ def run(args: argparse.Namespace) -> RunResult:
         optim.step(model, grads, sched.step())
         running.append(float(loss.item()))
         bar.set_postfix(loss=f"{running[-1]:.4f}", refresh=False)
-        if (step + 1) % args.eval_every == 0 or step + 1 == args.steps:
+        if (step + 1) % args.eval_every == 0 or step + 1 in (stop, args.steps):
             validate(step + 1, float(np.mean(running)))
             running = []
     bar.close()
     seconds = time.perf_counter() - began
-    trained = args.steps - result.start_step
+    trained = stop - result.start_step
     if trained:
         print(f"trained {trained} steps in {seconds:.1f}s ({trained / seconds:.1f} steps/s)")
     final = result.history[-1]["valid_loss"]
@@ -340,8 +352,7 @@ def run(args: argparse.Namespace) -> RunResult:
     else:
         print(NOTICE)
 
-    infer = model.valid()
-    assert isinstance(infer, GPT)
+    infer = inference(model)
     prompt = data.encode(args.prompt)
     began = time.perf_counter()
     ids = generate(infer, prompt, args.sample_tokens, temperature=args.temperature,

@@ -19,8 +19,8 @@ from burnpy.nn import init
 from burnpy.tensor import Tensor
 
 if TYPE_CHECKING:
-    from burnpy.backend.dtype import DTypeLike
     from burnpy.backend.base import Backend
+    from burnpy.backend.dtype import DTypeLike
 
 
 @dataclass(frozen=True)
