@@ -220,7 +220,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--backend", choices=sorted(BACKENDS), default="cpu")
     p.add_argument("--steps", type=int, default=None,
-                   help="training steps (default 400, or 30 with --short)")
+                   help="training steps (default 1200, or 30 with --short)")
     p.add_argument("--short", action="store_true",
                    help="a tiny run that checks everything end to end (tests, CI)")
     p.add_argument("--batch-size", type=int, default=16)
@@ -253,7 +253,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         args.n_layer, args.n_embd, args.block_size, args.batch_size = 1, 32, 32, 8
         args.eval_batches, args.sample_tokens = 2, 40
     if args.steps is None:
-        args.steps = 30 if args.short else 400
+        args.steps = 30 if args.short else 1200
     if args.eval_every is None:
         args.eval_every = max(1, args.steps // 6)
     return args
