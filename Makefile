@@ -10,7 +10,7 @@ DOC_MODULES := burnpy burnpy.tensor burnpy.nn burnpy.nn.functional burnpy.func b
 	burnpy.record burnpy.train burnpy.data burnpy.autodiff burnpy.backend burnpy.quantization \
 	burnpy.testing burnpy_cpu burnpy_cuda burnpy_wgpu
 
-.PHONY: demo test lint typecheck docs bench clean pinn
+.PHONY: demo test lint typecheck docs bench clean pinn gpt
 
 $(VENV)/.installed: pyproject.toml
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "need $(PYTHON) on PATH"; exit 1; }
@@ -57,3 +57,6 @@ clean:
 # The physics-informed network for Burgers' equation (README: Physics-informed networks).
 pinn: $(VENV)/.installed
 	$(PY) -m burnpy.examples.pinn --out runs/pinn
+
+gpt: $(VENV)/.installed
+	$(PY) -m burnpy.examples.gpt --out runs/gpt
