@@ -9,6 +9,7 @@ node's saved state as soon as its rule has run.
 
 from __future__ import annotations
 
+import heapq
 import itertools
 import operator
 import threading
@@ -227,6 +228,30 @@ class LeafHook(Protocol):
 LEAF_HOOKS: dict[Node, LeafHook] = {}
 
 
+def _leaves_early(order: list[Node]) -> list[Node]:
+    """``order`` rearranged so leaves' gradients become final as early as possible: another
+    reverse topological order (Kahn's, over each node's consumers in the pass) that, among
+    the nodes whose gradient is complete, runs the shallowest first. Sorting by depth alone
+    leaves every parameter's own step (a transpose, depth 1) to the very end."""
+    consumers: dict[Node, int] = {}
+    for node in order:
+        for parent in node.parents or ():
+            if parent is not None:
+                consumers[parent] = consumers.get(parent, 0) + 1
+    heap = [(order[0].depth, 0, order[0])]
+    out: list[Node] = []
+    tie = itertools.count(1)
+    while heap:
+        node = heapq.heappop(heap)[2]
+        out.append(node)
+        for parent in node.parents or ():
+            if parent is not None:
+                consumers[parent] -= 1
+                if consumers[parent] == 0:
+                    heapq.heappush(heap, (parent.depth, next(tie), parent))
+    return out
+
+
 def _ready_steps(order: list[Node]) -> dict[int, list[Node]]:
     """For each step of ``order``, the hooked leaves whose gradient is final after it: the
     last step with the leaf as a parent (a root that is itself a leaf: step -1)."""
@@ -250,6 +275,8 @@ def run_backward(B: Any, root: Node, seed: Any, retain_graph: bool,  # noqa: N80
     leaves and retained nodes, keyed by node. Hooked leaves (``LEAF_HOOKS``) are announced
     as soon as their gradient is final."""
     order = reverse_topological(root)
+    if LEAF_HOOKS:
+        order = _leaves_early(order)
     fetch = strategy.fetcher(B, order)
     grads: dict[Node, Any] = {root: seed}
     modified = MODIFICATIONS.count != 0

@@ -47,7 +47,7 @@ def to_host(t: Tensor) -> np.ndarray:
     wire = wire_dtype(array.dtype)
     if wire != array.dtype:
         return array.astype(wire)
-    return np.ascontiguousarray(array)
+    return array if array.flags.c_contiguous else array.copy(order="C")  # keeps 0-d
 
 
 def from_host(array: np.ndarray, like: Tensor) -> Tensor:
