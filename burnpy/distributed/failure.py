@@ -5,8 +5,8 @@
 - A rank whose Python program ends with an uncaught exception (``sys.excepthook``) sends a
   notice to every other rank, waits a bounded grace period for their acknowledgements, and
   leaves with ``os._exit(1)`` (``MPI_Finalize`` would wait for the failed peers forever).
-  A rank receiving a notice acknowledges it and raises ``DistributedError`` naming the peer
-  and its error.
+  A rank receiving a notice raises ``DistributedError`` naming the peer and its error, and
+  acknowledges the notice once it has printed it (or at exit).
 - A rank that dies without a word (killed, ``os._exit``): MPICH's ``mpiexec`` kills the other
   ranks at once by default; with ``mpiexec -disable-auto-cleanup`` they see the deadline pass
   and raise ``DistributedError``.
@@ -42,6 +42,8 @@ class _Failure:
 
     failed = False
     previous_hook = sys.excepthook
+    #: The failed rank to acknowledge once this one has reported the failure.
+    acknowledge: int | None = None
 
 
 FAILURE = _Failure()
@@ -100,8 +102,8 @@ def check_notices(group: ProcessGroup, what: str) -> None:
         return
     peer = status.Get_source()
     message = group.control.recv(source=peer, tag=NOTICE_TAG)
-    group.control.isend(group.rank, dest=peer, tag=ACK_TAG)
     FAILURE.failed = True
+    FAILURE.acknowledge = peer
     raise DistributedError(f"{what}: rank {peer} failed: {message}", peer=peer)
 
 
@@ -147,12 +149,24 @@ def _excepthook(kind: type[BaseException], value: BaseException,
     FAILURE.failed = True
     if not (isinstance(value, DistributedError) and value.peer is not None):
         notify(group, f"{kind.__name__}: {value}")
+    _acknowledge(group)
     os._exit(1)
+
+
+def _acknowledge(group: ProcessGroup) -> None:
+    """Tell the failed rank whose notice this one received that it may now exit."""
+    if FAILURE.acknowledge is not None:
+        group.control.send(group.rank, dest=FAILURE.acknowledge, tag=ACK_TAG)
+        FAILURE.acknowledge = None
 
 
 def _exit_after_failure() -> None:
     """At exit after a failure: leave without ``MPI_Finalize``, which would hang."""
     if FAILURE.failed:
+        from burnpy.distributed.group import STATE
+
+        if STATE.group is not None:
+            _acknowledge(STATE.group)
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(1)
