@@ -24,6 +24,7 @@ from burnpy.distributed.group import (
 )
 from burnpy.distributed.sampler import DistributedSampler
 
-__all__ = ["REDUCE_OPS", "DistributedDataParallel", "DistributedError", "DistributedSampler", "all_gather", "all_reduce", "barrier", "broadcast",
-           "destroy_process_group", "get_rank", "get_world_size", "init_process_group",
-           "is_initialized", "reduce_scatter"]
+__all__ = ["REDUCE_OPS", "DistributedDataParallel", "DistributedError", "DistributedSampler",
+           "all_gather", "all_reduce", "barrier", "broadcast", "destroy_process_group",
+           "get_rank", "get_world_size", "init_process_group", "is_initialized",
+           "reduce_scatter"]

@@ -257,8 +257,8 @@ def _buckets(module: Module, cap_bytes: float) -> list[_Bucket]:
         dtype = t.dtype.numpy
         size = t.numel()
         last = buckets[-1] if buckets else None
-        if last is None or last.dtype != dtype or \
-                (sum(last.sizes) + size) * dtype.itemsize > cap_bytes and last.sizes:
+        full = last is not None and (sum(last.sizes) + size) * dtype.itemsize > cap_bytes
+        if last is None or last.dtype != dtype or full:
             last = _Bucket(dtype)
             buckets.append(last)
         last.names.append(name)

@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import atexit
+import contextlib
 import os
 import sys
 import time
@@ -108,10 +109,9 @@ def check_notices(group: ProcessGroup, what: str) -> None:
 
 
 def _cancel(request: MPI.Request) -> None:
-    try:
+    """Cancel ``request`` if MPI can (best effort: the group has failed anyway)."""
+    with contextlib.suppress(Exception):
         request.Cancel()
-    except Exception:  # noqa: BLE001, S110 - cancelling is best effort on a failed group
-        pass
 
 
 def notify(group: ProcessGroup, message: str) -> None:
