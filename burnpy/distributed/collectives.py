@@ -65,6 +65,11 @@ def _reduce_plain(t: Tensor, op: str) -> Tensor:
     return from_host(out, t)
 
 
+def _op(ctx: FunctionCtx) -> str:
+    """The reduce op ``_AllReduce.forward`` kept on ``ctx``."""
+    return str(vars(ctx)["op"])
+
+
 class _AllReduce(Function):
     """``all_reduce`` as a differentiable op: every rank's output is the reduction of all
     inputs, so the gradient of an input sums (or averages) every rank's output gradient;
@@ -73,7 +78,7 @@ class _AllReduce(Function):
     @staticmethod
     def forward(ctx: FunctionCtx, x: Tensor, *, op: str) -> Tensor:
         y = _reduce_plain(x, op)
-        ctx.op = op
+        vars(ctx)["op"] = op  # read back by backward and jvp
         if op in ("max", "min"):
             ctx.save_for_backward(x, y)
             ctx.save_for_forward(x, y)
@@ -81,16 +86,16 @@ class _AllReduce(Function):
 
     @staticmethod
     def backward(ctx: FunctionCtx, grad: Tensor) -> Tensor:
-        if ctx.op in ("sum", "mean"):
-            return all_reduce(grad, ctx.op)
+        if _op(ctx) in ("sum", "mean"):
+            return all_reduce(grad, _op(ctx))
         x, y = ctx.saved_tensors
         assert x is not None and y is not None
         return all_reduce(grad, "sum").mask_fill(x.not_equal(y), 0.0)
 
     @staticmethod
     def jvp(ctx: FunctionCtx, dx: Tensor) -> Tensor:
-        if ctx.op in ("sum", "mean"):
-            return all_reduce(dx, ctx.op)
+        if _op(ctx) in ("sum", "mean"):
+            return all_reduce(dx, _op(ctx))
         x, y = ctx.saved_tensors
         assert x is not None and y is not None
         holds = x.equal(y)  # ranks holding the extreme value share its tangent

@@ -17,10 +17,11 @@ BatchNorm's statistics stay per rank (as torch's DDP: batch statistics of the lo
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
+from burnpy.autodiff.backend import AutodiffBackend
 from burnpy.autodiff.gradients import node_of
 from burnpy.autodiff.graph import LEAF_HOOKS, Node
 from burnpy.backend.errors import InvalidArgumentError
@@ -101,8 +102,8 @@ class GradientSync:
 
     def arm(self, module: Module) -> None:
         """Hook the current parameters' leaves (a step replaces them) and reset the buckets."""
-        for node in self.nodes:
-            LEAF_HOOKS.pop(node, None)
+        for old in self.nodes:
+            LEAF_HOOKS.pop(old, None)
         self.nodes = {}
         for name, t in module.named_parameters():
             node = node_of(t)
@@ -110,7 +111,9 @@ class GradientSync:
                 self.nodes[node] = name
                 LEAF_HOOKS[node] = self
                 self.shapes[name] = t.shape
-                self.backend = t.backend.InnerBackend
+                backend = t.backend
+                assert issubclass(backend, AutodiffBackend)  # tracked: node_of found a node
+                self.backend = backend.InnerBackend
                 self.host_native = isinstance(t.inner().primitive, np.ndarray)
         self.grads = {}
         for bucket in self.buckets:
@@ -205,6 +208,8 @@ class DistributedDataParallel(Module):
     gradient was final and each bucket's all-reduce started), to see the overlap.
     """
 
+    _sync: GradientSync
+
     def __init__(self, module: Module, bucket_cap_mb: float = 25.0,
                  log_events: bool = False) -> None:
         if bucket_cap_mb <= 0:
@@ -215,7 +220,8 @@ class DistributedDataParallel(Module):
             raise InvalidArgumentError("DistributedDataParallel: the module must be on an "
                                        "autodiff backend (Autodiff(B))")
         group = current_group("DistributedDataParallel")
-        problem = mismatch(all_gather_object(signature(module), "DistributedDataParallel"))
+        problem = mismatch([cast(Signature, s) for s in all_gather_object(
+            signature(module), "DistributedDataParallel")])
         if problem is not None:
             raise DistributedError(f"DistributedDataParallel: the ranks hold different models: "
                                    f"{problem}")

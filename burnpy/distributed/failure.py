@@ -20,7 +20,7 @@ import os
 import sys
 import time
 import traceback
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING
 
@@ -41,10 +41,12 @@ MAX_GRACE = 10.0
 class _Failure:
     """What this process knows of failures: whether one happened, the hook it replaced."""
 
-    failed = False
-    previous_hook = sys.excepthook
-    #: The failed rank to acknowledge once this one has reported the failure.
-    acknowledge: int | None = None
+    def __init__(self) -> None:
+        self.failed = False
+        self.previous_hook: Callable[[type[BaseException], BaseException,
+                                      TracebackType | None], object] = sys.excepthook
+        #: The failed rank to acknowledge once this one has reported the failure.
+        self.acknowledge: int | None = None
 
 
 FAILURE = _Failure()
