@@ -12,6 +12,14 @@ pass the requests are completed, divided by the world size and written back into
 Gradients ``backward()`` returns, so ``opt.step(ddp, grads)`` sees averaged gradients.
 
 BatchNorm's statistics stay per rank (as torch's DDP: batch statistics of the local batch).
+
+Parameters that get no gradient (torch's ``find_unused_parameters``): with every backward one
+small all-reduce counts, per parameter, the ranks that gave it a gradient. By default a
+parameter without a gradient on some rank is an error, raised on every rank (torch raises at
+the next iteration). With ``find_unused_parameters=True`` a rank without a gradient contributes
+zeros to the average, and a parameter no rank used gets no gradient at all, so the optimizer
+leaves it alone (torch leaves its ``.grad`` untouched). A bucket holding an unused parameter
+starts at the end of backward instead of overlapping it.
 """
 
 from __future__ import annotations
@@ -84,9 +92,13 @@ class _Bucket:
 class GradientSync:
     """The backward hook of one DDP model (a ``burnpy.autodiff.graph.LeafHook``)."""
 
-    def __init__(self, group: ProcessGroup, buckets: list[_Bucket], log_events: bool) -> None:
+    def __init__(self, group: ProcessGroup, buckets: list[_Bucket], log_events: bool,
+                 find_unused: bool) -> None:
         self.group = group
         self.buckets = buckets
+        self.find_unused = find_unused
+        #: Every bucketed parameter, in bucket order: the entries of the used-count vector.
+        self.names = [name for bucket in buckets for name in bucket.names]
         self.where = {name: (b, i) for b, bucket in enumerate(buckets)
                       for i, name in enumerate(bucket.names)}
         #: (event, detail, perf_counter time): "ready" (a gradient is final), "start" (a
@@ -106,11 +118,13 @@ class GradientSync:
             LEAF_HOOKS.pop(old, None)
         self.nodes = {}
         for name, t in module.named_parameters():
+            if name not in self.where:
+                continue
+            self.shapes[name] = t.shape
             node = node_of(t)
-            if node is not None and name in self.where:
+            if node is not None:
                 self.nodes[node] = name
                 LEAF_HOOKS[node] = self
-                self.shapes[name] = t.shape
                 backend = t.backend
                 assert issubclass(backend, AutodiffBackend)  # tracked: node_of found a node
                 self.backend = backend.InnerBackend
@@ -165,12 +179,31 @@ class GradientSync:
         self._log("start", str(index))
 
     def finish(self, grads: dict[Node, Any]) -> None:
-        """Start what is left, wait for every bucket, write the averages into ``grads``."""
+        """Start what is left, wait for every bucket and the used counts, write the averages
+        into ``grads`` (raise on every rank if a parameter lacks a gradient somewhere and
+        unused parameters are not allowed)."""
+        from mpi4py import MPI
+
         self._log("finish", "")
         while self.next_start < len(self.buckets):
             self._start(self.next_start)
+        used = np.array([self.grads.get(name) is not None for name in self.names], np.int32)
         requests = [b.request for b in self.buckets if b.request is not None]
+        requests.append(self.group.comm.Iallreduce(MPI.IN_PLACE, used, MPI.SUM))
         failure.wait(self.group, requests, "DistributedDataParallel backward")
+        missing = [(name, int(n)) for name, n in zip(self.names, used, strict=True)
+                   if n < self.group.size]
+        if missing and not self.find_unused:
+            for bucket in self.buckets:
+                bucket.flat = bucket.request = None
+            listed = ", ".join(f"'{name}' (no gradient on {self.group.size - n} of "
+                               f"{self.group.size} ranks)" for name, n in missing[:5])
+            more = f" and {len(missing) - 5} more" if len(missing) > 5 else ""
+            raise DistributedError(
+                f"DistributedDataParallel: parameters took no part in the loss: {listed}{more}. "
+                "Pass find_unused_parameters=True if some parameters may go unused in a step "
+                "(a rank without a gradient then contributes zeros), or remove them")
+        unused_everywhere = {name for name, n in missing if n == 0}
         by_name = {name: node for node, name in self.nodes.items()}
         for bucket in self.buckets:
             assert bucket.flat is not None
@@ -181,7 +214,7 @@ class GradientSync:
                 part = flat[offset:offset + size].reshape(self.shapes[name])
                 offset += size
                 node = by_name.get(name)
-                if node is not None:
+                if node is not None and name not in unused_everywhere:
                     grads[node] = self._primitive(part, bucket.dtype)
             bucket.flat = bucket.request = None
 
@@ -206,12 +239,15 @@ class DistributedDataParallel(Module):
     ranks; ``opt.step(ddp, grads)`` updates the replica as for any module (parameter names
     start with ``module.``, as torch's). ``log_events`` keeps ``ddp.events`` (when each
     gradient was final and each bucket's all-reduce started), to see the overlap.
+    ``find_unused_parameters``: whether a parameter may get no gradient on some ranks (see
+    the module docstring); by default that raises ``DistributedError``. Parameters that do
+    not require a gradient at construction are left out, as torch's.
     """
 
     _sync: GradientSync
 
     def __init__(self, module: Module, bucket_cap_mb: float = 25.0,
-                 log_events: bool = False) -> None:
+                 log_events: bool = False, find_unused_parameters: bool = False) -> None:
         if bucket_cap_mb <= 0:
             raise InvalidArgumentError(f"DistributedDataParallel: bucket_cap_mb must be > 0, "
                                        f"got {bucket_cap_mb}")
@@ -234,7 +270,8 @@ class DistributedDataParallel(Module):
                         value.require_grad()
                     slot.assign(value)
         object.__setattr__(self, "_sync", GradientSync(
-            group, _buckets(module, bucket_cap_mb * 2**20), log_events))
+            group, _buckets(module, bucket_cap_mb * 2**20), log_events,
+            find_unused_parameters))
 
     @property
     def events(self) -> list[tuple[str, str, float]]:
@@ -256,10 +293,12 @@ class DistributedDataParallel(Module):
 
 
 def _buckets(module: Module, cap_bytes: float) -> list[_Bucket]:
-    """Parameters in reverse registration order, cut into buckets of one dtype and at most
-    ``cap_bytes`` (a larger parameter gets a bucket of its own)."""
+    """Parameters requiring a gradient in reverse registration order, cut into buckets of
+    one dtype and at most ``cap_bytes`` (a larger parameter gets a bucket of its own)."""
     buckets: list[_Bucket] = []
     for name, t in reversed(list(module.named_parameters())):
+        if not t.is_require_grad():
+            continue
         dtype = t.dtype.numpy
         size = t.numel()
         last = buckets[-1] if buckets else None
