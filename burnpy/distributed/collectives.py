@@ -17,7 +17,7 @@ from burnpy.autodiff.function import Function, FunctionCtx
 from burnpy.backend.errors import InvalidArgumentError, ShapeError, describe
 from burnpy.distributed import failure
 from burnpy.distributed.group import ProcessGroup, current_group
-from burnpy.distributed.host import from_host, lift, peel, to_host
+from burnpy.distributed.host import RECEIVE, from_host, lift, peel, to_host
 from burnpy.tensor import Tensor
 from burnpy.tensor._core import BOOL, FLOAT
 
@@ -58,8 +58,13 @@ def _reduce_plain(t: Tensor, op: str) -> Tensor:
         assert group.nccl is not None
         return group.nccl.all_reduce(t, op)
     send = to_host(t)
-    out = np.empty_like(send)
-    failure.wait(group, [group.comm.Iallreduce(send, out, _mpi_op(op, t.kind))], "all_reduce")
+    out = RECEIVE.take(send.shape, send.dtype)
+    try:
+        failure.wait(group, [group.comm.Iallreduce(send, out, _mpi_op(op, t.kind))],
+                     "all_reduce")
+    except BaseException:
+        RECEIVE.forget(out)
+        raise
     if op == "mean":
         np.divide(out, group.size, out=out)
     return from_host(out, t)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import numpy as np
 from mpi_ranks import run_ranks
 
+from burnpy.distributed.host import ReceiveBuffers
+
 
 def test_collectives_match_numpy() -> None:
     run = run_ranks("collectives.py")
@@ -39,3 +41,25 @@ def test_collectives_match_numpy() -> None:
         np.testing.assert_array_equal(got["grad_sum"], 2 * w * 2)
         # max over ranks is rank 1's w everywhere: rank 1 gets both ranks' gradients.
         np.testing.assert_array_equal(got["grad_max"], np.full(3, 2.0 * rank))
+    for got in (r0, r1):
+        np.testing.assert_array_equal(got["kept"][0], np.full(5, 3.0))
+        np.testing.assert_array_equal(got["kept"][1], np.full(5, 20.0))
+
+
+def test_receive_buffers_are_recycled_only_when_free() -> None:
+    buffers = ReceiveBuffers(capacity=2)
+    f32 = np.dtype(np.float32)
+    held = buffers.take((4,), f32)
+    view = held[1:]
+    del held
+    again = buffers.take((4,), f32)  # a view still refers to the first buffer
+    assert not np.shares_memory(again, view)
+    first_id = id(again)
+    del again
+    assert id(buffers.take((4,), f32)) == first_id  # free: handed out again
+    buffers.take((2,), f32)
+    buffers.take((3,), f32)  # capacity 2: the (4,) buffer is dropped
+    assert len(buffers.buffers) == 2 and ((4,), f32.str) not in buffers.buffers
+    kept = buffers.take((3,), f32)
+    buffers.forget(kept)
+    assert ((3,), f32.str) not in buffers.buffers
