@@ -43,8 +43,10 @@ class Run:
 
 
 def run_ranks(script: str, *args: str, n: int = 2, timeout: float = 60.0,
-              launcher_args: tuple[str, ...] = (), env: dict[str, str] | None = None) -> Run:
-    """``mpiexec -n n python ranks/<script> <out dir> *args``; ranks call ``report``."""
+              launcher_args: tuple[str, ...] = (), env: dict[str, str] | None = None,
+              prefix: tuple[str, ...] = ()) -> Run:
+    """``mpiexec -n n python ranks/<script> <out dir> *args``; ranks call ``report``.
+    ``prefix`` runs ``mpiexec`` through a command (``ip netns exec ns``)."""
     import time
 
     launcher = mpiexec()
@@ -55,7 +57,7 @@ def run_ranks(script: str, *args: str, n: int = 2, timeout: float = 60.0,
                     "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
                     **(env or {})}
         began = time.monotonic()
-        proc = subprocess.run([launcher, *launcher_args, "-n", str(n), sys.executable,
+        proc = subprocess.run([*prefix, launcher, *launcher_args, "-n", str(n), sys.executable,
                                str(RANKS / script), out, *args], cwd=ROOT, env=full_env,
                               capture_output=True, text=True, timeout=timeout, check=False)
         seconds = time.monotonic() - began
