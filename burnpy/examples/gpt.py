@@ -5,7 +5,6 @@
 warm-up + cosine schedule, reports validation loss and perplexity, writes checkpoints
 (``--resume`` continues from the last one) and a loss plot to ``--out``, then samples text with
 temperature and top-k through the KV cache on ``model.valid()`` and reports tokens/s.
-
 ``mpiexec -n 2 python -m burnpy.examples.gpt --distributed`` trains data-parallel: each rank
 takes its slice of every step's windows (``--batch-size`` per rank), the model is wrapped in
 ``DistributedDataParallel``; rank 0 reports, checkpoints, plots and samples, every rank resumes.
