@@ -9,11 +9,12 @@ node's saved state as soon as its rule has run.
 
 from __future__ import annotations
 
+import heapq
 import itertools
 import operator
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from burnpy.autodiff.modes import MODE, check_gradients
 from burnpy.backend.errors import AutodiffError
@@ -211,16 +212,81 @@ def unbroadcast(B: Any, grad: Any, shape: Shape) -> Any:  # noqa: N803 - the bac
     return B.float_reshape(grad, shape)
 
 
+class LeafHook(Protocol):
+    """Told when a hooked leaf's gradient is final during a backward pass (data-parallel
+    training starts communicating it then), and once at the end of the pass."""
+
+    def leaf_ready(self, leaf: Node, grad: Any) -> None:
+        """``leaf``'s gradient is final (None: the pass gave it none)."""
+
+    def finish(self, grads: dict[Node, Any]) -> None:
+        """The pass is done; ``grads`` (the pass's result) may be updated in place."""
+
+
+#: Leaf nodes whose final gradient a hook wants to see (``burnpy.distributed`` registers
+#: the current parameters of a ``DistributedDataParallel`` model). Empty: no cost at all.
+LEAF_HOOKS: dict[Node, LeafHook] = {}
+
+
+def _leaves_early(order: list[Node]) -> list[Node]:
+    """``order`` rearranged so leaves' gradients become final as early as possible: another
+    reverse topological order (Kahn's, over each node's consumers in the pass) that, among
+    the nodes whose gradient is complete, runs the shallowest first. Sorting by depth alone
+    leaves every parameter's own step (a transpose, depth 1) to the very end."""
+    consumers: dict[Node, int] = {}
+    for node in order:
+        for parent in node.parents or ():
+            if parent is not None:
+                consumers[parent] = consumers.get(parent, 0) + 1
+    heap = [(order[0].depth, 0, order[0])]
+    out: list[Node] = []
+    tie = itertools.count(1)
+    while heap:
+        node = heapq.heappop(heap)[2]
+        out.append(node)
+        for parent in node.parents or ():
+            if parent is not None:
+                consumers[parent] -= 1
+                if consumers[parent] == 0:
+                    heapq.heappush(heap, (parent.depth, next(tie), parent))
+    return out
+
+
+def _ready_steps(order: list[Node]) -> dict[int, list[Node]]:
+    """For each step of ``order``, the hooked leaves whose gradient is final after it: the
+    last step with the leaf as a parent (a root that is itself a leaf: step -1)."""
+    last: dict[Node, int] = {}
+    if order[0].op is None and order[0] in LEAF_HOOKS:
+        last[order[0]] = -1
+    for step, node in enumerate(order):
+        if node.op is not None:
+            for parent in node.parents:  # type: ignore[union-attr]
+                if parent is not None and parent in LEAF_HOOKS:
+                    last[parent] = step
+    ready: dict[int, list[Node]] = {}
+    for leaf, step in last.items():
+        ready.setdefault(step, []).append(leaf)
+    return ready
+
+
 def run_backward(B: Any, root: Node, seed: Any, retain_graph: bool,  # noqa: N803
                  strategy: type[CheckpointStrategy]) -> dict[Node, Any]:
     """Propagate ``seed`` from ``root`` to every reachable node; returns the gradients of the
-    leaves and retained nodes, keyed by node."""
+    leaves and retained nodes, keyed by node. Hooked leaves (``LEAF_HOOKS``) are announced
+    as soon as their gradient is final."""
     order = reverse_topological(root)
+    if LEAF_HOOKS:
+        order = _leaves_early(order)
     fetch = strategy.fetcher(B, order)
     grads: dict[Node, Any] = {root: seed}
     modified = MODIFICATIONS.count != 0
     anomaly = MODE.anomaly
-    for node in order:
+    ready = _ready_steps(order) if LEAF_HOOKS else None
+    if ready is not None:
+        hooks = {id(LEAF_HOOKS[leaf]): LEAF_HOOKS[leaf] for leaves in ready.values()
+                 for leaf in leaves}
+        _announce(ready.pop(-1, ()), grads)
+    for step, node in enumerate(order):
         op = node.op
         if op is None:
             continue
@@ -249,4 +315,14 @@ def run_backward(B: Any, root: Node, seed: Any, retain_graph: bool,  # noqa: N80
                 grads[parent] = pgrad if prev is None else B.float_add(prev, pgrad)
         if not retain_graph:  # free the saved state now: later steps never read it
             node.parents = node.inputs = node.output = node.params = None
+        if ready is not None and step in ready:
+            _announce(ready.pop(step), grads)
+    if ready is not None:
+        for hook in hooks.values():
+            hook.finish(grads)
     return grads
+
+
+def _announce(leaves: list[Node] | tuple[()], grads: dict[Node, Any]) -> None:
+    for leaf in leaves:
+        LEAF_HOOKS[leaf].leaf_ready(leaf, grads.get(leaf))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
@@ -17,17 +17,29 @@ if TYPE_CHECKING:
     from burnpy.backend.base import Backend
 
 
+class Sampler(Protocol):
+    """What ``DataLoader`` needs of a sampler: its length and each epoch's indices."""
+
+    def __len__(self) -> int: ...
+
+    def indices(self, epoch: int) -> np.ndarray:
+        """The sample indices of ``epoch``, in visiting order."""
+        ...
+
+
 class DataLoader:
     """Iterates ``dataset`` in batches of ``batch_size`` as tuples of tensors on ``backend``.
 
     With ``shuffle``, epoch ``e`` visits the samples in the order drawn from ``(seed, e)``:
     iterating again moves to the next epoch, and ``set_epoch`` picks one, which is how a
-    resumed run sees the same batches as an uninterrupted one.
+    resumed run sees the same batches as an uninterrupted one. A ``sampler`` (such as
+    ``burnpy.distributed.DistributedSampler``) gives each epoch's indices instead.
     """
 
     def __init__(self, dataset: Dataset, batch_size: int = 1, shuffle: bool = False,
                  seed: int = 0, drop_last: bool = False, *,
-                 backend: type[Backend] | None = None, device: Device | None = None) -> None:
+                 backend: type[Backend] | None = None, device: Device | None = None,
+                 sampler: Sampler | None = None) -> None:
         if batch_size < 1:
             raise InvalidArgumentError(f"DataLoader: batch_size must be >= 1, got {batch_size}")
         self.dataset, self.batch_size, self.shuffle = dataset, batch_size, shuffle
@@ -36,7 +48,7 @@ class DataLoader:
             from burnpy_cpu import CpuBackend
 
             backend = CpuBackend
-        self.backend, self.device = backend, device
+        self.backend, self.device, self.sampler = backend, device, sampler
         self.epoch = 0
 
     def set_epoch(self, epoch: int) -> None:
@@ -44,11 +56,13 @@ class DataLoader:
         self.epoch = epoch
 
     def __len__(self) -> int:
-        n = len(self.dataset)
+        n = len(self.dataset) if self.sampler is None else len(self.sampler)
         return n // self.batch_size if self.drop_last else math.ceil(n / self.batch_size)
 
     def order(self, epoch: int) -> np.ndarray:
         """The sample indices of ``epoch`` in visiting order."""
+        if self.sampler is not None:
+            return self.sampler.indices(epoch)
         n = len(self.dataset)
         if not self.shuffle:
             return np.arange(n)

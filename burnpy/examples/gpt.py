@@ -5,6 +5,9 @@
 warm-up + cosine schedule, reports validation loss and perplexity, writes checkpoints
 (``--resume`` continues from the last one) and a loss plot to ``--out``, then samples text with
 temperature and top-k through the KV cache on ``model.valid()`` and reports tokens/s.
+``mpiexec -n 2 python -m burnpy.examples.gpt --distributed`` trains data-parallel: each rank
+takes its slice of every step's windows (``--batch-size`` per rank), the model is wrapped in
+``DistributedDataParallel``; rank 0 reports, checkpoints, plots and samples, every rank resumes.
 
 The text: speeches from Shakespeare's plays (public domain, under 1 MB), shipped in
 ``burnpy/examples/data``; ``--text PATH`` trains on any UTF-8 file instead.
@@ -23,9 +26,12 @@ from typing import TYPE_CHECKING
 import numpy as np
 from tqdm import tqdm
 
+from burnpy import distributed as dist
 from burnpy.autodiff import Autodiff
+from burnpy.distributed.metrics import average_metrics
 from burnpy.examples.digits import BACKENDS, load_backend
 from burnpy.examples.gpt_model import GPT, GPTConfig, decay_groups
+from burnpy.nn.losses import cross_entropy
 from burnpy.optim import AdamW, GradientClipping, warmup_cosine
 from burnpy.record import Record, from_record, read_record, to_record, write_record
 from burnpy.tensor import Tensor
@@ -167,6 +173,7 @@ class RunResult:
     history: list[dict[str, float]] = field(default_factory=list)
     sample: str = ""
     tokens_per_s: float = 0.0
+    rank: int = 0
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -203,6 +210,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--resume", action="store_true",
                    help="continue from --out's checkpoint (same set-up and seed)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--distributed", action="store_true",
+                   help="data-parallel over the ranks of mpiexec (burnpy.distributed)")
     args = p.parse_args(argv)
     if args.short:
         args.n_layer, args.n_embd, args.block_size, args.batch_size = 1, 32, 32, 8
@@ -236,18 +245,28 @@ def run(args: argparse.Namespace) -> RunResult:
     data = CharData.of(text)
     config = GPTConfig(len(data.chars), args.block_size, args.n_layer, args.n_head, args.n_embd)
     model = GPT(config, backend=backend)
+    rank, world = 0, 1
+    if args.distributed:
+        dist.init_process_group()
+        rank, world = dist.get_rank(), dist.get_world_size()
+    # DDP's forward hooks the backward pass; the optimizer steps the inner model (its names).
+    trained = dist.DistributedDataParallel(model) if args.distributed else model
     optim = AdamW(decay_groups(model, args.weight_decay), lr=args.lr, betas=(0.9, 0.99),
                   grad_clipping=GradientClipping.norm(args.clip))
     warmup = max(1, min(100, args.steps // 10))
     sched = warmup_cosine(args.lr, warmup, args.steps, eta_min=args.lr / 10)
-    print(f"gpt: {len(text):,} characters, vocabulary {len(data.chars)}, {model.num_params():,} "
-          f"parameters ({config.n_layer} layers, {config.n_head} heads, width {config.n_embd}, "
-          f"context {config.block_size}); backend {backend.name()}")
+    if rank == 0:
+        print(f"gpt: {len(text):,} characters, vocabulary {len(data.chars)}, "
+              f"{model.num_params():,} parameters ({config.n_layer} layers, {config.n_head} "
+              f"heads, width {config.n_embd}, context {config.block_size}); backend "
+              f"{backend.name()}" + (f"; {world} ranks" if args.distributed else ""))
 
-    result = RunResult()
+    result = RunResult(rank=rank)
     path = args.out / "checkpoints" / CHECKPOINT
     setup = {"config": config.as_dict(), "seed": args.seed, "steps": args.steps,
              "text_chars": len(text)}
+    if args.distributed:
+        setup["ranks"] = world
     if args.resume and path.is_file():
         record = read_record(path)
         if record.extra.get("setup") != setup:
@@ -258,12 +277,17 @@ def run(args: argparse.Namespace) -> RunResult:
         from_record(sched, record.part("scheduler"), str(path))
         result.start_step = int(record.extra["step"])
         result.history = list(record.extra["history"])
-        print(f"resumed from {path} at step {result.start_step}")
+        if rank == 0:
+            print(f"resumed from {path} at step {result.start_step}")
 
     def validate(step: int, train_loss: float) -> None:
+        # Every rank evaluates its (identical) replica; rank 0 alone reports and writes.
+        train_loss = average_metrics({"loss": train_loss})["loss"]
         valid = evaluate(inference(model), data.valid, inner, args.batch_size, args.block_size,
                          args.eval_batches, args.seed)
         result.history.append({"step": step, "train_loss": train_loss, "valid_loss": valid})
+        if rank != 0:
+            return
         tqdm.write(f"step {step:5d}  train loss {train_loss:.4f}  valid loss {valid:.4f}  "
                    f"perplexity {math.exp(valid):.2f}  lr {sched.lr:.2e}", file=sys.stdout)
         parts = {"model": to_record(model), "optimizer": to_record(optim),
@@ -277,14 +301,18 @@ def run(args: argparse.Namespace) -> RunResult:
     began = time.perf_counter()
     stop = args.steps if args.stop_at is None else min(args.stop_at, args.steps)
     bar = tqdm(range(result.start_step, stop), desc="training", file=sys.stderr,
-               disable=args.no_progress or not _is_terminal(), dynamic_ncols=True, leave=False)
+               disable=args.no_progress or rank != 0 or not _is_terminal(), dynamic_ncols=True,
+               leave=False)
     running: list[float] = []
     for step in bar:
         # The batch of a step depends only on (seed, step): a resumed run replays the same data.
-        x, y = batch(data.train, np.random.default_rng([args.seed, step]), args.batch_size,
-                     args.block_size)
-        loss = model.loss(Tensor.from_data(x, backend=backend),
-                          Tensor.from_data(y, backend=backend))
+        # Each rank takes its slice of the step's windows.
+        x, y = batch(data.train, np.random.default_rng([args.seed, step]),
+                     args.batch_size * world, args.block_size)
+        mine = slice(rank * args.batch_size, (rank + 1) * args.batch_size)
+        logits = trained(Tensor.from_data(x[mine], backend=backend))
+        loss = cross_entropy(logits.reshape(-1, logits.shape[-1]),
+                             Tensor.from_data(y[mine], backend=backend).reshape(-1))
         grads = loss.backward()
         optim.step(model, grads, sched.step())
         running.append(float(loss.item()))
@@ -294,6 +322,10 @@ def run(args: argparse.Namespace) -> RunResult:
             running = []
     bar.close()
     seconds = time.perf_counter() - began
+    if args.distributed:
+        dist.destroy_process_group()
+        if rank != 0:
+            return result
     trained = stop - result.start_step
     if trained:
         print(f"trained {trained} steps in {seconds:.1f}s ({trained / seconds:.1f} steps/s)")
@@ -322,8 +354,8 @@ def run(args: argparse.Namespace) -> RunResult:
 def main(argv: list[str] | None = None) -> int:
     """The command line: see the module docstring and ``--help``."""
     began = time.perf_counter()
-    run(parse_args(argv))
-    print(f"done in {time.perf_counter() - began:.1f}s")
+    if run(parse_args(argv)).rank == 0:
+        print(f"done in {time.perf_counter() - began:.1f}s")
     return 0
 
 

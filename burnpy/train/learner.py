@@ -6,6 +6,10 @@ Batches are tuples whose last field is the target and whose other fields are the
 inputs. Tensors from a loader on another backend are moved to the model's (``from_inner``
 onto the autodiff backend, ``inner()`` for validation), so one loader on ``CpuBackend``
 feeds ``Autodiff(CpuBackend)``.
+
+Under ``burnpy.distributed`` (a model wrapped in ``DistributedDataParallel``, a loader with a
+``DistributedSampler``) every rank runs the loop; metrics are averaged over the ranks, rank 0
+alone shows the progress bar, logs and writes checkpoints, and every rank resumes from them.
 """
 
 from __future__ import annotations
@@ -22,6 +26,8 @@ import numpy as np
 from tqdm import tqdm
 
 from burnpy.backend.errors import BurnpyError, InvalidArgumentError
+from burnpy.distributed.group import barrier, get_rank, is_initialized
+from burnpy.distributed.metrics import average_metrics
 from burnpy.nn.losses import cross_entropy
 from burnpy.nn.module import Module
 from burnpy.optim.lr_scheduler import LrScheduler
@@ -104,7 +110,7 @@ class Learner:
         self.patience, self.min_delta = patience, min_delta
         self.plot_path = None if plot_path is None else Path(plot_path)
         self.seed, self.progress = seed, progress
-        self.log = log or (lambda line: tqdm.write(line, file=sys.stdout))
+        self.log = log or _print_on_rank0
 
     # ---- the loop ----------------------------------------------------------------------------
     def fit(self, train: Batches, valid: Batches | None = None, epochs: int = 1,
@@ -142,7 +148,7 @@ class Learner:
         if summary.best_epoch is None and summary.history and "valid_loss" in summary.history[0]:
             summary.best_epoch = 1 + min(range(len(summary.history)),
                                          key=lambda i: summary.history[i]["valid_loss"])
-        if self.plot_path is not None and summary.history:
+        if self.plot_path is not None and summary.history and get_rank() == 0:
             if matplotlib_available():
                 summary.plot = plot_history(summary.history, self.plot_path)
             else:
@@ -166,7 +172,8 @@ class Learner:
         drives_groups = self.scheduler is not None and self.scheduler.optimizer is self.optimizer
         stream = sys.stderr
         bar = tqdm(train, total=_length(train), desc=f"epoch {epoch + 1}/{epochs}",
-                   disable=not (self.progress and _is_terminal(stream)), leave=False,
+                   disable=not (self.progress and get_rank() == 0 and _is_terminal(stream)),
+                   leave=False,
                    dynamic_ncols=True, file=stream)
         for batch in bar:
             *inputs, targets = (to_backend(t, backend) for t in batch)
@@ -188,7 +195,7 @@ class Learner:
         row: dict[str, Any] = {"epoch": epoch + 1, "train_loss": loss_mean.value()}
         row.update({f"train_{m.name}": m.value() for m in self.metrics})
         row["lr"] = lr
-        return row
+        return average_metrics(row)
 
     def _postfix(self, loss: float) -> dict[str, str]:
         out = {"loss": f"{loss:.4f}"}
@@ -212,17 +219,22 @@ class Learner:
                 m.update(output, targets)
         out = {"loss": loss_mean.value()}
         out.update({m.name: m.value() for m in self.metrics})
-        return out
+        return average_metrics(out)
 
     # ---- checkpoints -------------------------------------------------------------------------
     def _save_checkpoint(self, epoch: int, history: list[dict[str, Any]]) -> Path:
         assert self.checkpoint_dir is not None
-        parts = {"model": to_record(self.model), "optimizer": to_record(self.optimizer)}
-        if self.scheduler is not None:
-            parts["scheduler"] = to_record(self.scheduler)
-        record = Record.combine("checkpoint", parts,
-                                {"epoch": epoch, "seed": self.seed, "history": history})
-        return write_record(self.checkpoint_dir / f"checkpoint-{epoch:03d}.safetensors", record)
+        path = self.checkpoint_dir / f"checkpoint-{epoch:03d}.safetensors"
+        if get_rank() == 0:  # one writer; the other ranks wait until the file is complete
+            parts = {"model": to_record(self.model), "optimizer": to_record(self.optimizer)}
+            if self.scheduler is not None:
+                parts["scheduler"] = to_record(self.scheduler)
+            record = Record.combine("checkpoint", parts,
+                                    {"epoch": epoch, "seed": self.seed, "history": history})
+            write_record(path, record)
+        if is_initialized():
+            barrier()
+        return path
 
     def latest_checkpoint(self) -> Path | None:
         """The newest ``checkpoint-NNN.safetensors`` in ``checkpoint_dir``, if any."""
@@ -290,6 +302,12 @@ class Learner:
         if summary.plot is not None:
             lines.append(f"  plot:        {summary.plot}")
         return "\n".join(lines)
+
+
+def _print_on_rank0(line: str) -> None:
+    """The default log: standard output, from one rank only under ``burnpy.distributed``."""
+    if get_rank() == 0:
+        tqdm.write(line, file=sys.stdout)
 
 
 def _is_terminal(stream: Any) -> bool:
