@@ -160,6 +160,12 @@ _both("attention_causal_scale", "scaled_dot_product_attention", Flt(2, 5, 4), Fl
       Flt(2, 5, 3), is_causal=True, scale=0.3)
 _both("attention_tiny", "scaled_dot_product_attention", Flt(1, 2, 2), Flt(1, 3, 2),
       Flt(1, 3, 2))
+_both("attention_heads_causal", "scaled_dot_product_attention", Flt(2, 2, 6, 4),
+      Flt(2, 2, 6, 4), Flt(2, 2, 6, 3), is_causal=True)
+_both("attention_causal_fewer_queries", "scaled_dot_product_attention", Flt(2, 3, 4),
+      Flt(2, 5, 4), Flt(2, 5, 2), is_causal=True)
+_both("attention_cached_step", "scaled_dot_product_attention", Flt(2, 3, 1, 4),
+      Flt(2, 3, 6, 4), Flt(2, 3, 6, 5))
 
 #: Every query row may attend to at least one key (a fully masked row has no softmax).
 _MASK = np.array([[True, False, True, True, False],

@@ -404,22 +404,64 @@ class ModuleOps:
                   value: FloatPrimitive, mask: BoolPrimitive | None, scale: float | None,
                   is_causal: bool) -> FloatPrimitive:
         """Scaled dot-product attention over ``[..., seq, dim]`` (torch's
-        ``scaled_dot_product_attention``): a bool ``mask`` is True where attention is allowed."""
-        d = query.shape[-1]
+        ``scaled_dot_product_attention``): ``attention_weights(...) @ value``."""
+        return cls.float_matmul(cls.attention_weights(query, key, mask, scale, is_causal), value)
+
+    @provided
+    def attention_weights(cls: type[Backend], query: FloatPrimitive, key: FloatPrimitive,
+                          mask: BoolPrimitive | None, scale: float | None,
+                          is_causal: bool) -> FloatPrimitive:
+        """The softmax weights ``[..., lq, lk]`` of ``attention``: ``query @ key^T * scale``
+        (``1 / sqrt(dim)`` when None), ``-inf`` where a bool ``mask`` is False (True =
+        attend) and, when causal, above the diagonal (key position > query position), one
+        ``[lq, lk]`` mask broadcast over the batch and heads."""
         nd = len(key.shape)
-        scores = cls.float_matmul(query, cls.float_swap_dims(key, nd - 2, nd - 1))
-        scores = cls.float_mul_scalar(scores, scale if scale is not None else 1.0 / math.sqrt(d))
-        device = cls.float_device(query)
+        scale = _attention_scale(query, scale)
+        scores = cls.float_matmul(cls.float_mul_scalar(query, scale),
+                                  cls.float_swap_dims(key, nd - 2, nd - 1))
         if is_causal:
-            lq, lk = query.shape[-2], key.shape[-2]
-            rows = cls.int_reshape(cls.int_arange(0, lq, 1, device, cls.int_dtype), (lq, 1))
-            cols = cls.int_reshape(cls.int_arange(0, lk, 1, device, cls.int_dtype), (1, lk))
-            causal = cls.int_greater(cols, rows)
-            scores = cls.float_mask_fill(scores, causal, float("-inf"))
+            scores = cls.float_mask_fill(scores, _causal_mask(cls, query, key), float("-inf"))
         if mask is not None:
             scores = cls.float_mask_fill(scores, cls.bool_not(mask), float("-inf"))
-        weights = cls.softmax(scores, len(scores.shape) - 1)
-        return cls.float_matmul(weights, value)
+        return cls.softmax(scores, len(scores.shape) - 1)
+
+    @provided
+    def attention_backward(cls: type[Backend], query: FloatPrimitive, key: FloatPrimitive,
+                           value: FloatPrimitive, mask: BoolPrimitive | None,
+                           scale: float | None, is_causal: bool, grad: FloatPrimitive,
+                           weights: FloatPrimitive | None = None,
+                           ) -> tuple[FloatPrimitive, FloatPrimitive, FloatPrimitive]:
+        """Gradients of ``attention`` in ``(query, key, value)`` given ``grad [..., lq, dv]``.
+        ``weights`` are the forward's ``attention_weights`` (recomputed from ``query`` and
+        ``key`` when None); with ``w`` the weights and ``s`` the scale, ``dv = w^T g``,
+        ``ds = w * (g v^T - rowsum(w * g v^T)) * s``, ``dq = ds k``, ``dk = ds^T q``. Written
+        with protocol ops, so on a recording backend it is itself differentiable."""
+        nd = len(key.shape)
+        if weights is None:
+            weights = cls.attention_weights(query, key, mask, scale, is_causal)
+        grad_value = cls.float_matmul(cls.float_swap_dims(weights, nd - 2, nd - 1), grad)
+        grad_weights = cls.float_matmul(grad, cls.float_swap_dims(value, nd - 2, nd - 1))
+        projected = cls.float_sum_dim(cls.float_mul(grad_weights, weights), nd - 1)
+        grad_scores = cls.float_mul(cls.float_sub(grad_weights, projected), weights)
+        grad_scores = cls.float_mul_scalar(grad_scores, _attention_scale(query, scale))
+        grad_query = cls.float_matmul(grad_scores, key)
+        grad_key = cls.float_matmul(cls.float_swap_dims(grad_scores, nd - 2, nd - 1), query)
+        return grad_query, grad_key, grad_value
+
+
+def _attention_scale(query: FloatPrimitive, scale: float | None) -> float:
+    """The scores' factor: ``scale``, or ``1 / sqrt(dim)`` (torch's default)."""
+    return scale if scale is not None else 1.0 / math.sqrt(query.shape[-1])
+
+
+def _causal_mask(cls: type[Backend], query: FloatPrimitive, key: FloatPrimitive) -> BoolPrimitive:
+    """``[lq, lk]``, True above the diagonal (where a causal query may not look): torch's
+    top-left aligned ``is_causal``."""
+    device = cls.float_device(query)
+    lq, lk = query.shape[-2], key.shape[-2]
+    rows = cls.int_reshape(cls.int_arange(0, lq, 1, device, cls.int_dtype), (lq, 1))
+    cols = cls.int_reshape(cls.int_arange(0, lk, 1, device, cls.int_dtype), (1, lk))
+    return cls.int_greater(cols, rows)
 
 
 def _channel_rows(cls: type[Backend], x: FloatPrimitive) -> tuple[FloatPrimitive, int]:

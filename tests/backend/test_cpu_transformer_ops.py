@@ -1,0 +1,142 @@
+"""The transformer's fused ops (attention, rms_norm, the embedding gradient) on the CPU
+backend against the protocol's compositions and torch, and recorded as one autodiff node."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import burnpy.nn.functional as F
+from burnpy.autodiff import Autodiff, BalancedCheckpointing
+from burnpy.backend.ops.module_ops import ModuleOps
+from burnpy.func import grad, jvp
+from burnpy.tensor import Tensor
+from burnpy_cpu import CpuBackend
+
+#: (query shape, key length, value width, mask, is_causal, scale)
+ATTENTION = [
+    ((2, 3, 5, 4), 5, 4, False, True, None),    # heads, causal self-attention
+    ((2, 3, 3, 4), 7, 5, True, False, 0.3),     # a bool mask, another scale
+    ((2, 4, 4), 6, 3, False, True, None),       # causal with fewer queries than keys
+    ((2, 3, 1, 4), 6, 4, False, False, None),   # one cached step over six keys
+]
+
+
+def _draw(shape: tuple[int, ...], dtype: str, seed: int) -> np.ndarray:
+    return np.random.default_rng(seed).standard_normal(shape).astype(dtype)
+
+
+def _operands(case: tuple, dtype: str) -> tuple[np.ndarray, ...]:
+    qshape, lk, dv, masked, _, _ = case
+    q = _draw(qshape, dtype, 0)
+    k = _draw((*qshape[:-2], lk, qshape[-1]), dtype, 1)
+    v = _draw((*qshape[:-2], lk, dv), dtype, 2)
+    g = _draw((*qshape[:-1], dv), dtype, 3)
+    mask = np.random.default_rng(4).random((qshape[-2], lk)) > 0.4 if masked else None
+    if mask is not None:
+        mask[:, 0] = True  # every query attends to something
+    return q, k, v, g, mask
+
+
+@pytest.mark.parametrize("case", ATTENTION)
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_fused_attention_matches_the_protocol_composition(case: tuple, dtype: str) -> None:
+    q, k, v, g, mask = _operands(case, dtype)
+    causal, scale = case[4], case[5]
+    tol = 1e-12 if dtype == "float64" else 2e-5
+    fused = CpuBackend.attention(q, k, v, mask, scale, causal)
+    composed = ModuleOps.attention.__func__(CpuBackend, q, k, v, mask, scale, causal)
+    assert fused.dtype == np.dtype(dtype) and fused.shape == composed.shape
+    np.testing.assert_allclose(fused, composed, rtol=tol, atol=tol)
+    weights = CpuBackend.attention_weights(q, k, mask, scale, causal)
+    np.testing.assert_allclose(weights.sum(-1), 1.0, rtol=tol)
+    want = ModuleOps.attention_backward.__func__(CpuBackend, q, k, v, mask, scale, causal, g)
+    for given in (None, weights):
+        got = CpuBackend.attention_backward(q, k, v, mask, scale, causal, g, given)
+        for a, b in zip(got, want, strict=True):
+            assert a.dtype == np.dtype(dtype) and a.shape == b.shape
+            np.testing.assert_allclose(a, b, rtol=tol * 10, atol=tol * 10)
+
+
+@pytest.mark.parametrize("case", ATTENTION)
+@pytest.mark.parametrize("backend", [Autodiff(CpuBackend),
+                                     Autodiff[CpuBackend, BalancedCheckpointing]])
+def test_attention_is_one_node_and_matches_torch_gradients(case: tuple, backend: type) -> None:
+    q, k, v, g, mask = _operands(case, "float64")
+    causal, scale = case[4], case[5]
+    tq, tk, tv = (torch.tensor(a, requires_grad=True) for a in (q, k, v))
+    want = torch.nn.functional.scaled_dot_product_attention(
+        tq, tk, tv, attn_mask=None if mask is None else torch.from_numpy(mask),
+        is_causal=causal, scale=scale)
+    want.backward(torch.from_numpy(g))
+    bq, bk, bv = (Tensor.from_data(a, backend=backend).require_grad() for a in (q, k, v))
+    bmask = None if mask is None else Tensor.from_data(mask, backend=backend)
+    out = F.scaled_dot_product_attention(bq, bk, bv, attn_mask=bmask, is_causal=causal,
+                                         scale=scale)
+    node = out.primitive.node
+    assert node.op.name == "attention"
+    assert all(p is t.primitive.node for p, t in zip(node.parents, (bq, bk, bv), strict=True))
+    np.testing.assert_allclose(out.to_numpy(), want.detach().numpy(), rtol=1e-12, atol=1e-14)
+    grads = out.backward(grad_output=Tensor.from_data(g, backend=backend))
+    for ours, theirs in ((bq, tq), (bk, tk), (bv, tv)):
+        np.testing.assert_allclose(ours.grad(grads).to_numpy(), theirs.grad.numpy(),
+                                   rtol=1e-11, atol=1e-13)
+
+
+def test_attention_second_order_matches_torch() -> None:
+    """The gradient of a function of the attention's gradient (Autodiff over Autodiff: the
+    outer node's backward runs ``attention_backward``'s composition, recorded)."""
+    q, k, v, _, _ = _operands(ATTENTION[0], "float64")
+    tq, tk, tv = (torch.tensor(a, requires_grad=True) for a in (q, k, v))
+
+    def torch_inner(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        # torch's fused kernel has no double backward: its math written out
+        scores = a @ b.transpose(-1, -2) / a.shape[-1] ** 0.5
+        causal = torch.ones(scores.shape[-2:], dtype=torch.bool).triu(1)
+        out = scores.masked_fill(causal, float("-inf")).softmax(-1) @ tv
+        return (out * out).sum()
+
+    gq, gk = torch.autograd.grad(torch_inner(tq, tk), (tq, tk), create_graph=True)
+    (gq.square().sum() + (gq * gk).sum()).backward()
+    def inner(a: Tensor, b: Tensor) -> Tensor:
+        value = Tensor.from_data(v, backend=a.backend)
+        out = F.scaled_dot_product_attention(a, b, value, is_causal=True)
+        return (out * out).sum()
+
+    def outer(a: Tensor, b: Tensor) -> Tensor:
+        da, db = grad(inner, argnums=(0, 1))(a, b)
+        return da.square().sum() + (da * db).sum()
+
+    second = grad(outer, argnums=(0, 1))(*(Tensor.from_data(a, backend=CpuBackend)
+                                           for a in (q, k)))
+    for ours, theirs in zip(second, (tq, tk), strict=True):
+        np.testing.assert_allclose(ours.to_numpy(), theirs.grad.numpy(), rtol=1e-10,
+                                   atol=1e-12)
+
+
+def test_attention_tangent_matches_torch_jvp() -> None:
+    q, k, v, _, _ = _operands(ATTENTION[2], "float64")
+    tangents = tuple(_draw(a.shape, "float64", 10 + i) for i, a in enumerate((q, k, v)))
+
+    def ours(a: Tensor, b: Tensor, c: Tensor) -> Tensor:
+        return F.scaled_dot_product_attention(a, b, c, is_causal=True)
+
+    out, tangent = jvp(ours, tuple(Tensor.from_data(a, backend=CpuBackend) for a in (q, k, v)),
+                       tuple(Tensor.from_data(t, backend=CpuBackend) for t in tangents))
+    want, want_tangent = torch.func.jvp(
+        lambda a, b, c: torch.nn.functional.scaled_dot_product_attention(a, b, c,
+                                                                         is_causal=True),
+        tuple(map(torch.from_numpy, (q, k, v))), tuple(map(torch.from_numpy, tangents)))
+    np.testing.assert_allclose(out.to_numpy(), want.numpy(), rtol=1e-12)
+    np.testing.assert_allclose(tangent.to_numpy(), want_tangent.numpy(), rtol=1e-10,
+                               atol=1e-13)
+
+
+def test_half_precision_attention_computes_in_float32() -> None:
+    q, k, v, _, _ = _operands(ATTENTION[0], "float16")
+    out = CpuBackend.attention(q, k, v, None, None, True)
+    assert out.dtype == np.float16
+    want = torch.nn.functional.scaled_dot_product_attention(
+        *(torch.from_numpy(a).float() for a in (q, k, v)), is_causal=True)
+    np.testing.assert_allclose(out.astype(np.float32), want.numpy(), rtol=2e-3, atol=2e-3)
