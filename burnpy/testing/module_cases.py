@@ -1,5 +1,5 @@
 """Cases of the module ops (conv, transposed conv, pools, embedding, interpolation, linear,
-batch and layer normalization, cross entropy, attention), called through
+batch, layer and RMS normalization, cross entropy, attention), called through
 ``burnpy.nn.functional`` with torch's signatures.
 
 They are ``OpCase`` values like the shared table's, kept in their own list (``MODULE_CASES``):
@@ -146,6 +146,12 @@ def _layer_norm_case(name: str, shape: tuple[int, ...], *args: Arg, **kwargs: An
 _layer_norm_case("layer_norm", (5,), Flt(3, 4, 5), Flt(5), Flt(5))
 _layer_norm_case("layer_norm_two_dims_weight_only", (3, 4), Flt(2, 3, 4), Flt(3, 4), eps=1e-3)
 _layer_norm_case("layer_norm_no_affine", (6,), Flt(4, 6))
+
+# ---- RMS normalization ---------------------------------------------------------------------------
+_case("rms_norm", lambda x, w: F.rms_norm(x, (5,), w, 1e-5), Flt(3, 4, 5), Flt(5),
+      torch_fn=lambda x, w: TF.rms_norm(x, (5,), w, 1e-5))
+_case("rms_norm_two_dims_no_weight", lambda x: F.rms_norm(x, (3, 4)), Flt(2, 3, 4),
+      torch_fn=lambda x: TF.rms_norm(x, (3, 4)))
 
 # ---- cross entropy (the fused path: [n, c] logits, class indices) --------------------------------
 _both("cross_entropy", "cross_entropy", Flt(8, 5), I(8, high=5))

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 import torch
 
+import burnpy.nn as nn
 import burnpy.nn.functional as F
 from burnpy.autodiff import Autodiff, BalancedCheckpointing
 from burnpy.backend.ops.module_ops import ModuleOps
@@ -140,3 +141,40 @@ def test_half_precision_attention_computes_in_float32() -> None:
     want = torch.nn.functional.scaled_dot_product_attention(
         *(torch.from_numpy(a).float() for a in (q, k, v)), is_causal=True)
     np.testing.assert_allclose(out.astype(np.float32), want.numpy(), rtol=2e-3, atol=2e-3)
+
+
+@pytest.mark.parametrize("shape,ndim", [((3, 4, 6), 1), ((2, 3, 4), 2), ((5, 8), 1)])
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("weighted", [True, False])
+def test_fused_rms_norm_matches_the_protocol_composition(shape: tuple[int, ...], ndim: int,
+                                                         dtype: str, weighted: bool) -> None:
+    x, g = _draw(shape, dtype, 0), _draw(shape, dtype, 1)
+    weight = _draw(shape[len(shape) - ndim:], dtype, 2) if weighted else None
+    tol = 1e-12 if dtype == "float64" else 2e-5
+    fused = CpuBackend.rms_norm(x, ndim, weight, 1e-5)
+    composed = ModuleOps.rms_norm.__func__(CpuBackend, x, ndim, weight, 1e-5)
+    assert fused.dtype == np.dtype(dtype)
+    np.testing.assert_allclose(fused, composed, rtol=tol, atol=tol)
+    got = CpuBackend.rms_norm_backward(x, ndim, weight, g, 1e-5)
+    want = ModuleOps.rms_norm_backward.__func__(CpuBackend, x, ndim, weight, g, 1e-5)
+    for a, b in zip(got, want, strict=True):
+        assert a.dtype == np.dtype(dtype) and a.shape == b.shape
+        np.testing.assert_allclose(a, b, rtol=tol * 10, atol=tol * 10)
+
+
+def test_rms_norm_module_is_one_node_and_matches_torch() -> None:
+    x, g = _draw((4, 3, 6), "float64", 0), _draw((4, 3, 6), "float64", 1)
+    weight = _draw((6,), "float64", 2)
+    tx, tw = torch.tensor(x, requires_grad=True), torch.tensor(weight, requires_grad=True)
+    want = torch.nn.functional.rms_norm(tx, (6,), tw, 1e-6)
+    want.backward(torch.from_numpy(g))
+    backend = Autodiff(CpuBackend)
+    layer = nn.RMSNorm(6, eps=1e-6, backend=backend, dtype="float64")
+    layer.load_state_dict({"weight": weight})
+    bx = Tensor.from_data(x, backend=backend).require_grad()
+    out = layer(bx)
+    assert out.primitive.node.op.name == "rms_norm"
+    np.testing.assert_allclose(out.to_numpy(), want.detach().numpy(), rtol=1e-12)
+    grads = out.backward(grad_output=Tensor.from_data(g, backend=backend))
+    np.testing.assert_allclose(bx.grad(grads).to_numpy(), tx.grad.numpy(), rtol=1e-11)
+    np.testing.assert_allclose(layer.weight.grad(grads).to_numpy(), tw.grad.numpy(), rtol=1e-11)

@@ -375,6 +375,38 @@ class ModuleOps:
         grad_x = cls.float_reshape(cls.float_mul(inner, invstd), x.shape)
         return grad_x, grad_weight, grad_bias
 
+    # ---- RMS normalization ----------------------------------------------------------------
+    @provided
+    def rms_norm(cls: type[Backend], x: FloatPrimitive, normalized_ndim: int,
+                 weight: FloatPrimitive | None, eps: float) -> FloatPrimitive:
+        """Divide ``x`` by the root mean square of its trailing ``normalized_ndim`` dims
+        (``x / sqrt(mean(x^2) + eps)``), then scale by ``weight`` (shaped like those dims)."""
+        rows, width = _trailing_rows(cls, x, normalized_ndim)
+        y = cls.float_mul(rows, _inv_rms(cls, rows, width, eps))
+        if weight is not None:
+            y = cls.float_mul(y, cls.float_reshape(weight, (1, width)))
+        return cls.float_reshape(y, x.shape)
+
+    @provided
+    def rms_norm_backward(cls: type[Backend], x: FloatPrimitive, normalized_ndim: int,
+                          weight: FloatPrimitive | None, grad: FloatPrimitive,
+                          eps: float) -> tuple[FloatPrimitive, FloatPrimitive]:
+        """Gradients of ``rms_norm`` in ``(x, weight)`` (the weight's as if it were ones when
+        None): with ``r = 1 / rms``, ``xhat = x r`` and ``gh = g * weight``,
+        ``dx = r * (gh - xhat * mean(gh * xhat))``. Recomputes ``r`` from ``x``, so on a
+        recording backend this composition is itself differentiable (second order)."""
+        rows, width = _trailing_rows(cls, x, normalized_ndim)
+        g = cls.float_reshape(grad, rows.shape)
+        inv = _inv_rms(cls, rows, width, eps)
+        xhat = cls.float_mul(rows, inv)
+        trailing = x.shape[len(x.shape) - normalized_ndim:]
+        grad_weight = cls.float_reshape(cls.float_sum_dim(cls.float_mul(g, xhat), 0), trailing)
+        g_hat = g if weight is None else cls.float_mul(g, cls.float_reshape(weight, (1, width)))
+        projection = cls.float_mul_scalar(cls.float_sum_dim(cls.float_mul(g_hat, xhat), 1),
+                                          1.0 / max(width, 1))
+        grad_x = cls.float_mul(cls.float_sub(g_hat, cls.float_mul(xhat, projection)), inv)
+        return cls.float_reshape(grad_x, x.shape), grad_weight
+
     # ---- cross entropy --------------------------------------------------------------------
     @provided
     def cross_entropy(cls: type[Backend], logits: FloatPrimitive, target: IntPrimitive,
@@ -489,6 +521,13 @@ def _moments(cls: type[Backend], rows: FloatPrimitive,
 def _invstd(cls: type[Backend], var: FloatPrimitive, eps: float) -> FloatPrimitive:
     """``1 / sqrt(var + eps)``."""
     return cls.float_recip(cls.float_sqrt(cls.float_add_scalar(var, eps)))
+
+
+def _inv_rms(cls: type[Backend], rows: FloatPrimitive, width: int, eps: float) -> FloatPrimitive:
+    """Each row's ``1 / sqrt(mean(row^2) + eps)`` as a ``[rows, 1]`` column."""
+    mean_square = cls.float_mul_scalar(cls.float_sum_dim(cls.float_mul(rows, rows), 1),
+                                       1.0 / max(width, 1))  # an empty row has nothing to divide
+    return _invstd(cls, mean_square, eps)
 
 
 def _projected(cls: type[Backend], g: FloatPrimitive, xhat: FloatPrimitive, g_sum: FloatPrimitive,
