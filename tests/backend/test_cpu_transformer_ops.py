@@ -178,3 +178,22 @@ def test_rms_norm_module_is_one_node_and_matches_torch() -> None:
     grads = out.backward(grad_output=Tensor.from_data(g, backend=backend))
     np.testing.assert_allclose(bx.grad(grads).to_numpy(), tx.grad.numpy(), rtol=1e-11)
     np.testing.assert_allclose(layer.weight.grad(grads).to_numpy(), tw.grad.numpy(), rtol=1e-11)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32", "float16"])
+@pytest.mark.parametrize("index_shape,vocab", [((4, 7), 5), ((30,), 40), ((0,), 3)])
+def test_embedding_backward_sums_rows_per_index(dtype: str, index_shape: tuple[int, ...],
+                                                vocab: int) -> None:
+    rng = np.random.default_rng(0)
+    indices = rng.integers(0, vocab, index_shape)
+    weight = _draw((vocab, 6), dtype, 1)
+    grad = _draw((*index_shape, 6), dtype, 2)
+    got = CpuBackend.embedding_backward(weight, grad, indices)
+    composed = ModuleOps.embedding_backward.__func__(CpuBackend, weight, grad, indices)
+    want = np.zeros((vocab, 6))
+    np.add.at(want, indices.reshape(-1), grad.reshape(-1, 6).astype(np.float64))
+    assert got.dtype == np.dtype(dtype) and got.shape == (vocab, 6)
+    tol = {"float64": 1e-12, "float32": 1e-5, "float16": 1e-2}[dtype]
+    np.testing.assert_allclose(got.astype(np.float64), want, rtol=tol, atol=tol)
+    np.testing.assert_allclose(got.astype(np.float64), composed.astype(np.float64), rtol=tol,
+                               atol=tol)
