@@ -197,3 +197,31 @@ def test_embedding_backward_sums_rows_per_index(dtype: str, index_shape: tuple[i
     np.testing.assert_allclose(got.astype(np.float64), want, rtol=tol, atol=tol)
     np.testing.assert_allclose(got.astype(np.float64), composed.astype(np.float64), rtol=tol,
                                atol=tol)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_cross_entropy_rows_far_below_the_global_maximum_match_torch(dtype: str) -> None:
+    """The NumPy kernel shifts by the global maximum; rows 200 below it take the per-row path."""
+    logits = _draw((6, 5), dtype, 0)
+    logits[0] += 300.0
+    logits[3] -= 200.0
+    target = np.array([0, 4, 2, 1, 3, 0])
+    grad = _draw((6,), dtype, 1)
+    tl = torch.tensor(logits, requires_grad=True)
+    want = torch.nn.functional.cross_entropy(tl, torch.from_numpy(target), reduction="none")
+    want.backward(torch.from_numpy(grad))
+    tol = 1e-12 if dtype == "float64" else 1e-5
+    np.testing.assert_allclose(CpuBackend.cross_entropy(logits, target, -100),
+                               want.detach().numpy(), rtol=tol, atol=tol)
+    np.testing.assert_allclose(CpuBackend.cross_entropy_backward(logits, target, -100, grad),
+                               tl.grad.numpy(), rtol=tol, atol=tol)
+
+
+def test_cross_entropy_ignored_rows_are_zero_whatever_their_logits() -> None:
+    logits = _draw((3, 4), "float32", 0)
+    logits[1] = [np.nan, np.inf, -np.inf, 1.0]
+    target = np.array([2, -100, 1])
+    loss = CpuBackend.cross_entropy(logits, target, -100)
+    grad = CpuBackend.cross_entropy_backward(logits, target, -100, np.ones(3, np.float32))
+    assert loss[1] == 0.0 and np.all(grad[1] == 0.0)
+    assert np.isfinite(loss).all() and np.isfinite(grad).all()
