@@ -20,6 +20,7 @@ import argparse  # noqa: E402
 import statistics  # noqa: E402
 import time  # noqa: E402
 
+import _timing  # noqa: E402, F401 - pins glibc's allocator: freed buffers stay in the process
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 from torch import nn  # noqa: E402

@@ -1,5 +1,5 @@
 """A transformer's fused ops over an array module ``xp`` (NumPy on the CPU, CuPy on CUDA):
-scaled dot-product attention and the embedding's gradient.
+scaled dot-product attention, linear layers and the embedding's gradient.
 
 Attention keeps its scores transposed, ``[..., keys, queries]``, in one buffer: the softmax
 then reduces over the keys along the second-to-last axis, where each step of a reduction is
@@ -48,9 +48,23 @@ def _column_sum(xp: Any, a: A) -> A:
 
 
 class ArrayTransformerOps:
-    """``attention`` (its weights, its backward) and ``embedding_backward``."""
+    """``attention`` (its weights, its backward), ``linear`` and ``embedding_backward``."""
 
     xp: ClassVar[Any]
+    float_matmul: ClassVar[Any]
+
+    @classmethod
+    def linear(cls, x: A, weight: A, bias: A | None) -> A:
+        """``x @ weight.T + bias``: one matmul over the flattened rows, the bias added in
+        place into its fresh result (the composition allocates a second output)."""
+        lead = x.shape[:-1]
+        out = cls.float_matmul(x.reshape(-1, x.shape[-1]), weight.T)
+        if bias is not None:
+            if bias.dtype == out.dtype:
+                out += bias
+            else:  # mixed dtypes promote, as float_add does
+                out = out + bias
+        return out.reshape(*lead, weight.shape[0])
 
     @classmethod
     def _transposed_weights(cls, query: A, key: A, mask: A | None, scale: float | None,
