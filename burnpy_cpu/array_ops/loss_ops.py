@@ -11,7 +11,7 @@ from typing import Any, ClassVar
 
 import numpy
 
-from burnpy_cpu.array_ops._shared import widened
+from burnpy_cpu.array_ops._shared import ones, widened
 
 A = Any  # an ``xp.ndarray``
 
@@ -33,7 +33,7 @@ def _exp_and_sums(xp: Any, x: A) -> tuple[A, A, A]:
         shift = x.max()
         e = x - shift
         xp.exp(e, out=e)
-        sums = e @ xp.ones(x.shape[1], dtype=e.dtype)
+        sums = e @ ones(xp, (x.shape[1],), e.dtype)
         if (sums >= _TRUSTED_SUM).all():
             return e, sums, shift
     peak = x.max(axis=1, keepdims=True) if x.shape[1] else xp.zeros((x.shape[0], 1), x.dtype)

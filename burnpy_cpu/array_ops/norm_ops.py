@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from typing import Any, ClassVar
 
-from burnpy_cpu.array_ops._shared import widened
+from burnpy_cpu.array_ops._shared import ones, widened
 
 A = Any  # an ``xp.ndarray``
 
@@ -169,7 +169,7 @@ class ArrayNormOps:
 def _row_sums(xp: Any, rows: A) -> A:
     """The sums of ``[rows, width]`` rows as a ``[rows, 1]`` column: one matrix-vector
     product (NumPy's last-axis sum of narrow rows is several times slower)."""
-    return xp.matmul(rows, xp.ones((rows.shape[1], 1), dtype=rows.dtype))
+    return xp.matmul(rows, ones(xp, (rows.shape[1], 1), rows.dtype))
 
 
 def _row_statistics(xp: Any, x: A, normalized_ndim: int, eps: float) -> tuple[A, A]:

@@ -18,7 +18,7 @@ from typing import Any, ClassVar
 
 import numpy
 
-from burnpy_cpu.array_ops._shared import widened
+from burnpy_cpu.array_ops._shared import ones, widened
 
 A = Any  # an ``xp.ndarray``
 
@@ -44,7 +44,7 @@ def _column_max(xp: Any, a: A) -> A:
 def _column_sum(xp: Any, a: A) -> A:
     """The sums of ``a`` over its second-to-last axis (kept, size 1), as one matmul with a
     row of ones."""
-    return xp.matmul(xp.ones((1, a.shape[-2]), dtype=a.dtype), a)
+    return xp.matmul(ones(xp, (1, a.shape[-2]), a.dtype), a)
 
 
 class ArrayTransformerOps:
