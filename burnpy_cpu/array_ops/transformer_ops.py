@@ -30,8 +30,11 @@ def _scale(query: A, scale: float | None) -> float:
 
 def _column_max(xp: Any, a: A) -> A:
     """The maxima of ``a`` over its second-to-last axis (kept, size 1), by halving: each
-    step is one elementwise maximum of two contiguous half blocks."""
+    step is one elementwise maximum of two contiguous half blocks (with few columns, as in
+    a cached decoding step, one reduction costs fewer calls)."""
     n = a.shape[-2]
+    if a.shape[-1] < 8:
+        return a.max(axis=-2, keepdims=True)
     while n > 1:
         half = n // 2
         folded = xp.maximum(a[..., :half, :], a[..., half:2 * half, :])
@@ -45,6 +48,30 @@ def _column_sum(xp: Any, a: A) -> A:
     """The sums of ``a`` over its second-to-last axis (kept, size 1), as one matmul with a
     row of ones."""
     return xp.matmul(ones(xp, (1, a.shape[-2]), a.dtype), a)
+
+
+#: The smallest softmax denominator trusted after shifting by the global maximum (a column
+#: whose largest allowed score lies ~46 below it falls back to per-column maxima).
+_TRUSTED_SUM = 1e-20
+
+
+def _softmax_by_global_shift(xp: Any, scores: A, mask: A | None, is_causal: bool) -> bool:
+    """Overwrite ``scores [..., lk, lq]`` with their column softmax, shifted by the one global
+    maximum and masked by zeroing after the exponential: one full reduction instead of
+    per-column maxima. False when a column's sum is too small to trust (a column far below
+    the maximum, a fully masked one, a non-finite score): the caller then starts again with
+    per-column maxima."""
+    scores -= scores.max()
+    xp.exp(scores, out=scores)
+    if is_causal:  # keep key position <= query position (torch's top-left alignment)
+        scores *= xp.triu(ones(xp, scores.shape[-2:], scores.dtype))
+    if mask is not None:
+        scores *= mask
+    sums = _column_sum(xp, scores)
+    if not (sums >= _TRUSTED_SUM).all():
+        return False
+    scores /= sums
+    return True
 
 
 class ArrayTransformerOps:
@@ -77,11 +104,17 @@ class ArrayTransformerOps:
         scaled_qt = xp.empty((*q.shape[:-2], q.shape[-1], lq), dtype=dtype)
         xp.multiply(q.swapaxes(-1, -2), dtype.type(_scale(query, scale)), out=scaled_qt)
         scores = xp.matmul(k, scaled_qt)
-        if is_causal:  # key position > query position: -inf (torch's top-left alignment)
-            scores += xp.tril(xp.full((lk, lq), -xp.inf, dtype=dtype), -1)
         if mask is not None:  # a mask of rank < 2 broadcasts along the queries
             mask = mask.reshape((1,) * (2 - mask.ndim) + mask.shape) if mask.ndim < 2 else mask
-            xp.copyto(scores, dtype.type(-xp.inf), where=~mask.swapaxes(-1, -2))
+            mask = mask.swapaxes(-1, -2)
+        if xp is numpy and scores.size and lq >= 8:
+            if _softmax_by_global_shift(xp, scores, mask, is_causal):
+                return scores
+            scores = xp.matmul(k, scaled_qt)  # overwritten: start again, per column
+        if is_causal:  # key position > query position: -inf (torch's top-left alignment)
+            scores += xp.tril(xp.full((lk, lq), -xp.inf, dtype=dtype), -1)
+        if mask is not None:
+            xp.copyto(scores, dtype.type(-xp.inf), where=~mask)
         scores -= _column_max(xp, scores)
         xp.exp(scores, out=scores)
         scores /= _column_sum(xp, scores)

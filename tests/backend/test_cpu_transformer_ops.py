@@ -21,6 +21,8 @@ ATTENTION = [
     ((2, 3, 3, 4), 7, 5, True, False, 0.3),     # a bool mask, another scale
     ((2, 4, 4), 6, 3, False, True, None),       # causal with fewer queries than keys
     ((2, 3, 1, 4), 6, 4, False, False, None),   # one cached step over six keys
+    ((2, 2, 12, 4), 12, 3, False, True, None),  # enough queries for the global-shift path
+    ((2, 9, 4), 11, 3, True, False, 0.5),       # the same, with a mask
 ]
 
 
@@ -225,3 +227,16 @@ def test_cross_entropy_ignored_rows_are_zero_whatever_their_logits() -> None:
     grad = CpuBackend.cross_entropy_backward(logits, target, -100, np.ones(3, np.float32))
     assert loss[1] == 0.0 and np.all(grad[1] == 0.0)
     assert np.isfinite(loss).all() and np.isfinite(grad).all()
+
+
+@pytest.mark.parametrize("causal", [True, False])
+def test_attention_with_scores_far_apart_matches_torch(causal: bool) -> None:
+    """Queries whose scores lie hundreds apart: the global shift would underflow them, so
+    the kernel falls back to per-column maxima."""
+    q, k, v, _, _ = _operands(((1, 2, 10, 4), 10, 3, False, causal, None), "float32")
+    q[0, 0, 3] *= 300.0
+    q[0, 1, 7] *= -250.0
+    want = torch.nn.functional.scaled_dot_product_attention(
+        *(torch.from_numpy(a) for a in (q, k, v)), is_causal=causal)
+    np.testing.assert_allclose(CpuBackend.attention(q, k, v, None, None, causal), want.numpy(),
+                               rtol=1e-5, atol=1e-6)
