@@ -101,12 +101,15 @@ class ArrayTransformerOps:
         q, k = widened(xp, query), widened(xp, key)
         dtype = q.dtype
         lq, lk = q.shape[-2], k.shape[-2]
+        if mask is not None:  # a mask of rank < 2 broadcasts along the queries
+            mask = mask.reshape((1,) * (2 - mask.ndim) + mask.shape) if mask.ndim < 2 else mask
+            batch = numpy.broadcast_shapes(q.shape[:-2], k.shape[:-2], mask.shape[:-2])
+            if batch != q.shape[:-2]:  # the mask widens the batch: so do the scores
+                q = xp.broadcast_to(q, (*batch, *q.shape[-2:]))
+            mask = mask.swapaxes(-1, -2)
         scaled_qt = xp.empty((*q.shape[:-2], q.shape[-1], lq), dtype=dtype)
         xp.multiply(q.swapaxes(-1, -2), dtype.type(_scale(query, scale)), out=scaled_qt)
         scores = xp.matmul(k, scaled_qt)
-        if mask is not None:  # a mask of rank < 2 broadcasts along the queries
-            mask = mask.reshape((1,) * (2 - mask.ndim) + mask.shape) if mask.ndim < 2 else mask
-            mask = mask.swapaxes(-1, -2)
         if xp is numpy and scores.size and lq >= 8:
             if _softmax_by_global_shift(xp, scores, mask, is_causal):
                 return scores

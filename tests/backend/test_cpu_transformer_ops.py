@@ -240,3 +240,19 @@ def test_attention_with_scores_far_apart_matches_torch(causal: bool) -> None:
         *(torch.from_numpy(a) for a in (q, k, v)), is_causal=causal)
     np.testing.assert_allclose(CpuBackend.attention(q, k, v, None, None, causal), want.numpy(),
                                rtol=1e-5, atol=1e-6)
+
+
+def test_a_mask_with_more_batch_dims_broadcasts_the_attention_as_the_composition() -> None:
+    """torch refuses a mask that widens the batch; the protocol's composition broadcasts."""
+    q, k, v, _, _ = _operands(((3, 4), 5, 2, False, False, None), "float64")
+    mask = np.random.default_rng(5).random((2, 3, 5)) > 0.3
+    mask[..., 0] = True
+    got = CpuBackend.attention(q, k, v, mask, None, False)
+    want = ModuleOps.attention.__func__(CpuBackend, q, k, v, mask, None, False)
+    assert got.shape == want.shape == (2, 3, 2)
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+    g = _draw((2, 3, 2), "float64", 6)
+    composed = ModuleOps.attention_backward.__func__(CpuBackend, q, k, v, mask, None, False, g)
+    fused = CpuBackend.attention_backward(q, k, v, mask, None, False, g)
+    for a, b in zip(fused, composed, strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-14)

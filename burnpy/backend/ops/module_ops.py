@@ -447,10 +447,8 @@ class ModuleOps:
         (``1 / sqrt(dim)`` when None), ``-inf`` where a bool ``mask`` is False (True =
         attend) and, when causal, above the diagonal (key position > query position), one
         ``[lq, lk]`` mask broadcast over the batch and heads."""
-        nd = len(key.shape)
         scale = _attention_scale(query, scale)
-        scores = cls.float_matmul(cls.float_mul_scalar(query, scale),
-                                  cls.float_swap_dims(key, nd - 2, nd - 1))
+        scores = cls.float_matmul(cls.float_mul_scalar(query, scale), _transposed(cls, key))
         if is_causal:
             scores = cls.float_mask_fill(scores, _causal_mask(cls, query, key), float("-inf"))
         if mask is not None:
@@ -468,17 +466,23 @@ class ModuleOps:
         ``key`` when None); with ``w`` the weights and ``s`` the scale, ``dv = w^T g``,
         ``ds = w * (g v^T - rowsum(w * g v^T)) * s``, ``dq = ds k``, ``dk = ds^T q``. Written
         with protocol ops, so on a recording backend it is itself differentiable."""
-        nd = len(key.shape)
         if weights is None:
             weights = cls.attention_weights(query, key, mask, scale, is_causal)
-        grad_value = cls.float_matmul(cls.float_swap_dims(weights, nd - 2, nd - 1), grad)
-        grad_weights = cls.float_matmul(grad, cls.float_swap_dims(value, nd - 2, nd - 1))
-        projected = cls.float_sum_dim(cls.float_mul(grad_weights, weights), nd - 1)
+        grad_value = cls.float_matmul(_transposed(cls, weights), grad)
+        grad_weights = cls.float_matmul(grad, _transposed(cls, value))
+        projected = cls.float_sum_dim(cls.float_mul(grad_weights, weights),
+                                      len(weights.shape) - 1)
         grad_scores = cls.float_mul(cls.float_sub(grad_weights, projected), weights)
         grad_scores = cls.float_mul_scalar(grad_scores, _attention_scale(query, scale))
         grad_query = cls.float_matmul(grad_scores, key)
-        grad_key = cls.float_matmul(cls.float_swap_dims(grad_scores, nd - 2, nd - 1), query)
+        grad_key = cls.float_matmul(_transposed(cls, grad_scores), query)
         return grad_query, grad_key, grad_value
+
+
+def _transposed(cls: type[Backend], x: FloatPrimitive) -> FloatPrimitive:
+    """``x`` with its last two dims swapped."""
+    nd = len(x.shape)
+    return cls.float_swap_dims(x, nd - 2, nd - 1)
 
 
 def _attention_scale(query: FloatPrimitive, scale: float | None) -> float:
