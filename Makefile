@@ -50,6 +50,8 @@ lint: $(VENV)/.installed-test
 bench: $(VENV)/.installed-test
 	OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 $(PY) benchmarks/overhead.py
 	OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 $(PY) benchmarks/conv.py
+	OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 $(PY) benchmarks/gpt_step.py
+	OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 $(PY) benchmarks/gpt_generate.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache .mypy_cache docs/api

@@ -28,6 +28,7 @@ from burnpy_cpu.array_ops.module_ops import ArrayModuleOps
 from burnpy_cpu.array_ops.norm_ops import ArrayNormOps
 from burnpy_cpu.array_ops.optim_ops import ArrayOptimOps
 from burnpy_cpu.array_ops.q_ops import ArrayQOps, QuantizedArray
+from burnpy_cpu.array_ops.transformer_ops import ArrayTransformerOps
 from burnpy_cuda.kernel_ops import CudaKernelOps
 from burnpy_cuda.runtime import LazyModule, require_cupy
 
@@ -42,7 +43,7 @@ def CudaDevice(index: int = 0) -> Device:  # noqa: N802 - reads like a device ty
 
 class CudaBackend(CudaKernelOps, ArrayFloatOps, ArrayIntOps, ArrayBoolOps, ArrayQOps,
                   ArrayModuleOps, ArrayNormOps, ArrayLossOps, ArrayActivationOps, ArrayOptimOps,
-                  ArrayLinalgOps, Backend):
+                  ArrayLinalgOps, ArrayTransformerOps, Backend):
     """Every op on ``cupy.ndarray``s; quantized tensors are ``QuantizedArray``s of CuPy arrays.
 
     Ops run on the device of their inputs: the Tensor layer refuses operands on different

@@ -570,11 +570,13 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
         if attn_mask.kind is not BOOL:
             raise KindError(f"{op}: attn_mask must be a bool tensor (True = attend)")
         mask = attn_mask.primitive
-    batch = broadcast_shapes(op, broadcast_shapes(op, query.shape[:-2], key.shape[:-2]),
-                             value.shape[:-2])
-    query = query.expand(batch + query.shape[-2:])
-    key = key.expand(batch + key.shape[-2:])
-    value = value.expand(batch + value.shape[-2:])
+    batch = query.shape[:-2]
+    if key.shape[:-2] != batch or value.shape[:-2] != batch:  # else nothing to broadcast
+        batch = broadcast_shapes(op, broadcast_shapes(op, batch, key.shape[:-2]),
+                                 value.shape[:-2])
+        query = query.expand(batch + query.shape[-2:])
+        key = key.expand(batch + key.shape[-2:])
+        value = value.expand(batch + value.shape[-2:])
     if not 0.0 <= dropout_p <= 1.0:
         raise InvalidArgumentError(f"{op}: dropout_p must be in [0, 1], got {dropout_p}")
     if dropout_p > 0.0:

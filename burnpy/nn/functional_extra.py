@@ -17,6 +17,7 @@ import numpy as np
 
 from burnpy.backend.distribution import Distribution
 from burnpy.backend.errors import (
+    DTypeError,
     InvalidArgumentError,
     KindError,
     ShapeError,
@@ -24,7 +25,7 @@ from burnpy.backend.errors import (
 )
 from burnpy.nn.losses import _check, _check_same_shape, _reduce
 from burnpy.tensor import Tensor
-from burnpy.tensor._core import FLOAT, INT
+from burnpy.tensor._core import FLOAT, INT, check_same_backend, new
 from burnpy.tensor.checks import broadcast_shapes
 
 IntOrTuple = int | Sequence[int]
@@ -381,7 +382,7 @@ def instance_norm(input: Tensor, running_mean: Tensor | None = None,
 def rms_norm(input: Tensor, normalized_shape: int | Sequence[int],
              weight: Tensor | None = None, eps: float | None = None) -> Tensor:
     """``x / sqrt(mean(x^2) + eps) * weight`` over the trailing ``normalized_shape`` dims
-    (``eps=None``: the machine epsilon of the input's dtype, as torch)."""
+    (``eps=None``: the machine epsilon of the input's dtype, as torch): one backend op."""
     op = "rms_norm"
     _float(op, input)
     shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(
@@ -392,10 +393,15 @@ def rms_norm(input: Tensor, normalized_shape: int | Sequence[int],
     if weight is not None and weight.shape != shape:
         raise ShapeError(f"{op}: weight must have shape {describe(shape)}, got "
                          f"{describe(weight.shape)}")
+    if weight is not None:
+        check_same_backend(op, input, weight)
+        if weight.kind is not FLOAT or weight.dtype is not input.dtype:
+            raise DTypeError(f"{op}: input is {input.dtype!r} but the weight is "
+                             f"{weight.dtype!r}")
     e = float(ml_dtypes.finfo(input.dtype.numpy).eps) if eps is None else eps
-    dims = tuple(range(input.ndim - len(shape), input.ndim))
-    y = input * (input.square().mean(dims, keepdim=True) + e).rsqrt()
-    return y * weight if weight is not None else y
+    b = input.backend
+    return new(b, b.rms_norm(input.primitive, len(shape),
+                             None if weight is None else weight.primitive, e), FLOAT)
 
 
 def local_response_norm(input: Tensor, size: int, alpha: float = 1e-4, beta: float = 0.75,

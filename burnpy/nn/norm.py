@@ -9,8 +9,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-import ml_dtypes
-
 from burnpy.backend.device import Device
 from burnpy.backend.dtype import DTypeLike
 from burnpy.backend.errors import InvalidArgumentError, ShapeError, describe
@@ -174,10 +172,8 @@ class RMSNorm(Module):
 
     def forward(self, x: Tensor) -> Tensor:
         """``x [*, *normalized_shape]`` scaled by its trailing dims' RMS; same shape."""
-        dims = _check_trailing("RMSNorm", x, self.normalized_shape)
-        eps = self.eps if self.eps is not None else float(ml_dtypes.finfo(x.dtype.numpy).eps)
-        y = x * (x.square().mean(dims, keepdim=True) + eps).rsqrt()
-        return y * self.weight if self.weight is not None else y
+        _check_trailing("RMSNorm", x, self.normalized_shape)
+        return F.rms_norm(x, self.normalized_shape, self.weight, self.eps)
 
     def extra_repr(self) -> str:
         return (f"{self.normalized_shape}, eps={self.eps}, "

@@ -51,7 +51,7 @@ def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
         check_same_backend("cat", first, t)
         if t.kind is not first.kind:
             raise KindError(f"cat: mixes {first.kind} and {t.kind} tensors")
-        if first.kind is FLOAT or first.kind == "int":
+        if (first.kind is FLOAT or first.kind == "int") and t.dtype is not dtype:
             dtype = common_dtype("cat", first.cast(dtype), t)
         if t.ndim != first.ndim or any(a != b for i, (a, b) in enumerate(
                 zip(t.shape, first.shape, strict=True)) if i != d):
@@ -64,7 +64,7 @@ def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
             check_same_scheme("cat", first, t)
         return new(first.backend, first.backend.q_cat([t.primitive for t in tensors], d),
                    QUANTIZED)
-    parts = [t.cast(dtype).primitive for t in tensors]
+    parts = [t.primitive if t.dtype is dtype else t.cast(dtype).primitive for t in tensors]
     return new(first.backend, kind_op(first, "cat")(parts, d), first.kind)
 
 

@@ -1,5 +1,5 @@
 """Cases of the module ops (conv, transposed conv, pools, embedding, interpolation, linear,
-batch and layer normalization, cross entropy, attention), called through
+batch, layer and RMS normalization, cross entropy, attention), called through
 ``burnpy.nn.functional`` with torch's signatures.
 
 They are ``OpCase`` values like the shared table's, kept in their own list (``MODULE_CASES``):
@@ -147,6 +147,12 @@ _layer_norm_case("layer_norm", (5,), Flt(3, 4, 5), Flt(5), Flt(5))
 _layer_norm_case("layer_norm_two_dims_weight_only", (3, 4), Flt(2, 3, 4), Flt(3, 4), eps=1e-3)
 _layer_norm_case("layer_norm_no_affine", (6,), Flt(4, 6))
 
+# ---- RMS normalization ---------------------------------------------------------------------------
+_case("rms_norm", lambda x, w: F.rms_norm(x, (5,), w, 1e-5), Flt(3, 4, 5), Flt(5),
+      torch_fn=lambda x, w: TF.rms_norm(x, (5,), w, 1e-5))
+_case("rms_norm_two_dims_no_weight", lambda x: F.rms_norm(x, (3, 4)), Flt(2, 3, 4),
+      torch_fn=lambda x: TF.rms_norm(x, (3, 4)))
+
 # ---- cross entropy (the fused path: [n, c] logits, class indices) --------------------------------
 _both("cross_entropy", "cross_entropy", Flt(8, 5), I(8, high=5))
 _both("cross_entropy_ignore_none", "cross_entropy", Flt(9, 4), I(9, high=4), ignore_index=2,
@@ -160,6 +166,12 @@ _both("attention_causal_scale", "scaled_dot_product_attention", Flt(2, 5, 4), Fl
       Flt(2, 5, 3), is_causal=True, scale=0.3)
 _both("attention_tiny", "scaled_dot_product_attention", Flt(1, 2, 2), Flt(1, 3, 2),
       Flt(1, 3, 2))
+_both("attention_heads_causal", "scaled_dot_product_attention", Flt(2, 2, 6, 4),
+      Flt(2, 2, 6, 4), Flt(2, 2, 6, 3), is_causal=True)
+_both("attention_causal_fewer_queries", "scaled_dot_product_attention", Flt(2, 3, 4),
+      Flt(2, 5, 4), Flt(2, 5, 2), is_causal=True)
+_both("attention_cached_step", "scaled_dot_product_attention", Flt(2, 3, 1, 4),
+      Flt(2, 3, 6, 4), Flt(2, 3, 6, 5))
 
 #: Every query row may attend to at least one key (a fully masked row has no softmax).
 _MASK = np.array([[True, False, True, True, False],

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from typing import Any, ClassVar
@@ -20,6 +21,19 @@ def widened(xp: Any, a: A) -> A:
     """``a`` in a dtype to compute in: 16-bit floats are widened to float32 (as torch computes
     them on the CPU); other arrays are returned as they are."""
     return a.astype(xp.float32) if a.dtype.itemsize < 4 else a
+
+
+@functools.lru_cache(maxsize=64)
+def _host_ones(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+    ones = np.ones(shape, dtype=dtype)
+    ones.flags.writeable = False
+    return ones
+
+
+def ones(xp: Any, shape: tuple[int, ...], dtype: Any) -> A:
+    """Ones to sum with a matrix product: read-only and cached on NumPy (``np.ones`` costs
+    more than the small sums it serves), fresh on a device array module."""
+    return _host_ones(shape, np.dtype(dtype)) if xp is np else xp.ones(shape, dtype=dtype)
 
 
 _NO_CONTEXT = contextlib.nullcontext()

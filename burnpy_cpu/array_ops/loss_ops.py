@@ -9,10 +9,36 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from burnpy_cpu.array_ops._shared import widened
+import numpy
+
+from burnpy_cpu.array_ops._shared import ones, widened
 
 A = Any  # an ``xp.ndarray``
 
+
+
+#: The smallest row sum of ``exp(x - global max)`` trusted: a row whose largest logit lies
+#: more than ~46 below the global maximum falls back to per-row maxima (its terms would
+#: approach float32's subnormals).
+_TRUSTED_SUM = 1e-20
+
+
+def _exp_and_sums(xp: Any, x: A) -> tuple[A, A, A]:
+    """``exp(x - shift)``, its row sums ``[n]`` and the shift (``[n]`` or a scalar), for a
+    log-sum-exp and a softmax. On NumPy the shift is the one global maximum and the sums one
+    matrix-vector product: NumPy's per-row maxima and sums of narrow ``[n, classes]`` rows
+    cost 3x that; a row too far below the maximum (or a non-finite logit) brings back the
+    per-row maxima, which a device backend always uses (no host round trip there)."""
+    if xp is numpy and x.size:
+        shift = x.max()
+        e = x - shift
+        xp.exp(e, out=e)
+        sums = e @ ones(xp, (x.shape[1],), e.dtype)
+        if (sums >= _TRUSTED_SUM).all():
+            return e, sums, shift
+    peak = x.max(axis=1, keepdims=True) if x.shape[1] else xp.zeros((x.shape[0], 1), x.dtype)
+    e = xp.exp(x - peak)
+    return e, e.sum(axis=1), peak[:, 0]
 
 
 def _rows_and_targets(xp: Any, target: A, ignore_index: int) -> tuple[A, A, A]:
@@ -33,8 +59,8 @@ class ArrayLossOps:
         their logits hold (torch's value)."""
         xp, dtype = cls.xp, logits.dtype
         x = widened(xp, logits)
-        peak = x.max(axis=1, keepdims=True)
-        lse = xp.log(xp.exp(x - peak).sum(axis=1)) + peak[:, 0]
+        _, sums, shift = _exp_and_sums(xp, x)
+        lse = xp.log(sums) + shift
         rows, safe, kept = _rows_and_targets(xp, target, ignore_index)
         loss = xp.where(kept, lse - x[rows, safe], 0)
         return loss.astype(dtype, copy=False)
@@ -44,9 +70,11 @@ class ArrayLossOps:
         """``(softmax(row) - one_hot(target)) * grad`` per row, 0 on ignored rows."""
         xp, dtype = cls.xp, logits.dtype
         x = widened(xp, logits)
-        e = xp.exp(x - x.max(axis=1, keepdims=True))
-        e /= e.sum(axis=1, keepdims=True)
+        e, sums, _ = _exp_and_sums(xp, x)
         rows, safe, kept = _rows_and_targets(xp, target, ignore_index)
-        e[rows, safe] -= 1.0
-        e *= widened(xp, grad)[:, None]
-        return xp.where(kept[:, None], e, 0).astype(dtype, copy=False)
+        g = xp.where(kept, widened(xp, grad), 0)
+        e *= (g / sums)[:, None]  # the softmax and the row's grad in one pass
+        e[rows, safe] -= g
+        if xp is not numpy or not kept.all():  # ignored rows are 0 even where logits are not finite
+            e = xp.where(kept[:, None], e, 0)
+        return e.astype(dtype, copy=False)

@@ -1,11 +1,11 @@
-"""Fused batch and layer normalization over an array module ``xp`` (NumPy on the CPU, CuPy on
+"""Fused batch, layer and RMS normalization over an array module ``xp`` (NumPy on the CPU, CuPy on
 CUDA).
 
 The protocol's composition takes about a dozen backend ops each way; here the statistics are
 two einsum reductions over a ``[n, c, positions]`` view and the normalization a few
 elementwise passes over ``[n, c * positions]`` rows against per-channel values repeated along
 the positions (NumPy's inner loop then runs whole rows instead of ``positions``-long pieces).
-Layer norm works on ``[rows, width]`` with per-row statistics as ``[rows, 1]`` columns.
+Layer and RMS norm work on ``[rows, width]`` with per-row statistics as ``[rows, 1]`` columns.
 16-bit floats are computed in float32, as torch does on the CPU.
 """
 
@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from typing import Any, ClassVar
 
-from burnpy_cpu.array_ops._shared import widened
+from burnpy_cpu.array_ops._shared import ones, widened
 
 A = Any  # an ``xp.ndarray``
 
@@ -125,13 +125,51 @@ class ArrayNormOps:
         grad_bias = g.sum(axis=0).reshape(trailing)
         g_hat = g if weight is None else g * weight.reshape(-1)
         divisor = max(xhat.shape[1], 1)
-        projection = xp.einsum("rk,rk->r", g_hat, xhat)[:, None] / divisor
-        grad_x = g_hat - g_hat.sum(axis=1, keepdims=True) / divisor
+        projection = _row_sums(xp, g_hat * xhat)
+        projection /= divisor
+        grad_x = g_hat - _row_sums(xp, g_hat) / divisor
         xhat *= projection
         grad_x -= xhat
         grad_x *= invstd
         return (grad_x.reshape(x.shape).astype(dtype, copy=False),
                 grad_weight.astype(dtype, copy=False), grad_bias.astype(dtype, copy=False))
+
+    @classmethod
+    def rms_norm(cls, x: A, normalized_ndim: int, weight: A | None, eps: float) -> A:
+        """``x / sqrt(mean(x^2) + eps) * weight`` over the trailing dims: one dot per row
+        for the mean square, then two in-place passes."""
+        xp, dtype = cls.xp, x.dtype
+        rows, inv = _inv_rms(xp, x, normalized_ndim, eps)
+        y = rows * inv
+        if weight is not None:
+            y *= widened(xp, weight).reshape(-1)
+        return y.reshape(x.shape).astype(dtype, copy=False)
+
+    @classmethod
+    def rms_norm_backward(cls, x: A, normalized_ndim: int, weight: A | None, grad: A,
+                          eps: float) -> tuple[A, A]:
+        """Gradients in ``(x, weight)``: with ``xhat = x / rms`` and ``gh = g * weight``,
+        ``dx = (gh - xhat * mean(gh * xhat)) / rms``."""
+        xp, dtype = cls.xp, x.dtype
+        rows, inv = _inv_rms(xp, x, normalized_ndim, eps)
+        xhat = rows * inv
+        g = widened(xp, grad.reshape(xhat.shape))
+        trailing = x.shape[x.ndim - normalized_ndim:]
+        grad_weight = xp.einsum("rk,rk->k", g, xhat).reshape(trailing)
+        g_hat = g if weight is None else g * widened(xp, weight).reshape(-1)
+        projection = _row_sums(xp, g_hat * xhat)
+        projection /= max(xhat.shape[1], 1)
+        xhat *= projection
+        grad_x = g_hat - xhat
+        grad_x *= inv
+        return grad_x.reshape(x.shape).astype(dtype, copy=False), grad_weight.astype(dtype,
+                                                                                      copy=False)
+
+
+def _row_sums(xp: Any, rows: A) -> A:
+    """The sums of ``[rows, width]`` rows as a ``[rows, 1]`` column: one matrix-vector
+    product (NumPy's last-axis sum of narrow rows is several times slower)."""
+    return xp.matmul(rows, ones(xp, (rows.shape[1], 1), rows.dtype))
 
 
 def _row_statistics(xp: Any, x: A, normalized_ndim: int, eps: float) -> tuple[A, A]:
@@ -140,6 +178,19 @@ def _row_statistics(xp: Any, x: A, normalized_ndim: int, eps: float) -> tuple[A,
     width = math.prod(x.shape[x.ndim - normalized_ndim:])
     rows = widened(xp, x.reshape(-1, width) if width else x.reshape(0, 0))
     divisor = max(width, 1)  # an empty row has nothing to divide (and no warning to give)
-    centered = rows - rows.sum(axis=1, keepdims=True) / divisor
-    var = xp.einsum("rk,rk->r", centered, centered)[:, None] / divisor
-    return centered, 1.0 / xp.sqrt(var + eps)
+    centered = rows - _row_sums(xp, rows) / divisor
+    var = _row_sums(xp, centered * centered)
+    var /= divisor
+    var += eps
+    return centered, 1.0 / xp.sqrt(var)
+
+
+def _inv_rms(xp: Any, x: A, normalized_ndim: int, eps: float) -> tuple[A, A]:
+    """``x`` as ``[rows, width]`` rows (computing dtype) and each row's
+    ``1 / sqrt(mean(row^2) + eps)`` as a ``[rows, 1]`` column."""
+    width = math.prod(x.shape[x.ndim - normalized_ndim:])
+    rows = widened(xp, x.reshape(-1, width) if width else x.reshape(0, 0))
+    mean_square = _row_sums(xp, rows * rows)
+    mean_square /= max(width, 1)
+    mean_square += eps
+    return rows, 1.0 / xp.sqrt(mean_square)

@@ -111,10 +111,10 @@ class WgpuModuleOps:
                                                        backward=True))
 
     @backend_classmethod
-    def attention(cls: type[Backend], query: T, key: T, value: T, mask: T | None,
-                  scale: float | None, is_causal: bool) -> T:
-        """Scaled dot-product attention (torch's semantics); the causal mask is built by one
-        kernel instead of int64 aranges, which WebGPU lacks."""
+    def attention_weights(cls: type[Backend], query: T, key: T, mask: T | None,
+                          scale: float | None, is_causal: bool) -> T:
+        """The softmax weights of attention (torch's semantics); the causal mask is built by
+        one kernel instead of int64 aranges, which WebGPU lacks."""
         d = query.shape[-1]
         nd = len(key.shape)
         scores = cls.float_matmul(query, cls.float_swap_dims(key, nd - 2, nd - 1))
@@ -126,5 +126,4 @@ class WgpuModuleOps:
             scores = cls.float_mask_fill(scores, future, float("-inf"))
         if mask is not None:
             scores = cls.float_mask_fill(scores, cls.bool_not(mask), float("-inf"))
-        weights = cls.softmax(scores, len(scores.shape) - 1)
-        return cls.float_matmul(weights, value)
+        return cls.softmax(scores, len(scores.shape) - 1)

@@ -7,9 +7,10 @@ derivative?".
   rule and its tangent rule side by side (``table.py`` has the declaration and the
   conventions): ``layout.py`` (cast, reshape, permute, cat...), ``indexing.py`` (slice,
   gather, scatter, select, mask_where), ``reduction.py`` (sum, mean, prod, max/min, the
-  ``*_with_indices`` family, cumsum, cumprod), ``linalg.py`` (matmul, linear),
+  ``*_with_indices`` family, cumsum, cumprod), ``linalg.py`` (matmul, linear, attention),
   ``activation.py`` (softmax, log_softmax), ``conv.py``, ``pool.py`` (pools, embedding,
-  interpolate), ``norm.py`` (batch_norm, layer_norm, cross_entropy), ``quantized.py``, and
+  interpolate), ``norm.py`` (batch_norm, layer_norm, rms_norm,
+  cross_entropy), ``quantized.py``, and
   ``no_derivative.py`` (creation ops, non-float results).
 - ``reverse.py`` builds Autodiff's recording methods from a declaration, ``tangent.py``
   ForwardAD's, with one factory per signature kind of the same name on both sides.

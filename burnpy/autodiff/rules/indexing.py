@@ -37,7 +37,19 @@ def _pad_to(B: Any, grad: Any, shape: tuple[int, ...]) -> Any:
 
 def _slice_reverse(B: Any, grad: Any, inputs: Saved, output: Any, params: Params,
                    parents: Parents) -> Grads:
-    return (B.float_slice_assign(zeros(B, parents[0].shape, grad), params[0], grad),)
+    shape, slices = parents[0].shape, params[0]
+    cut = [d for d, (s, n) in enumerate(zip(slices, shape, strict=False))
+           if (s.start or 0, s.stop, s.step or 1) != (0, n, 1)]
+    if (len(cut) == 1 and len(slices) == len(shape) and (slices[cut[0]].step or 1) == 1
+            and slices[cut[0]].stop is not None):
+        # A contiguous run along one dim (a chunk, a split): zeros cat around the gradient
+        # write the result once, where filling a copy of zeros reads and writes it twice.
+        d, s = cut[0], slices[cut[0]]
+        start, stop = s.start or 0, s.stop
+        pieces = [zeros(B, (*shape[:d], n, *shape[d + 1:]), grad) if n else None
+                  for n in (start, shape[d] - stop)]
+        return (B.float_cat([p for p in (pieces[0], grad, pieces[1]) if p is not None], d),)
+    return (B.float_slice_assign(zeros(B, shape, grad), slices, grad),)
 
 
 def _slice_assign_reverse(B: Any, grad: Any, inputs: Saved, output: Any, params: Params,

@@ -1,7 +1,13 @@
 # ruff: noqa: N803 - rules name the inner backend type ``B``, as Burn's generics do
-"""Matrix products: matmul and linear, and the tangent rule of every bilinear op (``Bilinear``,
-which the convolutions use too). Both are compute-bound: their outputs are kept under
-balanced checkpointing."""
+"""Matrix products: matmul, linear and scaled dot-product attention, and the tangent rule of
+every bilinear op (``Bilinear``, which the convolutions use too). All are compute-bound: their
+outputs are kept under balanced checkpointing.
+
+Attention is one recorded node (written by hand, ``explicit``): the inner backend's
+``attention_weights`` and one matmul forward, its ``attention_backward`` backward, given the
+saved softmax weights (recorded with params ``(mask, scale, is_causal, weights)``); ForwardAD
+runs the protocol's composition, which carries the tangents through its parts.
+"""
 
 from __future__ import annotations
 
@@ -9,8 +15,9 @@ import math
 from typing import Any
 
 from burnpy.autodiff.rules import reverse, tangent
-from burnpy.autodiff.rules.reverse import AutodiffOps
+from burnpy.autodiff.rules.reverse import AutodiffOps, any_tracked, op_of
 from burnpy.autodiff.rules.table import (
+    COMPOSED,
     Derivative,
     Grads,
     Inputs,
@@ -19,9 +26,11 @@ from burnpy.autodiff.rules.table import (
     Saved,
     Tangents,
     binary,
+    explicit,
     with_bias,
 )
 from burnpy.autodiff.rules.tangent import ForwardOps
+from burnpy.autodiff.tensor import AutodiffTensor
 
 
 class Bilinear:
@@ -108,17 +117,44 @@ def _linear_reverse(B: Any, grad: Any, inputs: Saved, output: Any, params: Param
                B.float_reshape(B.float_sum_dim(flat_grad, 0), (grad.shape[-1],)),)))
 
 
+def _attention_reverse(B: Any, grad: Any, inputs: Saved, output: Any, params: Params,
+                       parents: Parents) -> Grads:
+    grads = B.attention_backward(*inputs, *params[:3], grad, params[3])
+    return tuple(None if parent is None else g for g, parent in zip(grads, parents, strict=True))
+
+
+ATTENTION = explicit("attention", _attention_reverse, COMPOSED, forward=None,
+                     saves_inputs=True, compute_bound=True)
+
 #: name, reverse rule, tangent rule.
 LINALG: tuple[Derivative, ...] = (
     binary("float_matmul", _matmul_reverse, _matmul_tangent, saves_inputs=True,
            compute_bound=True, deferred=_matmul_shape),
     with_bias("linear", _linear_reverse, Bilinear("linear", -1)),
+    ATTENTION,
 )
 
 
 @reverse.generated(LINALG)
 class AutodiffLinalgOps(AutodiffOps):
-    """matmul and linear, recorded with their reverse rules."""
+    """matmul, linear and attention, recorded with their reverse rules."""
+
+    _ATTENTION = op_of(ATTENTION)
+
+    @classmethod
+    def attention(cls, query: AutodiffTensor, key: AutodiffTensor, value: AutodiffTensor,
+                  mask: Any, scale: float | None, is_causal: bool) -> AutodiffTensor:
+        """One recorded node: the inner backend's ``attention_weights`` and a matmul forward
+        (its fused ``attention`` when nothing is tracked), ``attention_backward`` from the
+        saved weights backward."""
+        B = cls.InnerBackend  # noqa: N806
+        tensors = (query, key, value)
+        if not any_tracked(tensors):
+            return AutodiffTensor(B.attention(query.primitive, key.primitive, value.primitive,
+                                              mask, scale, is_causal))
+        weights = B.attention_weights(query.primitive, key.primitive, mask, scale, is_causal)
+        out = B.float_matmul(weights, value.primitive)
+        return cls.record(cls._ATTENTION, out, tensors, (mask, scale, is_causal, weights))
 
 
 @tangent.generated(LINALG)

@@ -1,5 +1,6 @@
 # ruff: noqa: N803 - rules name the inner backend type ``B``, as Burn's generics do
-"""The fused norms and losses: batch_norm, layer_norm and cross_entropy. Autodiff records one
+"""The fused norms and losses: batch_norm, layer_norm, rms_norm and cross_entropy. Autodiff
+records one
 node each (the inner backend's fused kernel forward, its ``*_backward`` kernel backward);
 ForwardAD runs the protocol's composition, which carries the tangents through its parts.
 
@@ -72,6 +73,19 @@ def _layer_norm_forward(B: Any, inputs: tuple[Any, ...], params: tuple[Any, ...]
     return B.layer_norm(x, params[1], weight, bias, params[2])
 
 
+def _rms_norm_reverse(B: Any, grad: Any, inputs: Saved, output: Any, params: Params,
+                      parents: Parents) -> Grads:
+    x, weight, _ = _operands(inputs, params[0])
+    return _by_slot(B.rms_norm_backward(x, params[1], weight, grad, params[2]), params[0],
+                    parents)
+
+
+def _rms_norm_forward(B: Any, inputs: tuple[Any, ...], params: tuple[Any, ...]) -> Any:
+    """Retro-forward of a recorded ``rms_norm`` (params: slots, normalized_ndim, eps)."""
+    x, weight, _ = _operands(inputs, params[0])
+    return B.rms_norm(x, params[1], weight, params[2])
+
+
 def _cross_entropy_reverse(B: Any, grad: Any, inputs: Saved, output: Any, params: Params,
                            parents: Parents) -> Grads:
     return (B.cross_entropy_backward(inputs[0], *params, grad),)
@@ -81,21 +95,26 @@ BATCH_NORM = explicit("batch_norm", _batch_norm_reverse, COMPOSED, forward=_batc
                       saves_inputs=True)
 LAYER_NORM = explicit("layer_norm", _layer_norm_reverse, COMPOSED, forward=_layer_norm_forward,
                       saves_inputs=True)
+RMS_NORM = explicit("rms_norm", _rms_norm_reverse, COMPOSED, forward=_rms_norm_forward,
+                    saves_inputs=True)
 
 #: name, reverse rule, tangent rule.
 NORM: tuple[Derivative, ...] = (
     BATCH_NORM,
     LAYER_NORM,
+    RMS_NORM,
     unary_params("cross_entropy", _cross_entropy_reverse, COMPOSED, saves_inputs=True),
 )
 
 
 @reverse.generated(NORM)
 class AutodiffNormOps(AutodiffOps):
-    """batch_norm, layer_norm and cross_entropy, recorded with their reverse rules."""
+    """batch_norm, layer_norm, rms_norm and cross_entropy, recorded with their reverse
+    rules."""
 
     _BATCH_NORM = op_of(BATCH_NORM)
     _LAYER_NORM = op_of(LAYER_NORM)
+    _RMS_NORM = op_of(RMS_NORM)
 
     @classmethod
     def batch_norm(cls, x: AutodiffTensor, weight: AutodiffTensor | None,
@@ -123,3 +142,14 @@ class AutodiffNormOps(AutodiffOps):
         if not any_tracked(tensors):
             return AutodiffTensor(out)
         return cls.record(cls._LAYER_NORM, out, tensors, (slots, normalized_ndim, eps))
+
+    @classmethod
+    def rms_norm(cls, x: AutodiffTensor, normalized_ndim: int, weight: AutodiffTensor | None,
+                 eps: float) -> AutodiffTensor:
+        """One recorded node: the inner backend's fused kernel forward, its
+        ``rms_norm_backward`` backward."""
+        out = cls.InnerBackend.rms_norm(x.primitive, normalized_ndim, optional(weight), eps)
+        slots, tensors = _present(x, weight)
+        if not any_tracked(tensors):
+            return AutodiffTensor(out)
+        return cls.record(cls._RMS_NORM, out, tensors, (slots, normalized_ndim, eps))

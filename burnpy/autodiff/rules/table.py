@@ -226,11 +226,13 @@ def linear_in_grad(name: str, reverse: BackwardRule | None, tangent: Tangent) ->
     return Derivative(name, "linear_in_grad", reverse, tangent, _LinearInGrad(name))
 
 
-def explicit(name: str, reverse: BackwardRule, tangent: Tangent, *, forward: RetroForward,
-             saves_inputs: bool = False) -> Derivative:
+def explicit(name: str, reverse: BackwardRule, tangent: Tangent, *, forward: RetroForward | None,
+             saves_inputs: bool = False, compute_bound: bool = False) -> Derivative:
     """An op whose recording is written by hand in its family's mixins (batch_norm returns a
-    tuple, layer_norm takes an optional weight and bias among its params)."""
-    return Derivative(name, "explicit", reverse, tangent, forward, saves_inputs=saves_inputs)
+    tuple, layer_norm takes an optional weight and bias among its params, attention saves
+    its softmax weights)."""
+    return Derivative(name, "explicit", reverse, tangent, forward, saves_inputs=saves_inputs,
+                      compute_bound=compute_bound)
 
 
 T = TypeVar("T")

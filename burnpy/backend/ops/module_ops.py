@@ -375,6 +375,38 @@ class ModuleOps:
         grad_x = cls.float_reshape(cls.float_mul(inner, invstd), x.shape)
         return grad_x, grad_weight, grad_bias
 
+    # ---- RMS normalization ----------------------------------------------------------------
+    @provided
+    def rms_norm(cls: type[Backend], x: FloatPrimitive, normalized_ndim: int,
+                 weight: FloatPrimitive | None, eps: float) -> FloatPrimitive:
+        """Divide ``x`` by the root mean square of its trailing ``normalized_ndim`` dims
+        (``x / sqrt(mean(x^2) + eps)``), then scale by ``weight`` (shaped like those dims)."""
+        rows, width = _trailing_rows(cls, x, normalized_ndim)
+        y = cls.float_mul(rows, _inv_rms(cls, rows, width, eps))
+        if weight is not None:
+            y = cls.float_mul(y, cls.float_reshape(weight, (1, width)))
+        return cls.float_reshape(y, x.shape)
+
+    @provided
+    def rms_norm_backward(cls: type[Backend], x: FloatPrimitive, normalized_ndim: int,
+                          weight: FloatPrimitive | None, grad: FloatPrimitive,
+                          eps: float) -> tuple[FloatPrimitive, FloatPrimitive]:
+        """Gradients of ``rms_norm`` in ``(x, weight)`` (the weight's as if it were ones when
+        None): with ``r = 1 / rms``, ``xhat = x r`` and ``gh = g * weight``,
+        ``dx = r * (gh - xhat * mean(gh * xhat))``. Recomputes ``r`` from ``x``, so on a
+        recording backend this composition is itself differentiable (second order)."""
+        rows, width = _trailing_rows(cls, x, normalized_ndim)
+        g = cls.float_reshape(grad, rows.shape)
+        inv = _inv_rms(cls, rows, width, eps)
+        xhat = cls.float_mul(rows, inv)
+        trailing = x.shape[len(x.shape) - normalized_ndim:]
+        grad_weight = cls.float_reshape(cls.float_sum_dim(cls.float_mul(g, xhat), 0), trailing)
+        g_hat = g if weight is None else cls.float_mul(g, cls.float_reshape(weight, (1, width)))
+        projection = cls.float_mul_scalar(cls.float_sum_dim(cls.float_mul(g_hat, xhat), 1),
+                                          1.0 / max(width, 1))
+        grad_x = cls.float_mul(cls.float_sub(g_hat, cls.float_mul(xhat, projection)), inv)
+        return cls.float_reshape(grad_x, x.shape), grad_weight
+
     # ---- cross entropy --------------------------------------------------------------------
     @provided
     def cross_entropy(cls: type[Backend], logits: FloatPrimitive, target: IntPrimitive,
@@ -404,22 +436,68 @@ class ModuleOps:
                   value: FloatPrimitive, mask: BoolPrimitive | None, scale: float | None,
                   is_causal: bool) -> FloatPrimitive:
         """Scaled dot-product attention over ``[..., seq, dim]`` (torch's
-        ``scaled_dot_product_attention``): a bool ``mask`` is True where attention is allowed."""
-        d = query.shape[-1]
-        nd = len(key.shape)
-        scores = cls.float_matmul(query, cls.float_swap_dims(key, nd - 2, nd - 1))
-        scores = cls.float_mul_scalar(scores, scale if scale is not None else 1.0 / math.sqrt(d))
-        device = cls.float_device(query)
+        ``scaled_dot_product_attention``): ``attention_weights(...) @ value``."""
+        return cls.float_matmul(cls.attention_weights(query, key, mask, scale, is_causal), value)
+
+    @provided
+    def attention_weights(cls: type[Backend], query: FloatPrimitive, key: FloatPrimitive,
+                          mask: BoolPrimitive | None, scale: float | None,
+                          is_causal: bool) -> FloatPrimitive:
+        """The softmax weights ``[..., lq, lk]`` of ``attention``: ``query @ key^T * scale``
+        (``1 / sqrt(dim)`` when None), ``-inf`` where a bool ``mask`` is False (True =
+        attend) and, when causal, above the diagonal (key position > query position), one
+        ``[lq, lk]`` mask broadcast over the batch and heads."""
+        scale = _attention_scale(query, scale)
+        scores = cls.float_matmul(cls.float_mul_scalar(query, scale), _transposed(cls, key))
         if is_causal:
-            lq, lk = query.shape[-2], key.shape[-2]
-            rows = cls.int_reshape(cls.int_arange(0, lq, 1, device, cls.int_dtype), (lq, 1))
-            cols = cls.int_reshape(cls.int_arange(0, lk, 1, device, cls.int_dtype), (1, lk))
-            causal = cls.int_greater(cols, rows)
-            scores = cls.float_mask_fill(scores, causal, float("-inf"))
+            scores = cls.float_mask_fill(scores, _causal_mask(cls, query, key), float("-inf"))
         if mask is not None:
             scores = cls.float_mask_fill(scores, cls.bool_not(mask), float("-inf"))
-        weights = cls.softmax(scores, len(scores.shape) - 1)
-        return cls.float_matmul(weights, value)
+        return cls.softmax(scores, len(scores.shape) - 1)
+
+    @provided
+    def attention_backward(cls: type[Backend], query: FloatPrimitive, key: FloatPrimitive,
+                           value: FloatPrimitive, mask: BoolPrimitive | None,
+                           scale: float | None, is_causal: bool, grad: FloatPrimitive,
+                           weights: FloatPrimitive | None = None,
+                           ) -> tuple[FloatPrimitive, FloatPrimitive, FloatPrimitive]:
+        """Gradients of ``attention`` in ``(query, key, value)`` given ``grad [..., lq, dv]``.
+        ``weights`` are the forward's ``attention_weights`` (recomputed from ``query`` and
+        ``key`` when None); with ``w`` the weights and ``s`` the scale, ``dv = w^T g``,
+        ``ds = w * (g v^T - rowsum(w * g v^T)) * s``, ``dq = ds k``, ``dk = ds^T q``. Written
+        with protocol ops, so on a recording backend it is itself differentiable."""
+        if weights is None:
+            weights = cls.attention_weights(query, key, mask, scale, is_causal)
+        grad_value = cls.float_matmul(_transposed(cls, weights), grad)
+        grad_weights = cls.float_matmul(grad, _transposed(cls, value))
+        projected = cls.float_sum_dim(cls.float_mul(grad_weights, weights),
+                                      len(weights.shape) - 1)
+        grad_scores = cls.float_mul(cls.float_sub(grad_weights, projected), weights)
+        grad_scores = cls.float_mul_scalar(grad_scores, _attention_scale(query, scale))
+        grad_query = cls.float_matmul(grad_scores, key)
+        grad_key = cls.float_matmul(_transposed(cls, grad_scores), query)
+        return grad_query, grad_key, grad_value
+
+
+def _transposed(cls: type[Backend], x: FloatPrimitive) -> FloatPrimitive:
+    """``x`` with its last two dims swapped."""
+    nd = len(x.shape)
+    return cls.float_swap_dims(x, nd - 2, nd - 1)
+
+
+def _attention_scale(query: FloatPrimitive, scale: float | None) -> float:
+    """The scores' factor: ``scale``, or ``1 / sqrt(dim)`` (torch's default)."""
+    return scale if scale is not None else 1.0 / math.sqrt(query.shape[-1])
+
+
+def _causal_mask(cls: type[Backend], query: FloatPrimitive, key: FloatPrimitive) -> BoolPrimitive:
+    """``[lq, lk]``, True above the diagonal (where a causal query may not look): torch's
+    top-left aligned ``is_causal``."""
+    device = cls.float_device(query)
+    lq, lk = query.shape[-2], key.shape[-2]
+    rows = cls.int_reshape(cls.int_arange(0, lq, 1, device, cls.int_dtype), (lq, 1))
+    cols = cls.int_reshape(cls.int_arange(0, lk, 1, device, cls.int_dtype), (1, lk))
+    return cls.int_greater(cols, rows)
 
 
 def _channel_rows(cls: type[Backend], x: FloatPrimitive) -> tuple[FloatPrimitive, int]:
@@ -447,6 +525,13 @@ def _moments(cls: type[Backend], rows: FloatPrimitive,
 def _invstd(cls: type[Backend], var: FloatPrimitive, eps: float) -> FloatPrimitive:
     """``1 / sqrt(var + eps)``."""
     return cls.float_recip(cls.float_sqrt(cls.float_add_scalar(var, eps)))
+
+
+def _inv_rms(cls: type[Backend], rows: FloatPrimitive, width: int, eps: float) -> FloatPrimitive:
+    """Each row's ``1 / sqrt(mean(row^2) + eps)`` as a ``[rows, 1]`` column."""
+    mean_square = cls.float_mul_scalar(cls.float_sum_dim(cls.float_mul(rows, rows), 1),
+                                       1.0 / max(width, 1))  # an empty row has nothing to divide
+    return _invstd(cls, mean_square, eps)
 
 
 def _projected(cls: type[Backend], g: FloatPrimitive, xhat: FloatPrimitive, g_sum: FloatPrimitive,
