@@ -10,7 +10,7 @@ DOC_MODULES := burnpy burnpy.tensor burnpy.nn burnpy.nn.functional burnpy.func b
 	burnpy.record burnpy.train burnpy.data burnpy.autodiff burnpy.backend burnpy.quantization \
 	burnpy.testing burnpy_cpu burnpy_cuda burnpy_wgpu
 
-.PHONY: demo test lint typecheck docs bench clean
+.PHONY: demo test lint typecheck docs bench clean pinn gpt
 
 $(VENV)/.installed: pyproject.toml
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "need $(PYTHON) on PATH"; exit 1; }
@@ -53,3 +53,10 @@ bench: $(VENV)/.installed-test
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache .mypy_cache docs/api
+
+# The physics-informed network for Burgers' equation (README: Physics-informed networks).
+pinn: $(VENV)/.installed
+	$(PY) -m burnpy.examples.pinn --out runs/pinn
+
+gpt: $(VENV)/.installed
+	$(PY) -m burnpy.examples.gpt --out runs/gpt
