@@ -1,17 +1,21 @@
-"""GELU forward and backward on CpuBackend against torch CPU, float32, one thread (issue 17).
+"""GELU forward and backward and erf on CpuBackend against torch CPU, float32, one thread.
 
-The [256, 512] float32 activation of a small transformer MLP (131,072 elements), both forms
-(exact erf and tanh). burnpy's ``CpuBackend.gelu`` / ``gelu_backward`` against
-``torch.nn.functional.gelu`` and ``torch.ops.aten.gelu_backward``, timed in alternating rounds
-and reported as medians with the ratio to torch (target: within 2x). Float64 is shown for
-reference (it keeps the exact, scipy-based path).
+Issue 17: float32 exact (erf) GELU and its backward within 2x of torch's time. Two sizes: the
+[256, 512] activation of a small transformer MLP (131,072 elements) and [2048, 2048] (4.2M).
+Rows: exact and tanh GELU forward (``CpuBackend.gelu`` against ``torch.nn.functional.gelu``),
+their backward (``gelu_backward`` against ``torch.ops.aten.gelu_backward``), and ``float_erf``
+against ``torch.erf``; each pair timed in alternating rounds, medians and the ratio of burnpy's
+time to torch's (below 1: burnpy faster). Float64 rows (SciPy path) are shown for reference
+with ``--float64``. The compiled kernels are serial loops (one thread, as torch here); they are
+warmed first, printing how long the first calls took.
 
-Run: ``python benchmarks/gelu.py [--rounds N] [--number N]``.
+Run: ``python benchmarks/gelu.py [--rounds N] [--number N] [--float64]``.
 """
 
 from __future__ import annotations
 
 import argparse
+import time
 from collections.abc import Callable
 
 import numpy as np
@@ -23,39 +27,62 @@ from burnpy_cpu import CpuBackend
 
 torch.set_num_threads(1)
 
-SHAPE = (256, 512)
+SHAPES = ((256, 512), (2048, 2048))
 
 
-def run(dtype: np.dtype, approximate: str, number: int, rounds: int) -> None:
-    """Time forward and backward of one form in one dtype and print medians and ratios."""
-    rng = np.random.default_rng(0)
-    x = (rng.standard_normal(SHAPE) * 2).astype(dtype)
-    g = rng.standard_normal(SHAPE).astype(dtype)
+def cases(x: np.ndarray, g: np.ndarray) -> dict[str, tuple[Callable[[], object],
+                                                            Callable[[], object]]]:
+    """Each row's (burnpy, torch) callables on the same inputs."""
     tx, tg = torch.from_numpy(x.copy()), torch.from_numpy(g.copy())
-    cands: dict[str, Callable[[], object]] = {
-        "burnpy fwd": lambda: CpuBackend.gelu(x, approximate),  # type: ignore[arg-type]
-        "torch fwd": lambda: TF.gelu(tx, approximate=approximate),
-        "burnpy bwd": lambda: CpuBackend.gelu_backward(x, g, approximate),  # type: ignore[arg-type]
-        "torch bwd": lambda: torch.ops.aten.gelu_backward(tg, tx, approximate=approximate),
+    aten_bwd = torch.ops.aten.gelu_backward
+    return {
+        "exact fwd": (lambda: CpuBackend.gelu(x), lambda: TF.gelu(tx)),
+        "exact bwd": (lambda: CpuBackend.gelu_backward(x, g),
+                      lambda: aten_bwd(tg, tx, approximate="none")),
+        "tanh fwd": (lambda: CpuBackend.gelu(x, "tanh"),
+                     lambda: TF.gelu(tx, approximate="tanh")),
+        "tanh bwd": (lambda: CpuBackend.gelu_backward(x, g, "tanh"),
+                     lambda: aten_bwd(tg, tx, approximate="tanh")),
+        "erf": (lambda: CpuBackend.float_erf(x), lambda: torch.erf(tx)),
     }
-    med = alternate(cands, number, rounds)
-    label = f"{np.dtype(dtype).name} {approximate}"
-    for part in ("fwd", "bwd"):
-        ours, theirs = med[f"burnpy {part}"], med[f"torch {part}"]
-        print(f"  {label:<14} {part}  burnpy {fmt(ours)}  torch {fmt(theirs)}  "
-              f"ratio {ours / theirs:5.2f}")
+
+
+def run(shape: tuple[int, int], dtype: np.dtype, number: int, rounds: int) -> None:
+    """Time every row at one shape and dtype; print medians and ratios."""
+    rng = np.random.default_rng(0)
+    x = (rng.standard_normal(shape) * 2).astype(dtype)
+    g = rng.standard_normal(shape).astype(dtype)
+    calls = max(1, number * 131072 // x.size)
+    for name, (ours, theirs) in cases(x, g).items():
+        med = alternate({"burnpy": ours, "torch": theirs}, calls, rounds)
+        print(f"  {shape!s:<12} {dtype.name:<8} {name:<10} burnpy {fmt(med['burnpy'])}  "
+              f"torch {fmt(med['torch'])}  ratio {med['burnpy'] / med['torch']:5.2f}")
+
+
+def warm() -> None:
+    """Call each float32 kernel once (compiling it, or loading numba's on-disk cache) and
+    print how long that took."""
+    x = np.ones(8, np.float32)
+    start = time.perf_counter()
+    for ours, _ in cases(x, x).values():
+        ours()
+    print(f"first calls (numba import, compile or cache load): "
+          f"{time.perf_counter() - start:.2f} s")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rounds", type=int, default=15)
-    parser.add_argument("--number", type=int, default=20)
+    parser.add_argument("--number", type=int, default=20, help="calls per round at 131k")
+    parser.add_argument("--float64", action="store_true", help="add float64 rows")
     opts = parser.parse_args()
-    print(f"gelu on {SHAPE} ({np.prod(SHAPE):,} elements), 1 thread, numpy {np.__version__}, "
-          f"torch {torch.__version__}, {opts.rounds} rounds of {opts.number} calls, medians")
-    for dtype in (np.float32, np.float64):
-        for approximate in ("none", "tanh"):
-            run(np.dtype(dtype), approximate, opts.number, opts.rounds)
+    print(f"gelu/erf, 1 thread, numpy {np.__version__}, torch {torch.__version__}, "
+          f"{opts.rounds} alternating rounds, medians; ratio = burnpy / torch")
+    warm()
+    dtypes = (np.float32, np.float64) if opts.float64 else (np.float32,)
+    for dtype in dtypes:
+        for shape in SHAPES:
+            run(shape, np.dtype(dtype), opts.number, opts.rounds)
 
 
 if __name__ == "__main__":

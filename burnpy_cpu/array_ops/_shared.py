@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import contextlib
+import functools
+import importlib
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
+from types import ModuleType
 from typing import Any, ClassVar
 
 import numpy as np
@@ -20,6 +23,13 @@ def widened(xp: Any, a: A) -> A:
     """``a`` in a dtype to compute in: 16-bit floats are widened to float32 (as torch computes
     them on the CPU); other arrays are returned as they are."""
     return a.astype(xp.float32) if a.dtype.itemsize < 4 else a
+
+
+@functools.cache
+def float32_kernels() -> ModuleType:
+    """The compiled float32 gelu/erf kernels (``_float32_kernels``), imported on first use:
+    importing numba takes 0.2 s, which a program that never calls them should not pay."""
+    return importlib.import_module("burnpy_cpu.array_ops._float32_kernels")
 
 
 _NO_CONTEXT = contextlib.nullcontext()

@@ -2,9 +2,10 @@
 
 Each op is a few whole-array expressions instead of the protocol's chain of backend ops, and
 uses the well-conditioned form where one exists (sigmoid and log-sigmoid split by sign, gelu
-through ``erfc``). 16-bit floats are computed in float32 and cast back; other dtypes are kept.
-Helpers are module-level functions taking ``xp`` so they cannot collide with other mixins'
-private names.
+through ``erfc``). float32 gelu and its gradient on NumPy run compiled float32 loops
+(``_float32_kernels``). 16-bit floats are computed in float32 and cast back; other dtypes are
+kept. Helpers are module-level functions taking ``xp`` so they cannot collide with other
+mixins' private names.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import Any, ClassVar, Literal
 
 import numpy as np
 
-from burnpy_cpu.array_ops._shared import widened
+from burnpy_cpu.array_ops._shared import float32_kernels, widened
 
 A = Any  # an ``xp.ndarray``
 GeluApproximate = Literal["none", "tanh"]
@@ -24,54 +25,11 @@ _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 _GELU_CUBIC = 0.044715
 
 
-# erfc(|x| / sqrt 2) = exp(-x^2 / 2) * t * P(t) with t = 1 / (1 + 0.3 |x|): a degree-7
-# polynomial fitted here by Lawson-weighted least squares to relative error over |x| in [0, 14]
-# (max 1.5e-7 in exact arithmetic; every float32 gelu below that range's end underflows).
-# Stored halved, so the product is the tail probability q = Phi(-|x|) directly.
-_ERFC_T_SCALE = 0.3
-_HALF_ERFC_POLY = tuple(0.5 * c for c in (
-    0.23925856, 0.24150848, 0.19982353, 0.25713432,
-    -0.10738751, 0.41272813, -0.31441788, 0.07135222))
-
-
-def _fast_float32(xp: Any, x: A) -> bool:
-    """Whether the float32 NumPy kernels apply (CuPy keeps the generic code: the CUDA
-    backend has its own fused kernels)."""
-    return xp is np and x.dtype == np.float32
-
-
-def _tail_times_poly(u: A) -> A:
-    """t * P(t) / 2 over ``u = |x|`` (a new buffer), so that exp(-x^2/2) times it is
-    q = Phi(-|x|): Horner's rule in place, no temporaries beyond one scratch array."""
-    f32 = np.float32
-    t = np.multiply(u, f32(_ERFC_T_SCALE))
-    t += f32(1)
-    np.divide(f32(1), t, out=t)
-    *rest, top = _HALF_ERFC_POLY
-    w = np.multiply(t, f32(top))
-    for c in reversed(rest):
-        w += f32(c)
-        w *= t
-    return w
-
-
-def _half_gauss_exp(x: A) -> A:
-    """exp(-x^2 / 2) in a new float32 buffer."""
-    e = np.multiply(x, np.float32(-0.5))
-    e *= x
-    return np.exp(e, out=e)
-
-
-def _by_sign(x: A, d: A) -> A:
-    """``d`` where x < 0 and 1 - d where x > 0 (1/2 at zero, where d is 1/2), computed as
-    (1 + s) / 2 - s d with s = sign(x): exact selects, no masked pass (NumPy's masked ops
-    cost 50x a multiply). Overwrites ``d``."""
-    s = np.sign(x)
-    d *= s
-    s += np.float32(1)
-    s *= np.float32(0.5)
-    s -= d
-    return s
+def _fast_float32(xp: Any, *arrays: A) -> bool:
+    """Whether the compiled float32 kernels apply: NumPy float32 arrays of one shape (CuPy
+    keeps the generic code: the CUDA backend has its own fused kernels)."""
+    first = arrays[0]
+    return xp is np and all(a.dtype == np.float32 and a.shape == first.shape for a in arrays)
 
 
 def _sigmoid(xp: Any, x: A) -> A:
@@ -84,62 +42,6 @@ def _sigmoid(xp: Any, x: A) -> A:
 def _softplus(xp: Any, x: A) -> A:
     """log(1 + exp(x)) as max(x, 0) + log1p(exp(-|x|)): exact for every x, no overflow."""
     return xp.maximum(x, 0) + xp.log1p(xp.exp(-xp.abs(x)))
-
-
-def _gelu_f32(x: A, approximate: GeluApproximate) -> A:
-    """float32 gelu in float32 arithmetic, about 30 in-place passes instead of scipy's float64
-    erfc. Exact form: x * Phi(x) with the tail q = Phi(-|x|) = exp(-x^2/2) t P(t) / 2, exact in
-    relative terms in both tails. Tanh form: x / (1 + exp(-2u)) = x * sigmoid(2u), one exp
-    (it saturates to 0 or 1 correctly on overflow)."""
-    f32 = np.float32
-    if approximate == "tanh":
-        z = np.multiply(x, x)
-        z *= f32(-2.0 * _SQRT_2_OVER_PI * _GELU_CUBIC)
-        z += f32(-2.0 * _SQRT_2_OVER_PI)
-        z *= x
-        with np.errstate(over="ignore"):
-            np.exp(z, out=z)
-        z += f32(1)
-        return np.divide(x, z, out=z)
-    u = np.abs(x)
-    q = _tail_times_poly(u)
-    q *= _half_gauss_exp(x)
-    out = _by_sign(x, q)
-    out *= x
-    return out
-
-
-def _gelu_backward_f32(x: A, grad: A, approximate: GeluApproximate) -> A:
-    """float32 gelu gradient in float32 arithmetic. Exact form: Phi(x) + x phi(x), which is
-    D = q - |x| phi(x) for x < 0 and 1 - D above (D shares q's exp). Tanh form: S + 2 x S (1 - S)
-    du with S = sigmoid(2u), S (1 - S) taken as S - S^2 (exact where S is small)."""
-    f32 = np.float32
-    if approximate == "tanh":
-        x2 = np.multiply(x, x)
-        z = np.multiply(x2, f32(-2.0 * _SQRT_2_OVER_PI * _GELU_CUBIC))
-        z += f32(-2.0 * _SQRT_2_OVER_PI)
-        z *= x
-        with np.errstate(over="ignore"):
-            np.exp(z, out=z)
-        z += f32(1)
-        s = np.divide(f32(1), z, out=z)
-        x2 *= f32(6.0 * _SQRT_2_OVER_PI * _GELU_CUBIC)
-        x2 += f32(2.0 * _SQRT_2_OVER_PI)
-        x2 *= x
-        sq = np.multiply(s, s)
-        np.subtract(s, sq, out=sq)
-        sq *= x2
-        sq += s
-        sq *= grad
-        return sq
-    u = np.abs(x)
-    d = _tail_times_poly(u)
-    u *= f32(_INV_SQRT_2PI)
-    d -= u
-    d *= _half_gauss_exp(x)
-    out = _by_sign(x, d)
-    out *= grad
-    return out
 
 
 class ArrayActivationOps:
@@ -183,9 +85,9 @@ class ArrayActivationOps:
         xp, dtype = cls.xp, x.dtype
         x = widened(xp, x)
         if _fast_float32(xp, x):
-            out = _gelu_f32(x, approximate)
-            if math.isfinite(out.sum()):
-                return out.astype(dtype, copy=False)
+            kernels = float32_kernels()
+            kernel = kernels.gelu_tanh if approximate == "tanh" else kernels.gelu
+            return kernels.run(kernel, x).astype(dtype, copy=False)
         if approximate == "tanh":
             u = (x + _GELU_CUBIC * (x * x * x)) * _SQRT_2_OVER_PI
             out = x * _sigmoid(xp, 2.0 * u)
@@ -198,10 +100,10 @@ class ArrayActivationOps:
         """Gradient of gelu: grad * (Phi(x) + x phi(x)), or the tanh form's derivative."""
         xp, dtype = cls.xp, x.dtype
         x, grad = widened(xp, x), widened(xp, grad)
-        if _fast_float32(xp, x) and grad.dtype == np.float32:
-            out = _gelu_backward_f32(x, grad, approximate)
-            if math.isfinite(out.sum()):
-                return out.astype(dtype, copy=False)
+        if _fast_float32(xp, x, grad):
+            kernels = float32_kernels()
+            kernel = kernels.gelu_tanh_backward if approximate == "tanh" else kernels.gelu_backward
+            return kernels.run(kernel, x, grad).astype(dtype, copy=False)
         x2 = x * x
         if approximate == "tanh":
             u = (x + _GELU_CUBIC * (x2 * x)) * _SQRT_2_OVER_PI
