@@ -102,14 +102,14 @@ _ERF = tuple(_F(c) for c in (1.1283791065216064, -0.3761261999607086, 0.11283376
 _TAIL_FLUSH = _F(14.5)
 _ERF_CLAMP = _F(11.3)  # x^2 <= 128: erfc(11.3) underflows float32 by far
 _INV_SQRT_2PI = _F(1.0 / math.sqrt(2.0 * math.pi))
-# The tanh form: u = k (x + c x^3); exp(-2 |u|) is flushed to 0 past 2 |u| = 104, where it
-# underflows float32 (so that gelu(-inf) is inf * 0 = NaN, as in the float64 formula).
+# The tanh form: u = k (x + c x^3); exp(-2 |u|) is flushed to 0 past 2 |u| = 110, where even
+# x exp(-2 |u|) underflows float32 (and gelu(-inf) is inf * 0 = NaN, as in float64).
 _TANH_K = math.sqrt(2.0 / math.pi)
 _TANH_C = 0.044715
 _TANH_2K = _F(2.0 * _TANH_K)
 _TANH_2KC = _F(2.0 * _TANH_K * _TANH_C)
 _TANH_6KC = _F(6.0 * _TANH_K * _TANH_C)
-_TANH_FLUSH = _F(104.0)
+_TANH_FLUSH = _F(110.0)
 _SQRT_2 = _F(math.sqrt(2.0))
 
 
@@ -194,33 +194,40 @@ def gelu_backward(x: np.ndarray, grad: np.ndarray, out: np.ndarray) -> None:
 
 @_inline
 def _scaled_exp_neg_any(y: float) -> float:
-    """exp(-y) * 2^64 for y >= 0 (0 past y = 104, and for NaN)."""
+    """exp(-y) * 2^64 for y >= 0 (0 past y = 110, and for NaN)."""
     return _scaled_exp_neg(y, _F(0)) if y < _TANH_FLUSH else _F(0)
 
 
 @_jit
 def gelu_tanh(x: np.ndarray, out: np.ndarray) -> None:
     """x sigmoid(2u), u = k (x + c x^3) (torch's tanh form, as 1 + tanh(u) = 2 sigmoid(2u)):
-    with s = exp(-2 |u|), sigmoid(2u) is 1 / (1 + s) for u >= 0 and s / (1 + s) below."""
+    with s = exp(-2 |u|), x / (1 + s) for u >= 0 and x s / (1 + s) below, s kept scaled by 2^64
+    in the latter (x s cannot overflow: s is 0 unless |x| < 11)."""
     for i in range(x.size):
         v = x[i]
         w = v * (_TANH_2K + _TANH_2KC * (v * v))
         s = _scaled_exp_neg_any(abs(w))
-        out[i] = v * ((s if w < 0 else _SCALE) / (_SCALE + s))
+        neg = w < 0
+        out[i] = (v * s if neg else v) / (_SCALE + s if neg else _F(1) + s * _UNSCALE)
 
 
 @_jit
 def gelu_tanh_backward(x: np.ndarray, grad: np.ndarray, out: np.ndarray) -> None:
-    """grad (S + 2 x S (1 - S) du), S = sigmoid(2u), du = k (1 + 3 c x^2); S (1 - S) is
-    s / (1 + s)^2 for either sign, exact where S is near 0 or 1."""
+    """grad (S + S (1 - S) 2 x du), S = sigmoid(2u), du = k (1 + 3 c x^2). With s = exp(-2 |u|)
+    and r = 1 / (1 + s): S = r, 1 - S = s r for u >= 0, and the two swapped below, so the
+    derivative is S (1 + 2 x du (1 - S)) with nothing cancelling; s stays scaled by 2^64
+    until that derivative is formed, which alone may round to a subnormal."""
     for i in range(x.size):
         v = x[i]
         v2 = v * v
         w = v * (_TANH_2K + _TANH_2KC * v2)
         s = _scaled_exp_neg_any(abs(w))
-        p = _F(1) / (_SCALE + s)
-        big_s = (s if w < 0 else _SCALE) * p
-        out[i] = grad[i] * (big_s + (v * (_TANH_2K + _TANH_6KC * v2)) * ((s * p) * (_SCALE * p)))
+        r = _SCALE / (_SCALE + s)
+        neg = w < 0
+        big_s = s * r if neg else r
+        one_minus_s = r if neg else (s * _UNSCALE) * r
+        deriv = (big_s * (_F(1) + (v * (_TANH_2K + _TANH_6KC * v2)) * one_minus_s))
+        out[i] = grad[i] * (deriv * (_UNSCALE if neg else _F(1)))
 
 
 @_jit

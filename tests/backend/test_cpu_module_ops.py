@@ -348,15 +348,16 @@ def test_activation_propagates_nan(name: str, ours: Any, theirs: Any) -> None:
 
 def test_gelu_is_accurate_in_float32() -> None:
     x = _act_input(numpy.float32)
-    # The float32 argument x / sqrt(2) is rounded first (erfc's left tail amplifies that
-    # rounding, inherently). float32 is computed in float32 (issue 17: 1e-6 relative; the
-    # float32 rounding of x^2 / 2 inside exp costs a few ulps where |x| is a few units).
-    z = (x * numpy.float32(-1 / math.sqrt(2))).astype(numpy.float64)
-    exact = 0.5 * x.astype(numpy.float64) * scipy.special.erfc(z)
-    # Relative error within 1e-6 times max(1, x^2), the left tail's condition number.
-    cond = numpy.maximum(1.0, x.astype(numpy.float64) ** 2)
-    err = numpy.abs(Ops.gelu(x) - exact) / numpy.maximum(numpy.abs(exact), 1e-37) / cond
-    assert numpy.nanmax(err[numpy.isfinite(exact)]) < 1e-6
+    xd = x.astype(numpy.float64)
+    exact = 0.5 * xd * scipy.special.erfc(-xd / math.sqrt(2))
+    # float32 is computed in float32 (issue 17: 1e-6 relative). The kernel forms x^2 exactly
+    # (hi + lo by FMA), so no x^2 condition factor applies: it measures 5.8e-7 at most over
+    # [-16, 16]. Results below the smallest normal float32 only have absolute accuracy.
+    normal = numpy.abs(exact) >= numpy.finfo(numpy.float32).tiny
+    got = Ops.gelu(x)
+    err = numpy.abs(got - exact)[normal] / numpy.abs(exact[normal])
+    assert err.max() < 7e-7
+    assert numpy.abs(got - exact)[~normal].max() <= 2 * numpy.finfo(numpy.float32).smallest_subnormal
 
 
 def test_sigmoid_tails_are_accurate() -> None:
