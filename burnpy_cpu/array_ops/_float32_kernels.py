@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import numba
 import numpy as np
@@ -39,8 +39,7 @@ def _jit(fn: Callable[..., None]) -> Any:
 _inline = numba.njit(inline="always", error_model="numpy", fastmath={"contract"})
 
 
-@intrinsic
-def _fma(typingctx: Any, a: Any, b: Any, c: Any) -> tuple[Any, Callable[..., Any]]:
+def _fma_typing(typingctx: Any, a: Any, b: Any, c: Any) -> tuple[Any, Callable[..., Any]]:
     """a * b + c rounded once (``llvm.fma.f32``): makes x^2 exact as hi + lo."""
     sig = types.float32(types.float32, types.float32, types.float32)
 
@@ -48,6 +47,10 @@ def _fma(typingctx: Any, a: Any, b: Any, c: Any) -> tuple[Any, Callable[..., Any
         return builder.fma(*args)
 
     return sig, codegen
+
+
+# Typed as called from compiled code (numba supplies the typing context itself).
+_fma = cast(Callable[[_F, _F, _F], _F], intrinsic(_fma_typing))
 
 
 # exp(y) = 2^n exp(r): n = round(y / ln 2) by adding 1.5 * 2^23 (the sum's low mantissa bits
@@ -63,8 +66,7 @@ _UNSCALE = _F(2.0**-_SCALE_LOG2)
 _POW2_BIAS = 127 + _SCALE_LOG2 - int(_MAGIC.view(np.int32))
 
 
-@intrinsic
-def _scaled_pow2(typingctx: Any, shifted: Any) -> tuple[Any, Callable[..., Any]]:
+def _scaled_pow2_typing(typingctx: Any, shifted: Any) -> tuple[Any, Callable[..., Any]]:
     """2^(n + 64) as float32 from ``shifted`` = n + 1.5 * 2^23 (float32), by placing n + 64 +
     127 in the exponent bits: integer ops that vectorize, unlike ldexp."""
     sig = types.float32(types.float32)
@@ -75,6 +77,9 @@ def _scaled_pow2(typingctx: Any, shifted: Any) -> tuple[Any, Callable[..., Any]]
         return builder.bitcast(builder.shl(bits, ir.Constant(i32, 23)), ir.FloatType())
 
     return sig, codegen
+
+
+_scaled_pow2 = cast(Callable[[_F], _F], intrinsic(_scaled_pow2_typing))
 
 
 # exp(r) on |r| <= ln(2) / 2: degree 5, fitted here (Lawson-weighted least squares) to relative
@@ -114,7 +119,7 @@ _SQRT_2 = _F(math.sqrt(2.0))
 
 
 @_inline
-def _scaled_exp_neg(hi: float, lo: float) -> float:
+def _scaled_exp_neg(hi: _F, lo: _F) -> _F:
     """exp(-(hi + lo)) * 2^64 for 0 <= hi <= 128 and |lo| <= ulp(hi): the exact square's low
     part ``lo`` enters the reduced argument, so a large argument costs no accuracy."""
     y = -hi
@@ -131,14 +136,14 @@ def _scaled_exp_neg(hi: float, lo: float) -> float:
 
 
 @_inline
-def _scaled_gauss(a: float) -> float:
+def _scaled_gauss(a: _F) -> _F:
     """exp(-a^2 / 2) * 2^64 for 0 <= a <= 16, with a^2 exact (hi + lo)."""
     hi = a * a
     return _scaled_exp_neg(hi * _F(0.5), _fma(a, a, -hi) * _F(0.5))
 
 
 @_inline
-def _tail_ratio(a: float) -> float:
+def _tail_ratio(a: _F) -> _F:
     """Phi(-a) / exp(-a^2 / 2) = t P(t), smooth and well conditioned in a."""
     t = _F(1) / (_F(1) + _TAIL_T_SCALE * a)
     w = _TAIL[7]
@@ -153,7 +158,7 @@ def _tail_ratio(a: float) -> float:
 
 
 @_inline
-def _erfc_abs(ax: float) -> float:
+def _erfc_abs(ax: _F) -> _F:
     """erfc(|x|) for 0 <= |x| <= 11.3: 2 Phi(-sqrt(2) |x|), with exp(-x^2) from the exact x^2
     (the rounding of sqrt(2) |x| only reaches the well-conditioned ratio)."""
     hi = ax * ax
@@ -193,7 +198,7 @@ def gelu_backward(x: np.ndarray, grad: np.ndarray, out: np.ndarray) -> None:
 
 
 @_inline
-def _scaled_exp_neg_any(y: float) -> float:
+def _scaled_exp_neg_any(y: _F) -> _F:
     """exp(-y) * 2^64 for y >= 0 (0 past y = 110, and for NaN)."""
     return _scaled_exp_neg(y, _F(0)) if y < _TANH_FLUSH else _F(0)
 
