@@ -52,7 +52,7 @@ def run(shape: tuple[int, int], dtype: np.dtype, number: int, rounds: int) -> No
     rng = np.random.default_rng(0)
     x = (rng.standard_normal(shape) * 2).astype(dtype)
     g = rng.standard_normal(shape).astype(dtype)
-    calls = max(1, number * 131072 // x.size)
+    calls = max(3, number * 131072 // x.size)
     for name, (ours, theirs) in cases(x, g).items():
         med = alternate({"burnpy": ours, "torch": theirs}, calls, rounds)
         print(f"  {shape!s:<12} {dtype.name:<8} {name:<10} burnpy {fmt(med['burnpy'])}  "
