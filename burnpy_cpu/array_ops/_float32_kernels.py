@@ -269,5 +269,5 @@ def run(kernel: Any, *arrays: np.ndarray) -> np.ndarray:
     """``kernel`` over same-shape float32 ``arrays`` (any strides: copied to C order only when
     not already), into a new float32 array of their shape."""
     out = np.empty(arrays[0].shape, np.float32)
-    kernel(*(np.ascontiguousarray(a).reshape(-1) for a in arrays), out.reshape(-1))
+    kernel(*[np.ascontiguousarray(a).ravel() for a in arrays], out.ravel())
     return out
