@@ -60,7 +60,9 @@ _MAGIC = _F(1.5 * 2**23)
 _LN2_HI = _F(0.693145751953125)
 _LN2_LO = _F(math.log(2) - 0.693145751953125)
 # The result is scaled by 2^64 so that 2^n stays a normal number down to exp(-128); callers
-# multiply by _UNSCALE last, so that a subnormal result is rounded once.
+# multiply by _UNSCALE last, so that a subnormal result is rounded once. Past exp(-132.5),
+# where 2^(n + 64) would leave the normal range, the exponent bits saturate to 0: the result
+# is exactly 0, so that clamping a kernel's argument there flushes its tail for free.
 _SCALE_LOG2 = 64
 _SCALE = _F(2.0**_SCALE_LOG2)
 _UNSCALE = _F(2.0**-_SCALE_LOG2)
@@ -69,12 +71,14 @@ _POW2_BIAS = 127 + _SCALE_LOG2 - int(_MAGIC.view(np.int32))
 
 def _scaled_pow2_typing(typingctx: Any, shifted: Any) -> tuple[Any, Callable[..., Any]]:
     """2^(n + 64) as float32 from ``shifted`` = n + 1.5 * 2^23 (float32), by placing n + 64 +
-    127 in the exponent bits: integer ops that vectorize, unlike ldexp."""
+    127 in the exponent bits (0 below 2^-127): integer ops that vectorize, unlike ldexp."""
     sig = types.float32(types.float32)
 
     def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
         i32 = ir.IntType(32)
+        zero = ir.Constant(i32, 0)
         bits = builder.add(builder.bitcast(args[0], i32), ir.Constant(i32, _POW2_BIAS))
+        bits = builder.select(builder.icmp_signed(">", bits, zero), bits, zero)
         return builder.bitcast(builder.shl(bits, ir.Constant(i32, 23)), ir.FloatType())
 
     return sig, codegen
@@ -103,26 +107,27 @@ _ERF_SMALL = _F(0.75)
 _ERF = tuple(_F(c) for c in (1.1283791065216064, -0.3761261999607086, 0.11283376812934875,
                              -0.026834623888134956, 0.00511434581130743, -0.0006749513559043407))
 
-# gelu and its gradient are 0 in float32 (rounded) from |x| = 14.5 on, where the float32
-# results underflow: the tail is flushed there, which also keeps a^2 / 2 <= 128 for the exp.
-_TAIL_FLUSH = _F(14.5)
-_ERF_CLAMP = _F(11.3)  # x^2 <= 128: erfc(11.3) underflows float32 by far
+# |x| is clamped to 16.5 in the exact form: exp(-16.5^2 / 2) is exactly 0 (saturated), and
+# gelu and its gradient underflow float32 from |x| = 14.5 on anyway.
+_TAIL_CLAMP = _F(16.5)
+_EXP_CLAMP = _F(140.0)  # the largest argument of _scaled_exp_neg (exactly 0 there)
+_ERF_CLAMP = _F(11.3)  # x^2 <= 140 for the exp: erfc(11.3) underflows float32 by far
 _INV_SQRT_2PI = _F(1.0 / math.sqrt(2.0 * math.pi))
-# The tanh form: u = k (x + c x^3); exp(-2 |u|) is flushed to 0 past 2 |u| = 110, where even
-# x exp(-2 |u|) underflows float32 (and gelu(-inf) is inf * 0 = NaN, as in float64).
+# The tanh form: u = k (x + c x^3); 2 |u| is clamped to 140, where exp(-2 |u|) is exactly 0
+# (and gelu(-inf) is inf * 0 = NaN, as in float64).
 _TANH_K = math.sqrt(2.0 / math.pi)
 _TANH_C = 0.044715
 _TANH_2K = _F(2.0 * _TANH_K)
 _TANH_2KC = _F(2.0 * _TANH_K * _TANH_C)
 _TANH_6KC = _F(6.0 * _TANH_K * _TANH_C)
-_TANH_FLUSH = _F(110.0)
 _SQRT_2 = _F(math.sqrt(2.0))
 
 
 @_inline
 def _scaled_exp_neg(hi: _F, lo: _F) -> _F:
-    """exp(-(hi + lo)) * 2^64 for 0 <= hi <= 128 and |lo| <= ulp(hi): the exact square's low
-    part ``lo`` enters the reduced argument, so a large argument costs no accuracy."""
+    """exp(-(hi + lo)) * 2^64 for 0 <= hi <= 140 and |lo| <= ulp(hi) (exactly 0 from 132.5
+    on): the exact square's low part ``lo`` enters the reduced argument, so a large argument
+    costs no accuracy."""
     y = -hi
     shifted = y * _F(1.4426950408889634) + _MAGIC
     n = shifted - _MAGIC
@@ -138,7 +143,7 @@ def _scaled_exp_neg(hi: _F, lo: _F) -> _F:
 
 @_inline
 def _scaled_gauss(a: _F) -> _F:
-    """exp(-a^2 / 2) * 2^64 for 0 <= a <= 16, with a^2 exact (hi + lo)."""
+    """exp(-a^2 / 2) * 2^64 for 0 <= a <= 16.5, with a^2 exact (hi + lo)."""
     hi = a * a
     return _scaled_exp_neg(hi * _F(0.5), _fma(a, a, -hi) * _F(0.5))
 
@@ -169,47 +174,45 @@ def _erfc_abs(ax: _F) -> _F:
 
 @_jit
 def gelu(x: np.ndarray, out: np.ndarray) -> None:
-    """x Phi(x): x - x q for x > 0 and x q below, q = Phi(-|x|), exact in both tails (q
+    """x Phi(x): x - |x| q for x > 0 and x q below, q = Phi(-|x|), exact in both tails (q
     stays scaled by 2^64 until the product with x, so that only the result may underflow; q is
-    0 past the flush, so x q cannot overflow). NaN and inf follow x * Phi(x) (gelu(-inf) is
-    NaN, as inf * 0)."""
+    0 at the clamp, so x q cannot overflow). |x| q uses the clamped |x|, so gelu(inf) is inf;
+    gelu(-inf) is inf * 0 = NaN, as x * Phi(x) in float64."""
     for i in range(x.size):
         v = x[i]
         a = abs(v)
-        inside = a < _TAIL_FLUSH
-        ac = a if inside else _TAIL_FLUSH
-        q = _tail_ratio(ac) * _scaled_gauss(ac) if inside else _F(0)
-        xq = (v * q) * _UNSCALE
-        out[i] = xq if v <= 0 else (v - xq if inside else v)  # <=: gelu(-0.0) is -0.0
+        ac = a if a < _TAIL_CLAMP else _TAIL_CLAMP
+        q = _tail_ratio(ac) * _scaled_gauss(ac)
+        neg = v <= 0  # <=: gelu(-0.0) is -0.0
+        xq = ((v if neg else ac) * q) * _UNSCALE
+        out[i] = xq if neg else v - xq
 
 
 @_jit
 def gelu_backward(x: np.ndarray, grad: np.ndarray, out: np.ndarray) -> None:
     """grad (Phi(x) + x phi(x)): D = q - |x| phi(x) for x < 0 and 1 - D above, sharing q's
-    exp. Flushed past |x| = 14.5 to |x| - |x|: 0, or NaN at inf and NaN as the float64 formula
-    gives (inf * 0). D is unscaled before the product with grad, which a large gradient times
-    the scaled D could overflow."""
+    exp. The unclamped |x| times the exp (0 at the clamp) gives NaN at inf and NaN, as the
+    float64 formula does (inf * 0). D is unscaled before the product with grad, which a large
+    gradient times the scaled D could overflow."""
     for i in range(x.size):
         v = x[i]
         a = abs(v)
-        inside = a < _TAIL_FLUSH
-        ac = a if inside else _TAIL_FLUSH
-        d = ((_tail_ratio(ac) - ac * _INV_SQRT_2PI) * _scaled_gauss(ac)) * _UNSCALE
-        d = d if inside else a - a
+        ac = a if a < _TAIL_CLAMP else _TAIL_CLAMP
+        d = ((_tail_ratio(ac) - a * _INV_SQRT_2PI) * _scaled_gauss(ac)) * _UNSCALE
         out[i] = grad[i] * (d if v < 0 else _F(1) - d)
 
 
 @_inline
 def _scaled_exp_neg_any(y: _F) -> _F:
-    """exp(-y) * 2^64 for y >= 0 (0 past y = 110, and for NaN)."""
-    return _scaled_exp_neg(y, _F(0)) if y < _TANH_FLUSH else _F(0)
+    """exp(-y) * 2^64 for y >= 0 (0 from y = 132.5 on, and for NaN)."""
+    return _scaled_exp_neg(y if y < _EXP_CLAMP else _EXP_CLAMP, _F(0))
 
 
 @_jit
 def gelu_tanh(x: np.ndarray, out: np.ndarray) -> None:
     """x sigmoid(2u), u = k (x + c x^3) (torch's tanh form, as 1 + tanh(u) = 2 sigmoid(2u)):
     with s = exp(-2 |u|), x / (1 + s) for u >= 0 and x s / (1 + s) below, s kept scaled by 2^64
-    in the latter (x s cannot overflow: s is 0 unless |x| < 11)."""
+    in the latter (x s cannot overflow: s is 0 unless |x| < 12)."""
     for i in range(x.size):
         v = x[i]
         w = v * (_TANH_2K + _TANH_2KC * (v * v))
