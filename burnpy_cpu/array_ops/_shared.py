@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import importlib
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
+from types import ModuleType
 from typing import Any, ClassVar
 
 import numpy as np
@@ -34,6 +36,13 @@ def ones(xp: Any, shape: tuple[int, ...], dtype: Any) -> A:
     """Ones to sum with a matrix product: read-only and cached on NumPy (``np.ones`` costs
     more than the small sums it serves), fresh on a device array module."""
     return _host_ones(shape, np.dtype(dtype)) if xp is np else xp.ones(shape, dtype=dtype)
+
+
+@functools.cache
+def float32_kernels() -> ModuleType:
+    """The compiled float32 gelu/erf kernels (``_float32_kernels``), imported on first use:
+    importing numba takes 0.2 s, which a program that never calls them should not pay."""
+    return importlib.import_module("burnpy_cpu.array_ops._float32_kernels")
 
 
 _NO_CONTEXT = contextlib.nullcontext()

@@ -2,9 +2,10 @@
 
 Each op is a few whole-array expressions instead of the protocol's chain of backend ops, and
 uses the well-conditioned form where one exists (sigmoid and log-sigmoid split by sign, gelu
-through ``erfc``). 16-bit floats are computed in float32 and cast back; other dtypes are kept.
-Helpers are module-level functions taking ``xp`` so they cannot collide with other mixins'
-private names.
+through ``erfc``). float32 gelu and its gradient on NumPy run compiled float32 loops
+(``_float32_kernels``). 16-bit floats are computed in float32 and cast back; other dtypes are
+kept. Helpers are module-level functions taking ``xp`` so they cannot collide with other
+mixins' private names.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import Any, ClassVar, Literal
 
 import numpy as np
 
-from burnpy_cpu.array_ops._shared import widened
+from burnpy_cpu.array_ops._shared import float32_kernels, widened
 
 A = Any  # an ``xp.ndarray``
 GeluApproximate = Literal["none", "tanh"]
@@ -23,6 +24,12 @@ _INV_SQRT_2 = 1.0 / math.sqrt(2.0)
 _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 _GELU_CUBIC = 0.044715
 
+
+def _fast_float32(xp: Any, *arrays: A) -> bool:
+    """Whether the compiled float32 kernels apply: NumPy float32 arrays of one shape (CuPy
+    keeps the generic code: the CUDA backend has its own fused kernels)."""
+    first = arrays[0]
+    return xp is np and all(a.dtype == np.float32 and a.shape == first.shape for a in arrays)
 
 
 def _sigmoid(xp: Any, x: A) -> A:
@@ -77,6 +84,10 @@ class ArrayActivationOps:
         tanh form written as x * sigmoid(2u) since 1 + tanh(u) = 2 sigmoid(2u)."""
         xp, dtype = cls.xp, x.dtype
         x = widened(xp, x)
+        if _fast_float32(xp, x):
+            kernels = float32_kernels()
+            kernel = kernels.gelu_tanh if approximate == "tanh" else kernels.gelu
+            return kernels.run(kernel, x).astype(dtype, copy=False)
         if approximate == "tanh":
             u = (x + _GELU_CUBIC * (x * x * x)) * _SQRT_2_OVER_PI
             out = x * _sigmoid(xp, 2.0 * u)
@@ -89,6 +100,10 @@ class ArrayActivationOps:
         """Gradient of gelu: grad * (Phi(x) + x phi(x)), or the tanh form's derivative."""
         xp, dtype = cls.xp, x.dtype
         x, grad = widened(xp, x), widened(xp, grad)
+        if _fast_float32(xp, x, grad):
+            kernels = float32_kernels()
+            kernel = kernels.gelu_tanh_backward if approximate == "tanh" else kernels.gelu_backward
+            return kernels.run(kernel, x, grad).astype(dtype, copy=False)
         x2 = x * x
         if approximate == "tanh":
             u = (x + _GELU_CUBIC * (x2 * x)) * _SQRT_2_OVER_PI

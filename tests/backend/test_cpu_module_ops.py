@@ -348,11 +348,16 @@ def test_activation_propagates_nan(name: str, ours: Any, theirs: Any) -> None:
 
 def test_gelu_is_accurate_in_float32() -> None:
     x = _act_input(numpy.float32)
-    # The float32 argument x / sqrt(2) is rounded first (erfc's left tail amplifies that
-    # rounding, inherently); everything after it must be accurate to float32.
-    z = (x * numpy.float32(-1 / math.sqrt(2))).astype(numpy.float64)
-    exact = 0.5 * x.astype(numpy.float64) * scipy.special.erfc(z)
-    numpy.testing.assert_allclose(Ops.gelu(x), exact, rtol=3e-7, atol=1e-37)
+    xd = x.astype(numpy.float64)
+    exact = 0.5 * xd * scipy.special.erfc(-xd / math.sqrt(2))
+    # float32 is computed in float32 (issue 17: 1e-6 relative). The kernel forms x^2 exactly
+    # (hi + lo by FMA), so no x^2 condition factor applies: it measures 5.8e-7 at most over
+    # [-16, 16]. Results below the smallest normal float32 only have absolute accuracy.
+    info = numpy.finfo(numpy.float32)
+    normal = numpy.abs(exact) >= info.tiny
+    err = numpy.abs(Ops.gelu(x) - exact)
+    assert (err[normal] / numpy.abs(exact[normal])).max() < 7e-7
+    assert err[~normal].max() <= 2 * info.smallest_subnormal
 
 
 def test_sigmoid_tails_are_accurate() -> None:
