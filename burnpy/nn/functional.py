@@ -100,13 +100,16 @@ def _float_input(op: str, x: Tensor, n: int, name: str = "input") -> None:
 
 
 def _same(op: str, x: Tensor, *others: Tensor | None) -> None:
+    """Every given parameter is a float tensor of ``x``'s backend, device and dtype."""
+    backend, dtype = x.backend, x.dtype
     for o in others:
         if o is not None:
-            check_same_backend(op, x, o)
+            if o.backend is not backend or backend.multi_device:
+                check_same_backend(op, x, o)
             if o.kind is not FLOAT:
                 raise KindError(f"{op}: parameters must be float tensors, got {o.kind}")
-            if o.dtype is not x.dtype:
-                raise DTypeError(f"{op}: input is {x.dtype!r} but a parameter is {o.dtype!r}")
+            if o.dtype is not dtype:
+                raise DTypeError(f"{op}: input is {dtype!r} but a parameter is {o.dtype!r}")
 
 
 def _float_weight(weight: Tensor) -> Tensor:
@@ -407,6 +410,12 @@ def interpolate(x: Tensor, size: IntOrTuple | None = None,
     return x
 
 
+#: Index tensors up to this many elements are bounds-checked on the host after one copy
+#: (a decoding step's single token, a training batch): cheaper than two reductions and two
+#: scalar reads, and one device synchronization instead of two.
+_HOST_BOUNDS_CHECK = 4096
+
+
 def embedding(indices: Tensor, weight: Tensor) -> Tensor:
     """Rows of ``weight [vocab, dim]`` picked by int ``indices`` of any shape."""
     op = "embedding"
@@ -417,8 +426,15 @@ def embedding(indices: Tensor, weight: Tensor) -> Tensor:
     if weight.kind is not FLOAT or weight.ndim != 2:
         raise ShapeError(f"{op}: weight must be a 2-d float tensor, got {weight.kind} "
                          f"{describe(weight.shape)}")
-    if indices.numel():
-        lo, hi = int(indices.min().item()), int(indices.max().item())
+    count = indices.numel()
+    if count:
+        b, p = indices.backend, indices.primitive
+        if count <= _HOST_BOUNDS_CHECK:  # one small copy to the host, its bounds read there
+            host = b.int_into_data(p).array
+            lo, hi = int(host.min()), int(host.max())
+        else:  # the bounds reduced on the device, two scalars to the host
+            lo = int(b.int_into_data(b.int_min(p)).array.reshape(()))
+            hi = int(b.int_into_data(b.int_max(p)).array.reshape(()))
         if lo < 0 or hi >= weight.shape[0]:
             from burnpy.backend.errors import IndexOutOfBoundsError
 
@@ -508,14 +524,17 @@ def layer_norm(x: Tensor, normalized_shape: int | Sequence[int], weight: Tensor 
     shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
     if x.kind is not FLOAT:
         raise KindError(f"{op}: input must be a float tensor, got {x.kind} ({x.dtype!r})")
-    if not shape or x.ndim < len(shape) or x.shape[x.ndim - len(shape):] != shape:
+    x_shape = x.shape
+    if not shape or len(x_shape) < len(shape) or x_shape[len(x_shape) - len(shape):] != shape:
         raise ShapeError(f"{op}: normalized_shape {describe(shape)} does not match the "
-                         f"input's trailing dims (input {describe(x.shape)})")
+                         f"input's trailing dims (input {describe(x_shape)})")
     _same(op, x, weight, bias)
-    for name, t in (("weight", weight), ("bias", bias)):
-        if t is not None and t.shape != shape:
-            raise ShapeError(f"{op}: {name} must have shape {describe(shape)}, got "
-                             f"{describe(t.shape)}")
+    if weight is not None and weight.shape != shape:
+        raise ShapeError(f"{op}: weight must have shape {describe(shape)}, got "
+                         f"{describe(weight.shape)}")
+    if bias is not None and bias.shape != shape:
+        raise ShapeError(f"{op}: bias must have shape {describe(shape)}, got "
+                         f"{describe(bias.shape)}")
     b = x.backend
     return new(b, b.layer_norm(x.primitive, len(shape),
                                None if weight is None else weight.primitive,

@@ -11,8 +11,11 @@ Layer and RMS norm work on ``[rows, width]`` with per-row statistics as ``[rows,
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any, ClassVar
+
+import numpy
 
 from burnpy_cpu.array_ops._shared import ones, widened
 
@@ -103,6 +106,8 @@ class ArrayNormOps:
                    eps: float) -> A:
         """Normalize over the trailing ``normalized_ndim`` dims, then scale and shift."""
         xp, dtype = cls.xp, x.dtype
+        if xp is numpy and x.size <= _FEW_ELEMENTS and x.dtype.itemsize >= 4:
+            return _small_layer_norm(x, normalized_ndim, weight, bias, eps)
         centered, invstd = _row_statistics(xp, x, normalized_ndim, eps)
         centered *= invstd
         if weight is not None:
@@ -164,6 +169,41 @@ class ArrayNormOps:
         grad_x *= inv
         return grad_x.reshape(x.shape).astype(dtype, copy=False), grad_weight.astype(dtype,
                                                                                       copy=False)
+
+
+#: Inputs up to this many elements (a decoding step's ``[1, 1, width]``) take
+#: ``_small_layer_norm``: at that size each NumPy call costs more than its arithmetic.
+_FEW_ELEMENTS = 2048
+
+
+@functools.lru_cache(maxsize=16)
+def _mean_column(width: int, dtype: numpy.dtype) -> numpy.ndarray:
+    """A read-only ``[width, 1]`` column of ``1 / width``: a row times it is the row's mean."""
+    column = numpy.full((width, 1), 1.0 / width, dtype=dtype)
+    column.flags.writeable = False
+    return column
+
+
+def _small_layer_norm(x: A, normalized_ndim: int, weight: A | None, bias: A | None,
+                      eps: float) -> A:
+    """``layer_norm`` of a small float32/float64 NumPy array in the fewest NumPy calls: the
+    row means as one product with a column of ``1 / width``, everything else in place."""
+    shape = x.shape
+    width = math.prod(shape[len(shape) - normalized_ndim:])
+    if not width:
+        return x.copy()
+    rows = x.reshape(-1, width)
+    column = _mean_column(width, x.dtype)
+    centered = rows - rows @ column
+    var = (centered * centered) @ column
+    var += eps
+    numpy.sqrt(var, out=var)
+    centered /= var
+    if weight is not None:
+        centered *= weight.reshape(-1)
+    if bias is not None:
+        centered += bias.reshape(-1)
+    return centered.reshape(shape)
 
 
 def _row_sums(xp: Any, rows: A) -> A:
