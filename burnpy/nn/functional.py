@@ -452,11 +452,12 @@ def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     if weight.kind is QUANTIZED:
         return _quantized_linear(x, weight, bias)
     _same(op, x, weight, bias)
-    if weight.ndim != 2 or x.ndim < 1 or x.shape[-1] != weight.shape[1]:
-        raise ShapeError(f"{op}: input {describe(x.shape)} does not fit weight "
-                         f"{describe(weight.shape)} ([out, in] with in = input's last dim)")
-    if bias is not None and bias.shape != (weight.shape[0],):
-        raise ShapeError(f"{op}: bias must have shape ({weight.shape[0]},), got "
+    x_shape, w_shape = x.shape, weight.shape
+    if len(w_shape) != 2 or not x_shape or x_shape[-1] != w_shape[1]:
+        raise ShapeError(f"{op}: input {describe(x_shape)} does not fit weight "
+                         f"{describe(w_shape)} ([out, in] with in = input's last dim)")
+    if bias is not None and bias.shape != (w_shape[0],):
+        raise ShapeError(f"{op}: bias must have shape ({w_shape[0]},), got "
                          f"{describe(bias.shape)}")
     b = x.backend
     return new(b, b.linear(x.primitive, weight.primitive,
@@ -577,22 +578,22 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
     ``dropout``); 0 is exact."""
     op = "scaled_dot_product_attention"
     _same(op, query, key, value)
-    if query.kind is not FLOAT or query.ndim < 2:
+    q_shape, k_shape, v_shape = query.shape, key.shape, value.shape
+    if query.kind is not FLOAT or len(q_shape) < 2:
         raise ShapeError(f"{op}: query must be a float tensor [..., seq, dim], got "
-                         f"{describe(query.shape)}")
-    if key.shape[-1] != query.shape[-1] or key.shape[-2] != value.shape[-2]:
-        raise ShapeError(f"{op}: shapes q {describe(query.shape)}, k {describe(key.shape)}, "
-                         f"v {describe(value.shape)} do not fit")
+                         f"{describe(q_shape)}")
+    if k_shape[-1] != q_shape[-1] or k_shape[-2] != v_shape[-2]:
+        raise ShapeError(f"{op}: shapes q {describe(q_shape)}, k {describe(k_shape)}, "
+                         f"v {describe(v_shape)} do not fit")
     mask = None
     if attn_mask is not None:
         check_same_backend(op, query, attn_mask)
         if attn_mask.kind is not BOOL:
             raise KindError(f"{op}: attn_mask must be a bool tensor (True = attend)")
         mask = attn_mask.primitive
-    batch = query.shape[:-2]
-    if key.shape[:-2] != batch or value.shape[:-2] != batch:  # else nothing to broadcast
-        batch = broadcast_shapes(op, broadcast_shapes(op, batch, key.shape[:-2]),
-                                 value.shape[:-2])
+    batch = q_shape[:-2]
+    if k_shape[:-2] != batch or v_shape[:-2] != batch:  # else nothing to broadcast
+        batch = broadcast_shapes(op, broadcast_shapes(op, batch, k_shape[:-2]), v_shape[:-2])
         query = query.expand(batch + query.shape[-2:])
         key = key.expand(batch + key.shape[-2:])
         value = value.expand(batch + value.shape[-2:])

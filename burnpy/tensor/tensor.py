@@ -1242,11 +1242,12 @@ class Tensor:
 
     def swap_dims(self, dim1: int, dim2: int) -> Tensor:
         """Exchange two dims (torch's ``transpose``)."""
-        if self.ndim == 0:
+        ndim = self.ndim
+        if ndim == 0:
             check_scalar_dims("transpose", (dim1, dim2))
             return self
-        d1 = normalize_dim("swap_dims", dim1, self.ndim)
-        d2 = normalize_dim("swap_dims", dim2, self.ndim)
+        d1 = normalize_dim("swap_dims", dim1, ndim)
+        d2 = normalize_dim("swap_dims", dim2, ndim)
         if d1 == d2:
             return self
         return new(self.backend, kind_op(self, "swap_dims")(self.primitive, d1, d2), self.kind)
