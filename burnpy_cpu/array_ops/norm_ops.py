@@ -11,7 +11,6 @@ Layer and RMS norm work on ``[rows, width]`` with per-row statistics as ``[rows,
 
 from __future__ import annotations
 
-import functools
 import math
 from typing import Any, ClassVar
 
@@ -176,29 +175,21 @@ class ArrayNormOps:
 _FEW_ELEMENTS = 2048
 
 
-@functools.lru_cache(maxsize=16)
-def _mean_column(width: int, dtype: numpy.dtype) -> numpy.ndarray:
-    """A read-only ``[width, 1]`` column of ``1 / width``: a row times it is the row's mean."""
-    column = numpy.full((width, 1), 1.0 / width, dtype=dtype)
-    column.flags.writeable = False
-    return column
-
-
 def _small_layer_norm(x: A, normalized_ndim: int, weight: A | None, bias: A | None,
                       eps: float) -> A:
-    """``layer_norm`` of a small float32/float64 NumPy array in the fewest NumPy calls: the
-    row means as one product with a column of ``1 / width``, everything else in place."""
+    """``layer_norm`` of a small float32/float64 NumPy array: ``_row_statistics``'s arithmetic
+    (the same results) inlined, everything after the centering in place."""
     shape = x.shape
     width = math.prod(shape[len(shape) - normalized_ndim:])
     if not width:
         return x.copy()
     rows = x.reshape(-1, width)
-    column = _mean_column(width, x.dtype)
-    centered = rows - rows @ column
+    column = ones(numpy, (width, 1), x.dtype)
+    centered = rows - (rows @ column) / width
     var = (centered * centered) @ column
+    var /= width
     var += eps
-    numpy.sqrt(var, out=var)
-    centered /= var
+    centered *= 1.0 / numpy.sqrt(var)
     if weight is not None:
         centered *= weight.reshape(-1)
     if bias is not None:
