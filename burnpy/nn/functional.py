@@ -431,7 +431,11 @@ def embedding(indices: Tensor, weight: Tensor) -> Tensor:
         b, p = indices.backend, indices.primitive
         if count <= _HOST_BOUNDS_CHECK:  # one small copy to the host, its bounds read there
             host = b.int_into_data(p).array
-            lo, hi = int(host.min()), int(host.max())
+            if count <= 16:  # a decoding step's few ids: Python's min/max beat two reductions
+                values = host.reshape(-1).tolist()
+                lo, hi = min(values), max(values)
+            else:
+                lo, hi = int(host.min()), int(host.max())
         else:  # the bounds reduced on the device, two scalars to the host
             lo = int(b.int_into_data(b.int_min(p)).array.reshape(()))
             hi = int(b.int_into_data(b.int_max(p)).array.reshape(()))

@@ -96,14 +96,14 @@ class ArrayTransformerOps:
     def linear(cls, x: A, weight: A, bias: A | None) -> A:
         """``x @ weight.T + bias``: one matmul over the flattened rows, the bias added in
         place into its fresh result (the composition allocates a second output)."""
-        lead = x.shape[:-1]
-        out = cls.float_matmul(x.reshape(-1, x.shape[-1]), weight.T)
+        shape = x.shape
+        out = cls.float_matmul(x.reshape(-1, shape[-1]), weight.T)
         if bias is not None:
             if bias.dtype == out.dtype:
                 out += bias
             else:  # mixed dtypes promote, as float_add does
                 out = out + bias
-        return out.reshape(*lead, weight.shape[0])
+        return out.reshape((*shape[:-1], weight.shape[0]))
 
     @classmethod
     def _transposed_weights(cls, query: A, key: A, mask: A | None, scale: float | None,
