@@ -42,11 +42,14 @@ class TensorData:
 
     def __init__(self, array: np.ndarray, dtype: DType | None = None,
                  quant: QuantParams | None = None) -> None:
-        dt = dtype_of_numpy(array.dtype) if dtype is None else dtype
-        if array.dtype != dt.numpy:
-            raise DTypeError(f"TensorData: array dtype {array.dtype} does not store {dt!r}")
-        if dt.is_quantized and quant is None:
-            raise DTypeError(f"TensorData: quantized dtype {dt!r} needs its QuantParams")
+        if dtype is None:  # the array's own dtype: it stores it, and it is never quantized
+            dt = dtype_of_numpy(array.dtype)
+        else:
+            dt = dtype
+            if array.dtype != dt.numpy:
+                raise DTypeError(f"TensorData: array dtype {array.dtype} does not store {dt!r}")
+            if dt.is_quantized and quant is None:
+                raise DTypeError(f"TensorData: quantized dtype {dt!r} needs its QuantParams")
         self.array = array
         self.dtype = dt
         self.quant = quant

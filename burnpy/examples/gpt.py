@@ -122,7 +122,7 @@ def generate(model: GPT, prompt: list[int], new_tokens: int, *, temperature: flo
             cache, feed = model.new_cache(), out[-(block // 2):]
         logits = model(Tensor.from_data(np.array([feed], dtype=np.int64), backend=backend),
                        cache)
-        row = logits[0, -1].to_numpy().astype(np.float64)
+        row = logits.to_numpy()[0, -1].astype(np.float64)  # one host copy, indexed there
         out.append(pick_token(row, temperature, top_k, rng))
         feed = out[-1:]
     return out

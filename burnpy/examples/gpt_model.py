@@ -82,8 +82,9 @@ class CausalSelfAttention(nn.Module):
         appended to layer ``layer``'s and the queries attend to every cached position."""
         b, t, c = x.shape
         h = self.n_head
-        q, k, v = (z.reshape(b, t, h, c // h).swap_dims(1, 2)
-                   for z in self.qkv(x).chunk(3, dim=-1))
+        # [b, t, 3c] -> [b, 3h, t, head_dim], then q, k, v as three [b, h, t, head_dim] views:
+        # one reshape and one swap instead of one each per part.
+        q, k, v = self.qkv(x).reshape(b, t, 3 * h, c // h).swap_dims(1, 2).chunk(3, dim=1)
         causal = True
         if cache is not None:
             past_k, past_v = cache.keys[layer], cache.values[layer]

@@ -100,13 +100,16 @@ def _float_input(op: str, x: Tensor, n: int, name: str = "input") -> None:
 
 
 def _same(op: str, x: Tensor, *others: Tensor | None) -> None:
+    """Every given parameter is a float tensor of ``x``'s backend, device and dtype."""
+    backend, dtype = x.backend, x.dtype
     for o in others:
         if o is not None:
-            check_same_backend(op, x, o)
+            if o.backend is not backend or backend.multi_device:
+                check_same_backend(op, x, o)
             if o.kind is not FLOAT:
                 raise KindError(f"{op}: parameters must be float tensors, got {o.kind}")
-            if o.dtype is not x.dtype:
-                raise DTypeError(f"{op}: input is {x.dtype!r} but a parameter is {o.dtype!r}")
+            if o.dtype is not dtype:
+                raise DTypeError(f"{op}: input is {dtype!r} but a parameter is {o.dtype!r}")
 
 
 def _float_weight(weight: Tensor) -> Tensor:
@@ -407,6 +410,12 @@ def interpolate(x: Tensor, size: IntOrTuple | None = None,
     return x
 
 
+#: Index tensors up to this many elements are bounds-checked on the host after one copy
+#: (a decoding step's single token, a training batch): cheaper than two reductions and two
+#: scalar reads, and one device synchronization instead of two.
+_HOST_BOUNDS_CHECK = 4096
+
+
 def embedding(indices: Tensor, weight: Tensor) -> Tensor:
     """Rows of ``weight [vocab, dim]`` picked by int ``indices`` of any shape."""
     op = "embedding"
@@ -417,8 +426,19 @@ def embedding(indices: Tensor, weight: Tensor) -> Tensor:
     if weight.kind is not FLOAT or weight.ndim != 2:
         raise ShapeError(f"{op}: weight must be a 2-d float tensor, got {weight.kind} "
                          f"{describe(weight.shape)}")
-    if indices.numel():
-        lo, hi = int(indices.min().item()), int(indices.max().item())
+    count = indices.numel()
+    if count:
+        b, p = indices.backend, indices.primitive
+        if count <= _HOST_BOUNDS_CHECK:  # one small copy to the host, its bounds read there
+            host = b.int_into_data(p).array
+            if count <= 16:  # a decoding step's few ids: Python's min/max beat two reductions
+                values = host.reshape(-1).tolist()
+                lo, hi = min(values), max(values)
+            else:
+                lo, hi = int(host.min()), int(host.max())
+        else:  # the bounds reduced on the device, two scalars to the host
+            lo = int(b.int_into_data(b.int_min(p)).array.reshape(()))
+            hi = int(b.int_into_data(b.int_max(p)).array.reshape(()))
         if lo < 0 or hi >= weight.shape[0]:
             from burnpy.backend.errors import IndexOutOfBoundsError
 
@@ -436,11 +456,12 @@ def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     if weight.kind is QUANTIZED:
         return _quantized_linear(x, weight, bias)
     _same(op, x, weight, bias)
-    if weight.ndim != 2 or x.ndim < 1 or x.shape[-1] != weight.shape[1]:
-        raise ShapeError(f"{op}: input {describe(x.shape)} does not fit weight "
-                         f"{describe(weight.shape)} ([out, in] with in = input's last dim)")
-    if bias is not None and bias.shape != (weight.shape[0],):
-        raise ShapeError(f"{op}: bias must have shape ({weight.shape[0]},), got "
+    x_shape, w_shape = x.shape, weight.shape
+    if len(w_shape) != 2 or not x_shape or x_shape[-1] != w_shape[1]:
+        raise ShapeError(f"{op}: input {describe(x_shape)} does not fit weight "
+                         f"{describe(w_shape)} ([out, in] with in = input's last dim)")
+    if bias is not None and bias.shape != (w_shape[0],):
+        raise ShapeError(f"{op}: bias must have shape ({w_shape[0]},), got "
                          f"{describe(bias.shape)}")
     b = x.backend
     return new(b, b.linear(x.primitive, weight.primitive,
@@ -508,14 +529,17 @@ def layer_norm(x: Tensor, normalized_shape: int | Sequence[int], weight: Tensor 
     shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
     if x.kind is not FLOAT:
         raise KindError(f"{op}: input must be a float tensor, got {x.kind} ({x.dtype!r})")
-    if not shape or x.ndim < len(shape) or x.shape[x.ndim - len(shape):] != shape:
+    x_shape = x.shape
+    if not shape or len(x_shape) < len(shape) or x_shape[len(x_shape) - len(shape):] != shape:
         raise ShapeError(f"{op}: normalized_shape {describe(shape)} does not match the "
-                         f"input's trailing dims (input {describe(x.shape)})")
+                         f"input's trailing dims (input {describe(x_shape)})")
     _same(op, x, weight, bias)
-    for name, t in (("weight", weight), ("bias", bias)):
-        if t is not None and t.shape != shape:
-            raise ShapeError(f"{op}: {name} must have shape {describe(shape)}, got "
-                             f"{describe(t.shape)}")
+    if weight is not None and weight.shape != shape:
+        raise ShapeError(f"{op}: weight must have shape {describe(shape)}, got "
+                         f"{describe(weight.shape)}")
+    if bias is not None and bias.shape != shape:
+        raise ShapeError(f"{op}: bias must have shape {describe(shape)}, got "
+                         f"{describe(bias.shape)}")
     b = x.backend
     return new(b, b.layer_norm(x.primitive, len(shape),
                                None if weight is None else weight.primitive,
@@ -558,22 +582,22 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
     ``dropout``); 0 is exact."""
     op = "scaled_dot_product_attention"
     _same(op, query, key, value)
-    if query.kind is not FLOAT or query.ndim < 2:
+    q_shape, k_shape, v_shape = query.shape, key.shape, value.shape
+    if query.kind is not FLOAT or len(q_shape) < 2:
         raise ShapeError(f"{op}: query must be a float tensor [..., seq, dim], got "
-                         f"{describe(query.shape)}")
-    if key.shape[-1] != query.shape[-1] or key.shape[-2] != value.shape[-2]:
-        raise ShapeError(f"{op}: shapes q {describe(query.shape)}, k {describe(key.shape)}, "
-                         f"v {describe(value.shape)} do not fit")
+                         f"{describe(q_shape)}")
+    if k_shape[-1] != q_shape[-1] or k_shape[-2] != v_shape[-2]:
+        raise ShapeError(f"{op}: shapes q {describe(q_shape)}, k {describe(k_shape)}, "
+                         f"v {describe(v_shape)} do not fit")
     mask = None
     if attn_mask is not None:
         check_same_backend(op, query, attn_mask)
         if attn_mask.kind is not BOOL:
             raise KindError(f"{op}: attn_mask must be a bool tensor (True = attend)")
         mask = attn_mask.primitive
-    batch = query.shape[:-2]
-    if key.shape[:-2] != batch or value.shape[:-2] != batch:  # else nothing to broadcast
-        batch = broadcast_shapes(op, broadcast_shapes(op, batch, key.shape[:-2]),
-                                 value.shape[:-2])
+    batch = q_shape[:-2]
+    if k_shape[:-2] != batch or v_shape[:-2] != batch:  # else nothing to broadcast
+        batch = broadcast_shapes(op, broadcast_shapes(op, batch, k_shape[:-2]), v_shape[:-2])
         query = query.expand(batch + query.shape[-2:])
         key = key.expand(batch + key.shape[-2:])
         value = value.expand(batch + value.shape[-2:])

@@ -32,7 +32,8 @@ class Linear(Module):
 
     def forward(self, x: Tensor) -> Tensor:
         """``[..., in_features] -> [..., out_features]``."""
-        if not x.shape or x.shape[-1] != self.in_features:
+        shape = x.shape
+        if not shape or shape[-1] != self.in_features:
             raise ShapeError(f"Linear(in_features={self.in_features}): the input's last dim "
                              f"must be {self.in_features}, got shape {describe(x.shape)}")
         return F.linear(x, self.weight, self.bias)

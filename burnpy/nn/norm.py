@@ -91,11 +91,11 @@ def _shape_tuple(normalized_shape: int | Sequence[int]) -> tuple[int, ...]:
 
 def _check_trailing(layer: str, x: Tensor, shape: tuple[int, ...]) -> tuple[int, ...]:
     """The trailing dims normalized over; ShapeError unless ``x`` ends with ``shape``."""
-    n = len(shape)
-    if x.shape[x.ndim - n:] != shape or x.ndim < n:
+    x_shape, n = x.shape, len(shape)
+    if len(x_shape) < n or x_shape[len(x_shape) - n:] != shape:
         raise ShapeError(f"{layer}: normalized_shape {describe(shape)} does not match the "
                          f"input's trailing dims (input {describe(x.shape)})")
-    return tuple(range(x.ndim - n, x.ndim))
+    return tuple(range(len(x_shape) - n, len(x_shape)))
 
 
 class LayerNorm(Module):

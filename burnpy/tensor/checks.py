@@ -6,6 +6,7 @@ shapes, dtypes, kinds or devices.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 from burnpy.backend.errors import IndexOutOfBoundsError, ShapeError, describe
@@ -56,15 +57,15 @@ def normalize_dims(op: str, dims: Sequence[int], ndim: int) -> tuple[int, ...]:
 
 
 def numel(shape: Shape) -> int:
-    n = 1
-    for s in shape:
-        n *= s
-    return n
+    """The number of elements of ``shape`` (1 for a 0-d shape)."""
+    return math.prod(shape)
 
 
 def infer_shape(op: str, shape: Sequence[int], total: int, source: Shape) -> Shape:
     """A target shape with at most one ``-1`` resolved so it holds ``total`` elements."""
-    shape = tuple(int(s) for s in shape)
+    shape = tuple(map(int, shape))
+    if math.prod(shape) == total and (not shape or min(shape) >= 0):
+        return shape  # the common case: every size given, none negative
     unknown = [i for i, s in enumerate(shape) if s == -1]
     if len(unknown) > 1 or any(s < -1 for s in shape):
         raise ShapeError(f"{op}: invalid target shape {describe(shape)}")

@@ -31,8 +31,12 @@ def kind_op(t: Tensor, op: str) -> Any:
 
 def dims_arg(dims: tuple[Any, ...]) -> tuple[int, ...]:
     """Accept ``f(2, 3)`` and ``f((2, 3))`` alike."""
-    if len(dims) == 1 and isinstance(dims[0], Sequence):
-        return tuple(dims[0])
+    if len(dims) == 1:
+        first = dims[0]
+        if isinstance(first, tuple):  # checked first: an ABC's isinstance costs more
+            return first
+        if isinstance(first, Sequence):
+            return tuple(first)
     return tuple(dims)
 
 
@@ -41,31 +45,35 @@ def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     tensors = list(tensors)
     if not tensors:
         raise ShapeError("cat: needs at least one tensor")
-    if any(t.ndim != 1 for t in tensors):
+    if (0,) in [t.shape for t in tensors] and any(t.ndim != 1 for t in tensors):
         # torch's legacy rule: 1-d empty tensors are skipped beside tensors of other ranks.
         tensors = [t for t in tensors if t.shape != (0,)]
     first = tensors[0]
-    d = normalize_dim("cat", dim, first.ndim)
+    backend, kind, shape = first.backend, first.kind, first.shape
+    d = normalize_dim("cat", dim, len(shape))
     dtype = first.dtype
+    outside = shape[:d] + shape[d + 1:]
+    cast = False
     for t in tensors[1:]:
-        check_same_backend("cat", first, t)
-        if t.kind is not first.kind:
-            raise KindError(f"cat: mixes {first.kind} and {t.kind} tensors")
-        if (first.kind is FLOAT or first.kind == "int") and t.dtype is not dtype:
-            dtype = common_dtype("cat", first.cast(dtype), t)
-        if t.ndim != first.ndim or any(a != b for i, (a, b) in enumerate(
-                zip(t.shape, first.shape, strict=True)) if i != d):
+        if t.backend is not backend or backend.multi_device:
+            check_same_backend("cat", first, t)
+        if t.kind is not kind:
+            raise KindError(f"cat: mixes {kind} and {t.kind} tensors")
+        if (kind is FLOAT or kind == "int") and t.dtype is not dtype:
+            dtype, cast = common_dtype("cat", first.cast(dtype), t), True
+        ts = t.shape
+        if len(ts) != len(shape) or ts[:d] + ts[d + 1:] != outside:
             raise ShapeError(f"cat: shapes {[describe(x.shape) for x in tensors]} differ "
                              f"outside dim {dim}")
     if len(tensors) == 1:
         return first
-    if first.kind is QUANTIZED:
+    if kind is QUANTIZED:
         for t in tensors[1:]:
             check_same_scheme("cat", first, t)
-        return new(first.backend, first.backend.q_cat([t.primitive for t in tensors], d),
-                   QUANTIZED)
-    parts = [t.primitive if t.dtype is dtype else t.cast(dtype).primitive for t in tensors]
-    return new(first.backend, kind_op(first, "cat")(parts, d), first.kind)
+        return new(backend, backend.q_cat([t.primitive for t in tensors], d), QUANTIZED)
+    parts = ([t.primitive if t.dtype is dtype else t.cast(dtype).primitive for t in tensors]
+             if cast else [t.primitive for t in tensors])
+    return new(backend, kind_op(first, "cat")(parts, d), kind)
 
 
 def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:

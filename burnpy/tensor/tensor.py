@@ -1193,8 +1193,9 @@ class Tensor:
 
     def reshape(self, *shape: int | Sequence[int]) -> Tensor:
         """Same elements in row-major order; one dim may be -1."""
-        target = infer_shape("reshape", dims_arg(shape), numel(self.shape), self.shape)
-        if target == self.shape:
+        source = self.shape
+        target = infer_shape("reshape", dims_arg(shape), numel(source), source)
+        if target == source:
             return self
         return new(self.backend, kind_op(self, "reshape")(self.primitive, target), self.kind)
 
@@ -1241,11 +1242,12 @@ class Tensor:
 
     def swap_dims(self, dim1: int, dim2: int) -> Tensor:
         """Exchange two dims (torch's ``transpose``)."""
-        if self.ndim == 0:
+        ndim = self.ndim
+        if ndim == 0:
             check_scalar_dims("transpose", (dim1, dim2))
             return self
-        d1 = normalize_dim("swap_dims", dim1, self.ndim)
-        d2 = normalize_dim("swap_dims", dim2, self.ndim)
+        d1 = normalize_dim("swap_dims", dim1, ndim)
+        d2 = normalize_dim("swap_dims", dim2, ndim)
         if d1 == d2:
             return self
         return new(self.backend, kind_op(self, "swap_dims")(self.primitive, d1, d2), self.kind)
@@ -1368,9 +1370,12 @@ class Tensor:
             if sum(sizes) != size or any(s < 0 for s in sizes):
                 raise ShapeError(f"split: sections {sizes} do not add up to dim {dim} of size "
                                  f"{size}")
+        backend, kind, slice_op = self.backend, self.kind, kind_op(self, "slice")
+        lead = tuple(slice(0, n) for n in self.shape[:d])
         out, start = [], 0
-        for s in sizes:
-            out.append(self.slice_dim(d, start, start + s))
+        for s in sizes:  # in bounds by construction: slice_dim's checks are not repeated
+            out.append(new(backend, slice_op(self.primitive, (*lead, slice(start, start + s, 1))),
+                           kind))
             start += s
         return out
 

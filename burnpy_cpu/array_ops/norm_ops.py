@@ -14,6 +14,8 @@ from __future__ import annotations
 import math
 from typing import Any, ClassVar
 
+import numpy
+
 from burnpy_cpu.array_ops._shared import ones, widened
 
 A = Any  # an ``xp.ndarray``
@@ -103,6 +105,8 @@ class ArrayNormOps:
                    eps: float) -> A:
         """Normalize over the trailing ``normalized_ndim`` dims, then scale and shift."""
         xp, dtype = cls.xp, x.dtype
+        if xp is numpy and x.size <= _FEW_ELEMENTS and x.dtype.itemsize >= 4:
+            return _small_layer_norm(x, normalized_ndim, weight, bias, eps)
         centered, invstd = _row_statistics(xp, x, normalized_ndim, eps)
         centered *= invstd
         if weight is not None:
@@ -164,6 +168,33 @@ class ArrayNormOps:
         grad_x *= inv
         return grad_x.reshape(x.shape).astype(dtype, copy=False), grad_weight.astype(dtype,
                                                                                       copy=False)
+
+
+#: Inputs up to this many elements (a decoding step's ``[1, 1, width]``) take
+#: ``_small_layer_norm``: at that size each NumPy call costs more than its arithmetic.
+_FEW_ELEMENTS = 2048
+
+
+def _small_layer_norm(x: A, normalized_ndim: int, weight: A | None, bias: A | None,
+                      eps: float) -> A:
+    """``layer_norm`` of a small float32/float64 NumPy array: ``_row_statistics``'s arithmetic
+    (the same results) inlined, everything after the centering in place."""
+    shape = x.shape
+    width = math.prod(shape[len(shape) - normalized_ndim:])
+    if not width:
+        return x.copy()
+    rows = x.reshape(-1, width)
+    column = ones(numpy, (width, 1), x.dtype)
+    centered = rows - (rows @ column) / width
+    var = (centered * centered) @ column
+    var /= width
+    var += eps
+    centered *= 1.0 / numpy.sqrt(var)
+    if weight is not None:
+        centered *= weight.reshape(-1)
+    if bias is not None:
+        centered += bias.reshape(-1)
+    return centered.reshape(shape)
 
 
 def _row_sums(xp: Any, rows: A) -> A:

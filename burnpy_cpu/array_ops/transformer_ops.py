@@ -74,6 +74,18 @@ def _softmax_by_global_shift(xp: Any, scores: A, mask: A | None, is_causal: bool
     return True
 
 
+def _one_query_attention(query: A, key: A, value: A, scale: float | None) -> A:
+    """Unmasked attention of a single query row per head (a cached decoding step) on NumPy:
+    the scores as one ``[..., 1, keys]`` row each, reduced along the last axis, in the fewest
+    NumPy calls (at this size a call costs more than its arithmetic)."""
+    scores = query @ key.swapaxes(-1, -2)
+    scores *= query.dtype.type(_scale(query, scale))
+    scores -= numpy.maximum.reduce(scores, axis=-1, keepdims=True)
+    numpy.exp(scores, out=scores)
+    scores /= numpy.add.reduce(scores, axis=-1, keepdims=True)
+    return (scores @ value).astype(query.dtype, copy=False)
+
+
 class ArrayTransformerOps:
     """``attention`` (its weights, its backward), ``linear`` and ``embedding_backward``."""
 
@@ -84,14 +96,14 @@ class ArrayTransformerOps:
     def linear(cls, x: A, weight: A, bias: A | None) -> A:
         """``x @ weight.T + bias``: one matmul over the flattened rows, the bias added in
         place into its fresh result (the composition allocates a second output)."""
-        lead = x.shape[:-1]
-        out = cls.float_matmul(x.reshape(-1, x.shape[-1]), weight.T)
+        shape = x.shape
+        out = cls.float_matmul(x.reshape(-1, shape[-1]), weight.T)
         if bias is not None:
             if bias.dtype == out.dtype:
                 out += bias
             else:  # mixed dtypes promote, as float_add does
                 out = out + bias
-        return out.reshape(*lead, weight.shape[0])
+        return out.reshape((*shape[:-1], weight.shape[0]))
 
     @classmethod
     def _transposed_weights(cls, query: A, key: A, mask: A | None, scale: float | None,
@@ -135,6 +147,9 @@ class ArrayTransformerOps:
                   is_causal: bool) -> A:
         """``weights @ value``, one batched matmul over batch and heads."""
         xp = cls.xp
+        if (xp is numpy and query.shape[-2] == 1 and mask is None and not is_causal
+                and query.dtype.itemsize >= 4 and key.shape[-2]):
+            return _one_query_attention(query, key, value, scale)
         weights = cls._transposed_weights(query, key, mask, scale, is_causal)
         out = xp.matmul(weights.swapaxes(-1, -2), widened(xp, value))
         return out.astype(query.dtype, copy=False)
