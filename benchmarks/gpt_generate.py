@@ -17,10 +17,8 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMB
     os.environ[_var] = "1"
 
 import argparse  # noqa: E402
-import statistics  # noqa: E402
-import time  # noqa: E402
 
-import _timing  # noqa: E402, F401 - pins glibc's allocator: freed buffers stay in the process
+import _timing  # noqa: E402 - also pins glibc's allocator: freed buffers stay in the process
 import torch  # noqa: E402
 from gpt_step import VOCAB, TorchGPT, torch_twin  # noqa: E402
 
@@ -63,14 +61,7 @@ def main() -> None:
     tokens = {name: run() for name, run in runs.items()}
     first, second = tokens.values()
     agree = sum(a == b for a, b in zip(first, second, strict=True))
-    samples: dict[str, list[float]] = {name: [] for name in runs}
-    for r in range(args.rounds):
-        order = list(runs) if r % 2 == 0 else list(runs)[::-1]
-        for name in order:
-            start = time.perf_counter()
-            runs[name]()
-            samples[name].append(time.perf_counter() - start)
-    med = {name: statistics.median(v) for name, v in samples.items()}
+    med = _timing.alternate(runs, 1, args.rounds)
     print(f"GPT {config.n_layer} layers, {config.n_head} heads, width {config.n_embd}; prompt "
           f"{len(PROMPT)} tokens, {args.tokens} new tokens through a KV cache, greedy; float32, "
           f"one thread; median of {args.rounds} alternating generations "

@@ -17,10 +17,8 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMB
     os.environ[_var] = "1"
 
 import argparse  # noqa: E402
-import statistics  # noqa: E402
-import time  # noqa: E402
 
-import _timing  # noqa: E402, F401 - pins glibc's allocator: freed buffers stay in the process
+import _timing  # noqa: E402 - also pins glibc's allocator: freed buffers stay in the process
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 from torch import nn  # noqa: E402
@@ -173,14 +171,7 @@ def main() -> None:
     for a, b in first:
         np.testing.assert_allclose(a, b, rtol=1e-3, err_msg="the models diverge")
     steps = {"burnpy Autodiff(CpuBackend)": ours, "torch CPU eager": theirs}
-    samples: dict[str, list[float]] = {name: [] for name in steps}
-    for r in range(args.rounds):
-        order = list(steps) if r % 2 == 0 else list(steps)[::-1]
-        for name in order:
-            start = time.perf_counter()
-            steps[name]()
-            samples[name].append(time.perf_counter() - start)
-    med = {name: statistics.median(v) for name, v in samples.items()}
+    med = _timing.alternate(steps, 1, args.rounds)
     print(f"GPT {config.n_layer} layers, {config.n_head} heads, width {config.n_embd}, context "
           f"{config.block_size}, batch {BATCH}, vocab {VOCAB}; float32, one thread, AdamW + "
           f"clipping; median of {args.rounds} alternating steps (losses agree for 3 steps)")
