@@ -12,7 +12,8 @@ What a fuser receives
 ``accepts(op, dtypes)`` is asked once per (vocabulary op, operand dtypes) pair when ``Fusion``
 records an op; ``op`` is a key of ``burnpy.ir.ELEMENTWISE`` or ``burnpy.ir.REDUCTIONS``,
 ``dtypes`` the operands' element types in vocabulary order (a runtime scalar counts with the
-dtype it is converted to). An op it refuses runs eagerly on ``B`` and cuts the group there.
+dtype it is converted to) followed by the result's (so a ``cast`` shows its target). An op it
+refuses runs eagerly on ``B`` and cuts the group there.
 
 ``compile(group)`` receives a ``burnpy.ir.FusedGroup`` (see ``burnpy.ir.fused``): the group's
 broadcast ``shape``; its input tensors (shape and dtype, each broadcastable to ``shape`` by
@@ -48,7 +49,8 @@ class Fuser(Protocol):
     """A backend's compiler of fused groups (see the module docstring for the contract)."""
 
     def accepts(self, op: str, dtypes: tuple[DType, ...]) -> bool:
-        """Whether vocabulary op ``op`` can be computed on operands of ``dtypes``."""
+        """Whether vocabulary op ``op`` can be computed for ``dtypes`` (operands', then the
+        result's)."""
         ...
 
     def compile(self, group: FusedGroup) -> FusedKernel | None:
