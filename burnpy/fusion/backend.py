@@ -214,7 +214,10 @@ def _recorder(name: str, spec: Fusable) -> Callable[..., Any]:
             dtype = first_dtype
         elif result == "promote":
             floats = [d for d in operand_dtypes if not d.is_bool]
-            dtype = floats[0] if all(d is floats[0] for d in floats) else _promote(floats)
+            promoted = floats[0] if all(d is floats[0] for d in floats) else _promote(floats)
+            if promoted is None:
+                return eager(cls, *args)  # B promotes (or names the clash) its own way
+            dtype = promoted
         elif result == "bool":
             dtype = DType.bool_
         elif result == "dtype_arg":
@@ -263,15 +266,18 @@ def _recorder(name: str, spec: Fusable) -> Callable[..., Any]:
     return op
 
 
-_PROMOTED: dict[tuple[DType, ...], DType] = {}
+_PROMOTED: dict[tuple[DType, ...], DType | None] = {}
 
 
-def _promote(dtypes: list[DType]) -> DType:
+def _promote(dtypes: list[DType]) -> DType | None:
+    """NumPy's common dtype of ``dtypes``, or None when it has none (float16 with bfloat16)."""
     key = tuple(dtypes)
-    found = _PROMOTED.get(key)
-    if found is None:
-        found = _PROMOTED[key] = DType.of(np.result_type(*[d.numpy for d in dtypes]))
-    return found
+    if key not in _PROMOTED:
+        try:
+            _PROMOTED[key] = DType.of(np.result_type(*[d.numpy for d in dtypes]))
+        except TypeError:
+            _PROMOTED[key] = None
+    return _PROMOTED[key]
 
 
 class _FusionFactory:
