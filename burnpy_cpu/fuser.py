@@ -100,7 +100,7 @@ class CpuFuser:
 def _threads() -> int:
     import numba
 
-    return int(numba.config.NUMBA_NUM_THREADS)
+    return int(numba.get_num_threads())
 
 
 def _numpy_name(dtype: DType) -> str:

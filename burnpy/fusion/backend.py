@@ -132,13 +132,14 @@ class FusionBackend(Backend, abstract=True):
     def _wrap(cls, value: Any) -> Any:
         """B's result as this backend returns it: primitives become materialized handles."""
         if isinstance(value, cls._primitives):
+            primitive: Any = value
             inner = cls.InnerBackend
             if inner.multi_device:
-                kind = ir_dtype(value.dtype).kind
-                device = getattr(inner, f"{kind}_device")(value)
+                kind = ir_dtype(primitive.dtype).kind
+                device = getattr(inner, f"{kind}_device")(primitive)
             else:
                 device = cls._single_device
-            return FusionTensor(tuple(value.shape), value.dtype, device, value)
+            return FusionTensor(tuple(primitive.shape), primitive.dtype, device, primitive)
         if isinstance(value, tuple):
             return tuple(cls._wrap(v) for v in value)
         if isinstance(value, list):
