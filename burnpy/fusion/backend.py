@@ -129,17 +129,21 @@ class FusionBackend(Backend, abstract=True):
     q_from_inner = q_inner
 
     @classmethod
+    def _wrap_one(cls, primitive: Any) -> FusionTensor:
+        """B's primitive as a materialized handle."""
+        inner = cls.InnerBackend
+        if inner.multi_device:
+            kind = ir_dtype(primitive.dtype).kind
+            device = getattr(inner, f"{kind}_device")(primitive)
+        else:
+            device = cls._single_device
+        return FusionTensor(tuple(primitive.shape), primitive.dtype, device, primitive)
+
+    @classmethod
     def _wrap(cls, value: Any) -> Any:
         """B's result as this backend returns it: primitives become materialized handles."""
         if isinstance(value, cls._primitives):
-            primitive: Any = value
-            inner = cls.InnerBackend
-            if inner.multi_device:
-                kind = ir_dtype(primitive.dtype).kind
-                device = getattr(inner, f"{kind}_device")(primitive)
-            else:
-                device = cls._single_device
-            return FusionTensor(tuple(primitive.shape), primitive.dtype, device, primitive)
+            return cls._wrap_one(value)
         if isinstance(value, tuple):
             return tuple(cls._wrap(v) for v in value)
         if isinstance(value, list):
@@ -174,8 +178,15 @@ def _eager(name: str) -> Callable[..., Any]:
     def op(cls: type[FusionBackend], *args: Any, **kwargs: Any) -> Any:
         cls.stats.eager_ops += 1
         inner_op = getattr(cls.InnerBackend, name)
-        return cls._wrap(inner_op(*[_unwrap(a) for a in args],
-                                  **{k: _unwrap(v) for k, v in kwargs.items()}))
+        unwrapped = [a.value if type(a) is FusionTensor and a.node is None else _unwrap(a)
+                     for a in args]
+        if kwargs:
+            result = inner_op(*unwrapped, **{k: _unwrap(v) for k, v in kwargs.items()})
+        else:
+            result = inner_op(*unwrapped)
+        if type(result) in cls._primitives:  # the common case: one primitive
+            return cls._wrap_one(result)
+        return cls._wrap(result)
 
     op.__name__ = name
     op.__doc__ = f"``{name}`` on the inner backend, after the values it reads are computed."
@@ -316,6 +327,8 @@ def _build(inner: type[Backend]) -> type[FusionBackend]:
         namespace[name] = classmethod(_recorder(name, spec) if spec else _eager(name))
     primitives = {inner.FloatTensorPrimitive, inner.IntTensorPrimitive,
                   inner.BoolTensorPrimitive} - {object, inner.QuantizedTensorPrimitive}
+    if np.ndarray in primitives:  # NumPy ops on 0-d arrays return NumPy scalars
+        primitives.add(np.generic)
     name = f"Fusion[{inner.__name__}]"
     namespace.update(
         __module__=__name__,

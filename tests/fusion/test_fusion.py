@@ -16,19 +16,23 @@ import burnpy as bp
 from burnpy import Autodiff, ForwardAD, Fusion, Tensor
 from burnpy.fusion import FusionTensor
 from burnpy_cpu import CpuBackend
-from burnpy_cpu.fuser import FUSER
+from burnpy_cpu.fuser import FUSER, NUMPY_FASTER
 
 F = Fusion(CpuBackend)
 
 
 @pytest.fixture(autouse=True)
 def fresh_stats() -> Iterator[None]:
-    """Compile any group (the inputs here are small) and count from zero."""
-    before, FUSER.min_elements = FUSER.min_elements, 0
+    """Compile any group (the inputs here are small), every op included (none left to
+    NumPy), and count from zero."""
+    before = FUSER.min_elements, FUSER.declined
+    FUSER.min_elements, FUSER.declined = 0, frozenset()
     F.flush()
+    F._accepted.clear()
     F.stats.reset()
     yield
-    FUSER.min_elements = before
+    FUSER.min_elements, FUSER.declined = before
+    F._accepted.clear()
 
 
 def chain(x: Tensor) -> Tensor:
@@ -206,6 +210,17 @@ def test_every_unary_op_in_a_kernel_matches_cpu(dtype: type) -> None:
         np.testing.assert_allclose(got.to_numpy(), want.to_numpy(), rtol=1e-5, atol=1e-6,
                                    err_msg=op)
     assert F.stats.fallback_ops == 0
+
+
+def test_ops_numpy_computes_faster_run_eagerly_and_cut_the_group() -> None:
+    FUSER.declined = NUMPY_FASTER
+    F._accepted.clear()
+    data = np.linspace(-2, 2, 64, dtype=np.float32)
+    x = Tensor.from_data(data, backend=F)
+    got = ((x * 2.0 + 1.0).tanh() * 3.0 - 1.0).to_numpy()
+    np.testing.assert_allclose(got, np.tanh(data * 2 + 1) * 3 - 1, rtol=1e-6)
+    # mul+add in a kernel | tanh on NumPy (with from_data and into_data: 3 eager ops) | mul+sub
+    assert (F.stats.kernels, F.stats.fallback_ops, F.stats.eager_ops) == (2, 0, 3)
 
 
 def test_binary_comparison_where_cast_and_reductions_in_kernels() -> None:
