@@ -10,6 +10,7 @@ it reads are materialized.
 
 from __future__ import annotations
 
+import math
 import weakref
 from collections.abc import Callable
 from typing import Any, ClassVar
@@ -31,6 +32,12 @@ from burnpy.ir.fused import ELEMENTWISE_COMPOSITES, FUSABLE, Fusable, FusedGroup
 _KEPT_DEFAULTS = frozenset({"float_detach", "float_is_require_grad", "float_set_require_grad"})
 
 
+#: How a recorded op types, cached per class by its operands' dtypes: its result's ``DType``, its
+#: first operand's (the dtype runtime scalars convert to) and the handle's dtype in the inner
+#: primitives' form; None when B's fuser refuses the op or burnpy's promotion is B's to apply.
+Typing = tuple[DType, DType, Any] | None
+
+
 class FusionBackend(Backend, abstract=True):
     """Base of every ``Fusion(B)`` class. ``InnerBackend`` is B; ``stats`` counts what it did
     (kernels launched and compiled, plan-cache hits, ops run eagerly)."""
@@ -43,7 +50,7 @@ class FusionBackend(Backend, abstract=True):
     _plans: ClassVar[dict[FusedGroup, Any]]
     _streams: ClassVar[dict[Device, Stream]]
     _fuser: ClassVar[list[Fuser | None]]
-    _accepted: ClassVar[dict[tuple[str, tuple[DType, ...]], bool]]
+    _accepted: ClassVar[dict[tuple[Any, ...], Typing]]
     _primitives: ClassVar[tuple[type, ...]]
 
     # ---- the backend's non-op methods, delegated to B ------------------------------------------
@@ -95,6 +102,11 @@ class FusionBackend(Backend, abstract=True):
         if not cls._fuser:
             cls._fuser.append(backend_fuser(cls.InnerBackend))
         return cls._fuser[0]
+
+    @classmethod
+    def _min_elements(cls) -> int:
+        """The fuser's ``min_elements`` (0 when it has none): smaller ops run eagerly."""
+        return int(getattr(cls.fuser(), "min_elements", 0))
 
     @classmethod
     def flush(cls) -> None:
@@ -166,10 +178,16 @@ def _unwrap(value: Any) -> Any:
     if isinstance(value, FusionTensor):
         return value.value if value.node is None else materialize(value)
     if isinstance(value, tuple):
+        if all(type(v) is int for v in value):  # a shape, dims: nothing to unwrap
+            return value
         return tuple(_unwrap(v) for v in value)
     if isinstance(value, list):
         return [_unwrap(v) for v in value]
     return value
+
+
+#: Argument types that are never handles (passed to B as they are).
+_PLAIN = frozenset({int, float, bool, str, type(None)})
 
 
 def _eager(name: str) -> Callable[..., Any]:
@@ -178,14 +196,19 @@ def _eager(name: str) -> Callable[..., Any]:
     def op(cls: type[FusionBackend], *args: Any, **kwargs: Any) -> Any:
         cls.stats.eager_ops += 1
         inner_op = getattr(cls.InnerBackend, name)
-        unwrapped = [a.value if type(a) is FusionTensor and a.node is None else _unwrap(a)
-                     for a in args]
+        unwrapped = [a.value if type(a) is FusionTensor and a.node is None
+                     else a if type(a) in _PLAIN else _unwrap(a) for a in args]
         if kwargs:
             result = inner_op(*unwrapped, **{k: _unwrap(v) for k, v in kwargs.items()})
         else:
             result = inner_op(*unwrapped)
         if type(result) in cls._primitives:  # the common case: one primitive
-            return cls._wrap_one(result)
+            device = cls._single_device
+            if device is None:
+                return cls._wrap_one(result)
+            shape = result.shape
+            return FusionTensor(shape if type(shape) is tuple else tuple(shape), result.dtype,
+                                device, result)
         return cls._wrap(result)
 
     op.__name__ = name
@@ -201,41 +224,62 @@ def _broadcast(shapes: list[tuple[int, ...]]) -> tuple[int, ...]:
     return first
 
 
+def _typing(cls: type[FusionBackend], op_name: str, operands: tuple[int, ...],
+            args: tuple[Any, ...], result: str, extra: int | None) -> Typing:
+    """The op's typing (see ``Typing``), worked out once per key."""
+    fuser = cls.fuser()
+    if fuser is None:
+        return None
+    first = args[0]
+    first_dtype = ir_dtype(first.dtype)
+    operand_dtypes = tuple(ir_dtype(args[p].dtype) if isinstance(args[p], FusionTensor)
+                           else first_dtype for p in operands)
+    if result == "promote":
+        floats = [d for d in operand_dtypes if not d.is_bool]
+        promoted = floats[0] if all(d is floats[0] for d in floats) else _promote(floats)
+        if promoted is None:
+            return None  # B promotes (or names the clash) its own way
+        dtype = promoted
+    elif result == "bool":
+        dtype = DType.bool_
+    elif result == "dtype_arg":
+        dtype = DType.of(args[extra])  # type: ignore[index]
+    else:
+        dtype = first_dtype
+    if not fuser.accepts(op_name, (*operand_dtypes, dtype)):
+        return None
+    return dtype, first_dtype, dtype if isinstance(first.dtype, DType) else dtype.numpy
+
+
 def _recorder(name: str, spec: Fusable) -> Callable[..., Any]:
-    """The op ``name`` recorded on the stream (or run now when B's fuser refuses it)."""
+    """The op ``name`` recorded on the stream (or run now when B's fuser refuses it, or when
+    it is smaller than the fuser's ``min_elements``)."""
     eager = _eager(name)
     vocabulary_op, positions, result, extra = spec
     reduces = result == "reduce"
+    typed_by_arg = result == "dtype_arg"
 
     def op(cls: type[FusionBackend], *args: Any) -> Any:
         first = args[0]
-        if cls.fuser() is None:
-            return eager(cls, *args)
         op_name, operands = vocabulary_op, positions
         if op_name == "clamp" and (args[1] is None or args[2] is None):
             if args[1] is None and args[2] is None:
                 return first
             op_name, operands = ("clamp_max", (0, 2)) if args[1] is None else ("clamp_min",
                                                                                 (0, 1))
-        first_dtype = ir_dtype(first.dtype)
-        tensors = [args[p] for p in operands if isinstance(args[p], FusionTensor)]
-        operand_dtypes = tuple(ir_dtype(args[p].dtype) if isinstance(args[p], FusionTensor)
-                               else first_dtype for p in operands)
+        # the typing depends only on the operands' dtypes (a number's type stands for itself)
+        key = (op_name, *[a.dtype if type(a) is FusionTensor else type(a)
+                          for a in [args[p] for p in operands]],
+               args[extra] if typed_by_arg else None)  # type: ignore[index]
+        try:
+            typing = cls._accepted[key]
+        except KeyError:
+            typing = cls._accepted[key] = _typing(cls, op_name, operands, args, result, extra)
+        if typing is None:
+            return eager(cls, *args)
+        dtype, first_dtype, handle_dtype = typing
         dim: int | None = None
-        if result == "same" or result == "expand":
-            dtype = first_dtype
-        elif result == "promote":
-            floats = [d for d in operand_dtypes if not d.is_bool]
-            promoted = floats[0] if all(d is floats[0] for d in floats) else _promote(floats)
-            if promoted is None:
-                return eager(cls, *args)  # B promotes (or names the clash) its own way
-            dtype = promoted
-        elif result == "bool":
-            dtype = DType.bool_
-        elif result == "dtype_arg":
-            dtype = DType.of(args[extra])  # type: ignore[index]
-        else:
-            dtype = first_dtype
+        tensors = [a for a in [args[p] for p in operands] if type(a) is FusionTensor]
         if result == "expand":
             shape = tuple(args[extra])  # type: ignore[index]
             _broadcast([first.shape, shape])
@@ -249,26 +293,21 @@ def _recorder(name: str, spec: Fusable) -> Callable[..., Any]:
                     return eager(cls, *args)  # B names the bad dim
                 dim %= max(rank, 1)
                 shape = tuple(1 if i == dim else s for i, s in enumerate(first.shape))
+        elif len(tensors) == 1:
+            shape = tensors[0].shape
         else:
             shape = _broadcast([t.shape for t in tensors])
-        key = (op_name, (*operand_dtypes, dtype))
-        accepted = cls._accepted.get(key)
-        if accepted is None:
-            fuser = cls.fuser()
-            accepted = cls._accepted[key] = fuser is not None and fuser.accepts(*key)
-        if not accepted:
-            return eager(cls, *args)
+        if math.prod(first.shape if reduces else shape) < cls._min_elements():
+            return eager(cls, *args)  # too small for a kernel: no recording, no flush
         device = first.device
         if cls.InnerBackend.multi_device and any(t.device != device for t in tensors):
             raise DeviceMismatchError(f"{name}: tensors on {device} and "
                                       f"{next(t.device for t in tensors if t.device != device)}")
         stream = cls.stream(device)
         node = LazyNode(stream, name, op_name,
-                        tuple(a.node or a if isinstance(a, FusionTensor) else a for a in args),
+                        tuple([a.node or a if type(a) is FusionTensor else a for a in args]),
                         operands, shape, dtype, first_dtype, reduces, dim)
-        like = first.dtype
-        handle = FusionTensor(shape, dtype if isinstance(like, DType) else dtype.numpy, device,
-                              None, node)
+        handle = FusionTensor(shape, handle_dtype, device, None, node)
         node.handle = weakref.ref(handle)
         stream.nodes.append(node)
         return handle
