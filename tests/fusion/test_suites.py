@@ -2,8 +2,8 @@
 to keep ``make test`` short), the gradient suite on ``Autodiff(Fusion(CpuBackend))`` under
 both checkpoint strategies, and the tangent suite on ``ForwardAD(Fusion(CpuBackend))``.
 
-The suites' inputs are small, so most groups run op by op on NumPy (below the fuser's
-``min_elements``); ``test_kernels.py`` compiles the vocabulary's kernels."""
+The suites' inputs are small, so most ops run eagerly on NumPy (below the fuser's
+``min_elements``); ``test_compiled_suites.py`` runs a slice of them with every group compiled."""
 
 from __future__ import annotations
 
