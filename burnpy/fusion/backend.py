@@ -104,11 +104,6 @@ class FusionBackend(Backend, abstract=True):
         return cls._fuser[0]
 
     @classmethod
-    def _min_elements(cls) -> int:
-        """The fuser's ``min_elements`` (0 when it has none): smaller ops run eagerly."""
-        return int(getattr(cls.fuser(), "min_elements", 0))
-
-    @classmethod
     def flush(cls) -> None:
         """Run every pending op on every device."""
         for stream in list(cls._streams.values()):
@@ -173,21 +168,21 @@ def materialize(tensor: FusionTensor) -> Any:
     return tensor.value
 
 
+#: Argument types that are never handles (passed to B as they are).
+_PLAIN = frozenset({int, float, bool, str, type(None)})
+
+
 def _unwrap(value: Any) -> Any:
     """An argument as B takes it: handles materialized, inside lists and tuples too."""
     if isinstance(value, FusionTensor):
         return value.value if value.node is None else materialize(value)
     if isinstance(value, tuple):
-        if all(type(v) is int for v in value):  # a shape, dims: nothing to unwrap
+        if _PLAIN.issuperset(map(type, value)):  # a shape, dims: nothing to unwrap
             return value
         return tuple(_unwrap(v) for v in value)
     if isinstance(value, list):
         return [_unwrap(v) for v in value]
     return value
-
-
-#: Argument types that are never handles (passed to B as they are).
-_PLAIN = frozenset({int, float, bool, str, type(None)})
 
 
 def _eager(name: str) -> Callable[..., Any]:
@@ -258,9 +253,26 @@ def _recorder(name: str, spec: Fusable) -> Callable[..., Any]:
     vocabulary_op, positions, result, extra = spec
     reduces = result == "reduce"
     typed_by_arg = result == "dtype_arg"
+    expands = result == "expand"
 
     def op(cls: type[FusionBackend], *args: Any) -> Any:
         first = args[0]
+        fuser = cls._fuser[0] if cls._fuser else cls.fuser()
+        if fuser is None:
+            return eager(cls, *args)
+        floor = getattr(fuser, "min_elements", 0)
+        if floor:  # a cheap bound first: the loop has at most the product of the sizes
+            if reduces:
+                bound = math.prod(first.shape)
+            elif expands:
+                bound = math.prod(args[extra])  # type: ignore[index]
+            else:
+                bound = 1
+                for a in args:
+                    if type(a) is FusionTensor:
+                        bound *= math.prod(a.shape)
+            if bound < floor:
+                return eager(cls, *args)
         op_name, operands = vocabulary_op, positions
         if op_name == "clamp" and (args[1] is None or args[2] is None):
             if args[1] is None and args[2] is None:
@@ -280,7 +292,7 @@ def _recorder(name: str, spec: Fusable) -> Callable[..., Any]:
         dtype, first_dtype, handle_dtype = typing
         dim: int | None = None
         tensors = [a for a in [args[p] for p in operands] if type(a) is FusionTensor]
-        if result == "expand":
+        if expands:
             shape = tuple(args[extra])  # type: ignore[index]
             _broadcast([first.shape, shape])
         elif reduces:
@@ -297,7 +309,7 @@ def _recorder(name: str, spec: Fusable) -> Callable[..., Any]:
             shape = tensors[0].shape
         else:
             shape = _broadcast([t.shape for t in tensors])
-        if math.prod(first.shape if reduces else shape) < cls._min_elements():
+        if math.prod(first.shape if reduces else shape) < floor:
             return eager(cls, *args)  # too small for a kernel: no recording, no flush
         device = first.device
         if cls.InnerBackend.multi_device and any(t.device != device for t in tensors):

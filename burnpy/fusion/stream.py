@@ -117,6 +117,8 @@ class Stream:
             live = _live(nodes)
             for group in sorted(_groups(live), key=lambda g: len(g.deps)):
                 self._run(group)
+            for node in live:  # break the node <-> group cycle: values free without the GC
+                node.group = None
 
     def _run(self, group: _Group) -> None:
         nodes = group.nodes
