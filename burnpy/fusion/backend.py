@@ -3,13 +3,15 @@
 ``Fusion(B)`` builds, once per B and thread-safely, a subclass of ``FusionBackend`` whose
 float, int and bool primitives are ``FusionTensor`` handles (quantized ones are B's own). The
 class is derived from the protocol: each op in ``burnpy.ir.FUSABLE`` is recorded on the
-device's stream; each provided op in ``ELEMENTWISE_COMPOSITES`` keeps the protocol's default
-(its composition is recorded, so it fuses); every other op runs eagerly on B once the values
-it reads are materialized.
+device's stream (or run at once on B when smaller than the fuser's ``min_elements``); each
+provided op in ``ELEMENTWISE_COMPOSITES`` keeps the protocol's default (its composition is
+recorded, so it fuses; B's own op on smaller tensors); every other op runs eagerly on B once
+the values it reads are materialized.
 """
 
 from __future__ import annotations
 
+import inspect
 import math
 import weakref
 from collections.abc import Callable
@@ -113,6 +115,8 @@ class FusionBackend(Backend, abstract=True):
     def clear_plans(cls) -> None:
         """Forget every compiled plan (the next groups compile again)."""
         cls._plans.clear()
+        for stream in list(cls._streams.values()):
+            stream.signatures.clear()
 
     # ---- crossing between this backend and B ---------------------------------------------------
     @staticmethod
@@ -208,6 +212,24 @@ def _eager(name: str) -> Callable[..., Any]:
 
     op.__name__ = name
     op.__doc__ = f"``{name}`` on the inner backend, after the values it reads are computed."
+    return op
+
+
+def _composite(name: str) -> Callable[..., Any]:
+    """A provided elementwise composite (``ELEMENTWISE_COMPOSITES``): the protocol's default,
+    whose ops are recorded and fuse, on tensors of a kernel's size; B's own op on smaller ones
+    (or without a fuser), where the default's pieces would each run eagerly anyway."""
+    default = inspect.getattr_static(FusionBackend, name).__func__
+    eager = _eager(name)
+
+    def op(cls: type[FusionBackend], *args: Any, **kwargs: Any) -> Any:
+        fuser = cls._fuser[0] if cls._fuser else cls.fuser()
+        if fuser is None or math.prod(args[0].shape) < getattr(fuser, "min_elements", 0):
+            return eager(cls, *args, **kwargs)
+        return default(cls, *args, **kwargs)
+
+    op.__name__ = name
+    op.__doc__ = f"``{name}``: fused from its default's ops, or B's own on small tensors."
     return op
 
 
@@ -372,7 +394,10 @@ def _build(inner: type[Backend]) -> type[FusionBackend]:
     namespace: dict[str, Any] = {}
     own = {name for klass in FusionBackend.__mro__[:1] for name in vars(klass)}
     for name in _protocol_ops():
-        if name in own or name in _KEPT_DEFAULTS or name in ELEMENTWISE_COMPOSITES:
+        if name in own or name in _KEPT_DEFAULTS:
+            continue
+        if name in ELEMENTWISE_COMPOSITES:
+            namespace[name] = classmethod(_composite(name))
             continue
         spec = FUSABLE.get(name)
         namespace[name] = classmethod(_recorder(name, spec) if spec else _eager(name))
