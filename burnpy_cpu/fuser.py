@@ -98,6 +98,9 @@ class CpuFuser:
         self.min_elements = min_elements
         #: Float ops left to NumPy (``NUMPY_FASTER``); an empty set fuses every op.
         self.declined = declined
+        #: Composites CpuBackend computes as one kernel of its own (see burnpy.fusion.fuser):
+        #: none here, so gelu and the like fuse with their neighbours.
+        self.own_ops: frozenset[str] = frozenset()
         self._kernels: dict[str, Callable[..., Any]] = {}
         self._lock = threading.Lock()
 

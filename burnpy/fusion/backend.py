@@ -218,13 +218,15 @@ def _eager(name: str) -> Callable[..., Any]:
 def _composite(name: str) -> Callable[..., Any]:
     """A provided elementwise composite (``ELEMENTWISE_COMPOSITES``): the protocol's default,
     whose ops are recorded and fuse, on tensors of a kernel's size; B's own op on smaller ones
-    (or without a fuser), where the default's pieces would each run eagerly anyway."""
+    (or without a fuser), where the default's pieces would each run eagerly anyway, and when
+    the fuser lists it in ``own_ops`` (B's op is already one kernel)."""
     default = inspect.getattr_static(FusionBackend, name).__func__
     eager = _eager(name)
 
     def op(cls: type[FusionBackend], *args: Any, **kwargs: Any) -> Any:
         fuser = cls._fuser[0] if cls._fuser else cls.fuser()
-        if fuser is None or math.prod(args[0].shape) < getattr(fuser, "min_elements", 0):
+        if (fuser is None or name in getattr(fuser, "own_ops", ())
+                or math.prod(args[0].shape) < getattr(fuser, "min_elements", 0)):
             return eager(cls, *args, **kwargs)
         return default(cls, *args, **kwargs)
 

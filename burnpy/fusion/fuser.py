@@ -23,8 +23,11 @@ scalars and earlier locals and producing one local of ``shape``; which locals mu
 Groups have at least two ops. A fuser may also have an int attribute ``min_elements``: an op
 whose loop (its result, or a reduction's input) has fewer elements then runs eagerly on ``B``
 at once, without being recorded (a kernel would not pay; recording and flushing would cost more
-than the op). ``Fusion`` caches the result by the group (equal structure,
-same kernel), so ``compile`` runs once per distinct group.
+than the op). And a frozenset ``own_ops``: composites of ``burnpy.ir.ELEMENTWISE_COMPOSITES``
+(``gelu``...) that ``B`` computes better itself (one kernel of its own): ``Fusion`` calls
+``B``'s op for them instead of recording the protocol default's pieces. ``Fusion`` caches
+the result by the group (equal structure, same kernel), so ``compile`` runs once per distinct
+group.
 
 What a fuser returns
 --------------------

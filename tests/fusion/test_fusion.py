@@ -223,6 +223,20 @@ def test_ops_numpy_computes_faster_run_eagerly_and_cut_the_group() -> None:
     assert (F.stats.kernels, F.stats.fallback_ops, F.stats.eager_ops) == (2, 0, 3)
 
 
+def test_composites_the_fuser_owns_run_as_the_inner_backends_op() -> None:
+    data = np.linspace(-3, 3, 64, dtype=np.float32)
+    want = Tensor.from_data(data).gelu().to_numpy()
+    FUSER.own_ops = frozenset({"gelu"})
+    try:
+        got = Tensor.from_data(data, backend=F).gelu().to_numpy()
+    finally:
+        FUSER.own_ops = frozenset()
+    np.testing.assert_array_equal(got, want)
+    assert F.stats.kernels == 0 and F.stats.eager_ops == 3  # from_data, gelu, into_data
+    Tensor.from_data(data, backend=F).gelu().to_numpy()
+    assert F.stats.kernels == 1
+
+
 def test_binary_comparison_where_cast_and_reductions_in_kernels() -> None:
     rng = np.random.default_rng(1)
     a_np = rng.normal(size=(5, 7)).astype(np.float32)
