@@ -32,6 +32,7 @@ from burnpy.distributed.metrics import average_metrics
 from burnpy.examples.digits import BACKENDS, load_backend
 from burnpy.examples.gpt_model import GPT, GPTConfig, decay_groups
 from burnpy.nn.losses import cross_entropy
+from burnpy.fusion import Fusion
 from burnpy.optim import AdamW, GradientClipping, warmup_cosine
 from burnpy.record import Record, from_record, read_record, to_record, write_record
 from burnpy.tensor import Tensor
@@ -212,6 +213,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--distributed", action="store_true",
                    help="data-parallel over the ranks of mpiexec (burnpy.distributed)")
+    p.add_argument("--fusion", action="store_true",
+                   help="run on Fusion(backend): elementwise chains fused into compiled kernels")
     args = p.parse_args(argv)
     if args.short:
         args.n_layer, args.n_embd, args.block_size, args.batch_size = 1, 32, 32, 8
@@ -239,6 +242,8 @@ def _is_terminal() -> bool:
 def run(args: argparse.Namespace) -> RunResult:
     """Train (or resume), evaluate, checkpoint, plot and sample, as ``main`` describes."""
     inner = load_backend(args.backend)
+    if args.fusion:
+        inner = Fusion(inner)
     backend = Autodiff[inner]
     inner.seed(inner.default_device(), args.seed)
     text = args.text.read_text(encoding="utf-8") if args.text else default_text(args.short)
