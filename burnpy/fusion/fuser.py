@@ -1,0 +1,64 @@
+"""The fuser interface: how a backend compiles the groups ``Fusion(B)`` hands it.
+
+How a backend declares its fuser
+--------------------------------
+A backend class ``B`` may define a classmethod ``fuser(cls) -> Fuser | None``. ``Fusion(B)``
+calls it once, on the first op it could fuse (so a fuser may import its compiler lazily:
+numba, nvrtc, a GPU device). A backend without the method, or whose method returns None, still
+works under ``Fusion``: every op then runs eagerly on ``B``.
+
+What a fuser receives
+---------------------
+``accepts(op, dtypes)`` is asked once per (vocabulary op, operand dtypes) pair when ``Fusion``
+records an op; ``op`` is a key of ``burnpy.ir.ELEMENTWISE`` or ``burnpy.ir.REDUCTIONS``,
+``dtypes`` the operands' element types in vocabulary order (a runtime scalar counts with the
+dtype it is converted to) followed by the result's (so a ``cast`` shows its target). An op it
+refuses runs eagerly on ``B`` and cuts the group there.
+
+``compile(group)`` receives a ``burnpy.ir.FusedGroup`` (see ``burnpy.ir.fused``): the group's
+broadcast ``shape``; its input tensors (shape and dtype, each broadcastable to ``shape`` by
+NumPy's rules); the dtypes of its runtime scalars; the elementwise ops, each reading inputs,
+scalars and earlier locals and producing one local of ``shape``; which locals must be written
+(``outputs``; the others must never reach memory); and the optional ``Reduction`` closing it.
+Groups have at least two ops. ``Fusion`` caches the result by the group (equal structure,
+same kernel), so ``compile`` runs once per distinct group.
+
+What a fuser returns
+--------------------
+A ``FusedKernel``: ``kernel(inputs, scalars)`` takes ``B``'s primitives for the inputs (in
+order, with the described shapes and dtypes, in any memory layout B's primitives may have) and
+the scalars (Python numbers, in order), and returns a tuple of fresh ``B`` primitives: one per
+``outputs`` entry, then the reduction's result. Or ``compile`` returns None to decline the
+group (too small to pay, a layout it does not handle): ``Fusion`` then runs that group's ops
+one by one on ``B``, as it also does when a kernel raises (so an error names the user's op).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol, TypeAlias
+
+from burnpy.backend.dtype import DType
+from burnpy.ir.fused import FusedGroup
+
+#: ``kernel(inputs, scalars) -> outputs``: B's primitives in, fresh B primitives out.
+FusedKernel: TypeAlias = Callable[[Sequence[Any], Sequence[float | int | bool]], tuple[Any, ...]]
+
+
+class Fuser(Protocol):
+    """A backend's compiler of fused groups (see the module docstring for the contract)."""
+
+    def accepts(self, op: str, dtypes: tuple[DType, ...]) -> bool:
+        """Whether vocabulary op ``op`` can be computed for ``dtypes`` (operands', then the
+        result's)."""
+        ...
+
+    def compile(self, group: FusedGroup) -> FusedKernel | None:
+        """One kernel computing ``group``, or None to run its ops one by one on B."""
+        ...
+
+
+def backend_fuser(backend: type) -> Fuser | None:
+    """``backend``'s fuser, from its ``fuser()`` classmethod, or None when it declares none."""
+    declare: Callable[[], Fuser | None] | None = getattr(backend, "fuser", None)
+    return None if declare is None else declare()
