@@ -76,6 +76,10 @@ from burnpy.autodiff import ForwardAD  # noqa: E402
 
 __all__ += ["ForwardAD", "func"]
 
+from burnpy.fusion import Fusion  # noqa: E402
+
+__all__ += ["Fusion"]
+
 # Recording modes of every Autodiff backend, per thread (torch's names).
 from burnpy.autodiff.modes import (  # noqa: E402
     AnomalyError,

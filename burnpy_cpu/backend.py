@@ -20,6 +20,7 @@ from burnpy_cpu.array_ops.module_ops import ArrayModuleOps
 from burnpy_cpu.array_ops.norm_ops import ArrayNormOps
 from burnpy_cpu.array_ops.optim_ops import ArrayOptimOps
 from burnpy_cpu.array_ops.q_ops import ArrayQOps, QuantizedArray
+from burnpy_cpu.fuser import FUSER, CpuFuser
 
 CPU = Device("cpu", 0)
 
@@ -56,6 +57,11 @@ class CpuBackend(ArrayFloatOps, ArrayIntOps, ArrayBoolOps, ArrayQOps, ArrayModul
     @classmethod
     def devices(cls) -> list[Device]:
         return [CPU]
+
+    @classmethod
+    def fuser(cls) -> CpuFuser:
+        """The numba fuser ``Fusion(CpuBackend)`` compiles its elementwise groups with."""
+        return FUSER
 
     @classmethod
     def default_device(cls) -> Device:

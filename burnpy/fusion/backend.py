@@ -1,0 +1,337 @@
+"""``Fusion(B)``: the decorator backend that records ops lazily and fuses elementwise chains.
+
+``Fusion(B)`` builds, once per B and thread-safely, a subclass of ``FusionBackend`` whose
+float, int and bool primitives are ``FusionTensor`` handles (quantized ones are B's own). The
+class is derived from the protocol: each op in ``burnpy.ir.FUSABLE`` is recorded on the
+device's stream; each provided op in ``ELEMENTWISE_COMPOSITES`` keeps the protocol's default
+(its composition is recorded, so it fuses); every other op runs eagerly on B once the values
+it reads are materialized.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Callable
+from typing import Any, ClassVar
+
+import numpy as np
+
+from burnpy.backend.base import Backend
+from burnpy.backend.decorator import ClassCache
+from burnpy.backend.device import Device
+from burnpy.backend.dtype import DType
+from burnpy.backend.errors import DeviceMismatchError, InvalidArgumentError
+from burnpy.backend.ops._marker import provided_ops, required_ops
+from burnpy.fusion.fuser import Fuser, backend_fuser
+from burnpy.fusion.stream import FusionStats, LazyNode, Stream, ir_dtype
+from burnpy.fusion.tensor import FusionTensor
+from burnpy.ir.fused import ELEMENTWISE_COMPOSITES, FUSABLE, Fusable, FusedGroup
+
+#: Provided ops that only look at the primitive (no values): the protocol default is right.
+_KEPT_DEFAULTS = frozenset({"float_detach", "float_is_require_grad", "float_set_require_grad"})
+
+
+class FusionBackend(Backend, abstract=True):
+    """Base of every ``Fusion(B)`` class. ``InnerBackend`` is B; ``stats`` counts what it did
+    (kernels launched and compiled, plan-cache hits, ops run eagerly)."""
+
+    FloatTensorPrimitive: ClassVar[Any] = FusionTensor
+    IntTensorPrimitive: ClassVar[Any] = FusionTensor
+    BoolTensorPrimitive: ClassVar[Any] = FusionTensor
+    InnerBackend: ClassVar[type[Backend]]
+    stats: ClassVar[FusionStats]
+    _plans: ClassVar[dict[FusedGroup, Any]]
+    _streams: ClassVar[dict[Device, Stream]]
+    _fuser: ClassVar[list[Fuser | None]]
+    _accepted: ClassVar[dict[tuple[str, tuple[DType, ...]], bool]]
+    _primitives: ClassVar[tuple[type, ...]]
+
+    # ---- the backend's non-op methods, delegated to B ------------------------------------------
+    @classmethod
+    def name(cls, device: Device | None = None) -> str:
+        return f"fusion<{cls.InnerBackend.name(device)}>"
+
+    @classmethod
+    def seed(cls, device: Device, seed: int) -> None:
+        cls.InnerBackend.seed(device, seed)
+
+    @classmethod
+    def sync(cls, device: Device) -> None:
+        """Run every pending op of ``device``, then wait for B."""
+        cls.stream(device).flush()
+        cls.InnerBackend.sync(device)
+
+    @classmethod
+    def default_device(cls) -> Device:
+        return cls.InnerBackend.default_device()
+
+    @classmethod
+    def devices(cls) -> list[Device]:
+        return cls.InnerBackend.devices()
+
+    @classmethod
+    def supports_dtype(cls, device: Device, dtype: DType) -> bool:
+        return cls.InnerBackend.supports_dtype(device, dtype)
+
+    @staticmethod
+    def _device(tensor: FusionTensor) -> Device:
+        return tensor.device
+
+    float_device = int_device = bool_device = _device
+
+    # ---- streams and plans --------------------------------------------------------------------
+    @classmethod
+    def stream(cls, device: Device) -> Stream:
+        """The stream of pending ops of ``device`` (created on first use)."""
+        found = cls._streams.get(device)
+        if found is None:
+            found = cls._streams.setdefault(
+                device, Stream(cls.InnerBackend, cls.fuser(), cls._plans, cls.stats))
+        return found
+
+    @classmethod
+    def fuser(cls) -> Fuser | None:
+        """B's fuser (asked for once), or None when B declares none."""
+        if not cls._fuser:
+            cls._fuser.append(backend_fuser(cls.InnerBackend))
+        return cls._fuser[0]
+
+    @classmethod
+    def flush(cls) -> None:
+        """Run every pending op on every device."""
+        for stream in list(cls._streams.values()):
+            stream.flush()
+
+    @classmethod
+    def clear_plans(cls) -> None:
+        """Forget every compiled plan (the next groups compile again)."""
+        cls._plans.clear()
+
+    # ---- crossing between this backend and B ---------------------------------------------------
+    @staticmethod
+    def inner(tensor: FusionTensor) -> Any:
+        """B's primitive holding the tensor's values (materialized now)."""
+        return materialize(tensor)
+
+    int_inner = bool_inner = inner
+
+    @classmethod
+    def from_inner(cls, tensor: Any) -> FusionTensor:
+        """A handle of this backend holding B's primitive ``tensor``."""
+        return cls._wrap(tensor)
+
+    int_from_inner = bool_from_inner = from_inner
+
+    @staticmethod
+    def q_inner(tensor: Any) -> Any:
+        return tensor
+
+    q_from_inner = q_inner
+
+    @classmethod
+    def _wrap(cls, value: Any) -> Any:
+        """B's result as this backend returns it: primitives become materialized handles."""
+        if isinstance(value, cls._primitives):
+            inner = cls.InnerBackend
+            if inner.multi_device:
+                kind = ir_dtype(value.dtype).kind
+                device = getattr(inner, f"{kind}_device")(value)
+            else:
+                device = cls._single_device
+            return FusionTensor(tuple(value.shape), value.dtype, device, value)
+        if isinstance(value, tuple):
+            return tuple(cls._wrap(v) for v in value)
+        if isinstance(value, list):
+            return [cls._wrap(v) for v in value]
+        return value
+
+    _single_device: ClassVar[Any] = None
+
+
+def materialize(tensor: FusionTensor) -> Any:
+    """The tensor's inner primitive, running its stream's pending ops first if needed."""
+    node = tensor.node
+    if node is not None:
+        node.stream.flush()
+    return tensor.value
+
+
+def _unwrap(value: Any) -> Any:
+    """An argument as B takes it: handles materialized, inside lists and tuples too."""
+    if isinstance(value, FusionTensor):
+        return value.value if value.node is None else materialize(value)
+    if isinstance(value, tuple):
+        return tuple(_unwrap(v) for v in value)
+    if isinstance(value, list):
+        return [_unwrap(v) for v in value]
+    return value
+
+
+def _eager(name: str) -> Callable[..., Any]:
+    """The op ``name`` run now on B, its handles materialized first."""
+
+    def op(cls: type[FusionBackend], *args: Any, **kwargs: Any) -> Any:
+        cls.stats.eager_ops += 1
+        inner_op = getattr(cls.InnerBackend, name)
+        return cls._wrap(inner_op(*[_unwrap(a) for a in args],
+                                  **{k: _unwrap(v) for k, v in kwargs.items()}))
+
+    op.__name__ = name
+    op.__doc__ = f"``{name}`` on the inner backend, after the values it reads are computed."
+    return op
+
+
+def _broadcast(shapes: list[tuple[int, ...]]) -> tuple[int, ...]:
+    first = shapes[0]
+    for s in shapes:
+        if s != first:
+            return tuple(np.broadcast_shapes(*shapes))  # ValueError when incompatible
+    return first
+
+
+def _recorder(name: str, spec: Fusable) -> Callable[..., Any]:
+    """The op ``name`` recorded on the stream (or run now when B's fuser refuses it)."""
+    eager = _eager(name)
+    vocabulary_op, positions, result, extra = spec
+    reduces = result == "reduce"
+
+    def op(cls: type[FusionBackend], *args: Any) -> Any:
+        first = args[0]
+        if cls.fuser() is None:
+            return eager(cls, *args)
+        op_name, operands = vocabulary_op, positions
+        if op_name == "clamp" and (args[1] is None or args[2] is None):
+            if args[1] is None and args[2] is None:
+                return first
+            op_name, operands = ("clamp_max", (0, 2)) if args[1] is None else ("clamp_min",
+                                                                                (0, 1))
+        first_dtype = ir_dtype(first.dtype)
+        tensors = [args[p] for p in operands if isinstance(args[p], FusionTensor)]
+        operand_dtypes = tuple(ir_dtype(args[p].dtype) if isinstance(args[p], FusionTensor)
+                               else first_dtype for p in operands)
+        dim: int | None = None
+        if result == "same" or result == "expand":
+            dtype = first_dtype
+        elif result == "promote":
+            floats = [d for d in operand_dtypes if not d.is_bool]
+            dtype = floats[0] if all(d is floats[0] for d in floats) else _promote(floats)
+        elif result == "bool":
+            dtype = DType.bool_
+        elif result == "dtype_arg":
+            dtype = DType.of(args[extra])  # type: ignore[index]
+        else:
+            dtype = first_dtype
+        if result == "expand":
+            shape = tuple(args[extra])  # type: ignore[index]
+            _broadcast([first.shape, shape])
+        elif reduces:
+            if extra is None:
+                shape = ()
+            else:
+                dim = args[extra]
+                rank = len(first.shape)
+                if not -rank <= dim < max(rank, 1):
+                    return eager(cls, *args)  # B names the bad dim
+                dim %= max(rank, 1)
+                shape = tuple(1 if i == dim else s for i, s in enumerate(first.shape))
+        else:
+            shape = _broadcast([t.shape for t in tensors])
+        key = (op_name, (*operand_dtypes, dtype))
+        accepted = cls._accepted.get(key)
+        if accepted is None:
+            fuser = cls.fuser()
+            accepted = cls._accepted[key] = fuser is not None and fuser.accepts(*key)
+        if not accepted:
+            return eager(cls, *args)
+        device = first.device
+        if cls.InnerBackend.multi_device and any(t.device != device for t in tensors):
+            raise DeviceMismatchError(f"{name}: tensors on {device} and "
+                                      f"{next(t.device for t in tensors if t.device != device)}")
+        stream = cls.stream(device)
+        node = LazyNode(stream, name, op_name,
+                        tuple(a.node or a if isinstance(a, FusionTensor) else a for a in args),
+                        operands, shape, dtype, first_dtype, reduces, dim)
+        like = first.dtype
+        handle = FusionTensor(shape, dtype if isinstance(like, DType) else dtype.numpy, device,
+                              None, node)
+        node.handle = weakref.ref(handle)
+        stream.nodes.append(node)
+        return handle
+
+    op.__name__ = name
+    op.__doc__ = f"``{name}``, recorded to run fused with its neighbours."
+    return op
+
+
+_PROMOTED: dict[tuple[DType, ...], DType] = {}
+
+
+def _promote(dtypes: list[DType]) -> DType:
+    key = tuple(dtypes)
+    found = _PROMOTED.get(key)
+    if found is None:
+        found = _PROMOTED[key] = DType.of(np.result_type(*[d.numpy for d in dtypes]))
+    return found
+
+
+class _FusionFactory:
+    """``Fusion(B)`` and ``Fusion[B]``: one cached class per backend."""
+
+    __slots__ = ("_classes",)
+
+    def __init__(self) -> None:
+        self._classes: ClassCache[type[FusionBackend]] = ClassCache()
+
+    def __call__(self, backend: type[Backend]) -> type[FusionBackend]:
+        if not (isinstance(backend, type) and issubclass(backend, Backend)):
+            raise InvalidArgumentError(f"Fusion: expected a backend class, got {backend!r}")
+        return self._classes.get(backend, lambda: _build(backend))
+
+    def __getitem__(self, backend: type[Backend]) -> type[FusionBackend]:
+        return self(backend)
+
+    def __repr__(self) -> str:
+        return "Fusion"
+
+
+def _protocol_ops() -> list[str]:
+    return sorted({*required_ops(Backend), *provided_ops(Backend)})
+
+
+def _build(inner: type[Backend]) -> type[FusionBackend]:
+    """The decorator class of ``inner``: every protocol op recorded, kept or forwarded."""
+    namespace: dict[str, Any] = {}
+    own = {name for klass in FusionBackend.__mro__[:1] for name in vars(klass)}
+    for name in _protocol_ops():
+        if name in own or name in _KEPT_DEFAULTS or name in ELEMENTWISE_COMPOSITES:
+            continue
+        spec = FUSABLE.get(name)
+        namespace[name] = classmethod(_recorder(name, spec) if spec else _eager(name))
+    primitives = {inner.FloatTensorPrimitive, inner.IntTensorPrimitive,
+                  inner.BoolTensorPrimitive} - {object, inner.QuantizedTensorPrimitive}
+    name = f"Fusion[{inner.__name__}]"
+    namespace.update(
+        __module__=__name__,
+        __qualname__=name,
+        __doc__=f"{inner.__name__} with lazy, fused elementwise ops.",
+        InnerBackend=inner,
+        Device=inner.Device,
+        QuantizedTensorPrimitive=inner.QuantizedTensorPrimitive,
+        float_dtype=inner.float_dtype,
+        int_dtype=inner.int_dtype,
+        multi_device=inner.multi_device,
+        # Recorded binary ops broadcast with NumPy's rules (ValueError on bad shapes) and
+        # promote as burnpy does; the others are B's own: B's trust carries over.
+        trusted_binary_ops=inner.trusted_binary_ops,
+        stats=FusionStats(),
+        _plans={},
+        _streams={},
+        _fuser=[],
+        _accepted={},
+        _primitives=tuple(primitives),
+        _single_device=None if inner.multi_device else inner.default_device(),
+    )
+    return type(name, (FusionBackend,), namespace)
+
+
+Fusion = _FusionFactory()

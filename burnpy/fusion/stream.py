@@ -1,0 +1,271 @@
+"""The per-device stream of recorded ops, cut into fused groups and run when a value is needed.
+
+``flush`` drops the ops no live handle needs, cuts the rest into groups (ops of one broadcast
+shape, in order, a reduction closing its group; independent groups of other shapes stay open
+side by side), and runs each group: through the inner backend's fuser, whose kernels are
+cached by the group's structure, or op by op on the inner backend when there is no kernel.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from dataclasses import dataclass
+from typing import Any
+
+from burnpy.backend.dtype import DType
+from burnpy.fusion.fuser import FusedKernel, Fuser
+from burnpy.fusion.tensor import FusionTensor
+from burnpy.ir.desc import TensorDesc
+from burnpy.ir.fused import FusedGroup, FusedOp, Reduction, Ref
+
+_DTYPES: dict[Any, DType] = {}
+
+
+def ir_dtype(dtype: Any) -> DType:
+    """The ``DType`` of an inner primitive's dtype (a NumPy dtype or a DType), cached."""
+    found = _DTYPES.get(dtype)
+    if found is None:
+        found = _DTYPES[dtype] = DType.of(dtype)
+    return found
+
+
+@dataclass
+class FusionStats:
+    """What a Fusion backend did: fused kernel launches, kernels compiled, plan-cache hits,
+    ops run one by one on the inner backend inside a group (``fallback_ops``) and ops run
+    eagerly because they are not fusable (``eager_ops``)."""
+
+    kernels: int = 0
+    compiles: int = 0
+    cache_hits: int = 0
+    fallback_ops: int = 0
+    eager_ops: int = 0
+
+    def reset(self) -> None:
+        """Zero every counter."""
+        self.kernels = self.compiles = self.cache_hits = self.fallback_ops = self.eager_ops = 0
+
+
+class LazyNode:
+    """One recorded op: the protocol op ``name`` called with ``args`` (tensors replaced by
+    their pending ``LazyNode`` or their materialized ``FusionTensor``), its vocabulary form
+    (``op`` over ``operands``, positions in ``args``; ``dim`` for a reduction), and its result's
+    shape and dtype. ``handle`` is a weak reference to the handle it will fill; ``stream`` is
+    the stream it waits in."""
+
+    __slots__ = ("args", "dim", "dtype", "escapes", "group", "handle", "name", "op",
+                 "operands", "reduces", "scalar_dtype", "shape", "stream", "used", "value")
+
+    def __init__(self, stream: Stream, name: str, op: str, args: tuple[Any, ...],
+                 operands: tuple[int, ...], shape: tuple[int, ...], dtype: DType,
+                 scalar_dtype: DType, reduces: bool, dim: int | None) -> None:
+        self.stream = stream
+        self.name = name
+        self.op = op
+        self.args = args
+        self.operands = operands
+        self.shape = shape
+        self.dtype = dtype
+        self.scalar_dtype = scalar_dtype
+        self.reduces = reduces
+        self.dim = dim
+        self.handle: weakref.ref[FusionTensor] | None = None
+        self.used = False
+        self.escapes = False
+        self.group: _Group | None = None
+        self.value: Any = None
+
+    @property
+    def group_shape(self) -> tuple[int, ...]:
+        """The shape of the loop this op runs in: its own, or its input's for a reduction."""
+        return self.args[self.operands[0]].shape if self.reduces else self.shape
+
+
+class _Group:
+    """Ops of one loop shape, in order; ``deps`` holds every group it (transitively) reads."""
+
+    __slots__ = ("deps", "key", "nodes", "sealed")
+
+    def __init__(self, key: tuple[int, ...]) -> None:
+        self.key = key
+        self.nodes: list[LazyNode] = []
+        self.deps: set[_Group] = set()
+        self.sealed = False
+
+
+class Stream:
+    """The pending ops of one device of one Fusion backend."""
+
+    __slots__ = ("fuser", "inner", "lock", "nodes", "plans", "stats")
+
+    def __init__(self, inner: Any, fuser: Fuser | None, plans: dict[FusedGroup, Any],
+                 stats: FusionStats) -> None:
+        self.inner = inner
+        self.fuser = fuser
+        self.plans = plans
+        self.stats = stats
+        self.nodes: list[LazyNode] = []
+        self.lock = threading.RLock()
+
+    def flush(self) -> None:
+        """Compute every pending op that a live handle (or a later op) still needs."""
+        with self.lock:
+            nodes, self.nodes = self.nodes, []
+            if not nodes:
+                return
+            live = _live(nodes)
+            for group in sorted(_groups(live), key=lambda g: len(g.deps)):
+                self._run(group)
+
+    def _run(self, group: _Group) -> None:
+        nodes = group.nodes
+        if self.fuser is None or len(nodes) < 2:
+            self._one_by_one(nodes)
+            return
+        fused, inputs, scalars, outputs = _describe(group)
+        plans = self.plans
+        if fused in plans:
+            kernel: FusedKernel | None = plans[fused]
+            self.stats.cache_hits += 1
+        else:
+            kernel = plans[fused] = self.fuser.compile(fused)
+            self.stats.compiles += 1
+        if kernel is None:
+            self._one_by_one(nodes)
+            return
+        try:
+            results = kernel(inputs, scalars)
+        except Exception:  # rerun op by op: B's own op raises, naming itself
+            self._one_by_one(nodes)
+            return
+        self.stats.kernels += 1
+        for node, value in zip(outputs, results, strict=True):
+            _store(node, value)
+
+    def _one_by_one(self, nodes: list[LazyNode]) -> None:
+        """Run ``nodes`` in order with the inner backend's own ops."""
+        inner = self.inner
+        self.stats.fallback_ops += len(nodes)
+        for node in nodes:
+            args = tuple(_resolve(a) for a in node.args)
+            try:
+                value = getattr(inner, node.name)(*args)
+            except Exception as error:
+                error.add_note(f"raised by {node.name} on {_shapes(node.args)}, an op Fusion "
+                               "recorded and ran when its value was needed")
+                raise
+            _store(node, value)
+
+
+def _shapes(args: tuple[Any, ...]) -> str:
+    return ", ".join(str(list(a.shape)) if isinstance(a, LazyNode | FusionTensor) else repr(a)
+                     for a in args)
+
+
+def _resolve(arg: Any) -> Any:
+    """An arg of a recorded op as the inner backend takes it."""
+    if isinstance(arg, LazyNode):
+        return arg.value
+    if isinstance(arg, FusionTensor):
+        return arg.value
+    return arg
+
+
+def _store(node: LazyNode, value: Any) -> None:
+    """Give ``node``'s value to its handle (if alive) and to the later ops reading it."""
+    node.value = value
+    handle = node.handle() if node.handle is not None else None
+    if handle is not None:
+        handle.value = value
+        handle.node = None
+
+
+def _live(nodes: list[LazyNode]) -> list[LazyNode]:
+    """The nodes whose value a live handle or a live later node needs, in order."""
+    live: list[LazyNode] = []
+    for node in reversed(nodes):
+        if not node.used and (node.handle is None or node.handle() is None):
+            continue
+        live.append(node)
+        for a in node.args:
+            if isinstance(a, LazyNode):
+                a.used = True
+    live.reverse()
+    return live
+
+
+def _groups(nodes: list[LazyNode]) -> list[_Group]:
+    """Cut ``nodes`` into groups: one open group per loop shape; a group that another group
+    reads is sealed (it must run first), and so is a group a reduction closes."""
+    groups: list[_Group] = []
+    open_groups: dict[tuple[int, ...], _Group] = {}
+    for node in nodes:
+        key = node.group_shape
+        group = open_groups.get(key)
+        if group is None:
+            group = open_groups[key] = _Group(key)
+            groups.append(group)
+        for a in node.args:
+            if isinstance(a, LazyNode) and a.group is not None and a.group is not group:
+                source = a.group
+                a.escapes = True
+                if not source.sealed:
+                    source.sealed = True
+                    del open_groups[source.key]
+                group.deps.add(source)
+                group.deps |= source.deps
+        group.nodes.append(node)
+        node.group = group
+        if node.reduces:
+            group.sealed = True
+            del open_groups[key]
+    return groups
+
+
+def _describe(group: _Group) -> tuple[FusedGroup, list[Any], list[Any], list[LazyNode]]:
+    """The group's IR (the plan-cache key), its input primitives, its scalars, and the nodes
+    whose values its kernel returns, in order."""
+    inputs: list[Any] = []
+    input_descs: list[TensorDesc] = []
+    input_index: dict[int, int] = {}
+    scalars: list[Any] = []
+    scalar_dtypes: list[DType] = []
+    local_index: dict[int, int] = {}
+    ops: list[FusedOp] = []
+    outputs: list[int] = []
+    out_nodes: list[LazyNode] = []
+    reduction: Reduction | None = None
+    for node in group.nodes:
+        refs: list[Ref] = []
+        for position in node.operands:
+            a = node.args[position]
+            if isinstance(a, LazyNode | FusionTensor):
+                local = local_index.get(id(a))
+                if local is not None:
+                    refs.append(Ref("local", local))
+                    continue
+                index = input_index.get(id(a))
+                if index is None:
+                    index = input_index[id(a)] = len(inputs)
+                    inputs.append(a.value)
+                    input_descs.append(TensorDesc(a.shape, ir_dtype(a.dtype) if isinstance(
+                        a, FusionTensor) else a.dtype))
+                refs.append(Ref("input", index))
+            else:
+                refs.append(Ref("scalar", len(scalars)))
+                scalars.append(a)
+                scalar_dtypes.append(node.scalar_dtype)
+        if node.reduces:
+            reduction = Reduction(node.op, refs[0], node.dim, node.shape, node.dtype)
+            continue
+        local_index[id(node)] = len(ops)
+        if node.escapes or (node.handle is not None and node.handle() is not None):
+            outputs.append(len(ops))
+            out_nodes.append(node)
+        ops.append(FusedOp(node.op, tuple(refs), node.dtype))
+    if reduction is not None:
+        out_nodes.append(group.nodes[-1])
+    fused = FusedGroup(group.key, tuple(input_descs), tuple(scalar_dtypes), tuple(ops),
+                       tuple(outputs), reduction)
+    return fused, inputs, scalars, out_nodes

@@ -1,0 +1,246 @@
+"""The CPU fuser: each fused group becomes one numba-compiled loop over its broadcast shape.
+
+The loop is generated as Python source: a flat loop when every input has the group's shape,
+nested loops over broadcast views otherwise (a stretched dim has stride 0), the ops inlined as
+scalar expressions, only the group's outputs stored. Floats sum in float64. Big groups run
+multi-threaded (``prange``) when numba has more than one thread. Kernels are cached by their
+source, so equal groups of different Fusion classes compile once.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from burnpy.backend.dtype import DType
+from burnpy.fusion.fuser import FusedKernel
+from burnpy.ir.fused import FusedGroup, Ref
+
+#: The dtypes numba computes natively (float16 and bfloat16 stay on NumPy).
+_DTYPES = frozenset({DType.float64, DType.float32, DType.int64, DType.int32, DType.int16,
+                     DType.int8, DType.uint8, DType.bool_})
+
+#: Each vocabulary op as a scalar expression of its operands a, b, c (T: the result type).
+_EXPRESSIONS: dict[str, str] = {
+    "add": "a + b", "sub": "a - b", "mul": "a * b", "pow": "a ** b",
+    "atan2": "np.arctan2(a, b)", "neg": "-a", "abs": "abs(a)",
+    "sign": "(1 if a > 0 else (-1 if a < 0 else 0))",
+    "exp": "np.exp(a)", "log": "np.log(a)", "log1p": "np.log1p(a)", "sqrt": "np.sqrt(a)",
+    "sin": "np.sin(a)", "cos": "np.cos(a)", "tan": "np.tan(a)", "sinh": "np.sinh(a)",
+    "cosh": "np.cosh(a)", "tanh": "np.tanh(a)", "asin": "np.arcsin(a)",
+    "acos": "np.arccos(a)", "atan": "np.arctan(a)", "asinh": "np.arcsinh(a)",
+    "acosh": "np.arccosh(a)", "atanh": "np.arctanh(a)", "erf": "math.erf(a)",
+    "round": "np.rint(a)", "floor": "np.floor(a)", "ceil": "np.ceil(a)", "trunc": "np.trunc(a)",
+    "clamp": "(b if a < b else (c if a > c else a))",
+    "clamp_min": "(b if a < b else a)", "clamp_max": "(b if a > b else a)",
+    "where": "(b if a else c)", "copy": "a",
+    "equal": "a == b", "not_equal": "a != b", "greater": "a > b", "greater_equal": "a >= b",
+    "lower": "a < b", "lower_equal": "a <= b", "is_nan": "np.isnan(a)",
+    "is_inf": "np.isinf(a)", "not": "not a", "and": "a and b", "or": "a or b",
+    "xor": "a != b",
+}
+_FLOAT_ONLY = frozenset({"exp", "log", "log1p", "sqrt", "sin", "cos", "tan", "sinh", "cosh",
+                         "tanh", "asin", "acos", "atan", "asinh", "acosh", "atanh", "erf",
+                         "round", "floor", "ceil", "trunc", "atan2", "is_nan", "is_inf"})
+_REDUCTIONS = frozenset({"sum", "mean", "prod", "max", "min"})
+
+#: Below this many elements a group runs op by op on NumPy: the kernel call's fixed cost
+#: (argument checks, allocation) is more than the memory traffic fusion saves.
+MIN_ELEMENTS = 1 << 12
+#: From this many elements on, a kernel is compiled with ``parallel=True`` (if numba has threads).
+PARALLEL_ELEMENTS = 1 << 18
+
+
+class CpuFuser:
+    """Compiles ``FusedGroup``s to numba loops (see the module docstring)."""
+
+    def __init__(self, min_elements: int = MIN_ELEMENTS) -> None:
+        self.min_elements = min_elements
+        self._kernels: dict[str, Callable[..., Any]] = {}
+        self._lock = threading.Lock()
+
+    def accepts(self, op: str, dtypes: tuple[DType, ...]) -> bool:
+        """Every vocabulary op on numba's dtypes; float-only functions on floats only;
+        ``div`` and ``remainder`` on floats (NumPy's integer rules for 0 are kept on NumPy)."""
+        if not all(d in _DTYPES for d in dtypes):
+            return False
+        if op in _REDUCTIONS:
+            return not dtypes[0].is_bool
+        if op in _FLOAT_ONLY or op in ("div", "remainder"):
+            return all(d.is_float for d in dtypes[:1])
+        return op in _EXPRESSIONS
+
+    def compile(self, group: FusedGroup) -> FusedKernel | None:
+        """A kernel for ``group``, or None when it is too small to pay."""
+        size = math.prod(group.shape)
+        if size < self.min_elements:
+            return None
+        source, flat = _source(group, size >= PARALLEL_ELEMENTS and _threads() > 1)
+        loop = self._compiled(source)
+        return _launcher(group, loop, flat)
+
+    def _compiled(self, source: str) -> Callable[..., Any]:
+        with self._lock:
+            found = self._kernels.get(source)
+            if found is None:
+                import numba  # the fusion path's dependency, imported on first compile
+
+                namespace: dict[str, Any] = {"np": np, "math": math, "prange": numba.prange}
+                exec(compile(source, "<burnpy fused kernel>", "exec"), namespace)
+                parallel = "prange" in source
+                found = self._kernels[source] = numba.njit(
+                    parallel=parallel, error_model="numpy", nogil=True)(namespace["kernel"])
+            return found
+
+
+def _threads() -> int:
+    import numba
+
+    return int(numba.config.NUMBA_NUM_THREADS)
+
+
+def _numpy_name(dtype: DType) -> str:
+    return "np.bool_" if dtype is DType.bool_ else f"np.{dtype.value}"
+
+
+def _accumulator(dtype: DType) -> DType:
+    return DType.float64 if dtype.is_float else DType.int64
+
+
+def _source(group: FusedGroup, parallel: bool) -> tuple[str, bool]:
+    """The loop's Python source, and whether it is flat (every input of the group's shape)."""
+    shape = group.shape
+    reduction = group.reduction
+    flat = all(d.shape == shape for d in group.inputs) and (
+        reduction is None or reduction.dim is None)
+    ndim = len(shape)
+    ins = [f"in{i}" for i in range(len(group.inputs))]
+    scalars = [f"s{i}" for i in range(len(group.scalars))]
+    outs = [f"out{k}" for k in range(len(group.outputs))]
+    params = ["shape", *ins, *scalars, *outs]
+    if reduction is not None and reduction.dim is not None:
+        params.append("red")
+    # a full reduction in parallel only for += and *=, the reductions prange knows
+    full = reduction is not None and reduction.dim is None
+    can_parallel = parallel and (reduction is None or (full and reduction.name in (
+        "sum", "mean", "prod")) or (reduction.dim is not None and reduction.dim != 0))
+    loop = "prange" if can_parallel else "range"
+    lines = [f"def kernel({', '.join(params)}):"]
+    indent = "    "
+    if full:
+        assert reduction is not None
+        acc = _numpy_name(_accumulator(reduction.dtype))
+        start = {"sum": "0", "mean": "0", "prod": "1", "max": "-np.inf", "min": "np.inf"}
+        init = start[reduction.name]
+        if not reduction.dtype.is_float and reduction.name in ("max", "min"):
+            info = "np.iinfo(np.int64)"
+            init = f"{info}.min" if reduction.name == "max" else f"{info}.max"
+        lines.append(f"{indent}acc = {acc}({init})")
+    if flat:
+        lines.append(f"{indent}for i in {loop}(shape[0]):")
+        indent += "    "
+        index = "i"
+    else:
+        for d in range(ndim):
+            lines.append(f"{indent}for i{d} in {loop if d == 0 else 'range'}(shape[{d}]):")
+            indent += "    "
+        index = ", ".join(f"i{d}" for d in range(ndim)) if ndim else "0"
+    for i, name in enumerate(ins):
+        lines.append(f"{indent}v{i} = {name}[{index}]")
+
+    def operand(ref: Ref) -> str:
+        return {"input": "v", "scalar": "s", "local": "t"}[ref.kind] + str(ref.index)
+
+    for j, op in enumerate(group.ops):
+        names = dict(zip("abc", map(operand, op.operands), strict=False))
+        if op.name == "div":
+            expression = "a / b" if op.dtype.is_float else "a // b"
+        elif op.name == "remainder":
+            expression = "a % b"
+        elif op.name == "cast":
+            expression = "a != 0" if op.dtype.is_bool else "a"
+        else:
+            expression = _EXPRESSIONS[op.name]
+        text = expression
+        for letter, value in names.items():
+            text = _substitute(text, letter, value)
+        lines.append(f"{indent}t{j} = {_numpy_name(op.dtype)}({text})")
+    for k, local in enumerate(group.outputs):
+        lines.append(f"{indent}{outs[k]}[{index}] = t{local}")
+    if reduction is not None:
+        value = operand(reduction.operand)
+        if reduction.dim is None:
+            lines += _accumulate(indent, "acc", value, reduction.name)
+        else:
+            red_index = ", ".join("0" if d == reduction.dim else f"i{d}" for d in range(ndim))
+            lines += _accumulate(indent, f"red[{red_index}]", value, reduction.name)
+    if full:
+        lines.append("    return acc")
+    return "\n".join(lines) + "\n", flat
+
+
+def _accumulate(indent: str, target: str, value: str, name: str) -> list[str]:
+    if name in ("sum", "mean"):
+        return [f"{indent}{target} += {value}"]
+    if name == "prod":
+        return [f"{indent}{target} *= {value}"]
+    compare = ">" if name == "max" else "<"
+    return [f"{indent}if {value} {compare} {target} or {value} != {value}:",
+            f"{indent}    {target} = {value}"]
+
+
+def _substitute(expression: str, letter: str, value: str) -> str:
+    """``expression`` with the operand name ``letter`` (a whole word) replaced by ``value``."""
+    import re
+
+    return re.sub(rf"\b{letter}\b", value, expression)
+
+
+def _launcher(group: FusedGroup, loop: Callable[..., Any], flat: bool) -> FusedKernel:
+    """``kernel(inputs, scalars)``: the inputs laid out for the loop, the outputs allocated."""
+    shape = group.shape
+    out_dtypes = [group.ops[j].dtype.numpy for j in group.outputs]
+    scalar_types = [d.numpy.type for d in group.scalars]
+    reduction = group.reduction
+    start = {"sum": 0, "mean": 0, "prod": 1, "max": -np.inf, "min": np.inf}
+    extents = (math.prod(shape),) if flat else shape
+    count = 1
+    if reduction is not None:
+        count = math.prod(shape) if reduction.dim is None else shape[reduction.dim]
+        acc_dtype = _accumulator(reduction.dtype).numpy
+        red_dtype = reduction.dtype.numpy
+
+    def kernel(inputs: Sequence[Any], scalars: Sequence[float | int | bool]) -> tuple[Any, ...]:
+        if flat:
+            args: list[Any] = [np.ravel(x) for x in inputs]
+        else:
+            args = [np.broadcast_to(x, shape) for x in inputs]
+        args.insert(0, extents)
+        args += [t(s) for t, s in zip(scalar_types, scalars, strict=True)]
+        outs = [np.empty(shape, dtype) for dtype in out_dtypes]
+        args += [np.ravel(o) for o in outs] if flat else outs
+        if reduction is None:
+            loop(*args)
+            return tuple(outs)
+        if reduction.dim is None:
+            total = loop(*args)
+            result = np.asarray(total / count if reduction.name == "mean" else total)
+        else:
+            init = start[reduction.name]
+            if acc_dtype.kind != "f" and reduction.name in ("max", "min"):
+                info = np.iinfo(np.int64)
+                init = info.min if reduction.name == "max" else info.max
+            red = np.full(reduction.shape, init, acc_dtype)
+            loop(*args, red)
+            result = red / count if reduction.name == "mean" else red
+        return (*outs, result.astype(red_dtype, copy=False))
+
+    return kernel
+
+
+#: The fuser every CpuBackend class declares: one kernel cache for the process.
+FUSER = CpuFuser()
