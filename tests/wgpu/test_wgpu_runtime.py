@@ -51,6 +51,7 @@ def test_native_adapters_come_before_opengl(monkeypatch: pytest.MonkeyPatch) -> 
 
     from burnpy_wgpu import device as wdevice
 
+    monkeypatch.delenv("BURNPY_WGPU_BACKEND", raising=False)
     gl, vk = _FakeAdapter("OpenGL"), _FakeAdapter("Vulkan")
     monkeypatch.setattr(wgpu.gpu, "enumerate_adapters_sync", lambda: [gl, vk])
     monkeypatch.setattr(wgpu.gpu, "request_adapter_sync", lambda power_preference: gl)
