@@ -18,11 +18,9 @@ from burnpy.ir import FusedGroup, FusedOp, Reduction, Ref, TensorDesc
 from burnpy.nn import functional as fn
 from burnpy.testing import OpCase, backends_available, parametrize_cases, run_case
 from burnpy.testing.grad_check import parametrize_grad_cases, run_grad_case
-
-pytest.importorskip("wgpu")
-from burnpy_wgpu import WgpuBackend  # noqa: E402
-from burnpy_wgpu.fuser import WgslFuser, wgsl_source  # noqa: E402
-from burnpy_wgpu.runtime import runtime_for  # noqa: E402
+from burnpy_wgpu import WgpuBackend
+from burnpy_wgpu.fuser import WgslFuser, wgsl_source
+from burnpy_wgpu.runtime import runtime_for
 
 if WgpuBackend not in backends_available():
     pytest.skip("no WebGPU adapter here", allow_module_level=True)
