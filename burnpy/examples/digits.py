@@ -21,6 +21,7 @@ import burnpy.nn as nn
 from burnpy.autodiff import Autodiff, BalancedCheckpointing, NoCheckpointing
 from burnpy.backend.errors import InvalidArgumentError
 from burnpy.data import ArrayDataset, DataLoader
+from burnpy.fusion import Fusion
 from burnpy.optim import Adam, CosineAnnealingLR
 from burnpy.quantization import QuantScheme
 from burnpy.tensor import Tensor
@@ -122,6 +123,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                    help="folder for the model, checkpoints and plot")
     p.add_argument("--limit", type=int, default=None, help="use only this many samples")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
+    p.add_argument("--fusion", action="store_true",
+                   help="run on Fusion(backend): elementwise chains fused into compiled kernels")
     return p.parse_args(argv)
 
 
@@ -129,6 +132,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     began = time.perf_counter()
     inner = load_backend(args.backend)
+    if args.fusion:
+        inner = Fusion(inner)
     backend = Autodiff[inner, CHECKPOINTING[args.checkpointing]]
     device = inner.default_device()
     inner.seed(device, args.seed)

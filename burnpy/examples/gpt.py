@@ -28,6 +28,7 @@ from tqdm import tqdm
 from burnpy.autodiff import Autodiff
 from burnpy.examples.digits import BACKENDS, load_backend
 from burnpy.examples.gpt_model import GPT, GPTConfig, decay_groups
+from burnpy.fusion import Fusion
 from burnpy.optim import AdamW, GradientClipping, warmup_cosine
 from burnpy.record import Record, from_record, read_record, to_record, write_record
 from burnpy.tensor import Tensor
@@ -248,6 +249,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--resume", action="store_true",
                    help="continue from --out's checkpoint (same set-up and seed)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--fusion", action="store_true",
+                   help="run on Fusion(backend): elementwise chains fused into compiled kernels")
     args = p.parse_args(argv)
     if args.short:
         args.n_layer, args.n_embd, args.block_size, args.batch_size = 1, 32, 32, 8
@@ -275,6 +278,8 @@ def _is_terminal() -> bool:
 def run(args: argparse.Namespace) -> RunResult:
     """Train (or resume), evaluate, checkpoint, plot and sample, as ``main`` describes."""
     inner = load_backend(args.backend)
+    if args.fusion:
+        inner = Fusion(inner)
     backend = Autodiff[inner]
     inner.seed(inner.default_device(), args.seed)
     text = args.text.read_text(encoding="utf-8") if args.text else synthetic_corpus(

@@ -32,6 +32,7 @@ from burnpy.autodiff import Autodiff
 from burnpy.backend.dtype import DType
 from burnpy.examples.digits import BACKENDS, load_backend
 from burnpy.func import jvp
+from burnpy.fusion import Fusion
 from burnpy.optim import Adam, CosineAnnealingLR
 from burnpy.tensor import Tensor, cat
 
@@ -213,6 +214,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", type=Path, default=Path("runs/pinn"), help="folder for the plot")
     p.add_argument("--short", action="store_true", help="a few steps on few points (for tests)")
+    p.add_argument("--fusion", action="store_true",
+                   help="run on Fusion(backend): elementwise chains fused into compiled kernels")
     args = p.parse_args(argv)
     if args.short:
         args.steps, args.points, args.edge_points = 5, 64, 16
@@ -223,6 +226,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     began = time.perf_counter()
     inner = load_backend(args.backend)
+    if args.fusion:
+        inner = Fusion(inner)
     backend = Autodiff(inner)
     dtype = DTYPES[args.dtype]
     inner.seed(inner.default_device(), args.seed)

@@ -3,13 +3,16 @@
 ``Fusion(B)`` builds, once per B and thread-safely, a subclass of ``FusionBackend`` whose
 float, int and bool primitives are ``FusionTensor`` handles (quantized ones are B's own). The
 class is derived from the protocol: each op in ``burnpy.ir.FUSABLE`` is recorded on the
-device's stream; each provided op in ``ELEMENTWISE_COMPOSITES`` keeps the protocol's default
-(its composition is recorded, so it fuses); every other op runs eagerly on B once the values
-it reads are materialized.
+device's stream (or run at once on B when smaller than the fuser's ``min_elements``); each
+provided op in ``ELEMENTWISE_COMPOSITES`` keeps the protocol's default (its composition is
+recorded, so it fuses; B's own op on smaller tensors); every other op runs eagerly on B once
+the values it reads are materialized.
 """
 
 from __future__ import annotations
 
+import inspect
+import math
 import weakref
 from collections.abc import Callable
 from typing import Any, ClassVar
@@ -31,6 +34,12 @@ from burnpy.ir.fused import ELEMENTWISE_COMPOSITES, FUSABLE, Fusable, FusedGroup
 _KEPT_DEFAULTS = frozenset({"float_detach", "float_is_require_grad", "float_set_require_grad"})
 
 
+#: How a recorded op types, cached per class by its operands' dtypes: its result's ``DType``, its
+#: first operand's (the dtype runtime scalars convert to) and the handle's dtype in the inner
+#: primitives' form; None when B's fuser refuses the op or burnpy's promotion is B's to apply.
+Typing = tuple[DType, DType, Any] | None
+
+
 class FusionBackend(Backend, abstract=True):
     """Base of every ``Fusion(B)`` class. ``InnerBackend`` is B; ``stats`` counts what it did
     (kernels launched and compiled, plan-cache hits, ops run eagerly)."""
@@ -43,7 +52,7 @@ class FusionBackend(Backend, abstract=True):
     _plans: ClassVar[dict[FusedGroup, Any]]
     _streams: ClassVar[dict[Device, Stream]]
     _fuser: ClassVar[list[Fuser | None]]
-    _accepted: ClassVar[dict[tuple[str, tuple[DType, ...]], bool]]
+    _accepted: ClassVar[dict[tuple[Any, ...], Typing]]
     _primitives: ClassVar[tuple[type, ...]]
 
     # ---- the backend's non-op methods, delegated to B ------------------------------------------
@@ -106,6 +115,8 @@ class FusionBackend(Backend, abstract=True):
     def clear_plans(cls) -> None:
         """Forget every compiled plan (the next groups compile again)."""
         cls._plans.clear()
+        for stream in list(cls._streams.values()):
+            stream.signatures.clear()
 
     # ---- crossing between this backend and B ---------------------------------------------------
     @staticmethod
@@ -129,16 +140,21 @@ class FusionBackend(Backend, abstract=True):
     q_from_inner = q_inner
 
     @classmethod
+    def _wrap_one(cls, primitive: Any) -> FusionTensor:
+        """B's primitive as a materialized handle."""
+        inner = cls.InnerBackend
+        if inner.multi_device:
+            kind = ir_dtype(primitive.dtype).kind
+            device = getattr(inner, f"{kind}_device")(primitive)
+        else:
+            device = cls._single_device
+        return FusionTensor(tuple(primitive.shape), primitive.dtype, device, primitive)
+
+    @classmethod
     def _wrap(cls, value: Any) -> Any:
         """B's result as this backend returns it: primitives become materialized handles."""
         if isinstance(value, cls._primitives):
-            inner = cls.InnerBackend
-            if inner.multi_device:
-                kind = ir_dtype(value.dtype).kind
-                device = getattr(inner, f"{kind}_device")(value)
-            else:
-                device = cls._single_device
-            return FusionTensor(tuple(value.shape), value.dtype, device, value)
+            return cls._wrap_one(value)
         if isinstance(value, tuple):
             return tuple(cls._wrap(v) for v in value)
         if isinstance(value, list):
@@ -156,11 +172,17 @@ def materialize(tensor: FusionTensor) -> Any:
     return tensor.value
 
 
+#: Argument types that are never handles (passed to B as they are).
+_PLAIN = frozenset({int, float, bool, str, type(None)})
+
+
 def _unwrap(value: Any) -> Any:
     """An argument as B takes it: handles materialized, inside lists and tuples too."""
     if isinstance(value, FusionTensor):
         return value.value if value.node is None else materialize(value)
     if isinstance(value, tuple):
+        if _PLAIN.issuperset(map(type, value)):  # a shape, dims: nothing to unwrap
+            return value
         return tuple(_unwrap(v) for v in value)
     if isinstance(value, list):
         return [_unwrap(v) for v in value]
@@ -173,11 +195,41 @@ def _eager(name: str) -> Callable[..., Any]:
     def op(cls: type[FusionBackend], *args: Any, **kwargs: Any) -> Any:
         cls.stats.eager_ops += 1
         inner_op = getattr(cls.InnerBackend, name)
-        return cls._wrap(inner_op(*[_unwrap(a) for a in args],
-                                  **{k: _unwrap(v) for k, v in kwargs.items()}))
+        unwrapped = [a.value if type(a) is FusionTensor and a.node is None
+                     else a if type(a) in _PLAIN else _unwrap(a) for a in args]
+        if kwargs:
+            result = inner_op(*unwrapped, **{k: _unwrap(v) for k, v in kwargs.items()})
+        else:
+            result = inner_op(*unwrapped)
+        if type(result) in cls._primitives:  # the common case: one primitive
+            device = cls._single_device
+            if device is None:
+                return cls._wrap_one(result)
+            shape = result.shape
+            return FusionTensor(shape if type(shape) is tuple else tuple(shape), result.dtype,
+                                device, result)
+        return cls._wrap(result)
 
     op.__name__ = name
     op.__doc__ = f"``{name}`` on the inner backend, after the values it reads are computed."
+    return op
+
+
+def _composite(name: str) -> Callable[..., Any]:
+    """A provided elementwise composite (``ELEMENTWISE_COMPOSITES``): the protocol's default,
+    whose ops are recorded and fuse, on tensors of a kernel's size; B's own op on smaller ones
+    (or without a fuser), where the default's pieces would each run eagerly anyway."""
+    default = inspect.getattr_static(FusionBackend, name).__func__
+    eager = _eager(name)
+
+    def op(cls: type[FusionBackend], *args: Any, **kwargs: Any) -> Any:
+        fuser = cls._fuser[0] if cls._fuser else cls.fuser()
+        if fuser is None or math.prod(args[0].shape) < getattr(fuser, "min_elements", 0):
+            return eager(cls, *args, **kwargs)
+        return default(cls, *args, **kwargs)
+
+    op.__name__ = name
+    op.__doc__ = f"``{name}``: fused from its default's ops, or B's own on small tensors."
     return op
 
 
@@ -189,39 +241,80 @@ def _broadcast(shapes: list[tuple[int, ...]]) -> tuple[int, ...]:
     return first
 
 
+def _typing(cls: type[FusionBackend], op_name: str, operands: tuple[int, ...],
+            args: tuple[Any, ...], result: str, extra: int | None) -> Typing:
+    """The op's typing (see ``Typing``), worked out once per key."""
+    fuser = cls.fuser()
+    if fuser is None:
+        return None
+    first = args[0]
+    first_dtype = ir_dtype(first.dtype)
+    operand_dtypes = tuple(ir_dtype(args[p].dtype) if isinstance(args[p], FusionTensor)
+                           else first_dtype for p in operands)
+    if result == "promote":
+        floats = [d for d in operand_dtypes if not d.is_bool]
+        promoted = floats[0] if all(d is floats[0] for d in floats) else _promote(floats)
+        if promoted is None:
+            return None  # B promotes (or names the clash) its own way
+        dtype = promoted
+    elif result == "bool":
+        dtype = DType.bool_
+    elif result == "dtype_arg":
+        dtype = DType.of(args[extra])  # type: ignore[index]
+    else:
+        dtype = first_dtype
+    if not fuser.accepts(op_name, (*operand_dtypes, dtype)):
+        return None
+    return dtype, first_dtype, dtype if isinstance(first.dtype, DType) else dtype.numpy
+
+
 def _recorder(name: str, spec: Fusable) -> Callable[..., Any]:
-    """The op ``name`` recorded on the stream (or run now when B's fuser refuses it)."""
+    """The op ``name`` recorded on the stream (or run now when B's fuser refuses it, or when
+    it is smaller than the fuser's ``min_elements``)."""
     eager = _eager(name)
     vocabulary_op, positions, result, extra = spec
     reduces = result == "reduce"
+    typed_by_arg = result == "dtype_arg"
+    expands = result == "expand"
 
     def op(cls: type[FusionBackend], *args: Any) -> Any:
         first = args[0]
-        if cls.fuser() is None:
+        fuser = cls._fuser[0] if cls._fuser else cls.fuser()
+        if fuser is None:
             return eager(cls, *args)
+        floor = getattr(fuser, "min_elements", 0)
+        if floor:  # a cheap bound first: the loop has at most the product of the sizes
+            if reduces:
+                bound = math.prod(first.shape)
+            elif expands:
+                bound = math.prod(args[extra])  # type: ignore[index]
+            else:
+                bound = 1
+                for a in args:
+                    if type(a) is FusionTensor:
+                        bound *= math.prod(a.shape)
+            if bound < floor:
+                return eager(cls, *args)
         op_name, operands = vocabulary_op, positions
         if op_name == "clamp" and (args[1] is None or args[2] is None):
             if args[1] is None and args[2] is None:
                 return first
             op_name, operands = ("clamp_max", (0, 2)) if args[1] is None else ("clamp_min",
                                                                                 (0, 1))
-        first_dtype = ir_dtype(first.dtype)
-        tensors = [args[p] for p in operands if isinstance(args[p], FusionTensor)]
-        operand_dtypes = tuple(ir_dtype(args[p].dtype) if isinstance(args[p], FusionTensor)
-                               else first_dtype for p in operands)
+        # the typing depends only on the operands' dtypes (a number's type stands for itself)
+        key = (op_name, *[a.dtype if type(a) is FusionTensor else type(a)
+                          for a in [args[p] for p in operands]],
+               args[extra] if typed_by_arg else None)  # type: ignore[index]
+        try:
+            typing = cls._accepted[key]
+        except KeyError:
+            typing = cls._accepted[key] = _typing(cls, op_name, operands, args, result, extra)
+        if typing is None:
+            return eager(cls, *args)
+        dtype, first_dtype, handle_dtype = typing
         dim: int | None = None
-        if result == "same" or result == "expand":
-            dtype = first_dtype
-        elif result == "promote":
-            floats = [d for d in operand_dtypes if not d.is_bool]
-            dtype = floats[0] if all(d is floats[0] for d in floats) else _promote(floats)
-        elif result == "bool":
-            dtype = DType.bool_
-        elif result == "dtype_arg":
-            dtype = DType.of(args[extra])  # type: ignore[index]
-        else:
-            dtype = first_dtype
-        if result == "expand":
+        tensors = [a for a in [args[p] for p in operands] if type(a) is FusionTensor]
+        if expands:
             shape = tuple(args[extra])  # type: ignore[index]
             _broadcast([first.shape, shape])
         elif reduces:
@@ -234,26 +327,21 @@ def _recorder(name: str, spec: Fusable) -> Callable[..., Any]:
                     return eager(cls, *args)  # B names the bad dim
                 dim %= max(rank, 1)
                 shape = tuple(1 if i == dim else s for i, s in enumerate(first.shape))
+        elif len(tensors) == 1:
+            shape = tensors[0].shape
         else:
             shape = _broadcast([t.shape for t in tensors])
-        key = (op_name, (*operand_dtypes, dtype))
-        accepted = cls._accepted.get(key)
-        if accepted is None:
-            fuser = cls.fuser()
-            accepted = cls._accepted[key] = fuser is not None and fuser.accepts(*key)
-        if not accepted:
-            return eager(cls, *args)
+        if math.prod(first.shape if reduces else shape) < floor:
+            return eager(cls, *args)  # too small for a kernel: no recording, no flush
         device = first.device
         if cls.InnerBackend.multi_device and any(t.device != device for t in tensors):
             raise DeviceMismatchError(f"{name}: tensors on {device} and "
                                       f"{next(t.device for t in tensors if t.device != device)}")
         stream = cls.stream(device)
         node = LazyNode(stream, name, op_name,
-                        tuple(a.node or a if isinstance(a, FusionTensor) else a for a in args),
+                        tuple([a.node or a if type(a) is FusionTensor else a for a in args]),
                         operands, shape, dtype, first_dtype, reduces, dim)
-        like = first.dtype
-        handle = FusionTensor(shape, dtype if isinstance(like, DType) else dtype.numpy, device,
-                              None, node)
+        handle = FusionTensor(shape, handle_dtype, device, None, node)
         node.handle = weakref.ref(handle)
         stream.nodes.append(node)
         return handle
@@ -263,15 +351,18 @@ def _recorder(name: str, spec: Fusable) -> Callable[..., Any]:
     return op
 
 
-_PROMOTED: dict[tuple[DType, ...], DType] = {}
+_PROMOTED: dict[tuple[DType, ...], DType | None] = {}
 
 
-def _promote(dtypes: list[DType]) -> DType:
+def _promote(dtypes: list[DType]) -> DType | None:
+    """NumPy's common dtype of ``dtypes``, or None when it has none (float16 with bfloat16)."""
     key = tuple(dtypes)
-    found = _PROMOTED.get(key)
-    if found is None:
-        found = _PROMOTED[key] = DType.of(np.result_type(*[d.numpy for d in dtypes]))
-    return found
+    if key not in _PROMOTED:
+        try:
+            _PROMOTED[key] = DType.of(np.result_type(*[d.numpy for d in dtypes]))
+        except TypeError:
+            _PROMOTED[key] = None
+    return _PROMOTED[key]
 
 
 class _FusionFactory:
@@ -303,12 +394,17 @@ def _build(inner: type[Backend]) -> type[FusionBackend]:
     namespace: dict[str, Any] = {}
     own = {name for klass in FusionBackend.__mro__[:1] for name in vars(klass)}
     for name in _protocol_ops():
-        if name in own or name in _KEPT_DEFAULTS or name in ELEMENTWISE_COMPOSITES:
+        if name in own or name in _KEPT_DEFAULTS:
+            continue
+        if name in ELEMENTWISE_COMPOSITES:
+            namespace[name] = classmethod(_composite(name))
             continue
         spec = FUSABLE.get(name)
         namespace[name] = classmethod(_recorder(name, spec) if spec else _eager(name))
     primitives = {inner.FloatTensorPrimitive, inner.IntTensorPrimitive,
                   inner.BoolTensorPrimitive} - {object, inner.QuantizedTensorPrimitive}
+    if np.ndarray in primitives:  # NumPy ops on 0-d arrays return NumPy scalars
+        primitives.add(np.generic)
     name = f"Fusion[{inner.__name__}]"
     namespace.update(
         __module__=__name__,

@@ -20,7 +20,10 @@ broadcast ``shape``; its input tensors (shape and dtype, each broadcastable to `
 NumPy's rules); the dtypes of its runtime scalars; the elementwise ops, each reading inputs,
 scalars and earlier locals and producing one local of ``shape``; which locals must be written
 (``outputs``; the others must never reach memory); and the optional ``Reduction`` closing it.
-Groups have at least two ops. ``Fusion`` caches the result by the group (equal structure,
+Groups have at least two ops. A fuser may also have an int attribute ``min_elements``: an op
+whose loop (its result, or a reduction's input) has fewer elements then runs eagerly on ``B``
+at once, without being recorded (a kernel would not pay; recording and flushing would cost more
+than the op). ``Fusion`` caches the result by the group (equal structure,
 same kernel), so ``compile`` runs once per distinct group.
 
 What a fuser returns

@@ -97,7 +97,7 @@ class _Group:
 class Stream:
     """The pending ops of one device of one Fusion backend."""
 
-    __slots__ = ("fuser", "inner", "lock", "nodes", "plans", "stats")
+    __slots__ = ("fuser", "inner", "lock", "nodes", "plans", "signatures", "stats")
 
     def __init__(self, inner: Any, fuser: Fuser | None, plans: dict[FusedGroup, Any],
                  stats: FusionStats) -> None:
@@ -107,6 +107,9 @@ class Stream:
         self.stats = stats
         self.nodes: list[LazyNode] = []
         self.lock = threading.RLock()
+        #: The plans again, keyed by ``_signature``: cheap to build and hash, so a replayed
+        #: group skips building its ``FusedGroup``.
+        self.signatures: dict[tuple[Any, ...], FusedKernel | None] = {}
 
     def flush(self) -> None:
         """Compute every pending op that a live handle (or a later op) still needs."""
@@ -117,20 +120,28 @@ class Stream:
             live = _live(nodes)
             for group in sorted(_groups(live), key=lambda g: len(g.deps)):
                 self._run(group)
+            for node in live:  # break the node <-> group cycle: values free without the GC
+                node.group = None
 
     def _run(self, group: _Group) -> None:
         nodes = group.nodes
         if self.fuser is None or len(nodes) < 2:
             self._one_by_one(nodes)
             return
-        fused, inputs, scalars, outputs = _describe(group)
-        plans = self.plans
-        if fused in plans:
-            kernel: FusedKernel | None = plans[fused]
+        signature, inputs, scalars, outputs = _signature(group)
+        try:
+            kernel = self.signatures[signature]
             self.stats.cache_hits += 1
-        else:
-            kernel = plans[fused] = self.fuser.compile(fused)
-            self.stats.compiles += 1
+        except KeyError:
+            fused = _describe(group)
+            plans = self.plans
+            if fused in plans:
+                kernel = plans[fused]
+                self.stats.cache_hits += 1
+            else:
+                kernel = plans[fused] = self.fuser.compile(fused)
+                self.stats.compiles += 1
+            self.signatures[signature] = kernel
         if kernel is None:
             self._one_by_one(nodes)
             return
@@ -223,18 +234,58 @@ def _groups(nodes: list[LazyNode]) -> list[_Group]:
     return groups
 
 
-def _describe(group: _Group) -> tuple[FusedGroup, list[Any], list[Any], list[LazyNode]]:
-    """The group's IR (the plan-cache key), its input primitives, its scalars, and the nodes
-    whose values its kernel returns, in order."""
+def _signature(group: _Group) -> tuple[tuple[Any, ...], list[Any], list[Any], list[LazyNode]]:
+    """The group's structure as a flat tuple of cheap values (shapes, op names, NumPy dtypes,
+    operand codes; ``DType``s by identity, as they are singletons), its input primitives, its
+    scalars, and the nodes whose values its kernel returns, in order. Two groups with equal
+    signatures have equal ``FusedGroup``s (``_describe``)."""
     inputs: list[Any] = []
+    scalars: list[Any] = []
+    out_nodes: list[LazyNode] = []
+    signature: list[Any] = [group.key]
+    input_index: dict[int, int] = {}
+    local_index: dict[int, int] = {}
+    for node in group.nodes:
+        codes: list[int | None] = []
+        args = node.args
+        for position in node.operands:
+            a = args[position]
+            kind = type(a)
+            if kind is LazyNode or kind is FusionTensor:
+                key = id(a)
+                local = local_index.get(key)
+                if local is not None:
+                    codes.append(local)
+                    continue
+                index = input_index.get(key)
+                if index is None:
+                    index = input_index[key] = len(inputs)
+                    inputs.append(a.value)
+                    signature.append((a.shape, a.dtype if kind is FusionTensor else id(a.dtype)))
+                codes.append(-1 - index)
+            else:
+                codes.append(None)
+                scalars.append(a)
+        if node.reduces:
+            signature.append((node.op, node.dim, id(node.dtype), id(node.scalar_dtype), *codes))
+            out_nodes.append(node)
+            continue
+        local_index[id(node)] = len(local_index)
+        written = node.escapes or (node.handle is not None and node.handle() is not None)
+        if written:
+            out_nodes.append(node)
+        signature.append((node.op, written, id(node.dtype), id(node.scalar_dtype), *codes))
+    return tuple(signature), inputs, scalars, out_nodes
+
+
+def _describe(group: _Group) -> FusedGroup:
+    """The group's IR: the plan-cache key, and what the fuser compiles."""
     input_descs: list[TensorDesc] = []
     input_index: dict[int, int] = {}
-    scalars: list[Any] = []
     scalar_dtypes: list[DType] = []
     local_index: dict[int, int] = {}
     ops: list[FusedOp] = []
     outputs: list[int] = []
-    out_nodes: list[LazyNode] = []
     reduction: Reduction | None = None
     for node in group.nodes:
         refs: list[Ref] = []
@@ -247,14 +298,12 @@ def _describe(group: _Group) -> tuple[FusedGroup, list[Any], list[Any], list[Laz
                     continue
                 index = input_index.get(id(a))
                 if index is None:
-                    index = input_index[id(a)] = len(inputs)
-                    inputs.append(a.value)
+                    index = input_index[id(a)] = len(input_descs)
                     input_descs.append(TensorDesc(a.shape, ir_dtype(a.dtype) if isinstance(
                         a, FusionTensor) else a.dtype))
                 refs.append(Ref("input", index))
             else:
-                refs.append(Ref("scalar", len(scalars)))
-                scalars.append(a)
+                refs.append(Ref("scalar", len(scalar_dtypes)))
                 scalar_dtypes.append(node.scalar_dtype)
         if node.reduces:
             reduction = Reduction(node.op, refs[0], node.dim, node.shape, node.dtype)
@@ -262,10 +311,6 @@ def _describe(group: _Group) -> tuple[FusedGroup, list[Any], list[Any], list[Laz
         local_index[id(node)] = len(ops)
         if node.escapes or (node.handle is not None and node.handle() is not None):
             outputs.append(len(ops))
-            out_nodes.append(node)
         ops.append(FusedOp(node.op, tuple(refs), node.dtype))
-    if reduction is not None:
-        out_nodes.append(group.nodes[-1])
-    fused = FusedGroup(group.key, tuple(input_descs), tuple(scalar_dtypes), tuple(ops),
-                       tuple(outputs), reduction)
-    return fused, inputs, scalars, out_nodes
+    return FusedGroup(group.key, tuple(input_descs), tuple(scalar_dtypes), tuple(ops),
+                      tuple(outputs), reduction)

@@ -19,6 +19,7 @@ implements it per dtype and states what it accepts (see ``burnpy.fusion.fuser``)
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Literal, NamedTuple
 
 from burnpy.backend.dtype import DType
@@ -28,7 +29,8 @@ from burnpy.ir.desc import TensorDesc
 RefKind = Literal["input", "scalar", "local"]
 
 
-class Ref(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class Ref:
     """Where an operand comes from: the group's input, runtime scalar or local ``index``."""
 
     kind: RefKind

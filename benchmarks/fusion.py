@@ -1,0 +1,184 @@
+"""Fusion(CpuBackend) against CpuBackend and NumPy: a 10-op elementwise chain on 4M float32
+values, transcendental chains (GELU-tanh, sigmoid), and training steps under Autodiff (a GELU
+MLP, the GPT example's model with AdamW and clipping, the digits CNN with Adam); one thread,
+alternating, medians.
+
+``python -m benchmarks.fusion [--repeats N] [--only chain,mlp,gpt,digits]``. Prints each
+median, the ratios, the first step's compile time and the plan-cache hit rate over 100 steps.
+Times are the process's CPU time (one thread), which other processes on a shared machine do
+not inflate as they do wall-clock time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+from collections.abc import Callable
+
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMBA_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+import numpy as np  # noqa: E402
+
+import burnpy.nn.functional as F  # noqa: E402
+from burnpy import Autodiff, Fusion, Tensor  # noqa: E402
+from burnpy.backend.base import Backend  # noqa: E402
+from burnpy.examples.digits import DigitsCNN  # noqa: E402
+from burnpy.examples.gpt_model import GPT, GPTConfig, decay_groups  # noqa: E402
+from burnpy.nn import Module  # noqa: E402
+from burnpy.optim import Adam, AdamW, GradientClipping, Optimizer  # noqa: E402
+from burnpy_cpu import CpuBackend  # noqa: E402
+
+FUSED = Fusion(CpuBackend)
+
+
+def chain(x: Tensor) -> Tensor:
+    """Ten elementwise ops."""
+    y = x * 1.5 + 0.5
+    y = y * y - x
+    y = y.abs() * 0.25 + x
+    y = y.clamp(0.0, 2.0)
+    return (y - 0.5) * x
+
+
+def numpy_chain(x: np.ndarray) -> np.ndarray:
+    """The same ten ops on NumPy."""
+    y = x * np.float32(1.5) + np.float32(0.5)
+    y = y * y - x
+    y = np.abs(y) * np.float32(0.25) + x
+    y = np.clip(y, np.float32(0.0), np.float32(2.0))
+    return (y - np.float32(0.5)) * x
+
+
+def medians(runs: dict[str, Callable[[], object]], repeats: int) -> dict[str, float]:
+    """Median seconds of each run, alternating them."""
+    times: dict[str, list[float]] = {k: [] for k in runs}
+    for _ in range(repeats):
+        for name, run in runs.items():
+            start = time.process_time()
+            run()
+            times[name].append(time.process_time() - start)
+    return {k: float(np.median(v)) for k, v in times.items()}
+
+
+def mlp_step(backend: type, w1: Tensor, w2: Tensor, x: Tensor, y: Tensor) -> float:
+    """One GELU MLP step: forward, backward and both weights' gradients."""
+    h = (x @ w1).gelu()
+    loss = ((h @ w2 - y) * (h @ w2 - y)).mean()
+    grads = loss.backward()
+    for w in (w1, w2):
+        g = w.grad(grads)
+        assert g is not None
+        g.to_numpy()
+    return float(loss.item())
+
+
+#: Transcendental chains: the CPU fuser leaves exp, tanh and the like to NumPy's SIMD loops.
+TRANSCENDENTAL: dict[str, Callable[[Tensor], Tensor]] = {
+    "gelu-tanh": lambda x: F.gelu(x * 1.5, approximate="tanh") + 1.0,
+    "sigmoid": lambda x: (x * 2.0 - 1.0).sigmoid() * x,
+    "gelu-erf": lambda x: F.gelu(x * 1.5) + 1.0,
+}
+
+
+def train_step(model: Module, optim: Optimizer, loss: Callable[[], Tensor]) -> float:
+    """Forward (``loss``), backward and the optimizer's update; the loss as a number."""
+    value = loss()
+    optim.step(model, value.backward())
+    return float(value.item())
+
+
+Step = Callable[[], object]
+
+
+def gpt_step(inner: type[Backend]) -> Step:
+    """One training step of the GPT example's model (default config, batch 16 of 64 tokens,
+    AdamW with weight decay on matrices and norm clipping, as ``burnpy.examples.gpt``)."""
+    ad = Autodiff(inner)
+    CpuBackend.seed(CpuBackend.default_device(), 0)
+    model = GPT(GPTConfig(48), backend=ad)
+    optim = AdamW(decay_groups(model, 0.1), lr=3e-3, betas=(0.9, 0.99),
+                  grad_clipping=GradientClipping.norm(1.0))
+    rng = np.random.default_rng(0)
+    x, y = (Tensor.from_data(rng.integers(0, 48, (16, 64)), backend=ad) for _ in range(2))
+    return lambda: train_step(model, optim, lambda: model.loss(x, y))
+
+
+def digits_step(inner: type[Backend]) -> Step:
+    """One training step of the digits example's CNN (batch 32 of 8x8 images, Adam)."""
+    ad = Autodiff(inner)
+    CpuBackend.seed(CpuBackend.default_device(), 0)
+    model = DigitsCNN(backend=ad)
+    optim = Adam(lr=1e-2)
+    rng = np.random.default_rng(0)
+    x = Tensor.from_data(rng.random((32, 1, 8, 8), dtype=np.float32), backend=ad)
+    y = Tensor.from_data(rng.integers(0, 10, 32), backend=ad)
+    return lambda: train_step(model, optim, lambda: F.cross_entropy(model(x), y))
+
+
+def mlp(inner: type[Backend]) -> Step:
+    """One GELU MLP step (see ``mlp_step``)."""
+    rng = np.random.default_rng(1)
+    arrays = [rng.normal(size=s).astype(np.float32) * 0.1
+              for s in ((256, 512), (512, 64), (128, 256), (128, 64))]
+    ad = Autodiff(inner)
+    w1, w2, x, y = (Tensor.from_data(a, backend=ad) for a in arrays)
+    w1, w2 = w1.require_grad(), w2.require_grad()
+    return lambda: mlp_step(ad, w1, w2, x, y)
+
+
+def compare_steps(name: str, make: Callable[[type[Backend]], Step], repeats: int) -> None:
+    """First-step compile time, alternating medians, and the plan cache over 100 steps."""
+    fused, plain = make(FUSED), make(CpuBackend)
+    FUSED.clear_plans()
+    FUSED.stats.reset()
+    start = time.process_time()
+    fused()
+    print(f"{name}: first step under fusion (compiles) {time.process_time() - start:.3f} s, "
+          f"{FUSED.stats.compiles} kernels compiled")
+    m = medians({"fusion": fused, "cpu": plain}, repeats)
+    print(f"{name} medians (s):", {k: round(v, 5) for k, v in m.items()})
+    print(f"{name}: fusion is {m['cpu'] / m['fusion']:.2f}x CpuBackend")
+    FUSED.stats.reset()
+    for _ in range(100):
+        fused()
+    s = FUSED.stats
+    looked_up = s.cache_hits + s.compiles
+    print(f"{name}: plan cache over 100 steps: {s.cache_hits}/{looked_up} hits "
+          f"({s.cache_hits / max(looked_up, 1):.1%}), {s.kernels / 100:.0f} kernels, "
+          f"{s.fallback_ops / 100:.0f} ops one by one, {s.eager_ops / 100:.0f} eager ops a step")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--repeats", type=int, default=15)
+    parser.add_argument("--only", default="chain,mlp,gpt,digits",
+                        help="comma-separated sections to run")
+    args = parser.parse_args()
+    sections = set(args.only.split(","))
+    if "chain" in sections:
+        data = np.random.default_rng(0).random(1 << 22, dtype=np.float32)
+        xs = {b: Tensor.from_data(data, backend=b) for b in (CpuBackend, FUSED)}
+        start = time.process_time()
+        chain(xs[FUSED]).to_numpy()
+        print(f"chain: first fused run (compiles) {time.process_time() - start:.3f} s")
+        m = medians({"fusion": lambda: chain(xs[FUSED]).to_numpy(),
+                     "cpu": lambda: chain(xs[CpuBackend]).to_numpy(),
+                     "numpy": lambda: numpy_chain(data)}, args.repeats)
+        print("chain medians (s):", {k: round(v, 5) for k, v in m.items()})
+        print(f"chain: fusion is {m['cpu'] / m['fusion']:.2f}x CpuBackend, "
+              f"{m['numpy'] / m['fusion']:.2f}x NumPy")
+        for name, fn in TRANSCENDENTAL.items():
+            fn(xs[FUSED]).to_numpy()
+            m = medians({"fusion": lambda fn=fn: fn(xs[FUSED]).to_numpy(),
+                         "cpu": lambda fn=fn: fn(xs[CpuBackend]).to_numpy()}, args.repeats)
+            print(f"{name} on 4M float32: fusion is {m['cpu'] / m['fusion']:.2f}x CpuBackend "
+                  f"({m['fusion'] * 1e3:.1f} ms against {m['cpu'] * 1e3:.1f})")
+    for name, make in (("mlp", mlp), ("gpt", gpt_step), ("digits", digits_step)):
+        if name in sections:
+            compare_steps(name, make, args.repeats)
+
+
+if __name__ == "__main__":
+    main()
