@@ -255,8 +255,9 @@ def _reshape(name: str) -> Callable[..., Any]:
 
 def _composite(name: str) -> Callable[..., Any]:
     """A provided composite (``ELEMENTWISE_COMPOSITES``, ``FUSABLE_COMPOSITIONS``): the
-    protocol's default, whose ops are recorded and fuse, on tensors of a kernel's size; B's own op on smaller ones
-    (or without a fuser), where the default's pieces would each run eagerly anyway."""
+    protocol's default, whose ops are recorded and fuse, on tensors of a kernel's size; B's
+    own op on smaller ones (or without a fuser), where the default's pieces would each run
+    eagerly anyway."""
     default = inspect.getattr_static(FusionBackend, name).__func__
     eager = _eager(name)
 
