@@ -29,6 +29,7 @@ from burnpy_cpu.array_ops.norm_ops import ArrayNormOps
 from burnpy_cpu.array_ops.optim_ops import ArrayOptimOps
 from burnpy_cpu.array_ops.q_ops import ArrayQOps, QuantizedArray
 from burnpy_cpu.array_ops.transformer_ops import ArrayTransformerOps
+from burnpy_cuda.fuser import CudaFuser, cuda_fuser
 from burnpy_cuda.kernel_ops import CudaKernelOps
 from burnpy_cuda.runtime import LazyModule, require_cupy
 
@@ -72,6 +73,11 @@ class CudaBackend(CudaKernelOps, ArrayFloatOps, ArrayIntOps, ArrayBoolOps, Array
     @classmethod
     def supports_dtype(cls, device: Device, dtype: DType) -> bool:
         return dtype not in _UNSUPPORTED
+
+    @classmethod
+    def fuser(cls) -> CudaFuser:
+        """The CUDA C fuser ``Fusion(CudaBackend)`` compiles its groups with."""
+        return cuda_fuser()
 
     @classmethod
     def seed(cls, device: Device, seed: int) -> None:

@@ -10,6 +10,7 @@ from burnpy.backend.dtype import DType
 from burnpy_wgpu.device import WgpuDevice, adapter_for, adapters
 from burnpy_wgpu.dtypes import supported
 from burnpy_wgpu.errors import AdapterUnavailableError
+from burnpy_wgpu.fuser import WgslFuser, wgsl_fuser
 from burnpy_wgpu.ops.activation_ops import WgpuActivationOps
 from burnpy_wgpu.ops.bool_ops import WgpuBoolOps
 from burnpy_wgpu.ops.float_ops import WgpuFloatOps
@@ -54,6 +55,11 @@ class WgpuBackend(WgpuFloatOps, WgpuIntOps, WgpuBoolOps, WgpuQOps, WgpuModuleOps
     @classmethod
     def supports_dtype(cls, device: Device, dtype: DType) -> bool:
         return supported(dtype, "shader-f16" in adapter_for(device).features)
+
+    @classmethod
+    def fuser(cls) -> WgslFuser:
+        """The WGSL fuser ``Fusion(WgpuBackend)`` compiles its groups with."""
+        return wgsl_fuser()
 
     @classmethod
     def seed(cls, device: Device, seed: int) -> None:

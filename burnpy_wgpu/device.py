@@ -3,7 +3,9 @@ preference.
 
 Devices are ``Device("wgpu", i)``: index 0 is the adapter wgpu picks for the power preference
 (``BURNPY_WGPU_POWER_PREFERENCE`` = ``high-performance`` or ``low-power``, or
-``set_power_preference``), the others follow in wgpu's enumeration order.
+``set_power_preference``), the others follow in wgpu's enumeration order. Native adapters
+(Vulkan, Metal, D3D12) always come before OpenGL ones: Mesa's OpenGL llvmpipe adapter lacks
+``shader-f16``, so a machine with both lavapipe and llvmpipe must compute on lavapipe.
 ``BURNPY_WGPU_BACKEND`` (``Vulkan``, ``Metal``, ``D3D12``, ``OpenGL``) keeps only adapters of
 that backend type.
 """
@@ -106,12 +108,18 @@ def _discover(preference: PowerPreference) -> list[Any]:
     if not found:
         return []
     try:
-        chosen = wgpu.gpu.request_adapter_sync(power_preference=preference)
+        key: tuple[str, str, str] | None = _identity(
+            wgpu.gpu.request_adapter_sync(power_preference=preference))
     except RuntimeError:
-        return found
-    key = _identity(chosen)
+        key = None
     first = [a for a in found if _identity(a) == key][:1]
-    return first + [a for a in found if a not in first]
+    ordered = first + [a for a in found if a not in first]
+    return sorted(ordered, key=_is_opengl)
+
+
+def _is_opengl(adapter: Any) -> bool:
+    """Whether ``adapter`` runs on OpenGL, the backend sorted last (no ``shader-f16`` there)."""
+    return str(adapter.info["backend_type"]).lower() == "opengl"
 
 
 def adapter_for(device: Device) -> Any:

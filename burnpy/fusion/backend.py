@@ -5,8 +5,9 @@ float, int and bool primitives are ``FusionTensor`` handles (quantized ones are 
 class is derived from the protocol: each op in ``burnpy.ir.FUSABLE`` is recorded on the
 device's stream (or run at once on B when smaller than the fuser's ``min_elements``); each
 provided op in ``ELEMENTWISE_COMPOSITES`` keeps the protocol's default (its composition is
-recorded, so it fuses; B's own op on smaller tensors); every other op runs eagerly on B once
-the values it reads are materialized.
+recorded, so it fuses; B's own op on smaller tensors), and so does each op of
+``FUSABLE_COMPOSITIONS`` that B does not override (B would run that same composition op by
+op); every other op runs eagerly on B once the values it reads are materialized.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from burnpy.backend.decorator import ClassCache
 from burnpy.backend.device import Device
 from burnpy.backend.dtype import DType
 from burnpy.backend.errors import DeviceMismatchError, InvalidArgumentError
-from burnpy.backend.ops._marker import provided_ops, required_ops
+from burnpy.backend.ops._marker import is_provided, provided_ops, required_ops
 from burnpy.fusion.fuser import Fuser, backend_fuser
 from burnpy.fusion.stream import FusionStats, LazyNode, Stream, ir_dtype
 from burnpy.fusion.tensor import FusionTensor
@@ -32,6 +33,20 @@ from burnpy.ir.fused import ELEMENTWISE_COMPOSITES, FUSABLE, Fusable, FusedGroup
 
 #: Provided ops that only look at the primitive (no values): the protocol default is right.
 _KEPT_DEFAULTS = frozenset({"float_detach", "float_is_require_grad", "float_set_require_grad"})
+
+#: Reshapes: an unchanged shape keeps the handle (see ``_reshape``).
+_RESHAPES = frozenset({"float_reshape", "int_reshape", "bool_reshape"})
+
+#: Provided ops whose default composition is mostly fusable ops around a few eager ones (a
+#: matmul, a closing reduction): where B keeps the default, recording it lets its elementwise
+#: pieces fuse with each other and with their neighbours (a linear's bias add with the next
+#: activation, an optimizer's whole per-parameter update in one kernel writing the parameter
+#: and its state), where running it eagerly on B dispatches every piece alone. An op B
+#: overrides runs B's override (one kernel already, or B's faster code).
+FUSABLE_COMPOSITIONS = frozenset({
+    "linear", "cross_entropy", "cross_entropy_backward", "softmax", "log_softmax",
+    "layer_norm", "layer_norm_backward", "adam_step", "sgd_step", "rmsprop_step",
+})
 
 
 #: How a recorded op types, cached per class by its operands' dtypes: its result's ``DType``, its
@@ -104,6 +119,13 @@ class FusionBackend(Backend, abstract=True):
         if not cls._fuser:
             cls._fuser.append(backend_fuser(cls.InnerBackend))
         return cls._fuser[0]
+
+    @classmethod
+    def fuses_elementwise(cls) -> bool:
+        """Whether elementwise chains run fused here (B declares a fuser): a caller that
+        batches many small elementwise updates into one op by concatenating (an optimizer)
+        should not, as each update is one kernel already and the copies would cost more."""
+        return cls.fuser() is not None
 
     @classmethod
     def flush(cls) -> None:
@@ -215,11 +237,27 @@ def _eager(name: str) -> Callable[..., Any]:
     return op
 
 
+def _reshape(name: str) -> Callable[..., Any]:
+    """``name`` (a reshape): the handle itself when the shape is unchanged, so a pending
+    value is not computed early (``linear``'s reshape back to ``[*lead, out]`` would cut its
+    bias add off from the next activation); B's own reshape otherwise."""
+    eager = _eager(name)
+
+    def op(cls: type[FusionBackend], tensor: FusionTensor, shape: Any) -> Any:
+        if tuple(shape) == tensor.shape:
+            return tensor
+        return eager(cls, tensor, shape)
+
+    op.__name__ = name
+    op.__doc__ = f"``{name}``: the same handle for an unchanged shape, else B's own."
+    return op
+
+
 def _composite(name: str) -> Callable[..., Any]:
-    """A provided elementwise composite (``ELEMENTWISE_COMPOSITES``): the protocol's default,
-    whose ops are recorded and fuse, on tensors of a kernel's size; B's own op on smaller ones
-    (or without a fuser), where the default's pieces would each run eagerly anyway, and when
-    the fuser lists it in ``own_ops`` (B's op is already one kernel)."""
+    """A provided composite (``ELEMENTWISE_COMPOSITES``, ``FUSABLE_COMPOSITIONS``): the
+    protocol's default, whose ops are recorded and fuse, on tensors of a kernel's size; B's
+    own op on smaller ones (or without a fuser), where the default's pieces would each run
+    eagerly anyway, and when the fuser lists it in ``own_ops`` (B's op is already one kernel)."""
     default = inspect.getattr_static(FusionBackend, name).__func__
     eager = _eager(name)
 
@@ -398,8 +436,12 @@ def _build(inner: type[Backend]) -> type[FusionBackend]:
     for name in _protocol_ops():
         if name in own or name in _KEPT_DEFAULTS:
             continue
-        if name in ELEMENTWISE_COMPOSITES:
+        if name in ELEMENTWISE_COMPOSITES or (
+                name in FUSABLE_COMPOSITIONS and is_provided(inspect.getattr_static(inner, name))):
             namespace[name] = classmethod(_composite(name))
+            continue
+        if name in _RESHAPES:
+            namespace[name] = classmethod(_reshape(name))
             continue
         spec = FUSABLE.get(name)
         namespace[name] = classmethod(_recorder(name, spec) if spec else _eager(name))

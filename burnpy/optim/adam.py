@@ -40,7 +40,12 @@ class Adam(Optimizer):
                     group: Mapping[str, Any]) -> list[Tensor]:
         """Parameters alike in backend, dtypes, device, step count and state in use are
         concatenated and stepped by one ``adam_step`` (the rule is elementwise, so every value
-        is what its own update gives)."""
+        is what its own update gives), except on a backend that fuses elementwise chains
+        (``Fusion(B)``), where each parameter's update is one kernel and copies would cost."""
+        fuses = getattr(params[0].backend if params else None, "fuses_elementwise", None)
+        if fuses is not None and fuses():  # each update is one fused kernel: no concatenation
+            return [self._update_group([n], [p], [g], group)[0]
+                    for n, p, g in zip(names, params, grads, strict=True)]
         amsgrad = group["amsgrad"]
         alike: dict[tuple[Any, ...], list[int]] = {}
         for i, (name, p, g) in enumerate(zip(names, params, grads, strict=True)):

@@ -36,6 +36,38 @@ def test_adapters_are_listed_and_devices_match() -> None:
     assert all(a.backend_type and a.name for a in found)
 
 
+class _FakeAdapter:
+    """Stands for a wgpu adapter in the discovery-order test: only ``info`` is read."""
+
+    def __init__(self, backend_type: str) -> None:
+        self.info = {"device": "llvmpipe", "backend_type": backend_type,
+                     "description": f"Mesa {backend_type}"}
+
+
+def test_native_adapters_come_before_opengl(monkeypatch: pytest.MonkeyPatch) -> None:
+    # wgpu may pick Mesa's OpenGL llvmpipe (no shader-f16) even when lavapipe (Vulkan) exists;
+    # device 0 must still be the Vulkan one, so float16 runs wherever lavapipe is installed.
+    import wgpu
+
+    from burnpy_wgpu import device as wdevice
+
+    monkeypatch.delenv("BURNPY_WGPU_BACKEND", raising=False)
+    gl, vk = _FakeAdapter("OpenGL"), _FakeAdapter("Vulkan")
+    monkeypatch.setattr(wgpu.gpu, "enumerate_adapters_sync", lambda: [gl, vk])
+    monkeypatch.setattr(wgpu.gpu, "request_adapter_sync", lambda power_preference: gl)
+    assert wdevice._discover("high-performance") == [vk, gl]
+    monkeypatch.setenv("BURNPY_WGPU_BACKEND", "opengl")
+    assert wdevice._discover("high-performance") == [gl]
+
+
+def test_device_zero_is_native_when_the_machine_has_one() -> None:
+    kinds = [a.backend_type for a in list_adapters()]
+    if all(k == "OpenGL" for k in kinds):
+        pytest.skip(f"only OpenGL adapters here ({kinds}); scripts/ensure_webgpu_adapter.sh "
+                    "installs lavapipe")
+    assert kinds[0] != "OpenGL"
+
+
 def test_every_adapter_runs_a_kernel() -> None:
     for device in B.devices():
         x = Tensor.from_data(np.arange(5, dtype=np.float32), backend=B, device=device)

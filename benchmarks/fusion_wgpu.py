@@ -1,0 +1,143 @@
+"""Fusion on WebGPU: a GELU MLP training step and the GPT example's step under
+``Autodiff(Fusion(WgpuBackend))`` against ``Autodiff(WgpuBackend)``.
+
+Counts the WebGPU dispatches of one step (the runtime's counter) and times whole steps, each
+until the device has finished, alternating the two backends in the same process; medians.
+Targets (issue 18): the MLP step with >= 3x fewer dispatches and >= 2x faster. Also the first
+step's compile time and the plan-cache hit rate over the timed steps.
+Run: ``.venv/bin/python benchmarks/fusion_wgpu.py [--quick]``
+"""
+
+from __future__ import annotations
+
+# isort: off
+from _timing import alternate, fmt  # first: it pins BLAS to one thread before NumPy loads
+
+# isort: on
+import os
+import sys
+import time
+from collections.abc import Callable
+
+import numpy as np
+
+from burnpy import Tensor, nn, optim
+from burnpy.autodiff import Autodiff
+from burnpy.backend.base import Backend
+from burnpy.examples.gpt_model import GPT, GPTConfig
+from burnpy.fusion import Fusion
+from burnpy.nn import functional as fn
+from burnpy_wgpu import WgpuBackend, list_adapters
+from burnpy_wgpu.runtime import runtime_for
+
+os.environ.setdefault("NUMBA_NUM_THREADS", "1")
+QUICK = "--quick" in sys.argv
+RT = runtime_for(WgpuBackend.default_device())
+Step = Callable[[], object]
+
+
+class MLP(nn.Module):
+    """Three linear layers with GELU between: the elementwise work fusion takes."""
+
+    def __init__(self, backend: type[Backend], width: int) -> None:
+        super().__init__()
+        self.l1 = nn.Linear(64, width, backend=backend)
+        self.l2 = nn.Linear(width, width, backend=backend)
+        self.l3 = nn.Linear(width, 10, backend=backend)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.l3(fn.gelu(self.l2(fn.gelu(self.l1(x)))))
+
+
+def mlp_step(backend: type[Backend]) -> Step:
+    """One training step (forward, cross entropy, backward, Adam) of a GELU MLP."""
+    rng = np.random.default_rng(0)
+    model = MLP(backend, 128 if QUICK else 256)
+    opt = optim.Adam(lr=1e-3)
+    x = Tensor.from_data(rng.standard_normal((64, 64)).astype(np.float32), backend=backend)
+    y = Tensor.from_data(rng.integers(0, 10, 64).astype(np.int32), backend=backend)
+
+    def step() -> object:
+        loss = fn.cross_entropy(model(x), y)
+        opt.step(model, loss.backward(), 1e-3)
+        return loss.item()
+    return step
+
+
+def mlp_sgd_step(backend: type[Backend]) -> Step:
+    """The same MLP with a mean squared error written in tensor ops and plain SGD."""
+    rng = np.random.default_rng(0)
+    model = MLP(backend, 128 if QUICK else 256)
+    x = Tensor.from_data(rng.standard_normal((64, 64)).astype(np.float32), backend=backend)
+    y = Tensor.from_data(rng.standard_normal((64, 10)).astype(np.float32), backend=backend)
+    opt = optim.SGD(lr=1e-3)
+
+    def step() -> object:
+        diff = model(x) - y
+        loss = (diff * diff).mean()
+        opt.step(model, loss.backward(), 1e-3)
+        return loss.item()
+    return step
+
+
+def gpt_step(backend: type[Backend]) -> Step:
+    """One training step of the GPT example's model (small config), AdamW."""
+    rng = np.random.default_rng(0)
+    config = GPTConfig(vocab_size=65, block_size=32, n_layer=2, n_head=4, n_embd=64)
+    model = GPT(config, backend=backend)
+    opt = optim.AdamW(lr=1e-3)
+    idx = rng.integers(0, 65, (8, 32)).astype(np.int32)
+    x = Tensor.from_data(idx, backend=backend)
+    t = Tensor.from_data(np.roll(idx, -1, axis=1), backend=backend)
+
+    def step() -> object:
+        loss = model.loss(x, t)
+        opt.step(model, loss.backward(), 1e-3)
+        return loss.item()
+    return step
+
+
+def dispatches(step: Step) -> int:
+    """WebGPU dispatches of one call of ``step`` (after a warm-up call)."""
+    step()
+    before = RT.stats["dispatches"]
+    step()
+    return RT.stats["dispatches"] - before
+
+
+def compare(label: str, make: Callable[[type[Backend]], Step], number: int,
+            rounds: int) -> None:
+    fused_backend = Fusion(WgpuBackend)
+    fused_backend.clear_plans()
+    fused_backend.stats.reset()
+    plain, fused = make(Autodiff(WgpuBackend)), make(Autodiff(fused_backend))
+    start = time.perf_counter()
+    fused()
+    first = time.perf_counter() - start
+    compiles = fused_backend.stats.compiles
+    plain()
+    n_plain, n_fused = dispatches(plain), dispatches(fused)
+    fused_backend.stats.reset()
+    med = alternate({"unfused": plain, "fused": fused}, number, rounds)
+    st = fused_backend.stats
+    hit_rate = st.cache_hits / max(st.cache_hits + st.compiles, 1)
+    print(f"{label}: dispatches/step {n_plain} -> {n_fused} ({n_plain / n_fused:.1f}x fewer); "
+          f"step {fmt(med['unfused'])} -> {fmt(med['fused'])} "
+          f"({med['unfused'] / med['fused']:.2f}x faster)")
+    print(f"  first fused step {first:.2f} s ({compiles} groups compiled); plan-cache hit rate "
+          f"over {st.cache_hits + st.compiles} timed groups: {hit_rate:.1%}, "
+          f"{st.compiles} compiled after the first step")
+
+
+def main() -> None:
+    info = list_adapters()[0]
+    print(f"adapter: {info.name} ({info.backend_type}, {info.adapter_type})")
+    compare("GELU MLP step (cross entropy, Adam)", mlp_step, 3 if QUICK else 10,
+            3 if QUICK else 7)
+    compare("GELU MLP step (MSE in tensor ops, SGD)", mlp_sgd_step, 3 if QUICK else 10,
+            3 if QUICK else 7)
+    compare("GPT step", gpt_step, 2 if QUICK else 5, 3 if QUICK else 5)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,395 @@
+"""The WGSL fuser of ``WgpuBackend``: one compute shader per fused group (``Fusion(WgpuBackend)``).
+
+A group (``burnpy.ir.FusedGroup``) becomes a WGSL function ``elem(lin)`` that computes every op
+of the group for the element at row-major index ``lin`` of the group's shape: it reads the
+inputs (each broadcast to the shape in the shader, through its own offset and strides), keeps
+the intermediates in registers, writes only the locals named in ``outputs`` and returns the
+value the closing reduction folds. Three entry points call it:
+
+- ``map``: one invocation per element (no reduction);
+- ``rows``: one invocation per reduction output, looping over the reduced dim (many outputs);
+- ``tree``: one workgroup per reduction output, a strided loop per invocation and a tree in
+  workgroup memory (few outputs, a full reduction).
+
+Values are computed as the unfused kernels compute them (f32 for f16 too, bools as u32 0/1,
+the accurate functions of ``kernels.wgsl_math``), and a float16 local is rounded to f16 where
+it is defined, so a fused group gives the unfused backend's results. Float sums accumulate
+with Kahan compensation in f32. Pipelines are cached by the runtime under the group and the
+inputs' layout classes (contiguous, one element, general), so a group compiles once per
+layout and every later call is one dispatch.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from burnpy.backend.dtype import DType
+from burnpy.fusion.fuser import FusedKernel
+from burnpy.ir.fused import FusedGroup, FusedOp, Ref
+from burnpy_wgpu.dtypes import compute_type, storage_type
+from burnpy_wgpu.errors import WgpuError, WgpuLimitError
+from burnpy_wgpu.kernels.common import WG, entry, groups_for, header, load, store_cast
+from burnpy_wgpu.kernels.elementwise import alloc_tensor, coalesce
+from burnpy_wgpu.kernels.reduce import IDENTITY
+from burnpy_wgpu.kernels.wgsl_math import library
+from burnpy_wgpu.runtime import WgpuRuntime, f32_bits
+from burnpy_wgpu.tensor import Shape, WgpuTensor, broadcast_view, contiguous_strides, numel
+
+#: The element types a fused kernel handles (WebGPU has no 64-bit or bfloat16 types).
+DTYPES = frozenset({DType.float32, DType.float16, DType.int32, DType.uint32, DType.bool_})
+#: Reductions over at most this many outputs run one workgroup per output (``tree``).
+TREE_MAX_OUTPUTS = 256
+#: Parameter words of a dispatch (``runtime.META_SLOT`` bytes).
+_META_WORDS = 128
+#: Fixed parameter words: element count, reduction outputs, reduced size, inner size.
+_FIXED = 4
+#: Launch plans a compiled group keeps (by input layout) before its cache is reset.
+_PLAN_CACHE = 256
+
+# WGSL per vocabulary op and compute type; ``a``, ``b``, ``c`` are the operands.
+_FLOAT = {
+    "add": "a + b", "sub": "a - b", "mul": "a * b", "div": "a / b",
+    "remainder": "fmod_py(a, b)", "pow": "pow_acc(a, b)", "atan2": "atan2_acc(a, b)",
+    "neg": "-a", "abs": "abs(a)", "sign": "select(sign(a), a, is_nan(a))", "exp": "exp(a)",
+    "log": "log_acc(a)", "log1p": "log1p_acc(a)", "sqrt": "sqrt(a)", "sin": "sin(a)",
+    "cos": "cos(a)", "tan": "tan(a)", "sinh": "sinh_acc(a)", "cosh": "cosh_acc(a)",
+    "tanh": "tanh_acc(a)", "asin": "asin_acc(a)", "acos": "acos_acc(a)", "atan": "atan_acc(a)",
+    "asinh": "asinh_acc(a)", "acosh": "acosh_acc(a)", "atanh": "atanh_acc(a)",
+    "erf": "erf_acc(a)", "round": "round(a)", "floor": "floor(a)", "ceil": "ceil(a)",
+    "trunc": "trunc(a)", "clamp": "select(min(max(a, b), c), a, is_nan(a))",
+    "clamp_min": "select(max(a, b), a, is_nan(a))",
+    "clamp_max": "select(min(a, b), a, is_nan(a))",
+}
+_INT = {
+    "add": "a + b", "sub": "a - b", "mul": "a * b", "div": "floordiv_i32(a, b)",
+    "remainder": "mod_i32(a, b)", "pow": "powi_i32(a, u32(b))", "neg": "-a", "abs": "abs(a)",
+    "sign": "sign(a)", "clamp": "min(max(a, b), c)", "clamp_min": "max(a, b)",
+    "clamp_max": "min(a, b)",
+}
+_UINT = {
+    "add": "a + b", "sub": "a - b", "mul": "a * b", "div": "a / b", "remainder": "a % b",
+    "pow": "powi_u32(a, b)", "neg": "0u - a", "abs": "a", "sign": "select(0u, 1u, a != 0u)",
+    "clamp": "min(max(a, b), c)", "clamp_min": "max(a, b)", "clamp_max": "min(a, b)",
+}
+_ARITH = {"f32": _FLOAT, "i32": _INT, "u32": _UINT}
+_COMPARE = {"equal": "a == b", "not_equal": "!(a == b)", "greater": "a > b",
+            "greater_equal": "a >= b", "lower": "a < b", "lower_equal": "a <= b"}
+_LOGIC = {"not": "1u - a", "and": "a & b", "or": "a | b", "xor": "a ^ b"}
+_TESTS = {"is_nan": "is_nan(a)", "is_inf": "is_inf(a)"}
+_LIBRARY = ("fmod_py", "pow_acc", "atan2_acc", "log_acc", "log1p_acc", "sinh_acc", "cosh_acc",
+            "tanh_acc", "asin_acc", "acos_acc", "atan_acc", "asinh_acc", "acosh_acc",
+            "atanh_acc", "erf_acc", "floordiv_i32", "mod_i32", "powi_i32", "powi_u32")
+_REDUCE_DTYPES = {"sum": DTYPES - {DType.bool_}, "prod": DTYPES - {DType.bool_},
+                  "max": DTYPES - {DType.bool_}, "min": DTYPES - {DType.bool_},
+                  "mean": frozenset({DType.float32, DType.float16})}
+
+
+def _ct(dtype: DType) -> str:
+    """The WGSL type values of ``dtype`` are computed in."""
+    return compute_type(dtype.numpy)
+
+
+def _st(dtype: DType) -> str:
+    """The WGSL element type of a buffer of ``dtype``."""
+    return storage_type(dtype.numpy)
+
+
+class WgslFuser:
+    """Compiles ``Fusion(WgpuBackend)``'s groups into single WGSL compute shaders."""
+
+    __slots__ = ()
+
+    def accepts(self, op: str, dtypes: tuple[DType, ...]) -> bool:
+        """Whether ``op`` has a WGSL form for ``dtypes`` (operands', then the result's)."""
+        if not all(d in DTYPES for d in dtypes):
+            return False
+        if op in _REDUCE_DTYPES:
+            return dtypes[0] in _REDUCE_DTYPES[op]
+        result = dtypes[-1]
+        if op in _COMPARE or op in ("where", "copy", "cast"):
+            return True
+        if op in _LOGIC:
+            return all(d is DType.bool_ for d in dtypes)
+        if op in _TESTS:
+            return dtypes[0].is_float
+        if result is DType.bool_:
+            return False
+        return op in _ARITH[_ct(result)]
+
+    def compile(self, group: FusedGroup) -> FusedKernel | None:
+        """The group's kernel; None for a group with no inputs (nothing says which device)."""
+        if not group.inputs:
+            return None
+        return FusedProgram(group)
+
+
+class _Plan:
+    """A launch of one group over given input layouts: the kernel, its grid, its meta tail."""
+
+    __slots__ = ("groups", "kernel", "tail")
+
+    def __init__(self, kernel: Any, groups: int, tail: list[int]) -> None:
+        self.kernel, self.groups, self.tail = kernel, groups, tail
+
+
+class FusedProgram:
+    """A compiled group: ``program(inputs, scalars)`` dispatches it once and returns the
+    written locals, then the reduction's result (fresh contiguous ``WgpuTensor``s)."""
+
+    __slots__ = ("group", "inner", "kind", "outs", "plans", "size")
+
+    def __init__(self, group: FusedGroup) -> None:
+        self.group = group
+        self.plans: dict[tuple[Any, ...], _Plan] = {}
+        shape, red = group.shape, group.reduction
+        n = numel(shape)
+        if red is None:
+            self.kind, self.outs, self.size, self.inner = "map", n, 1, 1
+        elif red.dim is None:
+            self.kind, self.outs, self.size, self.inner = "tree", 1, n, 1
+        else:
+            size = shape[red.dim]
+            self.outs = n // size if size else numel(red.shape)
+            self.size, self.inner = size, numel(shape[red.dim + 1:])
+            self.kind = "tree" if self.outs <= TREE_MAX_OUTPUTS else "rows"
+
+    def __call__(self, inputs: Sequence[Any], scalars: Sequence[float | int | bool]
+                 ) -> tuple[Any, ...]:
+        group = self.group
+        tensors: list[WgpuTensor] = list(inputs)
+        rt = tensors[0].runtime
+        outs = [alloc_tensor(rt, group.shape, group.ops[j].dtype.numpy) for j in group.outputs]
+        red = group.reduction
+        if red is not None:
+            if self.size == 0:
+                raise WgpuError(f"fused {red.name} over an empty dim: run unfused")
+            outs.append(alloc_tensor(rt, red.shape, red.dtype.numpy))
+        n = numel(group.shape)
+        if n == 0:
+            return tuple(outs)
+        plan = self._plan(rt, tensors)
+        words = [f32_bits(float(v)) if dt.is_float else int(v)
+                 for v, dt in zip(scalars, group.scalars, strict=True)]
+        meta = [n, self.outs, self.size, self.inner, *words, *[t.offset for t in tensors],
+                *plan.tail]
+        rt.dispatch_linear(plan.kernel, [t.handle.slab for t in tensors],
+                           [o.handle.slab for o in outs], meta, plan.groups)
+        return tuple(outs)
+
+    def _plan(self, rt: WgpuRuntime, tensors: Sequence[WgpuTensor]) -> _Plan:
+        key = (rt.device_id, *[(t.shape, t.strides) for t in tensors])
+        plan = self.plans.get(key)
+        if plan is None:
+            if len(self.plans) >= _PLAN_CACHE:
+                self.plans.clear()
+            plan = self.plans[key] = self._new_plan(rt, tensors)
+        return plan
+
+    def _new_plan(self, rt: WgpuRuntime, tensors: Sequence[WgpuTensor]) -> _Plan:
+        group = self.group
+        shape = group.shape
+        strides = [broadcast_view(t.shape, t.strides, shape) for t in tensors]
+        merged, merged_strides = coalesce(shape, [*strides, contiguous_strides(shape)])
+        classes = "".join(_classify(merged, s) for s in merged_strides[:-1])
+        rank = len(merged) if "g" in classes else 0
+        tail: list[int] = []
+        if rank:
+            tail += merged
+            for cls, st in zip(classes, merged_strides[:-1], strict=True):
+                if cls == "g":
+                    tail += st
+        used = _FIXED + len(group.scalars) + len(tensors) + len(tail)
+        if used > _META_WORDS:
+            raise WgpuLimitError(f"fused group needs {used} parameter words; at most "
+                                 f"{_META_WORDS} fit (too many strided inputs)")
+        n_write = len(group.outputs) + (group.reduction is not None)
+        limit = dict(rt.device.limits)["max-storage-buffers-per-shader-stage"]
+        if len(tensors) + n_write + 1 > limit:
+            raise WgpuLimitError(f"fused group binds {len(tensors) + n_write + 1} buffers; "
+                                 f"this adapter allows {limit}")
+        kernel = rt.kernel(("fused", self.kind, group, classes, rank),
+                           lambda: wgsl_source(group, self.kind, classes, rank),
+                           len(tensors), n_write)
+        if self.kind == "map":
+            count = groups_for(numel(shape), WG)
+        elif self.kind == "rows":
+            count = groups_for(self.outs, WG)
+        else:
+            count = self.outs
+        return _Plan(kernel, count, tail)
+
+
+def _classify(shape: Shape, strides: Shape) -> str:
+    if all(s == 0 for s in strides):
+        return "s"
+    if strides == contiguous_strides(shape):
+        return "c"
+    return "g"
+
+
+# ---- WGSL generation -----------------------------------------------------------------------------
+def wgsl_source(group: FusedGroup, kind: str, classes: str, rank: int) -> str:
+    """The WGSL of ``group`` as a ``kind`` kernel (``map``, ``rows`` or ``tree``) whose inputs
+    have layout ``classes`` (``c`` contiguous, ``s`` one element, ``g`` general over ``rank``
+    merged dims). Meta words: element count, reduction outputs, reduced size, inner size, the
+    scalars, the inputs' offsets, then the merged shape and each general input's strides."""
+    scalar_base = _FIXED
+    offset_base = scalar_base + len(group.scalars)
+    shape_base = offset_base + len(group.inputs)
+    stride_base = shape_base + rank
+    funcs: set[str] = set()
+    red = group.reduction
+    acc = _ct(red.dtype) if red is not None else ""
+    body: list[str] = []
+    general = [k for k, c in enumerate(classes) if c == "g"]
+    if general:
+        body.append("    var r = lin;")
+        for d in range(rank - 1, 0, -1):
+            body.append(f"    let i{d} = i32(r % mu({shape_base + d}u)); "
+                        f"r = r / mu({shape_base + d}u);")
+        body.append("    let i0 = i32(r);")
+    for slot, k in enumerate(general):
+        base = stride_base + slot * rank
+        terms = " + ".join(f"i{d} * mi({base + d}u)" for d in range(rank))
+        body.append(f"    let x{k} = u32(mi({offset_base + k}u) + {terms});")
+    values: dict[Ref, tuple[str, str]] = {}
+    for k, desc in enumerate(group.inputs):
+        cls = classes[k]
+        index = (f"mu({offset_base + k}u) + lin" if cls == "c" else
+                 f"mu({offset_base + k}u)" if cls == "s" else f"x{k}")
+        body.append(f"    let v{k} = {load(f'in{k}', index, _st(desc.dtype), _ct(desc.dtype))};")
+        values[Ref("input", k)] = (f"v{k}", _ct(desc.dtype))
+    for i, dt in enumerate(group.scalars):
+        word = scalar_base + i
+        ct = _ct(dt)
+        values[Ref("scalar", i)] = ({"f32": f"mf({word}u)", "i32": f"mi({word}u)"}.get(
+            ct, f"mu({word}u)"), ct)
+    for j, op in enumerate(group.ops):
+        expr = _op_expr(op, [values[r] for r in op.operands], funcs)
+        if op.dtype is DType.float16:
+            expr = f"f32(f16({expr}))"
+        body.append(f"    let t{j} = {expr};")
+        values[Ref("local", j)] = (f"t{j}", _ct(op.dtype))
+    for slot, j in enumerate(group.outputs):
+        dt = group.ops[j].dtype
+        body.append(f"    out{slot}[lin] = {store_cast(f't{j}', _st(dt), _ct(dt))};")
+    signature = "fn elem(lin: u32) {"
+    if red is not None:
+        name, ct = values[red.operand]
+        body.append(f"    return {_convert(name, ct, acc)};")
+        signature = f"fn elem(lin: u32) -> {acc} {{"
+    elem = "\n" + signature + "\n" + "\n".join(body) + "\n}\n"
+    needs_f16 = any(d.dtype is DType.float16 for d in group.inputs) or any(
+        op.dtype is DType.float16 for op in group.ops) or (
+        red is not None and red.dtype is DType.float16)
+    reads = [_st(d.dtype) for d in group.inputs]
+    writes = [_st(group.ops[j].dtype) for j in group.outputs]
+    lib = library(tuple(sorted(funcs)))
+    if red is None:
+        main = "    if (gid >= mu(0u)) { return; }\n    elem(gid);"
+        source = header(reads, writes, lib) + elem + entry(main)
+    else:
+        writes.append(_st(red.dtype))
+        source = (header(reads, writes, lib + _combine(red.name, acc)) + elem
+                  + _reduce_entry(kind, red.name, acc, _st(red.dtype), f"out{len(writes) - 1}"))
+    if needs_f16 and not source.startswith("enable f16;"):
+        source = "enable f16;\n" + source  # f16 only in a rounded local, not in a binding
+    return source
+
+
+def _convert(value: str, src: str, dst: str) -> str:
+    """``value`` of WGSL type ``src`` as ``dst``."""
+    return value if src == dst else f"{dst}({value})"
+
+
+def _op_expr(op: FusedOp, operands: list[tuple[str, str]], funcs: set[str]) -> str:
+    """The WGSL expression of ``op`` over its operands ``(name, compute type)``."""
+    name = op.name
+    out = _ct(op.dtype)
+    if name == "cast":
+        value, src = operands[0]
+        if op.dtype is DType.bool_:
+            return f"select(1u, 0u, {value} == {src}(0))"
+        return _convert(value, src, out)
+    if name == "copy":
+        return _convert(*operands[0], out)
+    if name == "where":
+        cond, _ = operands[0]
+        b, a = (_convert(v, ct, out) for v, ct in operands[1:])
+        return f"select({a}, {b}, {cond} != 0u)"
+    if name in _COMPARE:
+        kinds = {ct for _, ct in operands}
+        work = "f32" if "f32" in kinds else "i32" if "i32" in kinds else "u32"
+        a, b = (_convert(v, ct, work) for v, ct in operands)
+        return f"select(0u, 1u, {_subst(_COMPARE[name], a, b)})"
+    if name in _TESTS:
+        return f"select(0u, 1u, {_subst(_TESTS[name], _convert(*operands[0], 'f32'))})"
+    if name in _LOGIC:
+        return _subst(_LOGIC[name], *[v for v, _ in operands])
+    template = _ARITH[out][name]
+    funcs.update(f for f in _LIBRARY if f + "(" in template)
+    return _subst(template, *[_convert(v, ct, out) for v, ct in operands])
+
+
+def _subst(template: str, *args: str) -> str:
+    """``template`` with its operands ``a``, ``b``, ``c`` replaced by ``args``."""
+    names = {"a": 0, "b": 1, "c": 2}
+    return re.sub(r"\b[abc]\b", lambda m: f"({args[names[m.group(0)]]})", template)
+
+
+def _combine(op: str, acc: str) -> str:
+    """WGSL of ``combine(x, y)``: one step of reduction ``op`` (max/min propagate NaN)."""
+    if op in ("sum", "mean"):
+        expr = "x + y"
+    elif op == "prod":
+        expr = "x * y"
+    elif acc == "f32":
+        pick = f"{op}(x, y)"
+        expr = f"select(select({pick}, y, is_nan(y)), x, is_nan(x))"
+    else:
+        expr = f"{op}(x, y)"
+    return f"\nfn combine(x: {acc}, y: {acc}) -> {acc} {{ return {expr}; }}\n"
+
+
+def _reduce_entry(kind: str, op: str, acc: str, store: str, out: str) -> str:
+    """The entry point folding ``elem`` over each output's elements: serially per invocation
+    (``rows``) or per workgroup with a tree in workgroup memory (``tree``)."""
+    ident = IDENTITY[("sum" if op == "mean" else op, acc)]
+    kahan = op in ("sum", "mean") and acc == "f32"
+    if kahan:
+        step = ["        let y = v - comp;", "        let t = total + y;",
+                "        comp = select(0.0, (t - total) - y, !is_inf(t));", "        total = t;"]
+    else:
+        step = ["        total = combine(total, v);"]
+    finish = "total - comp" if kahan else "total"
+    mean = " / f32(mu(2u))" if op == "mean" else ""
+    start = ["    let inner = mu(3u);", "    let size = mu(2u);",
+             "    let base = (o / inner) * size * inner + o % inner;",
+             f"    var total: {acc} = {ident};", "    var comp: f32 = 0.0;"]
+    if kind == "rows":
+        body = ["    let o = gid;", "    if (o >= mu(1u)) { return; }", *start,
+                "    for (var r = 0u; r < size; r = r + 1u) {",
+                "        let v = elem(base + r * inner);", *step, "    }",
+                f"    {out}[o] = {store_cast(f'({finish}){mean}', store, acc)};"]
+        return entry("\n".join(body))
+    shared = f"\nvar<workgroup> partial: array<{acc}, {WG}>;\n"
+    body = ["    let o = group;", "    if (o >= mu(1u)) { return; }", *start,
+            f"    for (var r = lid; r < size; r = r + {WG}u) {{",
+            "        let v = elem(base + r * inner);", *step, "    }",
+            f"    partial[lid] = {finish};", "    workgroupBarrier();",
+            f"    for (var s = {WG // 2}u; s > 0u; s = s >> 1u) {{",
+            "        if (lid < s) { partial[lid] = combine(partial[lid], partial[lid + s]); }",
+            "        workgroupBarrier();", "    }",
+            "    if (lid == 0u) {",
+            f"        {out}[o] = {store_cast(f'(partial[0]){mean}', store, acc)};", "    }"]
+    return shared + entry("\n".join(body))
+
+
+def wgsl_fuser() -> WgslFuser:
+    """The fuser ``WgpuBackend.fuser()`` declares."""
+    return _FUSER
+
+
+_FUSER = WgslFuser()
