@@ -19,6 +19,7 @@ import numpy as np
 from burnpy.backend.dtype import DType
 from burnpy.fusion.fuser import FusedKernel
 from burnpy.ir.fused import FusedGroup, Ref
+from burnpy_cpu.array_ops._shared import float32_kernels
 
 #: The dtypes numba computes natively (float16 and bfloat16 stay on NumPy).
 _DTYPES = frozenset({DType.float64, DType.float32, DType.int64, DType.int32, DType.int16,
@@ -54,32 +55,6 @@ _REDUCTIONS = frozenset({"sum", "mean", "prod", "max", "min"})
 #: ``sqrt`` and the roundings are native instructions or on par, so they stay fused.
 NUMPY_FASTER = frozenset({"exp", "log", "log1p", "sin", "cos", "tan", "sinh", "cosh", "tanh",
                           "asin", "acos", "atan", "asinh", "acosh", "atanh", "atan2", "pow"})
-
-#: erf(x) / x as a polynomial in t = x*x / 8 - 1 (lowest power first), for |x| < 4: the
-#: Chebyshev fit of degree 18 on [0, 16] in x*x, relative error below 5e-10 (float32's half ulp
-#: is 3e-8). Evaluated in float64 with no libm call, the float32 ``erf`` vectorises: about
-#: 4 ms on 4M values where libm's ``erf`` per element takes 16 ms (SciPy's as well).
-_ERF32_COEFFICIENTS = (
-    0.35353099561883206, -0.17657623587308002, 0.13167512178022878, -0.10771028937945679,
-    0.09020883404946782, -0.0747305360971977, 0.05988893544227111, -0.04574400173858185,
-    0.03304758580658837, -0.02256359768004454, 0.014397568171273509, -0.008382074177463941,
-    0.004746829442923732, -0.002911838966805574, 0.0014380182072628715,
-    -0.00032430259486956994, 0.0001583410755736141, -0.0002467088228645611,
-    9.735200014836026e-05,
-)
-
-
-def _erf32_source() -> str:
-    """``erf32(x)``: float32 erf from ``_ERF32_COEFFICIENTS`` (±1 from |x| >= 4, NaN kept)."""
-    horner = repr(_ERF32_COEFFICIENTS[-1])
-    for c in reversed(_ERF32_COEFFICIENTS[:-1]):
-        horner = f"({horner}) * t + {c!r}"
-    return ("def erf32(x):\n"
-            "    a = np.float64(x)\n"
-            "    t = a * a * 0.125 - 1.0\n"
-            "    r = a * (" + horner + ")\n"
-            "    return np.float32(np.copysign(1.0, a) if t >= 1.0 else r)\n")
-
 
 #: Below this many elements ops run eagerly on NumPy: a group's fixed cost (recording, the
 #: plan lookup, numba's argument checks, about 15 us) is more than the memory traffic fusion
@@ -134,10 +109,8 @@ class CpuFuser:
                 import numba  # the fusion path's dependency, imported on first compile
 
                 namespace: dict[str, Any] = {"np": np, "math": math, "prange": numba.prange}
-                if "erf32(" in source:
-                    exec(compile(_erf32_source(), "<burnpy erf32>", "exec"), namespace)
-                    namespace["erf32"] = numba.njit(inline="always", error_model="numpy")(
-                        namespace["erf32"])
+                if "erf32(" in source:  # CpuBackend's own float32 erf, inlined
+                    namespace["erf32"] = float32_kernels().erf_value
                 exec(compile(source, "<burnpy fused kernel>", "exec"), namespace)
                 parallel = "prange" in source
                 found = self._kernels[source] = numba.njit(
