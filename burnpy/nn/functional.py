@@ -537,16 +537,18 @@ def _check_batch_norm(op: str, x: Tensor, *per_channel: Tensor | None) -> None:
 
 
 def _quantized_linear(x: Tensor, weight: Tensor, bias: Tensor | None) -> Tensor:
-    """``linear`` with a quantized ``[out, in]`` weight: the input is quantized on the fly
-    with the weight's scheme and the backend multiplies the integers (``q_matmul``)."""
+    """``linear`` with a quantized ``[out, in]`` weight, weight-only: the activations stay
+    float and the backend multiplies them with the quantized weight (``q_linear``)."""
     if weight.ndim != 2 or x.ndim < 1 or x.shape[-1] != weight.shape[1]:
         raise ShapeError(f"linear: input {describe(x.shape)} does not fit quantized weight "
                          f"{describe(weight.shape)}")
-    flat = x.reshape(-1, x.shape[-1])
-    out = (flat @ weight.T).cast(x.dtype)
-    if bias is not None:
-        out = out + bias
-    return out.reshape(x.shape[:-1] + (weight.shape[0],))
+    _same("linear", x, bias)
+    if bias is not None and bias.shape != (weight.shape[0],):
+        raise ShapeError(f"linear: bias must have shape ({weight.shape[0]},), got "
+                         f"{describe(bias.shape)}")
+    b = x.backend
+    return new(b, b.q_linear(x.primitive, weight.primitive,
+                             None if bias is None else bias.primitive), FLOAT)
 
 
 def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,

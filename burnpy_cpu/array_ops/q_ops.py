@@ -9,6 +9,7 @@ no integer BLAS). Per-tensor schemes switch to float64 when ``K * qmax**2`` coul
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
@@ -22,6 +23,7 @@ from burnpy.backend.ops._marker import backend_classmethod
 from burnpy.backend.ops.q_ops import requantize
 from burnpy.quantization.scheme import QuantLevel, QuantScheme, QuantStore
 from burnpy_cpu.array_ops._shared import A, ArrayLayoutOps
+from burnpy_cpu.numba_kernels import int8_linear
 
 if TYPE_CHECKING:
     from burnpy.backend.base import Backend
@@ -347,6 +349,29 @@ class ArrayQOps(ArrayLayoutOps):
             partial *= sr[..., b:b + 1, :] if rb is not None else sr
             out += partial
         return out.astype(out_dtype, copy=False)
+
+    @backend_classmethod
+    def q_linear(cls: type[ArrayQBackend], x: A, weight: QuantizedArray, bias: A | None) -> A:
+        """Weight-only ``x @ weight.T + bias`` (float activations). On NumPy, a float32 input
+        of at most ``_THIN`` rows times an int8 weight (per tensor, or blocks along ``in``)
+        runs a compiled kernel on the integers (``int8_linear``); anything else dequantizes
+        the weight for the call and uses the float ``linear``."""
+        rows = math.prod(x.shape[:-1])
+        scheme = weight.scheme
+        if (cls.xp is not np or rows > _THIN or x.dtype != _F32 or len(weight.shape) != 2
+                or scheme.store is not QuantStore.NATIVE or scheme.value.bits != 8
+                or weight.block_axis not in (None, 1) or not weight.data.flags.c_contiguous):
+            return cls.linear(x, cls.dequantize(weight), bias)
+        k = weight.shape[1]
+        scales = (weight.scales if weight.tensor_scale is None and weight.scales.dtype == _F32
+                  else cls._effective_scales(weight, _F32))
+        block = k if weight.block_axis is None else k // scales.shape[1]
+        flat = np.ascontiguousarray(x.reshape(rows, k))
+        out = int8_linear(flat, weight.data, np.ascontiguousarray(scales.reshape(
+            (1, 1) if weight.block_axis is None else scales.shape)), block)
+        if bias is not None:
+            out += bias
+        return out.reshape(*x.shape[:-1], weight.shape[0])
 
 
 if TYPE_CHECKING:
