@@ -45,7 +45,7 @@ def _int8_linear_kernel() -> Int8Linear:
                         b if per_block else 0]
                 out[i, j] = acc
 
-    return kernel  # type: ignore[no-any-return]  # numba's dispatcher is untyped
+    return kernel  # numba's dispatcher, untyped: callable as the Python function
 
 
 def int8_linear(x: np.ndarray, w: np.ndarray, scales: np.ndarray, block: int) -> np.ndarray:
