@@ -5,8 +5,8 @@ BatchNorm and ReLU, a 2x2 max pool, then three stages of two basic blocks each (
 64 channels; the first block of the 2nd and 3rd has stride 2 and a 1x1 conv + BatchNorm
 shortcut): conv-bn-relu-conv-bn, the residual added, ReLU. A global average pool, dropout 0.2
 and a linear classifier to 10 classes; cross entropy; SGD with momentum. The same weights in
-both (torch's initialisation copied into burnpy), training mode. Steps alternate burnpy / torch (the order rotating each
-round); medians of ROUNDS steps; one BLAS/OpenMP thread. Prints steps/s and the ratio
+both (torch's initialisation copied into burnpy), training mode. Steps alternate burnpy /
+torch (the order rotating each round); medians of the timed steps; one BLAS/OpenMP thread. Prints steps/s and the ratio
 (target >= 1.0). Run: ``.venv/bin/python benchmarks/resnet_step.py``.
 """
 
