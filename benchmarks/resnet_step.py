@@ -6,8 +6,8 @@ BatchNorm and ReLU, a 2x2 max pool, then three stages of two basic blocks each (
 shortcut): conv-bn-relu-conv-bn, the residual added, ReLU. A global average pool, dropout 0.2
 and a linear classifier to 10 classes; cross entropy; SGD with momentum. The same weights in
 both (torch's initialisation copied into burnpy), training mode. Steps alternate burnpy /
-torch (the order rotating each round); medians of the timed steps; one BLAS/OpenMP thread. Prints steps/s and the ratio
-(target >= 1.0). Run: ``.venv/bin/python benchmarks/resnet_step.py``.
+torch (the order rotating each round); medians of the timed steps; one BLAS/OpenMP thread.
+Prints steps/s and the ratio (target >= 1.0). Run: ``.venv/bin/python benchmarks/resnet_step.py``.
 """
 
 from __future__ import annotations
