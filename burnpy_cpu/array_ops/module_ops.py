@@ -166,6 +166,49 @@ def _im2col_chunks(xp: Any, x: A, kernel: Ints, stride: Ints, dilation: Ints, pa
         yield chunk, _im2col(xp, xpad, kernel, stride, dilation, out_sp, groups)
 
 
+def _flat_offsets(kernel: Ints, dilation: Ints, extent: Ints) -> list[int]:
+    """Offset of every kernel tap (row-major) in a flattened ``extent``-sized plane."""
+    strides = [math.prod(extent[d + 1:]) for d in range(len(extent))]
+    return [sum(i * d * st for i, d, st in zip(tap, dilation, strides, strict=True))
+            for tap in _taps(kernel)]
+
+
+def _flat_chunks(xp: Any, x: A, kernel: Ints, dilation: Ints, padding: Ints, out_sp: Ints,
+                 groups: int, budget: int) -> Iterator[tuple[slice, A]]:
+    """``(batch slice, columns [m, groups, c / groups * prod(kernel), run])`` of a stride-1
+    conv on flattened planes: the padded input's planes (``extent``, what the output grid's
+    windows span) lie end to end, and output position ``p = (y, q...)`` of the grid
+    ``(out_sp[0], *extent[1:])`` reads tap ``t`` at flat ``p + offset[t]``. So a tap of a
+    channel is one contiguous run of ``run = prod(grid)`` values and the copy into columns
+    moves long runs (not an output row each); the grid's columns past ``out_sp[1:]`` are
+    garbage that callers crop (or zero in the other matmul operand)."""
+    n, c = x.shape[:2]
+    extent = _extent(kernel, (1,) * len(kernel), dilation, out_sp)
+    offsets = _flat_offsets(kernel, dilation, extent)
+    plane, run = math.prod(extent), out_sp[0] * math.prod(extent[1:])
+    step = [d * math.prod(extent[i + 1:]) for i, d in enumerate(dilation)]
+    chunks = _batch_chunks(n, c * len(offsets) * run * x.itemsize, budget)
+    m_max = chunks[0].stop if chunks else 0
+    flat = xp.zeros(m_max * c * plane + offsets[-1], dtype=x.dtype)  # a tail: the last taps
+    buf = flat[:m_max * c * plane].reshape(m_max, c, *extent)
+    dst, src = _box(padding, x.shape[2:], extent)
+    it = x.itemsize
+    for chunk in chunks:
+        m = chunk.stop - chunk.start
+        buf[:m][dst] = x[chunk][src]
+        view = _strided(xp, flat, (m, c, *kernel, run),
+                        (c * plane * it, plane * it, *(s * it for s in step), it))
+        yield chunk, xp.ascontiguousarray(view).reshape(m, groups, c // groups * len(offsets),
+                                                        run)
+
+
+def _flat_crop(out_sp: Ints, kernel: Ints, dilation: Ints) -> tuple[Ints, _Index]:
+    """Shape ``(out_sp[0], *extent[1:])`` of a ``_flat_chunks`` grid and the index that crops
+    it (trailing dims) to the output's ``out_sp``."""
+    extent = _extent(kernel, (1,) * len(kernel), dilation, out_sp)
+    return (out_sp[0], *extent[1:]), (Ellipsis, *(slice(0, o) for o in out_sp[1:]))
+
+
 def _rows_pay(c: int, kernel: Ints, stride: Ints, dilation: Ints, out_sp: Ints, groups: int,
               max_plane: int) -> bool:
     """Whether a conv is done on channels-last rows (``_row_chunks``) rather than ``_im2col``
@@ -285,6 +328,20 @@ def _conv_by_rows(xp: Any, x: A, weight: A, out: A, stride: Ints, dilation: Ints
                   out=dest[chunk])
 
 
+def _conv_flat(xp: Any, x: A, weight: A, out: A, dilation: Ints, padding: Ints, groups: int,
+               budget: int) -> None:
+    """Stride-1 conv of ``x`` into ``out [n, c_out, *size]``: per batch chunk, a batched matmul
+    of the ``[groups, c_out / groups, -1]`` weight with ``_flat_chunks`` columns, cropped
+    into ``out``."""
+    c_out, size = out.shape[1], out.shape[2:]
+    kernel = weight.shape[2:]
+    w = xp.ascontiguousarray(weight.reshape(groups, c_out // groups,
+                                            math.prod(weight.shape[1:])))
+    grid, crop = _flat_crop(size, kernel, dilation)
+    for chunk, cols in _flat_chunks(xp, x, kernel, dilation, padding, size, groups, budget):
+        out[chunk] = xp.matmul(w, cols).reshape(chunk.stop - chunk.start, c_out, *grid)[crop]
+
+
 def _conv_into(xp: Any, x: A, weight: A, out: A, stride: Ints, dilation: Ints,
                padding: Ints, groups: int, budget: int, max_plane: int) -> None:
     """Conv of ``x`` into a fresh ``out``: on channels-last rows where ``_rows_pay``, else on
@@ -292,6 +349,8 @@ def _conv_into(xp: Any, x: A, weight: A, out: A, stride: Ints, dilation: Ints,
     if _rows_pay(x.shape[1], weight.shape[2:], stride, dilation, out.shape[2:], groups,
                  max_plane):
         _conv_by_rows(xp, x, weight, out, stride, dilation, padding, budget)
+    elif all(s == 1 for s in stride):
+        _conv_flat(xp, x, weight, out, dilation, padding, groups, budget)
     else:
         _conv_by_matmul(xp, x, weight, out, stride, dilation, padding, groups, budget)
 
@@ -510,6 +569,14 @@ class ArrayModuleOps:
             rows = _row_chunks(xp, x, kernel, options.stride, options.dilation,
                                options.padding, out_sp, cls.conv_chunk_bytes)
             return _weight_grad_rows(xp, grad, rows, weight.shape).astype(dtype, copy=False)
+        if all(s == 1 for s in options.stride):
+            grid, crop = _flat_crop(out_sp, kernel, options.dilation)
+            a = xp.zeros((n, c_out, *grid), dtype=grad.dtype)
+            a[crop] = grad
+            columns = _flat_chunks(xp, x, kernel, options.dilation, options.padding, out_sp,
+                                   g, cls.conv_chunk_bytes)
+            return _weight_grad(xp, a.reshape(n, g, c_out // g, math.prod(grid)), columns,
+                                weight.shape).astype(dtype, copy=False)
         a = grad.reshape(n, g, c_out // g, math.prod(out_sp))
         columns = _im2col_chunks(xp, x, kernel, options.stride, options.dilation,
                                  options.padding, out_sp, g, cls.conv_chunk_bytes)
