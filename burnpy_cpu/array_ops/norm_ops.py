@@ -14,7 +14,10 @@ from __future__ import annotations
 import math
 from typing import Any, ClassVar
 
+import numpy
+
 from burnpy_cpu.array_ops._shared import widened
+from burnpy_cpu.numba_kernels import batch_norm_backward as fused_batch_norm_backward
 
 A = Any  # an ``xp.ndarray``
 
@@ -83,6 +86,9 @@ class ArrayNormOps:
         mean(g * xhat)`` per channel; the forward's ``mean`` and ``var`` are reused when
         given (16-bit inputs recompute them: the forward rounded them to 16 bits)."""
         xp, dtype = cls.xp, x.dtype
+        if xp is numpy and dtype in (numpy.float32, numpy.float64) and x.size \
+                and mean is not None and var is not None:
+            return _compiled_batch_norm_backward(x, weight, grad, eps, mean, var)
         reuse = x.dtype.itemsize >= 4
         batch = _Batch(xp, x, mean if reuse else None, var if reuse else None)
         g = widened(xp, grad.reshape(batch.centered.shape))
@@ -132,6 +138,21 @@ class ArrayNormOps:
         grad_x *= invstd
         return (grad_x.reshape(x.shape).astype(dtype, copy=False),
                 grad_weight.astype(dtype, copy=False), grad_bias.astype(dtype, copy=False))
+
+
+def _compiled_batch_norm_backward(x: A, weight: A | None, grad: A, eps: float, mean: A,
+                                  var: A) -> tuple[A, A, A]:
+    """``batch_norm_backward`` on NumPy float32/float64 with the forward's statistics: one
+    compiled kernel (``numba_kernels.batch_norm_backward``) over ``[n, c, positions]``."""
+    n, c = x.shape[:2]
+    invstd = 1.0 / numpy.sqrt(var.astype(numpy.float64) + eps)
+    scale = invstd if weight is None else invstd * weight
+    shape = (n, c, math.prod(x.shape[2:]))
+    dx, grad_bias, sum_gx = fused_batch_norm_backward(
+        numpy.ascontiguousarray(x).reshape(shape), numpy.ascontiguousarray(grad).reshape(shape),
+        mean.astype(numpy.float64), invstd, scale)
+    return (dx.reshape(x.shape), (sum_gx * invstd).astype(x.dtype),
+            grad_bias.astype(x.dtype))
 
 
 def _row_statistics(xp: Any, x: A, normalized_ndim: int, eps: float) -> tuple[A, A]:

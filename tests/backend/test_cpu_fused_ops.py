@@ -160,6 +160,30 @@ def test_batch_norm_backward_reuses_the_forward_statistics(dtype: str) -> None:
         assert not np.allclose(shifted[0], reused[0])
 
 
+@pytest.mark.parametrize("shape", [*SHAPES, (32, 16, 8, 8)])
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("affine", [True, False])
+def test_compiled_batch_norm_backward_matches_torch(shape: tuple[int, ...], dtype: str,
+                                                    affine: bool) -> None:
+    """With the forward's statistics, float32/float64 run the compiled two-pass kernel: it
+    agrees with torch's autograd, with and without a weight."""
+    x, grad = _draw(shape, dtype) * 3, _draw(shape, dtype, seed=1)
+    weight = _draw((shape[1],), dtype, seed=2) if affine else None
+    _, mean, var = CpuBackend.batch_norm(x, weight, None, 1e-5)
+    got = CpuBackend.batch_norm_backward(x, weight, grad, 1e-5, mean, var)
+    tx = torch.tensor(x, requires_grad=True)
+    tw = torch.tensor(np.ones(shape[1], dtype) if weight is None else weight,
+                      requires_grad=True)
+    tb = torch.zeros(shape[1], dtype=tx.dtype, requires_grad=True)
+    torch.nn.functional.batch_norm(tx, None, None, tw, tb, training=True).backward(
+        torch.tensor(grad))
+    rtol = {"float64": 1e-10, "float32": 1e-4}[dtype]
+    for ours, ref in zip(got, (tx.grad, tw.grad, tb.grad), strict=True):
+        want = ref.numpy()
+        assert ours.dtype == want.dtype and ours.shape == want.shape
+        np.testing.assert_allclose(ours, want, rtol=rtol, atol=rtol * np.abs(want).max())
+
+
 # ---- layer norm ----------------------------------------------------------------------------------
 @pytest.mark.parametrize(("shape", "ndim"), [((3, 4, 5), 1), ((2, 3, 4), 2), ((7, 6), 1)])
 @pytest.mark.parametrize("dtype", ["float64", "float32", "float16"])
