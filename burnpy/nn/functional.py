@@ -408,24 +408,35 @@ def interpolate(x: Tensor, size: IntOrTuple | None = None,
 
 
 def embedding(indices: Tensor, weight: Tensor) -> Tensor:
-    """Rows of ``weight [vocab, dim]`` picked by int ``indices`` of any shape."""
+    """Rows of ``weight [vocab, dim]`` picked by int ``indices`` of any shape. A quantized
+    weight (``Module.quantize_weights``) has the picked rows selected while still quantized
+    and only those dequantized, not the whole table."""
     op = "embedding"
-    weight = _float_weight(weight)
     check_same_backend(op, weight, indices)
+    if weight.kind is QUANTIZED and weight.ndim == 2 and indices.kind is INT:
+        _check_vocabulary(op, indices, weight.shape[0])
+        rows = weight.select(0, indices.reshape(-1)).dequantize()
+        return rows.reshape(*indices.shape, weight.shape[1])
+    weight = _float_weight(weight)
     if indices.kind is not INT:
         raise KindError(f"{op}: indices must be an int tensor, got {indices.kind}")
     if weight.kind is not FLOAT or weight.ndim != 2:
         raise ShapeError(f"{op}: weight must be a 2-d float tensor, got {weight.kind} "
                          f"{describe(weight.shape)}")
+    _check_vocabulary(op, indices, weight.shape[0])
+    return new(weight.backend, weight.backend.embedding(weight.primitive, indices.primitive),
+               FLOAT)
+
+
+def _check_vocabulary(op: str, indices: Tensor, vocab: int) -> None:
+    """Raises unless every index lies in ``[0, vocab)``."""
     if indices.numel():
         lo, hi = int(indices.min().item()), int(indices.max().item())
-        if lo < 0 or hi >= weight.shape[0]:
+        if lo < 0 or hi >= vocab:
             from burnpy.backend.errors import IndexOutOfBoundsError
 
             raise IndexOutOfBoundsError(f"{op}: index {lo if lo < 0 else hi} is out of range "
-                                        f"for a vocabulary of {weight.shape[0]}")
-    return new(weight.backend, weight.backend.embedding(weight.primitive, indices.primitive),
-               FLOAT)
+                                        f"for a vocabulary of {vocab}")
 
 
 def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:

@@ -10,6 +10,7 @@ import pytest
 import burnpy.nn.functional as F
 from burnpy import Tensor
 from burnpy.autodiff import Autodiff
+from burnpy.backend.errors import IndexOutOfBoundsError
 from burnpy.examples.gpt import generate
 from burnpy.examples.gpt_model import GPT, GPTConfig
 from burnpy.quantization import QuantScheme
@@ -73,3 +74,27 @@ def test_int8_weights_generate_the_float32_greedy_tokens() -> None:
     theirs = generate(dense, prompt, 24, temperature=0.0)
     assert ours[:4] == prompt and len(ours) == len(theirs)
     assert sum(a == b for a, b in zip(ours, theirs, strict=True)) >= 0.8 * len(ours)
+
+
+@pytest.mark.parametrize("scheme", SCHEMES, ids=str)
+def test_quantized_embedding_dequantizes_only_the_picked_rows(
+        scheme: QuantScheme, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The rows equal the dequantized table's, and what gets dequantized is ``[rows, dim]``,
+    not the whole ``[vocab, dim]`` table."""
+    w = Tensor.from_data(_data((65, 64), 3)).quantize(scheme)
+    idx = Tensor.from_data(np.array([[3, 1, 64], [0, 0, 5]]))
+    want = F.embedding(idx, w.dequantize()).to_numpy()
+    shapes: list[tuple[int, ...]] = []
+    real = CpuBackend.dequantize.__func__
+
+    def spy(cls: type[CpuBackend], tensor: object) -> object:
+        out = real(cls, tensor)
+        shapes.append(out.shape)
+        return out
+
+    monkeypatch.setattr(CpuBackend, "dequantize", classmethod(spy))
+    got = F.embedding(idx, w)
+    assert got.shape == (2, 3, 64) and shapes == [(6, 64)]
+    np.testing.assert_array_equal(got.to_numpy(), want)
+    with pytest.raises(IndexOutOfBoundsError, match="out of range"):
+        F.embedding(Tensor.from_data(np.array([65])), w)
