@@ -415,8 +415,11 @@ def embedding(indices: Tensor, weight: Tensor) -> Tensor:
     check_same_backend(op, weight, indices)
     if weight.kind is QUANTIZED and weight.ndim == 2 and indices.kind is INT:
         _check_vocabulary(op, indices, weight.shape[0])
-        rows = weight.select(0, indices.reshape(-1)).dequantize()
-        return rows.reshape(*indices.shape, weight.shape[1])
+        b = weight.backend
+        picked = b.q_select(weight.primitive, 0,
+                            b.int_reshape(indices.primitive, (indices.numel(),)))
+        return new(b, b.float_reshape(b.dequantize(picked), (*indices.shape, weight.shape[1])),
+                   FLOAT)
     weight = _float_weight(weight)
     if indices.kind is not INT:
         raise KindError(f"{op}: indices must be an int tensor, got {indices.kind}")

@@ -367,9 +367,11 @@ class ArrayQOps(ArrayLayoutOps):
                   else cls._effective_scales(weight, _F32))
         block = k if weight.block_axis is None else k // scales.shape[1]
         flat = np.ascontiguousarray(x.reshape(rows, k))
+        fused = bias is not None and bias.dtype == _F32 and bias.flags.c_contiguous
         out = int8_linear(flat, weight.data, np.ascontiguousarray(scales.reshape(
-            (1, 1) if weight.block_axis is None else scales.shape)), block)
-        if bias is not None:
+            (1, 1) if weight.block_axis is None else scales.shape)), block,
+            *((bias,) if fused else ()))
+        if bias is not None and not fused:
             out += bias
         return out.reshape(*x.shape[:-1], weight.shape[0])
 
