@@ -13,6 +13,9 @@ from typing import Any
 
 import numpy as np
 
+#: The float dtypes the elementwise kernels here are used for.
+COMPILED_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+
 #: ``int8_linear(x, w, scales, block, bias, out)``: see ``int8_linear``.
 Int8Linear = Callable[[np.ndarray, np.ndarray, np.ndarray, int, np.ndarray, np.ndarray], None]
 
@@ -115,3 +118,29 @@ def batch_norm_backward(x: np.ndarray, grad: np.ndarray, mean: np.ndarray, invst
     sums = np.empty((2, x.shape[1]), dtype=np.float64)
     _batch_norm_backward_kernel()(x, grad, mean, invstd, scale, dx, sums)
     return dx, sums[0], sums[1]
+
+
+#: ``relu_backward(output, grad, out)`` over 1-d arrays: see ``relu_backward``.
+ReluBackward = Callable[[np.ndarray, np.ndarray, np.ndarray], None]
+
+
+@functools.cache
+def _relu_backward_kernel() -> ReluBackward:
+    import numba
+
+    @numba.njit(cache=True, nogil=True, boundscheck=False)
+    def kernel(output: Any, grad: Any, out: Any) -> None:
+        zero = out.dtype.type(0)
+        for i in range(out.shape[0]):
+            out[i] = zero if output[i] <= 0 else grad[i]
+
+    return kernel
+
+
+def relu_backward(output: np.ndarray, grad: np.ndarray) -> np.ndarray:
+    """``grad`` where relu's ``output`` is positive or NaN, else 0, in one pass over two
+    same-shaped C-contiguous arrays of one float dtype (NumPy needs a mask, a check that the
+    gradient is finite and a multiply)."""
+    out = np.empty_like(grad)
+    _relu_backward_kernel()(output.reshape(-1), grad.reshape(-1), out.reshape(-1))
+    return out

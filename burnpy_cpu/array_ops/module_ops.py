@@ -20,6 +20,7 @@ from __future__ import annotations
 import functools
 import itertools
 import math
+import threading
 from collections.abc import Callable, Iterator
 from types import EllipsisType
 from typing import Any, ClassVar
@@ -146,13 +147,15 @@ def _strided(xp: Any, base: A, shape: Ints, strides: Ints) -> A:
 
 
 def _im2col(xp: Any, xpad: A, kernel: Ints, stride: Ints, dilation: Ints, out_sp: Ints,
-            groups: int) -> A:
+            groups: int, budget: int) -> A:
     """Contiguous columns ``[n, groups, c / groups * prod(kernel), prod(out_sp)]`` of an
     already padded input, laid out so one batched matmul with the ``[groups, out / groups,
     -1]`` weight is the conv: one copy of its ``_window_view`` (a copy per kernel tap would
     cost a Python round trip each, which dominates on small planes)."""
     n, c = xpad.shape[:2]
-    cols = xp.ascontiguousarray(_window_view(xp, xpad, kernel, stride, dilation, out_sp))
+    view = _window_view(xp, xpad, kernel, stride, dilation, out_sp)
+    cols = _scratch(xp, "cols", view.shape, xpad.dtype, budget)
+    cols[...] = view
     return cols.reshape(n, groups, c // groups * math.prod(kernel), math.prod(out_sp))
 
 
@@ -163,7 +166,33 @@ def _im2col_chunks(xp: Any, x: A, kernel: Ints, stride: Ints, dilation: Ints, pa
     per_sample = x.shape[1] * math.prod(kernel) * math.prod(out_sp) * x.itemsize
     extent = _extent(kernel, stride, dilation, out_sp)
     for chunk, xpad in _padded_chunks(xp, x, padding, extent, per_sample, budget):
-        yield chunk, _im2col(xp, xpad, kernel, stride, dilation, out_sp, groups)
+        yield chunk, _im2col(xp, xpad, kernel, stride, dilation, out_sp, groups, budget)
+
+
+class _Scratch(threading.local):
+    """Per-thread NumPy scratch buffers reused from call to call: a fresh multi-megabyte array
+    is fresh pages from the OS, and faulting them in (the kernel zeroing each page) can cost
+    more than the im2col copy that fills them."""
+
+    def __init__(self) -> None:
+        self.buffers: dict[str, numpy.ndarray] = {}
+
+
+_SCRATCH = _Scratch()
+
+
+def _scratch(xp: Any, slot: str, shape: Ints, dtype: Any, budget: int) -> A:
+    """An uninitialized ``shape`` array: on NumPy, and when it fits in ``4 * budget`` bytes,
+    a view of this thread's reused ``slot`` buffer (valid until the slot is asked again);
+    otherwise a fresh one."""
+    dtype = numpy.dtype(dtype)
+    nbytes = math.prod(shape) * dtype.itemsize
+    if xp is not numpy or nbytes > 4 * budget:
+        return xp.empty(shape, dtype=dtype)
+    buf = _SCRATCH.buffers.get(slot)
+    if buf is None or buf.nbytes < nbytes:
+        buf = _SCRATCH.buffers[slot] = numpy.empty(nbytes, dtype=numpy.uint8)
+    return buf[:nbytes].view(dtype).reshape(shape)
 
 
 def _flat_offsets(kernel: Ints, dilation: Ints, extent: Ints) -> list[int]:
@@ -189,8 +218,10 @@ def _flat_chunks(xp: Any, x: A, kernel: Ints, dilation: Ints, padding: Ints, out
     step = [d * math.prod(extent[i + 1:]) for i, d in enumerate(dilation)]
     chunks = _batch_chunks(n, c * len(offsets) * run * x.itemsize, budget)
     m_max = chunks[0].stop if chunks else 0
-    flat = xp.zeros(m_max * c * plane + offsets[-1], dtype=x.dtype)  # a tail: the last taps
+    flat = _scratch(xp, "flat", (m_max * c * plane + offsets[-1],), x.dtype, budget)
+    flat.fill(0)  # the padding, and a tail that the last plane's last taps read
     buf = flat[:m_max * c * plane].reshape(m_max, c, *extent)
+    cols = _scratch(xp, "cols", (m_max, c, *kernel, run), x.dtype, budget)
     dst, src = _box(padding, x.shape[2:], extent)
     it = x.itemsize
     for chunk in chunks:
@@ -198,8 +229,9 @@ def _flat_chunks(xp: Any, x: A, kernel: Ints, dilation: Ints, padding: Ints, out
         buf[:m][dst] = x[chunk][src]
         view = _strided(xp, flat, (m, c, *kernel, run),
                         (c * plane * it, plane * it, *(s * it for s in step), it))
-        yield chunk, xp.ascontiguousarray(view).reshape(m, groups, c // groups * len(offsets),
-                                                        run)
+        part = cols[:m]
+        part[...] = view
+        yield chunk, part.reshape(m, groups, c // groups * len(offsets), run)
 
 
 def _flat_crop(out_sp: Ints, kernel: Ints, dilation: Ints) -> tuple[Ints, _Index]:
@@ -240,8 +272,13 @@ def _row_chunks(xp: Any, x: A, kernel: Ints, stride: Ints, dilation: Ints, paddi
                         buf.strides[-1]))
     width = math.prod(kernel) * c
     rows = math.prod(out_sp)
-    for chunk in _batch_chunks(n, rows * width * x.itemsize, budget):
-        yield chunk, windows[chunk].reshape((chunk.stop - chunk.start) * rows, width)
+    chunks = _batch_chunks(n, rows * width * x.itemsize, budget)
+    out = _scratch(xp, "cols", ((chunks[0].stop if chunks else 0) * rows, width), x.dtype,
+                   budget)
+    for chunk in chunks:
+        part = out[:(chunk.stop - chunk.start) * rows]
+        part.reshape(windows[chunk].shape)[...] = windows[chunk]
+        yield chunk, part
 
 
 def _scatter_extent(kernel: Ints, stride: Ints, dilation: Ints, padding: Ints, grid: Ints,
@@ -388,13 +425,15 @@ def _transpose_by_matmul(xp: Any, x: A, w: A, out: A, kernel: Ints,
         m = xc.shape[0]
         xc = xc.reshape(m, g, c_in_g, positions)
         if flat:
-            cols = xp.empty((m, g, n_taps * c_out_g, plane), dtype=x.dtype)
+            cols = _scratch(xp, "cols", (m, g, n_taps * c_out_g, plane), x.dtype, budget)
             cols[..., positions:] = 0
             xp.matmul(w, xc, out=cols[..., :positions])
             out[chunk] = _col2im_flat(xp, cols.reshape(m, g, n_taps, c_out_g * plane), kernel,
                                       options.dilation, options.padding, extent, size)
         else:
-            cols = xp.matmul(w, xc).reshape(m, g, n_taps, c_out_g, *in_sp)
+            cols = _scratch(xp, "cols", (m, g, n_taps * c_out_g, positions), x.dtype, budget)
+            xp.matmul(w, xc, out=cols)
+            cols = cols.reshape(m, g, n_taps, c_out_g, *in_sp)
             out[chunk] = _col2im(xp, functools.partial(_tap_of, cols), (m, g, c_out_g),
                                  kernel, options.stride, options.dilation, options.padding,
                                  in_sp, size, x.dtype)
@@ -571,7 +610,8 @@ class ArrayModuleOps:
             return _weight_grad_rows(xp, grad, rows, weight.shape).astype(dtype, copy=False)
         if all(s == 1 for s in options.stride):
             grid, crop = _flat_crop(out_sp, kernel, options.dilation)
-            a = xp.zeros((n, c_out, *grid), dtype=grad.dtype)
+            a = _scratch(xp, "grad", (n, c_out, *grid), grad.dtype, cls.conv_chunk_bytes)
+            a.fill(0)
             a[crop] = grad
             columns = _flat_chunks(xp, x, kernel, options.dilation, options.padding, out_sp,
                                    g, cls.conv_chunk_bytes)
