@@ -234,6 +234,30 @@ def _flat_chunks(xp: Any, x: A, kernel: Ints, dilation: Ints, padding: Ints, out
         yield chunk, part.reshape(m, groups, c // groups * len(offsets), run)
 
 
+def _weight_grad_shifted(xp: Any, x: A, a: A, kernel: Ints, dilation: Ints, padding: Ints,
+                         out_sp: Ints, budget: int) -> A:
+    """Weight gradient ``[c_out, c, *kernel]`` of a one-group stride-1 conv without columns:
+    ``x`` is laid out on flattened padded planes (as in ``_flat_chunks``), so for each tap
+    the values it read are a strided ``[n, run, c]`` view of that buffer, and its slice of the
+    gradient is one batched matmul with ``a [n, c_out, run]`` (the grad on the flat grid, zero
+    on the garbage columns) summed over the batch."""
+    n, c = x.shape[:2]
+    c_out = a.shape[1]
+    extent = _extent(kernel, (1,) * len(kernel), dilation, out_sp)
+    offsets = _flat_offsets(kernel, dilation, extent)
+    plane, run = math.prod(extent), a.shape[2]
+    flat = _scratch(xp, "flat", (n * c * plane + offsets[-1],), x.dtype, budget)
+    flat.fill(0)
+    dst, src = _box(padding, x.shape[2:], extent)
+    flat[:n * c * plane].reshape(n, c, *extent)[dst] = x[src]
+    out = xp.empty((c_out, c, len(offsets)), dtype=x.dtype)
+    it = x.itemsize
+    for t, off in enumerate(offsets):
+        view = _strided(xp, flat[off:], (n, run, c), (c * plane * it, it, plane * it))
+        out[:, :, t] = xp.matmul(a, view).sum(axis=0)
+    return out.reshape(c_out, c, *kernel)
+
+
 def _flat_crop(out_sp: Ints, kernel: Ints, dilation: Ints) -> tuple[Ints, _Index]:
     """Shape ``(out_sp[0], *extent[1:])`` of a ``_flat_chunks`` grid and the index that crops
     it (trailing dims) to the output's ``out_sp``."""
@@ -613,6 +637,10 @@ class ArrayModuleOps:
             a = _scratch(xp, "grad", (n, c_out, *grid), grad.dtype, cls.conv_chunk_bytes)
             a.fill(0)
             a[crop] = grad
+            if g == 1:
+                return _weight_grad_shifted(xp, x, a.reshape(n, c_out, math.prod(grid)),
+                                            kernel, options.dilation, options.padding, out_sp,
+                                            cls.conv_chunk_bytes).astype(dtype, copy=False)
             columns = _flat_chunks(xp, x, kernel, options.dilation, options.padding, out_sp,
                                    g, cls.conv_chunk_bytes)
             return _weight_grad(xp, a.reshape(n, g, c_out // g, math.prod(grid)), columns,
