@@ -144,3 +144,35 @@ def relu_backward(output: np.ndarray, grad: np.ndarray) -> np.ndarray:
     out = np.empty_like(grad)
     _relu_backward_kernel()(output.reshape(-1), grad.reshape(-1), out.reshape(-1))
     return out
+
+
+#: ``plane_scatter_add(indices, values, out)``: see ``plane_scatter_add``.
+PlaneScatterAdd = Callable[[np.ndarray, np.ndarray, np.ndarray], None]
+
+
+@functools.cache
+def _plane_scatter_add_kernel() -> PlaneScatterAdd:
+    import numba
+
+    @numba.njit(cache=True, nogil=True, boundscheck=False)
+    def kernel(indices: Any, values: Any, out: Any) -> None:
+        for r in range(indices.shape[0]):
+            plane = out[r]
+            for j in range(indices.shape[1]):
+                at = indices[r, j]
+                if at < 0 or at >= plane.shape[0]:
+                    raise IndexError("max-pool index outside its plane")
+                plane[at] += values[r, j]
+
+    return kernel
+
+
+def plane_scatter_add(indices: np.ndarray, values: np.ndarray, planes: int,
+                      plane: int) -> np.ndarray:
+    """Zeroed ``[planes, plane]`` with every ``values[r, j]`` added at ``[r, indices[r, j]]``,
+    in order (``indices`` int64 and ``values`` of one float dtype, both ``[planes, k]``
+    and C-contiguous; an index outside ``[0, plane)`` raises IndexError): a max pool's
+    gradient, where NumPy's ``add.at`` is an unbuffered scatter several times slower."""
+    out = np.zeros((planes, plane), dtype=values.dtype)
+    _plane_scatter_add_kernel()(indices, values, out)
+    return out

@@ -37,6 +37,7 @@ from burnpy.backend.ops.module_ops import (
     pool_output_size,
 )
 from burnpy_cpu.array_ops._shared import widened
+from burnpy_cpu.numba_kernels import COMPILED_FLOATS, plane_scatter_add
 
 A = Any  # an ``xp.ndarray``
 Host = numpy.ndarray
@@ -791,6 +792,11 @@ class ArrayModuleOps:
         grad = widened(xp, grad)
         n, c = x.shape[:2]
         plane, size = math.prod(x.shape[2:]), math.prod(grad.shape[2:])
+        if xp is numpy and grad.dtype in COMPILED_FLOATS and indices.dtype == numpy.int64:
+            out = plane_scatter_add(numpy.ascontiguousarray(indices.reshape(n * c, size)),
+                                    numpy.ascontiguousarray(grad.reshape(n * c, size)), n * c,
+                                    plane)
+            return out.reshape(x.shape).astype(dtype, copy=False)
         flat = indices.reshape(n * c, size) + (xp.arange(n * c, dtype=xp.int64) * plane)[:, None]
         out = xp.zeros(n * c * plane, dtype=grad.dtype)
         xp.add.at(out, flat.reshape(-1), grad.reshape(-1))

@@ -44,3 +44,17 @@ def test_consecutive_convs_of_other_shapes_do_not_see_stale_scratch() -> None:
                           (CpuBackend.conv_x_backward(x, w, grad, opts), tx.grad)]:
             want = ref.detach().numpy()
             np.testing.assert_allclose(ours, want, rtol=1e-4, atol=1e-4 * np.abs(want).max())
+
+
+def test_max_pool_backward_sums_overlapping_windows_and_checks_indices() -> None:
+    """Overlapping 3x3/stride-1 windows pick some inputs several times: their gradients add
+    up (as torch's); an index outside the plane raises instead of writing out of bounds."""
+    x = np.random.default_rng(1).standard_normal((2, 3, 6, 6)).astype(np.float32)
+    out, idx = CpuBackend.max_pool_with_indices(x, (3, 3), (1, 1), (0, 0), (1, 1), False)
+    grad = np.random.default_rng(2).standard_normal(out.shape).astype(np.float32)
+    tx = torch.tensor(x, requires_grad=True)
+    torch.nn.functional.max_pool2d(tx, 3, 1).backward(torch.tensor(grad))
+    got = CpuBackend.max_pool_with_indices_backward(x, grad, idx)
+    np.testing.assert_allclose(got, tx.grad.numpy(), rtol=1e-6, atol=1e-6)
+    with pytest.raises(IndexError):
+        CpuBackend.max_pool_with_indices_backward(x, grad, np.full_like(idx, 36))
