@@ -176,3 +176,55 @@ def plane_scatter_add(indices: np.ndarray, values: np.ndarray, planes: int,
     out = np.zeros((planes, plane), dtype=values.dtype)
     _plane_scatter_add_kernel()(indices, values, out)
     return out
+
+
+#: ``batch_norm(x, weight, bias, eps, y, stats)``: see ``batch_norm``.
+BatchNorm = Callable[[np.ndarray, np.ndarray, np.ndarray, float, np.ndarray, np.ndarray], None]
+
+
+@functools.cache
+def _batch_norm_kernel() -> BatchNorm:
+    import numba
+
+    @numba.njit(fastmath=True, cache=True, nogil=True, boundscheck=False)
+    def kernel(x: Any, weight: Any, bias: Any, eps: float, y: Any, stats: Any) -> None:
+        n, c, p = x.shape
+        count = n * p
+        for ch in range(c):
+            total = 0.0
+            for i in range(n):
+                for j in range(p):
+                    total += np.float64(x[i, ch, j])
+            mean = total / count
+            squares = 0.0
+            for i in range(n):
+                for j in range(p):
+                    d = np.float64(x[i, ch, j]) - mean
+                    squares += d * d
+            var = squares / count
+            stats[0, ch] = mean
+            stats[1, ch] = var
+            scale = 1.0 / np.sqrt(var + eps)
+            if weight.shape[0]:
+                scale *= weight[ch]
+            shift = bias[ch] if bias.shape[0] else 0.0
+            mu_, a_, b_ = y.dtype.type(mean), y.dtype.type(scale), y.dtype.type(shift)
+            for i in range(n):
+                for j in range(p):
+                    y[i, ch, j] = (x[i, ch, j] - mu_) * a_ + b_
+
+    return kernel
+
+
+def batch_norm(x: np.ndarray, weight: np.ndarray | None, bias: np.ndarray | None,
+               eps: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Training-mode batch norm of ``x [n, c, positions]`` (C-contiguous, float32 or float64):
+    ``(y, mean, biased var)``, the statistics in float64. Three passes a channel (the mean,
+    the centered sum of squares, then ``y``), where the NumPy composition allocates the
+    centered batch and makes about five."""
+    y = np.empty_like(x)
+    stats = np.empty((2, x.shape[1]), dtype=np.float64)
+    none = np.empty(0, dtype=x.dtype)
+    _batch_norm_kernel()(x, none if weight is None else weight, none if bias is None else bias,
+                         eps, y, stats)
+    return y, stats[0], stats[1]

@@ -17,6 +17,8 @@ from typing import Any, ClassVar
 import numpy
 
 from burnpy_cpu.array_ops._shared import widened
+from burnpy_cpu.numba_kernels import COMPILED_FLOATS
+from burnpy_cpu.numba_kernels import batch_norm as fused_batch_norm
 from burnpy_cpu.numba_kernels import batch_norm_backward as fused_batch_norm_backward
 
 A = Any  # an ``xp.ndarray``
@@ -67,6 +69,14 @@ class ArrayNormOps:
                    eps: float) -> tuple[A, A, A]:
         """Training-mode batch normalization: ``(y, mean [c], var [c])``, var biased."""
         xp, dtype = cls.xp, x.dtype
+        if xp is numpy and dtype in COMPILED_FLOATS and x.size and all(
+                p is None or p.dtype == dtype for p in (weight, bias)):
+            n, c = x.shape[:2]
+            y, mean, var = fused_batch_norm(
+                numpy.ascontiguousarray(x).reshape(n, c, x.size // (n * c)),
+                None if weight is None else numpy.ascontiguousarray(weight),
+                None if bias is None else numpy.ascontiguousarray(bias), eps)
+            return y.reshape(x.shape), mean.astype(dtype), var.astype(dtype)
         batch = _Batch(xp, x)
         scale = 1.0 / xp.sqrt(batch.var + eps)
         if weight is not None:
