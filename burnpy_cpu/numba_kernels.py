@@ -228,3 +228,45 @@ def batch_norm(x: np.ndarray, weight: np.ndarray | None, bias: np.ndarray | None
     _batch_norm_kernel()(x, none if weight is None else weight, none if bias is None else bias,
                          eps, y, stats)
     return y, stats[0], stats[1]
+
+
+#: ``col2im(cols, kernel..., stride..., padding..., dilation..., out)``: see ``col2im``.
+Col2Im = Callable[[np.ndarray, int, int, int, int, int, int, int, int, np.ndarray], None]
+
+
+@functools.cache
+def _col2im_kernel() -> Col2Im:
+    import numba
+
+    @numba.njit(cache=True, nogil=True, boundscheck=False)
+    def kernel(cols: Any, kh: int, kw: int, sh: int, sw: int, ph: int, pw: int, dh: int,
+               dw: int, out: Any) -> None:
+        b, _, o, ih, iw = cols.shape
+        h, w = out.shape[2], out.shape[3]
+        for n in range(b):
+            for ch in range(o):
+                for i in range(kh):
+                    for y in range(ih):
+                        oy = y * sh + i * dh - ph
+                        if oy < 0 or oy >= h:
+                            continue
+                        dst = out[n, ch, oy]
+                        for j in range(kw):
+                            src = cols[n, i * kw + j, ch, y]
+                            off = j * dw - pw
+                            for q in range(iw):
+                                ox = q * sw + off
+                                if 0 <= ox < w:
+                                    dst[ox] += src[q]
+
+    return kernel
+
+
+def col2im(cols: np.ndarray, kernel: tuple[int, int], stride: tuple[int, int],
+           padding: tuple[int, int], dilation: tuple[int, int], out: np.ndarray) -> None:
+    """Adds each kernel tap's contribution ``cols [b, kh * kw, o, ih, iw]`` (C-contiguous)
+    into the 2-d ``out [b, o, h, w]`` (zeroed by the caller, same dtype): value ``(y, q)`` of
+    tap ``(i, j)`` lands on ``(y * sh + i * dh - ph, q * sw + j * dw - pw)``, dropped outside
+    ``out``. A strided transposed conv's scatter in one pass instead of a NumPy add per tap
+    over short strided rows."""
+    _col2im_kernel()(cols, *kernel, *stride, *padding, *dilation, out)

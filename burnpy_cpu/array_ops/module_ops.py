@@ -37,7 +37,7 @@ from burnpy.backend.ops.module_ops import (
     pool_output_size,
 )
 from burnpy_cpu.array_ops._shared import widened
-from burnpy_cpu.numba_kernels import COMPILED_FLOATS, plane_scatter_add
+from burnpy_cpu.numba_kernels import COMPILED_FLOATS, col2im, plane_scatter_add
 
 A = Any  # an ``xp.ndarray``
 Host = numpy.ndarray
@@ -437,7 +437,9 @@ def _transpose_by_matmul(xp: Any, x: A, w: A, out: A, kernel: Ints,
     """Transposed conv of ``x`` into ``out [n, g, o, *size]`` with a contiguous weight
     ``w [g, taps * o, c]``: per batch chunk, a matmul giving every tap's contribution, then
     col2im. With stride 1 the matmul runs on ``x`` zero-padded to the buffer's extent in all
-    dims but the first and writes rows of zeroed extent-sized planes, so col2im is 1-d adds."""
+    dims but the first and writes rows of zeroed extent-sized planes, so col2im is 1-d adds;
+    otherwise a 2-d float32/float64 col2im on NumPy is one compiled pass
+    (``numba_kernels.col2im``) instead of an add per tap over short strided rows."""
     g, c_out_g, size = out.shape[1], out.shape[2], out.shape[3:]
     in_sp, n_taps, c_in_g = x.shape[2:], math.prod(kernel), w.shape[2]
     extent = _scatter_extent(kernel, options.stride, options.dilation, options.padding, in_sp,
@@ -458,6 +460,12 @@ def _transpose_by_matmul(xp: Any, x: A, w: A, out: A, kernel: Ints,
         else:
             cols = _scratch(xp, "cols", (m, g, n_taps * c_out_g, positions), x.dtype, budget)
             xp.matmul(w, xc, out=cols)
+            if xp is numpy and len(in_sp) == 2 and x.dtype in COMPILED_FLOATS:
+                dest = out[chunk].reshape(m * g, c_out_g, *size)
+                dest.fill(0)
+                col2im(cols.reshape(m * g, n_taps, c_out_g, *in_sp), kernel, options.stride,
+                       options.padding, options.dilation, dest)
+                continue
             cols = cols.reshape(m, g, n_taps, c_out_g, *in_sp)
             out[chunk] = _col2im(xp, functools.partial(_tap_of, cols), (m, g, c_out_g),
                                  kernel, options.stride, options.dilation, options.padding,
