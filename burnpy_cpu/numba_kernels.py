@@ -262,11 +262,12 @@ def _col2im_kernel() -> Col2Im:
     return kernel
 
 
-def col2im(cols: np.ndarray, kernel: tuple[int, int], stride: tuple[int, int],
-           padding: tuple[int, int], dilation: tuple[int, int], out: np.ndarray) -> None:
+def col2im(cols: np.ndarray, kernel: tuple[int, ...], stride: tuple[int, ...],
+           padding: tuple[int, ...], dilation: tuple[int, ...], out: np.ndarray) -> None:
     """Adds each kernel tap's contribution ``cols [b, kh * kw, o, ih, iw]`` (C-contiguous)
-    into the 2-d ``out [b, o, h, w]`` (zeroed by the caller, same dtype): value ``(y, q)`` of
-    tap ``(i, j)`` lands on ``(y * sh + i * dh - ph, q * sw + j * dw - pw)``, dropped outside
-    ``out``. A strided transposed conv's scatter in one pass instead of a NumPy add per tap
-    over short strided rows."""
-    _col2im_kernel()(cols, *kernel, *stride, *padding, *dilation, out)
+    into the 2-d ``out [b, o, h, w]`` (zeroed by the caller, same dtype; the four tuples
+    hold two ints each): value ``(y, q)`` of tap ``(i, j)`` lands on ``(y * sh + i * dh -
+    ph, q * sw + j * dw - pw)``, dropped outside ``out``. A strided transposed conv's
+    scatter in one pass instead of a NumPy add per tap over short strided rows."""
+    (kh, kw), (sh, sw), (ph, pw), (dh, dw) = kernel, stride, padding, dilation
+    _col2im_kernel()(cols, kh, kw, sh, sw, ph, pw, dh, dw, out)
