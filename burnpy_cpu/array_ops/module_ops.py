@@ -5,7 +5,10 @@ CuPy for CUDA). Convolutions are im2col followed by a BLAS matmul: on large outp
 columns are channels-first (one copy of a strided window view, a batched matmul with the
 weight); on small ones (``_rows_pay``) they are channels-last rows (one copy of a strided
 window view of a channels-last padded input, a matmul with the permuted weight), whose copy
-moves runs of whole kernel rows of channels instead of tiny output rows. Transposed
+moves runs of whole kernel rows of channels instead of tiny output rows; stride-1 convs on
+small planes or few output channels take columns of flattened padded planes instead
+(``_flat_chunks``: one contiguous run per channel and tap). Large scratch arrays are reused
+per thread on NumPy (``_scratch``): fresh pages cost more than the copies. Transposed
 convolutions are a matmul followed by a col2im scatter-add over the kernel taps (or, at
 stride 1 with few input channels, the equivalent conv); weight gradients are a matmul against
 the same columns or rows. Max pools copy every window tap into one tap-major buffer and scan
