@@ -417,15 +417,31 @@ _HOST_BOUNDS_CHECK = 4096
 
 
 def embedding(indices: Tensor, weight: Tensor) -> Tensor:
-    """Rows of ``weight [vocab, dim]`` picked by int ``indices`` of any shape."""
+    """Rows of ``weight [vocab, dim]`` picked by int ``indices`` of any shape. A quantized
+    weight (``Module.quantize_weights``) has the picked rows selected while still quantized
+    and only those dequantized, not the whole table."""
     op = "embedding"
-    weight = _float_weight(weight)
     check_same_backend(op, weight, indices)
+    if weight.kind is QUANTIZED and weight.ndim == 2 and indices.kind is INT:
+        _check_vocabulary(op, indices, weight.shape[0])
+        b = weight.backend
+        picked = b.q_select(weight.primitive, 0,
+                            b.int_reshape(indices.primitive, (indices.numel(),)))
+        return new(b, b.float_reshape(b.dequantize(picked), (*indices.shape, weight.shape[1])),
+                   FLOAT)
+    weight = _float_weight(weight)
     if indices.kind is not INT:
         raise KindError(f"{op}: indices must be an int tensor, got {indices.kind}")
     if weight.kind is not FLOAT or weight.ndim != 2:
         raise ShapeError(f"{op}: weight must be a 2-d float tensor, got {weight.kind} "
                          f"{describe(weight.shape)}")
+    _check_vocabulary(op, indices, weight.shape[0])
+    return new(weight.backend, weight.backend.embedding(weight.primitive, indices.primitive),
+               FLOAT)
+
+
+def _check_vocabulary(op: str, indices: Tensor, vocab: int) -> None:
+    """Raises unless every index lies in ``[0, vocab)``."""
     count = indices.numel()
     if count:
         b, p = indices.backend, indices.primitive
@@ -439,13 +455,11 @@ def embedding(indices: Tensor, weight: Tensor) -> Tensor:
         else:  # the bounds reduced on the device, two scalars to the host
             lo = int(b.int_into_data(b.int_min(p)).array.reshape(()))
             hi = int(b.int_into_data(b.int_max(p)).array.reshape(()))
-        if lo < 0 or hi >= weight.shape[0]:
+        if lo < 0 or hi >= vocab:
             from burnpy.backend.errors import IndexOutOfBoundsError
 
             raise IndexOutOfBoundsError(f"{op}: index {lo if lo < 0 else hi} is out of range "
-                                        f"for a vocabulary of {weight.shape[0]}")
-    return new(weight.backend, weight.backend.embedding(weight.primitive, indices.primitive),
-               FLOAT)
+                                        f"for a vocabulary of {vocab}")
 
 
 def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
@@ -561,16 +575,18 @@ def _check_batch_norm(op: str, x: Tensor, *per_channel: Tensor | None) -> None:
 
 
 def _quantized_linear(x: Tensor, weight: Tensor, bias: Tensor | None) -> Tensor:
-    """``linear`` with a quantized ``[out, in]`` weight: the input is quantized on the fly
-    with the weight's scheme and the backend multiplies the integers (``q_matmul``)."""
+    """``linear`` with a quantized ``[out, in]`` weight, weight-only: the activations stay
+    float and the backend multiplies them with the quantized weight (``q_linear``)."""
     if weight.ndim != 2 or x.ndim < 1 or x.shape[-1] != weight.shape[1]:
         raise ShapeError(f"linear: input {describe(x.shape)} does not fit quantized weight "
                          f"{describe(weight.shape)}")
-    flat = x.reshape(-1, x.shape[-1])
-    out = (flat @ weight.T).cast(x.dtype)
-    if bias is not None:
-        out = out + bias
-    return out.reshape(x.shape[:-1] + (weight.shape[0],))
+    _same("linear", x, bias)
+    if bias is not None and bias.shape != (weight.shape[0],):
+        raise ShapeError(f"linear: bias must have shape ({weight.shape[0]},), got "
+                         f"{describe(bias.shape)}")
+    b = x.backend
+    return new(b, b.q_linear(x.primitive, weight.primitive,
+                             None if bias is None else bias.primitive), FLOAT)
 
 
 def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,

@@ -257,7 +257,8 @@ class Module:
     def quantize_weights(self, scheme: QuantScheme) -> Module:
         """Quantize, in place, every weight matrix (float parameter of 2 or more dims whose
         last dim the scheme's block size divides) for inference; biases and norm parameters
-        stay float. Linear layers then multiply integers; others dequantize their weights."""
+        stay float. Linear layers then run weight-only (``q_linear``: float activations times the
+        quantized weight); other layers dequantize their weights."""
         bs = scheme.level.block_size
         for slot in self.slots():
             t = slot.tensor

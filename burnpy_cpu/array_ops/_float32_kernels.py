@@ -23,18 +23,15 @@ from llvmlite import ir
 from numba import types
 from numba.extending import intrinsic
 
+from burnpy_cpu.numba_kernels import njit_cached
+
 _F = np.float32
 
 
-def _jit(fn: Callable[..., None]) -> Any:
-    """``fn`` compiled with NumPy's error model (no ZeroDivisionError branch, which would block
-    vectorization) and fused multiply-adds allowed (``contract`` only: no reassociation, and
-    NaN and inf keep IEEE semantics), cached on disk where a cache directory is writable."""
-    options: dict[str, Any] = {"error_model": "numpy", "fastmath": {"contract"}}
-    try:
-        return numba.njit(cache=True, **options)(fn)
-    except RuntimeError:  # numba found no writable cache location: compile in each process
-        return numba.njit(**options)(fn)
+#: Each kernel compiled with NumPy's error model (no ZeroDivisionError branch, which would
+#: block vectorization) and fused multiply-adds allowed (``contract`` only: no reassociation,
+#: and NaN and inf keep IEEE semantics), cached on disk where a cache directory is writable.
+_jit = njit_cached(error_model="numpy", fastmath={"contract"})
 
 
 _inline = numba.njit(inline="always", error_model="numpy", fastmath={"contract"})

@@ -16,6 +16,8 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 
 from burnpy_cpu.array_ops._shared import float32_kernels, widened
+from burnpy_cpu.numba_kernels import COMPILED_FLOATS
+from burnpy_cpu.numba_kernels import relu_backward as compiled_relu_backward
 
 A = Any  # an ``xp.ndarray``
 GeluApproximate = Literal["none", "tanh"]
@@ -66,6 +68,10 @@ class ArrayActivationOps:
         element finite in one cheap pass (an overflowing sum only takes the safe branch).
         """
         xp = cls.xp
+        if (xp is np and output.dtype == grad.dtype and grad.dtype in COMPILED_FLOATS
+                and output.shape == grad.shape and output.flags.c_contiguous
+                and grad.flags.c_contiguous):
+            return compiled_relu_backward(output, grad)
         keep = ~(output <= 0)
         if xp is np and math.isfinite(grad.sum()):
             return (grad * keep).astype(grad.dtype, copy=False)

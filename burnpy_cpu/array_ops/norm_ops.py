@@ -17,6 +17,9 @@ from typing import Any, ClassVar
 import numpy
 
 from burnpy_cpu.array_ops._shared import ones, widened
+from burnpy_cpu.numba_kernels import COMPILED_FLOATS
+from burnpy_cpu.numba_kernels import batch_norm as fused_batch_norm
+from burnpy_cpu.numba_kernels import batch_norm_backward as fused_batch_norm_backward
 
 A = Any  # an ``xp.ndarray``
 
@@ -66,6 +69,14 @@ class ArrayNormOps:
                    eps: float) -> tuple[A, A, A]:
         """Training-mode batch normalization: ``(y, mean [c], var [c])``, var biased."""
         xp, dtype = cls.xp, x.dtype
+        if xp is numpy and dtype in COMPILED_FLOATS and x.size and all(
+                p is None or p.dtype == dtype for p in (weight, bias)):
+            n, c = x.shape[:2]
+            y, mean, var = fused_batch_norm(
+                numpy.ascontiguousarray(x).reshape(n, c, x.size // (n * c)),
+                None if weight is None else numpy.ascontiguousarray(weight),
+                None if bias is None else numpy.ascontiguousarray(bias), eps)
+            return y.reshape(x.shape), mean.astype(dtype), var.astype(dtype)
         batch = _Batch(xp, x)
         scale = 1.0 / xp.sqrt(batch.var + eps)
         if weight is not None:
@@ -85,6 +96,9 @@ class ArrayNormOps:
         mean(g * xhat)`` per channel; the forward's ``mean`` and ``var`` are reused when
         given (16-bit inputs recompute them: the forward rounded them to 16 bits)."""
         xp, dtype = cls.xp, x.dtype
+        if xp is numpy and dtype in (numpy.float32, numpy.float64) and x.size \
+                and mean is not None and var is not None:
+            return _compiled_batch_norm_backward(x, weight, grad, eps, mean, var)
         reuse = x.dtype.itemsize >= 4
         batch = _Batch(xp, x, mean if reuse else None, var if reuse else None)
         g = widened(xp, grad.reshape(batch.centered.shape))
@@ -201,6 +215,21 @@ def _row_sums(xp: Any, rows: A) -> A:
     """The sums of ``[rows, width]`` rows as a ``[rows, 1]`` column: one matrix-vector
     product (NumPy's last-axis sum of narrow rows is several times slower)."""
     return xp.matmul(rows, ones(xp, (rows.shape[1], 1), rows.dtype))
+
+
+def _compiled_batch_norm_backward(x: A, weight: A | None, grad: A, eps: float, mean: A,
+                                  var: A) -> tuple[A, A, A]:
+    """``batch_norm_backward`` on NumPy float32/float64 with the forward's statistics: one
+    compiled kernel (``numba_kernels.batch_norm_backward``) over ``[n, c, positions]``."""
+    n, c = x.shape[:2]
+    invstd = 1.0 / numpy.sqrt(var.astype(numpy.float64) + eps)
+    scale = invstd if weight is None else invstd * weight
+    shape = (n, c, math.prod(x.shape[2:]))
+    dx, grad_bias, sum_gx = fused_batch_norm_backward(
+        numpy.ascontiguousarray(x).reshape(shape), numpy.ascontiguousarray(grad).reshape(shape),
+        mean.astype(numpy.float64), invstd, scale)
+    return (dx.reshape(x.shape), (sum_gx * invstd).astype(x.dtype),
+            grad_bias.astype(x.dtype))
 
 
 def _row_statistics(xp: Any, x: A, normalized_ndim: int, eps: float) -> tuple[A, A]:

@@ -9,6 +9,7 @@ no integer BLAS). Per-tensor schemes switch to float64 when ``K * qmax**2`` coul
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
@@ -22,6 +23,7 @@ from burnpy.backend.ops._marker import backend_classmethod
 from burnpy.backend.ops.q_ops import requantize
 from burnpy.quantization.scheme import QuantLevel, QuantScheme, QuantStore
 from burnpy_cpu.array_ops._shared import A, ArrayLayoutOps
+from burnpy_cpu.numba_kernels import int8_linear
 
 if TYPE_CHECKING:
     from burnpy.backend.base import Backend
@@ -37,14 +39,18 @@ class QuantizedArray:
     """The CPU/CUDA quantized primitive: integer values (int8, or packed into uint32 words in
     C order), per-tensor or per-block scales, and the scheme."""
 
-    __slots__ = ("block_axis", "data", "float_dtype", "scales", "scheme", "shape",
-                 "tensor_scale")
+    __slots__ = ("block_axis", "data", "float_dtype", "linear_plan", "scales", "scheme",
+                 "shape", "tensor_scale")
 
     def __init__(self, data: A, shape: tuple[int, ...], scheme: QuantScheme, scales: A,
                  tensor_scale: A | None, block_axis: int | None, float_dtype: DType) -> None:
         self.data, self.shape, self.scheme = data, shape, scheme
         self.scales, self.tensor_scale = scales, tensor_scale
         self.block_axis, self.float_dtype = block_axis, float_dtype
+        #: ``q_linear``'s weight-side checks and kernel scales, worked out on first use (ops
+        #: never modify a quantized array, they make new ones): ``(scales, block)``, or
+        #: False where the int8 kernel does not apply.
+        self.linear_plan: tuple[A, int] | bool | None = None
 
     @property
     def dtype(self) -> DType:
@@ -347,6 +353,43 @@ class ArrayQOps(ArrayLayoutOps):
             partial *= sr[..., b:b + 1, :] if rb is not None else sr
             out += partial
         return out.astype(out_dtype, copy=False)
+
+    @classmethod
+    def _int8_linear_plan(cls, weight: QuantizedArray) -> tuple[A, int] | bool:
+        """``(float32 scales [n, k / block] or [1, 1], block)`` for ``int8_linear`` on a
+        2-d weight of native int8 values per tensor or in blocks along ``in``; else False."""
+        scheme = weight.scheme
+        if (cls.xp is not np or len(weight.shape) != 2 or scheme.store is not QuantStore.NATIVE
+                or scheme.value.bits != 8 or weight.block_axis not in (None, 1)
+                or not weight.data.flags.c_contiguous):
+            return False
+        scales = (weight.scales if weight.tensor_scale is None and weight.scales.dtype == _F32
+                  else cls._effective_scales(weight, _F32))
+        k = weight.shape[1]
+        block = k if weight.block_axis is None else k // scales.shape[1]
+        return np.ascontiguousarray(scales.reshape(
+            (1, 1) if weight.block_axis is None else scales.shape)), block
+
+    @backend_classmethod
+    def q_linear(cls: type[ArrayQBackend], x: A, weight: QuantizedArray, bias: A | None) -> A:
+        """Weight-only ``x @ weight.T + bias`` (float activations). On NumPy, a float32 input
+        of at most ``_THIN`` rows times an int8 weight (per tensor, or blocks along ``in``)
+        runs a compiled kernel on the integers (``int8_linear``); anything else dequantizes
+        the weight for the call and uses the float ``linear``."""
+        rows = math.prod(x.shape[:-1])
+        plan = weight.linear_plan
+        if plan is None:
+            plan = weight.linear_plan = cls._int8_linear_plan(weight)
+        if not isinstance(plan, tuple) or rows > _THIN or x.dtype != _F32:
+            return cls.linear(x, cls.dequantize(weight), bias)
+        scales, block = plan
+        k = weight.shape[1]
+        flat = np.ascontiguousarray(x.reshape(rows, k))
+        fused = bias is not None and bias.dtype == _F32 and bias.flags.c_contiguous
+        out = int8_linear(flat, weight.data, scales, block, *((bias,) if fused else ()))
+        if bias is not None and not fused:
+            out += bias
+        return out.reshape(*x.shape[:-1], weight.shape[0])
 
 
 if TYPE_CHECKING:

@@ -160,6 +160,37 @@ def test_batch_norm_backward_reuses_the_forward_statistics(dtype: str) -> None:
         assert not np.allclose(shifted[0], reused[0])
 
 
+@pytest.mark.parametrize("shape", [*SHAPES, (32, 16, 8, 8)])
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("affine", [True, False])
+def test_compiled_batch_norm_matches_torch(shape: tuple[int, ...], dtype: str,
+                                           affine: bool) -> None:
+    """float32/float64 run the compiled kernels (the forward's three passes, the backward's
+    two with the forward's statistics): output, statistics and gradients agree with torch,
+    with and without a weight and bias."""
+    x, grad = _draw(shape, dtype) * 3, _draw(shape, dtype, seed=1)
+    weight = _draw((shape[1],), dtype, seed=2) if affine else None
+    bias = _draw((shape[1],), dtype, seed=3) if affine else None
+    y, mean, var = CpuBackend.batch_norm(x, weight, bias, 1e-5)
+    got = CpuBackend.batch_norm_backward(x, weight, grad, 1e-5, mean, var)
+    tx = torch.tensor(x, requires_grad=True)
+    tw = torch.tensor(np.ones(shape[1], dtype) if weight is None else weight,
+                      requires_grad=True)
+    tb = torch.tensor(np.zeros(shape[1], dtype) if bias is None else bias, requires_grad=True)
+    ty = torch.nn.functional.batch_norm(tx, None, None, tw, tb, training=True)
+    ty.backward(torch.tensor(grad))
+    rtol = {"float64": 1e-10, "float32": 1e-4}[dtype]
+    dims = tuple(d for d in range(len(shape)) if d != 1)
+    want_var = torch.tensor(x).var(dim=dims, unbiased=False).numpy()
+    for ours, want in [(y, ty.detach().numpy()), (mean, x.mean(axis=dims)), (var, want_var)]:
+        assert ours.dtype == x.dtype and ours.shape == want.shape
+        np.testing.assert_allclose(ours, want, rtol=rtol, atol=rtol * np.abs(want).max())
+    for ours, ref in zip(got, (tx.grad, tw.grad, tb.grad), strict=True):
+        want = ref.numpy()
+        assert ours.dtype == want.dtype and ours.shape == want.shape
+        np.testing.assert_allclose(ours, want, rtol=rtol, atol=rtol * np.abs(want).max())
+
+
 # ---- layer norm ----------------------------------------------------------------------------------
 @pytest.mark.parametrize(("shape", "ndim"), [((3, 4, 5), 1), ((2, 3, 4), 2), ((7, 6), 1)])
 @pytest.mark.parametrize("dtype", ["float64", "float32", "float16"])

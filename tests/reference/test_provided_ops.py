@@ -50,6 +50,11 @@ def i(b: type[Backend], values: np.ndarray) -> Any:
     return b.int_from_data(TensorData(np.asarray(values, dtype=np.int64)), DEVICE)
 
 
+def f32(b: type[Backend], values: np.ndarray) -> Any:
+    """A float32 primitive of ``b`` (the dtype CpuBackend's int8 ``q_linear`` kernel takes)."""
+    return b.float_from_data(TensorData(np.asarray(values, dtype=np.float32)), DEVICE)
+
+
 def q(b: type[Backend], values: np.ndarray, scheme: QuantScheme | None = None) -> Any:
     """A quantized primitive of ``b`` (per-tensor int8 unless ``scheme`` says otherwise)."""
     return b.quantize_dynamic(f(b, values), scheme or QuantScheme.int8())
@@ -123,6 +128,9 @@ CALLS: dict[str, Callable[[type[Backend]], Any]] = {
     "q_slice": lambda b: b.q_slice(q(b, M), (slice(1, 3), slice(0, 4, 2))),
     "q_repeat_dim": lambda b: b.q_repeat_dim(q(b, M), 1, 2),
     "q_matmul": lambda b: b.q_matmul(q(b, M), q(b, M.T)),
+    "q_linear": lambda b: b.q_linear(f32(b, M[:2]), b.quantize_dynamic(f32(b, M),
+                                                                       QuantScheme.int8()),
+                                     f32(b, BIAS[:3])),
     "sgd_step": lambda b: b.sgd_step(*_optim_state(b)[:2], f(b, M * 0.3), lr=0.1,
                                      momentum=0.9, dampening=0.1, weight_decay=0.01,
                                      nesterov=True),
@@ -157,6 +165,8 @@ def test_the_default_agrees_with_cpu(name: str) -> None:
 RTOL: dict[str, tuple[float, str]] = {
     "q_matmul": (1e-6, "CpuBackend accumulates the int8 products exactly and applies the "
                        "float32 scales once per block; the default multiplies dequantized values"),
+    "q_linear": (1e-6, "CpuBackend's kernel sums float32 products with the int8 values and "
+                       "scales the sum; the default multiplies dequantized float32 values"),
 }
 
 

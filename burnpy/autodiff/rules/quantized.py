@@ -5,13 +5,16 @@ decorators side by side, and their float results start untracked and untangented
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from burnpy.autodiff.forward.tensor import DualTensor
 from burnpy.autodiff.rules.reverse import AutodiffOps
 from burnpy.autodiff.rules.tangent import ForwardOps
 from burnpy.autodiff.tensor import AutodiffTensor
 from burnpy.quantization.scheme import QuantScheme
+
+if TYPE_CHECKING:
+    from burnpy.backend.base import Backend
 
 
 class AutodiffQOps(AutodiffOps):
@@ -47,6 +50,13 @@ class AutodiffQOps(AutodiffOps):
         """B's quantized matmul, as an untracked float primitive."""
         return AutodiffTensor(cls.InnerBackend.q_matmul(lhs, rhs))
 
+    @classmethod
+    def q_linear(cls, x: AutodiffTensor, weight: Any, bias: AutodiffTensor | None) -> Any:
+        """Weight-only linear, recorded as the float ``linear`` with the weight dequantized
+        (a constant), so gradients reach ``x`` and ``bias``."""
+        backend = cast("type[Backend]", cls)  # the final decorator class has every family
+        return backend.linear(x, backend.dequantize(weight), bias)
+
 
 class ForwardQOps(ForwardOps):
     """quantize / dequantize and the quantized ops with float inputs or outputs."""
@@ -79,3 +89,10 @@ class ForwardQOps(ForwardOps):
     def q_matmul(cls, lhs: Any, rhs: Any) -> DualTensor:
         """B's quantized matmul, as an untangented float primitive."""
         return DualTensor(cls.InnerBackend.q_matmul(lhs, rhs))
+
+    @classmethod
+    def q_linear(cls, x: DualTensor, weight: Any, bias: DualTensor | None) -> Any:
+        """Weight-only linear, as the float ``linear`` with the weight dequantized (a
+        constant): tangents flow from ``x`` and ``bias``."""
+        backend = cast("type[Backend]", cls)  # the final decorator class has every family
+        return backend.linear(x, backend.dequantize(weight), bias)

@@ -10,8 +10,8 @@ may move it).
 The required core is small: data transfer, quantize with given scales, dequantize, and the
 four layout ops that never need to requantize. Everything else is provided: calibration
 (``q_compute_params``) with float ops, selection ops by dequantize -> float op -> quantize
-with the same scheme, and ``q_matmul`` by dequantizing; backends override for speed and
-exactness (CpuBackend does them on the integer data).
+with the same scheme, ``q_matmul`` and the weight-only ``q_linear`` by dequantizing; backends
+override for speed and exactness (CpuBackend does them on the integer data).
 """
 
 from __future__ import annotations
@@ -173,3 +173,11 @@ class QOps:
                  rhs: QuantizedPrimitive) -> FloatPrimitive:
         """``lhs @ rhs`` of two quantized tensors, as float (see float_matmul)."""
         return cls.float_matmul(cls.dequantize(lhs), cls.dequantize(rhs))
+
+    @provided
+    def q_linear(cls: type[Backend], x: FloatPrimitive, weight: QuantizedPrimitive,
+                 bias: FloatPrimitive | None) -> FloatPrimitive:
+        """Weight-only quantized ``x @ weight.T + bias``: float ``x [..., in]``, quantized
+        ``weight [out, in]``, float result; the activations are never quantized. By default
+        the weight is dequantized for the call (no float copy is kept)."""
+        return cls.linear(x, cls.dequantize(weight), bias)

@@ -1,0 +1,283 @@
+"""Compiled (numba) CPU kernels for the few ops NumPy cannot express without extra passes.
+
+Each kernel is compiled on first use (``functools.cache`` around the ``numba.njit``), so
+importing the backend stays cheap; ``cache=True`` keeps the machine code between processes.
+Callers check shapes, dtypes and contiguity first: a kernel trusts its arguments.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+
+def njit_cached(**options: Any) -> Callable[[Callable[..., Any]], Any]:
+    """``numba.njit(cache=True, **options)``: machine code kept on disk (``NUMBA_CACHE_DIR``,
+    else beside the source, else numba's user cache); where none is writable, numba refuses
+    ``cache=True``, and the kernel is compiled in each process instead."""
+    import numba  # imported on first use: it costs a few hundred milliseconds
+
+    def decorate(fn: Callable[..., Any]) -> Any:
+        try:
+            return numba.njit(cache=True, **options)(fn)
+        except RuntimeError:  # no writable cache location
+            return numba.njit(**options)(fn)
+
+    return decorate
+
+
+#: The float dtypes the elementwise kernels here are used for.
+COMPILED_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+
+#: ``int8_linear(x, w, scales, block, bias, out)``: see ``int8_linear``.
+Int8Linear = Callable[[np.ndarray, np.ndarray, np.ndarray, int, np.ndarray, np.ndarray], None]
+
+
+_NO_BIAS = np.empty(0, dtype=np.float32)
+
+
+@functools.cache
+def _int8_linear_kernel() -> Int8Linear:
+
+    @njit_cached(fastmath=True, nogil=True, inline="always")
+    def dot(a: Any, b: Any) -> Any:
+        acc = np.float32(0.0)
+        for t in range(a.shape[0]):
+            acc += a[t] * np.float32(b[t])
+        return acc
+
+    # The block's dot is a separate (inlined) function: written as a nested loop over the
+    # blocks, LLVM leaves the reduction scalar, 20x slower.
+    @njit_cached(fastmath=True, nogil=True, boundscheck=False)
+    def kernel(x: Any, w: Any, scales: Any, block: int, bias: Any, out: Any) -> None:
+        per_block = scales.shape[0] > 1 or scales.shape[1] > 1
+        for j in range(w.shape[0]):
+            w_row = w[j]
+            s_row = scales[j if per_block else 0]
+            start = bias[j] if bias.shape[0] else np.float32(0.0)
+            for i in range(x.shape[0]):
+                x_row = x[i]
+                acc = np.float32(0.0)
+                for b in range(x.shape[1] // block):
+                    lo = b * block
+                    acc += dot(x_row[lo:lo + block], w_row[lo:lo + block]) * s_row[
+                        b if per_block else 0]
+                out[i, j] = acc + start
+
+    return kernel  # numba's dispatcher, untyped: callable as the Python function
+
+
+def int8_linear(x: np.ndarray, w: np.ndarray, scales: np.ndarray, block: int,
+                bias: np.ndarray = _NO_BIAS) -> np.ndarray:
+    """``x @ dequantized(w).T + bias`` from int8 values, without a float copy of the weight.
+
+    ``x [m, k]`` float32 and ``w [n, k]`` int8, both C-contiguous; ``scales`` float32
+    ``[n, k / block]`` (per-block along ``k``) or ``[1, 1]`` (per tensor, ``block == k``).
+    Each output sums ``block``-long float32 dot products of ``x`` with the integers, each
+    times its block's scale: the weight is read once, a byte an element, which is what makes
+    matrix-vector products (decoding) faster than float32 BLAS on a 4x larger weight. The
+    float32 ``bias [n]`` (empty: none) is added in the same pass.
+    """
+    out = np.empty((x.shape[0], w.shape[0]), dtype=np.float32)
+    _int8_linear_kernel()(x, w, scales, block, bias, out)
+    return out
+
+
+#: ``batch_norm_backward(x, grad, mean, invstd, scale, dx, sums)``: see ``batch_norm_backward``.
+BatchNormBackward = Callable[[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray,
+                              np.ndarray, np.ndarray], None]
+
+
+@functools.cache
+def _batch_norm_backward_kernel() -> BatchNormBackward:
+
+    @njit_cached(fastmath=True, nogil=True, boundscheck=False)
+    def kernel(x: Any, g: Any, mean: Any, invstd: Any, scale: Any, dx: Any, sums: Any) -> None:
+        n, c, p = x.shape
+        for ch in range(c):
+            sum_g = 0.0
+            sum_gx = 0.0
+            mu = mean[ch]
+            for i in range(n):
+                for j in range(p):
+                    gv = np.float64(g[i, ch, j])
+                    sum_g += gv
+                    sum_gx += gv * (np.float64(x[i, ch, j]) - mu)
+            sums[0, ch] = sum_g
+            sums[1, ch] = sum_gx
+            count = n * p
+            a = scale[ch]
+            k = a * invstd[ch] * invstd[ch] * sum_gx / count
+            b = -a * sum_g / count
+            a_, k_, b_ = dx.dtype.type(a), dx.dtype.type(k), dx.dtype.type(b)
+            mu_ = dx.dtype.type(mu)
+            for i in range(n):
+                for j in range(p):
+                    dx[i, ch, j] = a_ * g[i, ch, j] - k_ * (x[i, ch, j] - mu_) + b_
+
+    return kernel
+
+
+def batch_norm_backward(x: np.ndarray, grad: np.ndarray, mean: np.ndarray, invstd: np.ndarray,
+                        scale: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Batch norm's input gradient with the per-channel sums it needs: ``(dx, sum(g), sum(g *
+    (x - mean)))`` over ``x`` and ``grad [n, c, positions]`` (C-contiguous, float32 or
+    float64), given float64 ``mean``, ``invstd`` and ``scale = weight * invstd`` per channel.
+    Two passes a channel (the sums in float64, then ``dx = a * g - k * (x - mean) + b``), where the
+    NumPy composition makes about seven over the whole batch."""
+    dx = np.empty_like(x)
+    sums = np.empty((2, x.shape[1]), dtype=np.float64)
+    _batch_norm_backward_kernel()(x, grad, mean, invstd, scale, dx, sums)
+    return dx, sums[0], sums[1]
+
+
+#: ``relu_backward(output, grad, out)`` over 1-d arrays: see ``relu_backward``.
+ReluBackward = Callable[[np.ndarray, np.ndarray, np.ndarray], None]
+
+
+@functools.cache
+def _relu_backward_kernel() -> ReluBackward:
+
+    @njit_cached(nogil=True, boundscheck=False)
+    def kernel(output: Any, grad: Any, out: Any) -> None:
+        zero = out.dtype.type(0)
+        for i in range(out.shape[0]):
+            out[i] = zero if output[i] <= 0 else grad[i]
+
+    return kernel
+
+
+def relu_backward(output: np.ndarray, grad: np.ndarray) -> np.ndarray:
+    """``grad`` where relu's ``output`` is positive or NaN, else 0, in one pass over two
+    same-shaped C-contiguous arrays of one float dtype (NumPy needs a mask, a check that the
+    gradient is finite and a multiply)."""
+    out = np.empty_like(grad)
+    _relu_backward_kernel()(output.reshape(-1), grad.reshape(-1), out.reshape(-1))
+    return out
+
+
+#: ``plane_scatter_add(indices, values, out)``: see ``plane_scatter_add``.
+PlaneScatterAdd = Callable[[np.ndarray, np.ndarray, np.ndarray], None]
+
+
+@functools.cache
+def _plane_scatter_add_kernel() -> PlaneScatterAdd:
+
+    @njit_cached(nogil=True, boundscheck=False)
+    def kernel(indices: Any, values: Any, out: Any) -> None:
+        for r in range(indices.shape[0]):
+            plane = out[r]
+            for j in range(indices.shape[1]):
+                at = indices[r, j]
+                if at < 0 or at >= plane.shape[0]:
+                    raise IndexError("max-pool index outside its plane")
+                plane[at] += values[r, j]
+
+    return kernel
+
+
+def plane_scatter_add(indices: np.ndarray, values: np.ndarray, planes: int,
+                      plane: int) -> np.ndarray:
+    """Zeroed ``[planes, plane]`` with every ``values[r, j]`` added at ``[r, indices[r, j]]``,
+    in order (``indices`` int64 and ``values`` of one float dtype, both ``[planes, k]``
+    and C-contiguous; an index outside ``[0, plane)`` raises IndexError): a max pool's
+    gradient, where NumPy's ``add.at`` is an unbuffered scatter several times slower."""
+    out = np.zeros((planes, plane), dtype=values.dtype)
+    _plane_scatter_add_kernel()(indices, values, out)
+    return out
+
+
+#: ``batch_norm(x, weight, bias, eps, y, stats)``: see ``batch_norm``.
+BatchNorm = Callable[[np.ndarray, np.ndarray, np.ndarray, float, np.ndarray, np.ndarray], None]
+
+
+@functools.cache
+def _batch_norm_kernel() -> BatchNorm:
+
+    @njit_cached(fastmath=True, nogil=True, boundscheck=False)
+    def kernel(x: Any, weight: Any, bias: Any, eps: float, y: Any, stats: Any) -> None:
+        n, c, p = x.shape
+        count = n * p
+        for ch in range(c):
+            total = 0.0
+            for i in range(n):
+                for j in range(p):
+                    total += np.float64(x[i, ch, j])
+            mean = total / count
+            squares = 0.0
+            for i in range(n):
+                for j in range(p):
+                    d = np.float64(x[i, ch, j]) - mean
+                    squares += d * d
+            var = squares / count
+            stats[0, ch] = mean
+            stats[1, ch] = var
+            scale = 1.0 / np.sqrt(var + eps)
+            if weight.shape[0]:
+                scale *= weight[ch]
+            shift = bias[ch] if bias.shape[0] else 0.0
+            mu_, a_, b_ = y.dtype.type(mean), y.dtype.type(scale), y.dtype.type(shift)
+            for i in range(n):
+                for j in range(p):
+                    y[i, ch, j] = (x[i, ch, j] - mu_) * a_ + b_
+
+    return kernel
+
+
+def batch_norm(x: np.ndarray, weight: np.ndarray | None, bias: np.ndarray | None,
+               eps: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Training-mode batch norm of ``x [n, c, positions]`` (C-contiguous, float32 or float64):
+    ``(y, mean, biased var)``, the statistics in float64. Three passes a channel (the mean,
+    the centered sum of squares, then ``y``), where the NumPy composition allocates the
+    centered batch and makes about five."""
+    y = np.empty_like(x)
+    stats = np.empty((2, x.shape[1]), dtype=np.float64)
+    none = np.empty(0, dtype=x.dtype)
+    _batch_norm_kernel()(x, none if weight is None else weight, none if bias is None else bias,
+                         eps, y, stats)
+    return y, stats[0], stats[1]
+
+
+#: ``col2im(cols, kernel..., stride..., padding..., dilation..., out)``: see ``col2im``.
+Col2Im = Callable[[np.ndarray, int, int, int, int, int, int, int, int, np.ndarray], None]
+
+
+@functools.cache
+def _col2im_kernel() -> Col2Im:
+
+    @njit_cached(nogil=True, boundscheck=False)
+    def kernel(cols: Any, kh: int, kw: int, sh: int, sw: int, ph: int, pw: int, dh: int,
+               dw: int, out: Any) -> None:
+        b, _, o, ih, iw = cols.shape
+        h, w = out.shape[2], out.shape[3]
+        for n in range(b):
+            for ch in range(o):
+                for i in range(kh):
+                    for y in range(ih):
+                        oy = y * sh + i * dh - ph
+                        if oy < 0 or oy >= h:
+                            continue
+                        dst = out[n, ch, oy]
+                        for j in range(kw):
+                            src = cols[n, i * kw + j, ch, y]
+                            off = j * dw - pw
+                            for q in range(iw):
+                                ox = q * sw + off
+                                if 0 <= ox < w:
+                                    dst[ox] += src[q]
+
+    return kernel
+
+
+def col2im(cols: np.ndarray, kernel: tuple[int, ...], stride: tuple[int, ...],
+           padding: tuple[int, ...], dilation: tuple[int, ...], out: np.ndarray) -> None:
+    """Adds each kernel tap's contribution ``cols [b, kh * kw, o, ih, iw]`` (C-contiguous)
+    into the 2-d ``out [b, o, h, w]`` (zeroed by the caller, same dtype; the four tuples
+    hold two ints each): value ``(y, q)`` of tap ``(i, j)`` lands on ``(y * sh + i * dh -
+    ph, q * sw + j * dw - pw)``, dropped outside ``out``. A strided transposed conv's
+    scatter in one pass instead of a NumPy add per tap over short strided rows."""
+    (kh, kw), (sh, sw), (ph, pw), (dh, dw) = kernel, stride, padding, dilation
+    _col2im_kernel()(cols, kh, kw, sh, sw, ph, pw, dh, dw, out)
