@@ -133,7 +133,7 @@ class Stream:
             kernel = self.signatures[signature]
             self.stats.cache_hits += 1
         except KeyError:
-            fused = _describe(group)
+            fused = _describe(group, {id(node) for node in outputs})
             plans = self.plans
             if fused in plans:
                 kernel = plans[fused]
@@ -278,8 +278,11 @@ def _signature(group: _Group) -> tuple[tuple[Any, ...], list[Any], list[Any], li
     return tuple(signature), inputs, scalars, out_nodes
 
 
-def _describe(group: _Group) -> FusedGroup:
-    """The group's IR: the plan-cache key, and what the fuser compiles."""
+def _describe(group: _Group, written: set[int]) -> FusedGroup:
+    """The group's IR: the plan-cache key, and what the fuser compiles. ``written`` holds the
+    ids of the nodes ``_signature`` chose to return: deciding again here could disagree with
+    it, if a garbage collection in between dropped a handle, and cache a kernel with too few
+    outputs under that signature."""
     input_descs: list[TensorDesc] = []
     input_index: dict[int, int] = {}
     scalar_dtypes: list[DType] = []
@@ -309,7 +312,7 @@ def _describe(group: _Group) -> FusedGroup:
             reduction = Reduction(node.op, refs[0], node.dim, node.shape, node.dtype)
             continue
         local_index[id(node)] = len(ops)
-        if node.escapes or (node.handle is not None and node.handle() is not None):
+        if id(node) in written:
             outputs.append(len(ops))
         ops.append(FusedOp(node.op, tuple(refs), node.dtype))
     return FusedGroup(group.key, tuple(input_descs), tuple(scalar_dtypes), tuple(ops),
