@@ -45,11 +45,15 @@ def test_layer_norm_matches_torch(dtype: Any, shape: tuple[int, ...], affine: bo
     assert y.shape == grad_x.shape == x.shape and grad_weight.shape == shape[-1:]
     np.testing.assert_allclose(y, ty.detach().numpy(), **TOL[dtype])
     assert tx.grad is not None
-    # torch's grad of a one-element row is rounding noise around 0: compare with a scale
-    np.testing.assert_allclose(grad_x, tx.grad.numpy(), **TOL[dtype])
+    # One-element rows: xhat and the grads of x and weight are 0 up to rounding noise, which
+    # reaches ~1e-4 in torch's float32 (its rstd is ~300 there).
+    noise = 1e-4 if shape[-1] == 1 else 0.0
+    np.testing.assert_allclose(grad_x, tx.grad.numpy(), rtol=TOL[dtype]["rtol"],
+                               atol=max(TOL[dtype]["atol"], noise))
     if affine:
         assert tw is not None and tb is not None and tw.grad is not None and tb.grad is not None
-        scale = {"rtol": TOL[dtype]["rtol"], "atol": TOL[dtype]["atol"] * np.sqrt(x.size)}
+        scale = {"rtol": TOL[dtype]["rtol"],
+                 "atol": max(TOL[dtype]["atol"] * np.sqrt(x.size), noise * x.shape[0])}
         np.testing.assert_allclose(grad_weight, tw.grad.numpy(), **scale)
         np.testing.assert_allclose(grad_bias, tb.grad.numpy(), **scale)
 
