@@ -133,14 +133,15 @@ class ArrayNormOps:
             trailing = x.shape[x.ndim - normalized_ndim:]
             width = rows.shape[1]
             grad_x = numpy.empty(rows.shape, dtype)
-            sums = numpy.zeros((2, width))  # float64 column sums: weight's, bias's gradient
+            # float64 column sums, weight's and bias's gradients
+            grad_weight, grad_bias = numpy.zeros(width), numpy.zeros(width)
             row_kernels().layer_norm_backward(
                 rows, _or_ones(weight, width, dtype),
-                numpy.ascontiguousarray(grad.reshape(rows.shape)), eps, grad_x, sums[0],
-                sums[1])
-            sums = sums.astype(dtype, copy=False)
-            return (grad_x.reshape(x.shape), sums[0].reshape(trailing),
-                    sums[1].reshape(trailing))
+                numpy.ascontiguousarray(grad.reshape(rows.shape)), eps, grad_x, grad_weight,
+                grad_bias)
+            return (grad_x.reshape(x.shape),
+                    grad_weight.astype(dtype, copy=False).reshape(trailing),
+                    grad_bias.astype(dtype, copy=False).reshape(trailing))
         xhat, invstd = _row_statistics(xp, x, normalized_ndim, eps)
         xhat *= invstd
         g = widened(xp, grad.reshape(xhat.shape))
