@@ -45,6 +45,12 @@ def float32_kernels() -> ModuleType:
     return importlib.import_module("burnpy_cpu.array_ops._float32_kernels")
 
 
+def row_kernels() -> ModuleType:
+    """The compiled layer norm and cross entropy row loops (``_row_kernels``), imported on
+    first use for the same reason as ``float32_kernels``."""
+    return importlib.import_module("burnpy_cpu.array_ops._row_kernels")
+
+
 _NO_CONTEXT = contextlib.nullcontext()
 
 

@@ -11,7 +11,7 @@ from typing import Any, ClassVar
 
 import numpy
 
-from burnpy_cpu.array_ops._shared import ones, widened
+from burnpy_cpu.array_ops._shared import ones, row_kernels, widened
 
 A = Any  # an ``xp.ndarray``
 
@@ -48,6 +48,26 @@ def _rows_and_targets(xp: Any, target: A, ignore_index: int) -> tuple[A, A, A]:
     return xp.arange(target.shape[0]), xp.where(kept, target, 0), kept
 
 
+def _takes_kernels(xp: Any, logits: A, target: A) -> bool:
+    """Whether the compiled row kernels take these: NumPy float32 or float64 ``[n, c]``
+    logits with classes, integer targets."""
+    return (xp is numpy and logits.dtype in _KERNEL_DTYPES and logits.ndim == 2
+            and logits.shape[1] > 0 and target.dtype.kind in "iu")
+
+
+_KERNEL_DTYPES = (numpy.dtype(numpy.float32), numpy.dtype(numpy.float64))
+
+
+def _shifted_exp(logits: A) -> tuple[A, A, A]:
+    """C-contiguous logits, ``exp(logits - row max)`` (a new array) and the row maxima."""
+    x = numpy.ascontiguousarray(logits)
+    e = numpy.empty_like(x)
+    peaks = numpy.empty(x.shape[0], x.dtype)
+    row_kernels().shift_rows(x, e, peaks)
+    numpy.exp(e, out=e)
+    return x, e, peaks
+
+
 class ArrayLossOps:
     """``cross_entropy`` and its backward as gathers and row-wise passes."""
 
@@ -58,6 +78,12 @@ class ArrayLossOps:
         """``logsumexp(row) - row[target]`` per row; exactly 0 on ignored rows, whatever
         their logits hold (torch's value)."""
         xp, dtype = cls.xp, logits.dtype
+        if _takes_kernels(xp, logits, target):
+            x, e, peaks = _shifted_exp(logits)
+            loss = numpy.empty(x.shape[0], dtype)
+            row_kernels().cross_entropy(x, e, peaks, numpy.ascontiguousarray(target),
+                                        ignore_index, loss)
+            return loss
         x = widened(xp, logits)
         _, sums, shift = _exp_and_sums(xp, x)
         lse = xp.log(sums) + shift
@@ -69,6 +95,11 @@ class ArrayLossOps:
     def cross_entropy_backward(cls, logits: A, target: A, ignore_index: int, grad: A) -> A:
         """``(softmax(row) - one_hot(target)) * grad`` per row, 0 on ignored rows."""
         xp, dtype = cls.xp, logits.dtype
+        if _takes_kernels(xp, logits, target) and grad.dtype == dtype:
+            _, e, _ = _shifted_exp(logits)
+            row_kernels().cross_entropy_backward(e, numpy.ascontiguousarray(target),
+                                                 ignore_index, numpy.ascontiguousarray(grad))
+            return e
         x = widened(xp, logits)
         e, sums, _ = _exp_and_sums(xp, x)
         rows, safe, kept = _rows_and_targets(xp, target, ignore_index)

@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 
 import numpy
 
-from burnpy_cpu.array_ops._shared import ones, widened
+from burnpy_cpu.array_ops._shared import ones, row_kernels, widened
 from burnpy_cpu.numba_kernels import COMPILED_FLOATS
 from burnpy_cpu.numba_kernels import batch_norm as fused_batch_norm
 from burnpy_cpu.numba_kernels import batch_norm_backward as fused_batch_norm_backward
@@ -121,6 +121,13 @@ class ArrayNormOps:
         xp, dtype = cls.xp, x.dtype
         if xp is numpy and x.size <= _FEW_ELEMENTS and x.dtype.itemsize >= 4:
             return _small_layer_norm(x, normalized_ndim, weight, bias, eps)
+        rows = _kernel_rows(xp, x, normalized_ndim, weight, bias)
+        if rows is not None:
+            out = numpy.empty(rows.shape, dtype)
+            width = rows.shape[1]
+            row_kernels().layer_norm(rows, _or_ones(weight, width, dtype),
+                                     _or_zeros(bias, width, dtype), eps, out)
+            return out.reshape(x.shape)
         centered, invstd = _row_statistics(xp, x, normalized_ndim, eps)
         centered *= invstd
         if weight is not None:
@@ -135,6 +142,20 @@ class ArrayNormOps:
         """Gradients in ``(x, weight, bias)``: with ``xhat`` the normalized rows and
         ``gh = g * weight``, ``dx = invstd * (gh - mean(gh) - xhat * mean(gh * xhat))``."""
         xp, dtype = cls.xp, x.dtype
+        rows = _kernel_rows(xp, x, normalized_ndim, weight, grad)
+        if rows is not None:
+            trailing = x.shape[x.ndim - normalized_ndim:]
+            width = rows.shape[1]
+            grad_x = numpy.empty(rows.shape, dtype)
+            # float64 column sums, weight's and bias's gradients
+            grad_weight, grad_bias = numpy.zeros(width), numpy.zeros(width)
+            row_kernels().layer_norm_backward(
+                rows, _or_ones(weight, width, dtype),
+                numpy.ascontiguousarray(grad.reshape(rows.shape)), eps, grad_x, grad_weight,
+                grad_bias)
+            return (grad_x.reshape(x.shape),
+                    grad_weight.astype(dtype, copy=False).reshape(trailing),
+                    grad_bias.astype(dtype, copy=False).reshape(trailing))
         xhat, invstd = _row_statistics(xp, x, normalized_ndim, eps)
         xhat *= invstd
         g = widened(xp, grad.reshape(xhat.shape))
@@ -209,6 +230,35 @@ def _small_layer_norm(x: A, normalized_ndim: int, weight: A | None, bias: A | No
     if bias is not None:
         centered += bias.reshape(-1)
     return centered.reshape(shape)
+
+
+def _kernel_rows(xp: Any, x: A, normalized_ndim: int, *others: A | None) -> A | None:
+    """``x`` as C-contiguous ``[rows, width]`` rows when the compiled row kernels take it: a
+    NumPy float32 or float64 array with rows and a width, the ``others`` given (weight, bias
+    or grad) of its dtype; else None (the NumPy passes)."""
+    if xp is not numpy or x.dtype not in _KERNEL_DTYPES or not x.size:
+        return None
+    if any(other is not None and other.dtype != x.dtype for other in others):
+        return None
+    width = math.prod(x.shape[x.ndim - normalized_ndim:])
+    return numpy.ascontiguousarray(x.reshape(-1, width))
+
+
+_KERNEL_DTYPES = (numpy.dtype(numpy.float32), numpy.dtype(numpy.float64))
+
+
+def _or_ones(weight: A | None, width: int, dtype: Any) -> A:
+    """``weight`` flat and C-contiguous, or ones standing for an absent one."""
+    if weight is None:
+        return ones(numpy, (width,), dtype)
+    return numpy.ascontiguousarray(weight.reshape(-1))
+
+
+def _or_zeros(bias: A | None, width: int, dtype: Any) -> A:
+    """``bias`` flat and C-contiguous, or zeros standing for an absent one."""
+    if bias is None:
+        return numpy.zeros(width, dtype)
+    return numpy.ascontiguousarray(bias.reshape(-1))
 
 
 def _row_sums(xp: Any, rows: A) -> A:
