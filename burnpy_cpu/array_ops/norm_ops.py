@@ -119,8 +119,8 @@ class ArrayNormOps:
                    eps: float) -> A:
         """Normalize over the trailing ``normalized_ndim`` dims, then scale and shift."""
         xp, dtype = cls.xp, x.dtype
-        if xp is numpy and x.size <= _FEW_ELEMENTS and x.dtype.itemsize >= 4:
-            return _small_layer_norm(x, normalized_ndim, weight, bias, eps)
+        # the compiled kernel first, whatever the size: a decoding step's [1, 1, width] row
+        # costs one call of about a microsecond there against a dozen NumPy calls
         rows = _kernel_rows(xp, x, normalized_ndim, weight, bias)
         if rows is not None:
             out = numpy.empty(rows.shape, dtype)
@@ -128,6 +128,8 @@ class ArrayNormOps:
             row_kernels().layer_norm(rows, _or_ones(weight, width, dtype),
                                      _or_zeros(bias, width, dtype), eps, out)
             return out.reshape(x.shape)
+        if xp is numpy and x.size <= _FEW_ELEMENTS and x.dtype.itemsize >= 4:
+            return _small_layer_norm(x, normalized_ndim, weight, bias, eps)
         centered, invstd = _row_statistics(xp, x, normalized_ndim, eps)
         centered *= invstd
         if weight is not None:
@@ -205,8 +207,9 @@ class ArrayNormOps:
                                                                                       copy=False)
 
 
-#: Inputs up to this many elements (a decoding step's ``[1, 1, width]``) take
-#: ``_small_layer_norm``: at that size each NumPy call costs more than its arithmetic.
+#: Inputs up to this many elements that the row kernel does not take (a weight of another
+#: dtype) take ``_small_layer_norm``: at that size each NumPy call costs more than its
+#: arithmetic.
 _FEW_ELEMENTS = 2048
 
 
@@ -236,12 +239,16 @@ def _kernel_rows(xp: Any, x: A, normalized_ndim: int, *others: A | None) -> A | 
     """``x`` as C-contiguous ``[rows, width]`` rows when the compiled row kernels take it: a
     NumPy float32 or float64 array with rows and a width, the ``others`` given (weight, bias
     or grad) of its dtype; else None (the NumPy passes)."""
-    if xp is not numpy or x.dtype not in _KERNEL_DTYPES or not x.size:
+    dtype = x.dtype
+    if xp is not numpy or dtype not in _KERNEL_DTYPES or not x.size:
         return None
-    if any(other is not None and other.dtype != x.dtype for other in others):
-        return None
-    width = math.prod(x.shape[x.ndim - normalized_ndim:])
-    return numpy.ascontiguousarray(x.reshape(-1, width))
+    for other in others:  # a loop, not any(generator): this runs once per decoding step
+        if other is not None and other.dtype != dtype:
+            return None
+    shape = x.shape
+    width = math.prod(shape[len(shape) - normalized_ndim:])
+    rows = x.reshape(-1, width)
+    return rows if rows.flags.c_contiguous else numpy.ascontiguousarray(rows)
 
 
 _KERNEL_DTYPES = (numpy.dtype(numpy.float32), numpy.dtype(numpy.float64))
@@ -251,14 +258,16 @@ def _or_ones(weight: A | None, width: int, dtype: Any) -> A:
     """``weight`` flat and C-contiguous, or ones standing for an absent one."""
     if weight is None:
         return ones(numpy, (width,), dtype)
-    return numpy.ascontiguousarray(weight.reshape(-1))
+    flat = weight.reshape(-1)
+    return flat if flat.flags.c_contiguous else numpy.ascontiguousarray(flat)
 
 
 def _or_zeros(bias: A | None, width: int, dtype: Any) -> A:
     """``bias`` flat and C-contiguous, or zeros standing for an absent one."""
     if bias is None:
         return numpy.zeros(width, dtype)
-    return numpy.ascontiguousarray(bias.reshape(-1))
+    flat = bias.reshape(-1)
+    return flat if flat.flags.c_contiguous else numpy.ascontiguousarray(flat)
 
 
 def _row_sums(xp: Any, rows: A) -> A:
