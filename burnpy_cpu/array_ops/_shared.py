@@ -45,9 +45,11 @@ def float32_kernels() -> ModuleType:
     return importlib.import_module("burnpy_cpu.array_ops._float32_kernels")
 
 
+@functools.cache
 def row_kernels() -> ModuleType:
     """The compiled layer norm and cross entropy row loops (``_row_kernels``), imported on
-    first use for the same reason as ``float32_kernels``."""
+    first use for the same reason as ``float32_kernels``; cached (a per-step layer norm calls
+    it, and ``import_module`` costs microseconds)."""
     return importlib.import_module("burnpy_cpu.array_ops._row_kernels")
 
 
