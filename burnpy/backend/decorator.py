@@ -1,5 +1,5 @@
-"""What every decorator backend (Autodiff, ForwardAD) shares: one cached class per key, and
-the int, bool and quantized ops and primitives it takes from its inner backend unchanged."""
+"""What every decorator backend (Autodiff, ForwardAD, Fusion) shares: one cached class per key,
+and the int, bool and quantized ops and primitives it takes from its inner backend unchanged."""
 
 from __future__ import annotations
 
@@ -7,7 +7,9 @@ import threading
 from collections.abc import Callable
 from typing import Any, ClassVar, Generic, TypeVar
 
+from burnpy.backend.base import Backend
 from burnpy.backend.dtype import DType
+from burnpy.backend.errors import InvalidArgumentError
 from burnpy.backend.ops.bool_ops import BoolOps
 from burnpy.backend.ops.int_ops import IntOps
 from burnpy.backend.ops.q_ops import QOps
@@ -45,6 +47,29 @@ class ClassCache(Generic[T]):
                 if found is None:
                     found = self._cache[key] = build()
         return found
+
+
+class DecoratorFactory(Generic[T]):
+    """``Name(B)`` and ``Name[B]`` for a decorator with no other parameter (ForwardAD, Fusion):
+    checks that ``B`` is a backend class and builds one cached class per backend."""
+
+    __slots__ = ("_build", "_classes", "_name")
+
+    def __init__(self, name: str, build: Callable[[type[Backend]], T]) -> None:
+        self._name = name
+        self._build = build
+        self._classes: ClassCache[T] = ClassCache()
+
+    def __call__(self, backend: type[Backend]) -> T:
+        if not (isinstance(backend, type) and issubclass(backend, Backend)):
+            raise InvalidArgumentError(f"{self._name}: expected a backend class, got {backend!r}")
+        return self._classes.get(backend, lambda: self._build(backend))
+
+    def __getitem__(self, backend: type[Backend]) -> T:
+        return self(backend)
+
+    def __repr__(self) -> str:
+        return self._name
 
 
 class PassThroughKinds:

@@ -21,10 +21,10 @@ from typing import Any, ClassVar
 import numpy as np
 
 from burnpy.backend.base import Backend
-from burnpy.backend.decorator import ClassCache
+from burnpy.backend.decorator import DecoratorFactory
 from burnpy.backend.device import Device
 from burnpy.backend.dtype import DType
-from burnpy.backend.errors import DeviceMismatchError, InvalidArgumentError
+from burnpy.backend.errors import DeviceMismatchError
 from burnpy.backend.ops._marker import is_provided, provided_ops, required_ops
 from burnpy.fusion.fuser import Fuser, backend_fuser
 from burnpy.fusion.stream import FusionStats, LazyNode, Stream, ir_dtype
@@ -405,26 +405,6 @@ def _promote(dtypes: list[DType]) -> DType | None:
     return _PROMOTED[key]
 
 
-class _FusionFactory:
-    """``Fusion(B)`` and ``Fusion[B]``: one cached class per backend."""
-
-    __slots__ = ("_classes",)
-
-    def __init__(self) -> None:
-        self._classes: ClassCache[type[FusionBackend]] = ClassCache()
-
-    def __call__(self, backend: type[Backend]) -> type[FusionBackend]:
-        if not (isinstance(backend, type) and issubclass(backend, Backend)):
-            raise InvalidArgumentError(f"Fusion: expected a backend class, got {backend!r}")
-        return self._classes.get(backend, lambda: _build(backend))
-
-    def __getitem__(self, backend: type[Backend]) -> type[FusionBackend]:
-        return self(backend)
-
-    def __repr__(self) -> str:
-        return "Fusion"
-
-
 def _protocol_ops() -> list[str]:
     return sorted({*required_ops(Backend), *provided_ops(Backend)})
 
@@ -474,4 +454,5 @@ def _build(inner: type[Backend]) -> type[FusionBackend]:
     return type(name, (FusionBackend,), namespace)
 
 
-Fusion = _FusionFactory()
+Fusion: DecoratorFactory[type[FusionBackend]] = DecoratorFactory("Fusion", _build)
+"""``Fusion(B)`` / ``Fusion[B]``: the decorator class of backend ``B``, one per ``B``."""

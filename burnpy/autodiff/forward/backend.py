@@ -15,10 +15,10 @@ from typing import Any, ClassVar
 from burnpy.autodiff.forward.tensor import DualTensor
 from burnpy.autodiff.rules.families import ForwardQOps, ForwardRules
 from burnpy.backend.base import Backend
-from burnpy.backend.decorator import ClassCache, PassThroughKinds, passthrough_ops
+from burnpy.backend.decorator import DecoratorFactory, PassThroughKinds, passthrough_ops
 from burnpy.backend.device import Device
 from burnpy.backend.dtype import DType
-from burnpy.backend.errors import DTypeError, InvalidArgumentError, ShapeError, describe
+from burnpy.backend.errors import DTypeError, ShapeError, describe
 
 
 class ForwardADBackend(ForwardRules, PassThroughKinds, Backend, abstract=True):
@@ -92,26 +92,6 @@ class ForwardADBackend(ForwardRules, PassThroughKinds, Backend, abstract=True):
 _DELEGATED = passthrough_ops(ForwardQOps)
 
 
-class _ForwardADFactory:
-    """``ForwardAD(B)`` and ``ForwardAD[B]``: one cached class per backend."""
-
-    __slots__ = ("_classes",)
-
-    def __init__(self) -> None:
-        self._classes: ClassCache[type[ForwardADBackend]] = ClassCache()
-
-    def __call__(self, backend: type[Backend]) -> type[ForwardADBackend]:
-        if not (isinstance(backend, type) and issubclass(backend, Backend)):
-            raise InvalidArgumentError(f"ForwardAD: expected a backend class, got {backend!r}")
-        return self._classes.get(backend, lambda: _build(backend))
-
-    def __getitem__(self, backend: type[Backend]) -> type[ForwardADBackend]:
-        return self(backend)
-
-    def __repr__(self) -> str:
-        return "ForwardAD"
-
-
 def _build(inner: type[Backend]) -> type[ForwardADBackend]:
     """The decorator class of ``inner``."""
     namespace: dict[str, Any] = {name: staticmethod(getattr(inner, name)) for name in _DELEGATED}
@@ -136,4 +116,5 @@ def _build(inner: type[Backend]) -> type[ForwardADBackend]:
     return type(name, (ForwardADBackend,), namespace)
 
 
-ForwardAD = _ForwardADFactory()
+ForwardAD: DecoratorFactory[type[ForwardADBackend]] = DecoratorFactory("ForwardAD", _build)
+"""``ForwardAD(B)`` / ``ForwardAD[B]``: the decorator class of backend ``B``, one per ``B``."""
