@@ -25,13 +25,13 @@ from burnpy.autodiff.rule_helpers import zeros
 from burnpy.autodiff.rules.families import AutodiffQOps, AutodiffRules
 from burnpy.autodiff.tensor import AutodiffTensor
 from burnpy.backend.base import Backend
-from burnpy.backend.decorator import ClassCache, PassThroughKinds, passthrough_ops
+from burnpy.backend.decorator import ClassCache, InnerDevices, PassThroughKinds, passthrough_ops
 from burnpy.backend.device import Device
-from burnpy.backend.dtype import DType, dtype_of_numpy
+from burnpy.backend.dtype import dtype_of_numpy
 from burnpy.backend.errors import AutodiffError, InvalidArgumentError
 
 
-class AutodiffBackend(AutodiffRules, PassThroughKinds, Backend, abstract=True):
+class AutodiffBackend(AutodiffRules, PassThroughKinds, InnerDevices, Backend, abstract=True):
     """Base of every ``Autodiff[B, C]`` class: Burn's ``AutodiffBackend`` API as class methods.
 
     ``InnerBackend`` is B and ``checkpointing`` is C; gradients are B's float primitives.
@@ -57,18 +57,6 @@ class AutodiffBackend(AutodiffRules, PassThroughKinds, Backend, abstract=True):
     @classmethod
     def ad_enabled(cls) -> bool:
         return True
-
-    @classmethod
-    def default_device(cls) -> Device:
-        return cls.InnerBackend.default_device()
-
-    @classmethod
-    def devices(cls) -> list[Device]:
-        return cls.InnerBackend.devices()
-
-    @classmethod
-    def supports_dtype(cls, device: Device, dtype: DType) -> bool:
-        return cls.InnerBackend.supports_dtype(device, dtype)
 
     # ---- gradients ----------------------------------------------------------------------------
     @classmethod

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import Any, ClassVar, Generic, TypeVar
 
 from burnpy.backend.base import Backend
+from burnpy.backend.device import Device
 from burnpy.backend.dtype import DType
 from burnpy.backend.errors import InvalidArgumentError
 from burnpy.backend.ops.bool_ops import BoolOps
@@ -70,6 +71,24 @@ class DecoratorFactory(Generic[T]):
 
     def __repr__(self) -> str:
         return self._name
+
+
+class InnerDevices:
+    """A decorator's devices and dtypes are its inner backend's."""
+
+    InnerBackend: ClassVar[Any]
+
+    @classmethod
+    def default_device(cls) -> Device:
+        return cls.InnerBackend.default_device()
+
+    @classmethod
+    def devices(cls) -> list[Device]:
+        return cls.InnerBackend.devices()
+
+    @classmethod
+    def supports_dtype(cls, device: Device, dtype: DType) -> bool:
+        return cls.InnerBackend.supports_dtype(device, dtype)
 
 
 class PassThroughKinds:

@@ -21,7 +21,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from burnpy.backend.base import Backend
-from burnpy.backend.decorator import DecoratorFactory
+from burnpy.backend.decorator import DecoratorFactory, InnerDevices
 from burnpy.backend.device import Device
 from burnpy.backend.dtype import DType
 from burnpy.backend.errors import DeviceMismatchError
@@ -55,7 +55,7 @@ FUSABLE_COMPOSITIONS = frozenset({
 Typing = tuple[DType, DType, Any] | None
 
 
-class FusionBackend(Backend, abstract=True):
+class FusionBackend(InnerDevices, Backend, abstract=True):
     """Base of every ``Fusion(B)`` class. ``InnerBackend`` is B; ``stats`` counts what it did
     (kernels launched and compiled, plan-cache hits, ops run eagerly)."""
 
@@ -84,18 +84,6 @@ class FusionBackend(Backend, abstract=True):
         """Run every pending op of ``device``, then wait for B."""
         cls.stream(device).flush()
         cls.InnerBackend.sync(device)
-
-    @classmethod
-    def default_device(cls) -> Device:
-        return cls.InnerBackend.default_device()
-
-    @classmethod
-    def devices(cls) -> list[Device]:
-        return cls.InnerBackend.devices()
-
-    @classmethod
-    def supports_dtype(cls, device: Device, dtype: DType) -> bool:
-        return cls.InnerBackend.supports_dtype(device, dtype)
 
     @staticmethod
     def _device(tensor: FusionTensor) -> Device:

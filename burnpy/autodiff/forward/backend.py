@@ -15,13 +15,17 @@ from typing import Any, ClassVar
 from burnpy.autodiff.forward.tensor import DualTensor
 from burnpy.autodiff.rules.families import ForwardQOps, ForwardRules
 from burnpy.backend.base import Backend
-from burnpy.backend.decorator import DecoratorFactory, PassThroughKinds, passthrough_ops
+from burnpy.backend.decorator import (
+    DecoratorFactory,
+    InnerDevices,
+    PassThroughKinds,
+    passthrough_ops,
+)
 from burnpy.backend.device import Device
-from burnpy.backend.dtype import DType
 from burnpy.backend.errors import DTypeError, ShapeError, describe
 
 
-class ForwardADBackend(ForwardRules, PassThroughKinds, Backend, abstract=True):
+class ForwardADBackend(ForwardRules, PassThroughKinds, InnerDevices, Backend, abstract=True):
     """Base of every ``ForwardAD[B]`` class. ``InnerBackend`` is B.
 
     It tracks no reverse-mode graph (``ad_enabled()`` is False); ``is_forward_ad`` marks it
@@ -43,18 +47,6 @@ class ForwardADBackend(ForwardRules, PassThroughKinds, Backend, abstract=True):
     @classmethod
     def sync(cls, device: Device) -> None:
         cls.InnerBackend.sync(device)
-
-    @classmethod
-    def default_device(cls) -> Device:
-        return cls.InnerBackend.default_device()
-
-    @classmethod
-    def devices(cls) -> list[Device]:
-        return cls.InnerBackend.devices()
-
-    @classmethod
-    def supports_dtype(cls, device: Device, dtype: DType) -> bool:
-        return cls.InnerBackend.supports_dtype(device, dtype)
 
     # ---- tangents -----------------------------------------------------------------------------
     @staticmethod
