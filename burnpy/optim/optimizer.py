@@ -120,10 +120,12 @@ def clip_norm(grads: list[Tensor], max_norm: float,
     return [g * scale for g in grads], norm
 
 
-def _tracked_grads(model: Module, grads: Any, op: str) -> list[tuple[ParamSlot, Tensor]]:
-    """(slot, gradient on the inner backend) for every parameter that got one."""
+def _tracked_grads(slots: list[ParamSlot], grads: Any,
+                   op: str) -> list[tuple[ParamSlot, Tensor]]:
+    """(slot, gradient on the inner backend) for every parameter among a model's ``slots``
+    that got one."""
     out = []
-    for slot in model.slots():
+    for slot in slots:
         if not slot.is_param:
             continue
         t = slot.tensor
@@ -146,7 +148,7 @@ def clip_grad_norm(model: Module, grads: Any, max_norm: float,
                    norm_type: float = 2.0) -> Tensor:
     """Clip ``model``'s gradients in ``grads`` to a global norm (torch.nn.utils.clip_grad_norm_);
     returns the norm before clipping."""
-    pairs = _tracked_grads(model, grads, "clip_grad_norm")
+    pairs = _tracked_grads(model.slots(), grads, "clip_grad_norm")
     clipped, norm = clip_norm([g for _, g in pairs], max_norm, norm_type)
     for (slot, _), g in zip(pairs, clipped, strict=True):
         slot.tensor.grad_replace(grads, g)
@@ -155,7 +157,7 @@ def clip_grad_norm(model: Module, grads: Any, max_norm: float,
 
 def clip_grad_value(model: Module, grads: Any, clip_value: float) -> None:
     """Clamp every gradient of ``model`` in ``grads`` to [-clip_value, clip_value]."""
-    for slot, g in _tracked_grads(model, grads, "clip_grad_value"):
+    for slot, g in _tracked_grads(model.slots(), grads, "clip_grad_value"):
         slot.tensor.grad_replace(grads, g.clamp(-clip_value, clip_value))
 
 
@@ -253,9 +255,10 @@ class Optimizer(ABC):
         """The default options (saved with the state for inspection; tuples as lists)."""
         return {k: list(v) if isinstance(v, tuple) else v for k, v in self.defaults.items()}
 
-    def _group_of(self, model: Module) -> dict[str, int]:
-        """Parameter name -> group index; tensors given by identity are named here."""
-        slots = [s for s in model.slots() if s.is_param]
+    def _group_of(self, model: Module, every: list[ParamSlot]) -> dict[str, int]:
+        """Parameter name -> group index over ``every`` slot of ``model``; tensors given by
+        identity are named here."""
+        slots = [s for s in every if s.is_param]
         by_id = {id(s.tensor): s.name for s in slots}
         known = {s.name for s in slots}
         out: dict[str, int] = {}
@@ -299,11 +302,12 @@ class Optimizer(ABC):
         """Update every parameter of ``model`` that is in a group and has a gradient in
         ``grads``; returns the model (the same object, with new parameter tensors). ``lr``,
         when given, overrides the rate (scaled per group, see ``_rate``)."""
-        pairs = _tracked_grads(model, grads, "step")
+        every = model.slots()  # walked once: the walk is a large part of a small step
+        pairs = _tracked_grads(every, grads, "step")
         if self.grad_clipping is not None and pairs:
             clipped = self.grad_clipping.apply([g for _, g in pairs])
             pairs = [(slot, g) for (slot, _), g in zip(pairs, clipped, strict=True)]
-        group_of = self._group_of(model)
+        group_of = self._group_of(model, every)
         members: dict[int, list[tuple[ParamSlot, Tensor]]] = {}
         for slot, g in pairs:
             index = group_of.get(slot.name)
