@@ -209,8 +209,9 @@ def _unwrap(value: Any) -> Any:
         if _PLAIN.issuperset(map(type, value)):  # a shape, dims: nothing to unwrap
             return value
         return tuple(_unwrap(v) for v in value)
-    if isinstance(value, list):
-        return [_unwrap(v) for v in value]
+    if isinstance(value, list):  # a materialized handle inline: lists of many (a concat)
+        return [v.value if type(v) is FusionTensor and v.node is None else _unwrap(v)
+                for v in value]
     return value
 
 
@@ -288,7 +289,7 @@ def _loop_size(shapes: list[tuple[int, ...]]) -> int:
     """The number of elements of the broadcast of ``shapes`` (which may not broadcast: then
     still a bound that the exact check after it refines), without NumPy's broadcasting."""
     first = shapes[0]
-    if all(s == first for s in shapes):
+    if shapes.count(first) == len(shapes):
         return math.prod(first)
     rank = max(map(len, shapes))
     dims = [1] * rank
