@@ -74,8 +74,9 @@ class CpuFuser:
         #: Float ops left to NumPy (``NUMPY_FASTER``); an empty set fuses every op.
         self.declined = declined
         #: Composites CpuBackend computes as one kernel of its own (see burnpy.fusion.fuser):
-        #: none here, so gelu and the like fuse with their neighbours.
-        self.own_ops: frozenset[str] = frozenset()
+        #: gelu and its backward are compiled float32 loops there (``_float32_kernels``),
+        #: faster than their compositions fused, as erf and tanh would run on NumPy apart.
+        self.own_ops: frozenset[str] = frozenset({"gelu", "gelu_backward"})
         self._kernels: dict[str, Callable[..., Any]] = {}
         self._lock = threading.Lock()
 

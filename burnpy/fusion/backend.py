@@ -110,10 +110,13 @@ class FusionBackend(InnerDevices, Backend, abstract=True):
 
     @classmethod
     def fuses_elementwise(cls) -> bool:
-        """Whether elementwise chains run fused here (B declares a fuser): a caller that
-        batches many small elementwise updates into one op by concatenating (an optimizer)
-        should not, as each update is one kernel already and the copies would cost more."""
-        return cls.fuser() is not None
+        """Whether an optimizer's elementwise update is recorded and fused here: B declares a
+        fuser and keeps the protocol's ``adam_step``. Then a caller that batches many small
+        updates into one op by concatenating (an optimizer) should not, as each update is one
+        kernel already and the copies would cost more. Where B has its own ``adam_step``
+        (CpuBackend's), that runs eagerly as under B alone, and batching pays as it does there."""
+        return cls.fuser() is not None and is_provided(
+            inspect.getattr_static(cls.InnerBackend, "adam_step"))
 
     @classmethod
     def flush(cls) -> None:
@@ -194,8 +197,9 @@ def _unwrap(value: Any) -> Any:
         if _PLAIN.issuperset(map(type, value)):  # a shape, dims: nothing to unwrap
             return value
         return tuple(_unwrap(v) for v in value)
-    if isinstance(value, list):
-        return [_unwrap(v) for v in value]
+    if isinstance(value, list):  # a materialized handle inline: lists of many (a concat)
+        return [v.value if type(v) is FusionTensor and v.node is None else _unwrap(v)
+                for v in value]
     return value
 
 
@@ -269,6 +273,21 @@ def _broadcast(shapes: list[tuple[int, ...]]) -> tuple[int, ...]:
     return first
 
 
+def _loop_size(shapes: list[tuple[int, ...]]) -> int:
+    """The number of elements of the broadcast of ``shapes`` (which may not broadcast: then
+    still a bound that the exact check after it refines), without NumPy's broadcasting."""
+    first = shapes[0]
+    if shapes.count(first) == len(shapes):
+        return math.prod(first)
+    rank = max(map(len, shapes))
+    dims = [1] * rank
+    for s in shapes:
+        for i, n in enumerate(s, rank - len(s)):
+            if n > dims[i]:
+                dims[i] = n
+    return math.prod(dims)
+
+
 def _typing(cls: type[FusionBackend], op_name: str, operands: tuple[int, ...],
             args: tuple[Any, ...], result: str, extra: int | None) -> Typing:
     """The op's typing (see ``Typing``), worked out once per key."""
@@ -317,10 +336,7 @@ def _recorder(name: str, spec: Fusable) -> Callable[..., Any]:
             elif expands:
                 bound = math.prod(args[extra])  # type: ignore[index]
             else:
-                bound = 1
-                for a in args:
-                    if type(a) is FusionTensor:
-                        bound *= math.prod(a.shape)
+                bound = _loop_size([a.shape for a in args if type(a) is FusionTensor])
             if bound < floor:
                 return eager(cls, *args)
         op_name, operands = vocabulary_op, positions

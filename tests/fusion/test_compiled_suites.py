@@ -58,13 +58,13 @@ GRAD = [
 
 @pytest.fixture(autouse=True)
 def compile_everything() -> Iterator[None]:
-    """Every group compiles (no size floor, no op declined) for the test, then back."""
-    before = FUSER.min_elements, FUSER.declined
-    FUSER.min_elements, FUSER.declined = 0, frozenset()
+    """Every group compiles (no size floor, no op declined or owned) for the test, then back."""
+    before = FUSER.min_elements, FUSER.declined, FUSER.own_ops
+    FUSER.min_elements, FUSER.declined, FUSER.own_ops = 0, frozenset(), frozenset()
     FUSED._accepted.clear()
     FUSED.stats.reset()
     yield
-    FUSER.min_elements, FUSER.declined = before
+    FUSER.min_elements, FUSER.declined, FUSER.own_ops = before
     FUSED._accepted.clear()
 
 

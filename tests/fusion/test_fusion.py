@@ -25,13 +25,13 @@ F = Fusion(CpuBackend)
 def fresh_stats() -> Iterator[None]:
     """Compile any group (the inputs here are small), every op included (none left to
     NumPy), and count from zero."""
-    before = FUSER.min_elements, FUSER.declined
-    FUSER.min_elements, FUSER.declined = 0, frozenset()
+    before = FUSER.min_elements, FUSER.declined, FUSER.own_ops
+    FUSER.min_elements, FUSER.declined, FUSER.own_ops = 0, frozenset(), frozenset()
     F.flush()
     F._accepted.clear()
     F.stats.reset()
     yield
-    FUSER.min_elements, FUSER.declined = before
+    FUSER.min_elements, FUSER.declined, FUSER.own_ops = before
     F._accepted.clear()
 
 
@@ -226,13 +226,11 @@ def test_ops_numpy_computes_faster_run_eagerly_and_cut_the_group() -> None:
 def test_composites_the_fuser_owns_run_as_the_inner_backends_op() -> None:
     data = np.linspace(-3, 3, 64, dtype=np.float32)
     want = Tensor.from_data(data).gelu().to_numpy()
-    FUSER.own_ops = frozenset({"gelu"})
-    try:
-        got = Tensor.from_data(data, backend=F).gelu().to_numpy()
-    finally:
-        FUSER.own_ops = frozenset()
+    FUSER.own_ops = frozenset({"gelu"})  # the fixture restores it
+    got = Tensor.from_data(data, backend=F).gelu().to_numpy()
     np.testing.assert_array_equal(got, want)
     assert F.stats.kernels == 0 and F.stats.eager_ops == 3  # from_data, gelu, into_data
+    FUSER.own_ops = frozenset()
     Tensor.from_data(data, backend=F).gelu().to_numpy()
     assert F.stats.kernels == 1
 
