@@ -239,12 +239,12 @@ __device__ W bp_block_max(W v, W* scratch) {
   for (int w = 1; w < (int)(blockDim.x >> 5); ++w) r = bp_max(r, scratch[w]);
   return r;
 }
-__device__ W bp_block_sum(W v, W* scratch) {
+template <typename S> __device__ S bp_block_sum(S v, S* scratch) {
   for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
   __syncthreads();
   if ((threadIdx.x & 31) == 0) scratch[threadIdx.x >> 5] = v;
   __syncthreads();
-  W r = scratch[0];
+  S r = scratch[0];
   for (int w = 1; w < (int)(blockDim.x >> 5); ++w) r += scratch[w];
   return r;
 }
@@ -320,31 +320,33 @@ extern "C" __global__ void burnpy_cross_entropy_backward_rows(
   }
 }
 
-// Mean and 1 / sqrt(var + eps) of one row, the biased variance summing squared deviations
-// from the mean (a second pass: no cancellation, as the CPU computes it).
-__device__ void bp_row_moments(const T* x, long long c, double eps, W* scratch, W* mean,
-                               W* invstd) {
-  W s = W(0);
-  for (long long i = threadIdx.x; i < c; i += blockDim.x) s += bp_load(x[i]);
-  const W m = bp_block_sum(s, scratch) / W(c);
-  W q = W(0);
+// Mean and 1 / sqrt(var + eps) of one row, accumulated in double whatever T and W are (as
+// the CPU's row kernels do: a float32 row far from zero keeps its digits), the biased variance
+// summing squared deviations from the mean (a second pass: no cancellation).
+__device__ void bp_row_moments(const T* x, long long c, double eps, double* scratch,
+                               double* mean, W* invstd) {
+  double s = 0.0;
+  for (long long i = threadIdx.x; i < c; i += blockDim.x) s += (double)bp_load(x[i]);
+  const double m = bp_block_sum(s, scratch) / (double)c;
+  double q = 0.0;
   for (long long i = threadIdx.x; i < c; i += blockDim.x) {
-    const W d = bp_load(x[i]) - m;
+    const double d = (double)bp_load(x[i]) - m;
     q += d * d;
   }
   *mean = m;
-  *invstd = W(1) / sqrt(bp_block_sum(q, scratch) / W(c) + W(eps));
+  *invstd = W(1.0 / sqrt(bp_block_sum(q, scratch) / (double)c + eps));
 }
 
 // (x - mean) * invstd * weight + bias per row; a null weight or bias is left out.
 extern "C" __global__ void burnpy_layer_norm_rows(
     const T* x, const T* weight, const T* bias, T* y, long long c, double eps) {
-  __shared__ W scratch[32];
+  __shared__ double scratch[32];
   const long long off = (long long)blockIdx.x * c;
-  W mean, invstd;
+  double mean;
+  W invstd;
   bp_row_moments(x + off, c, eps, scratch, &mean, &invstd);
   for (long long i = threadIdx.x; i < c; i += blockDim.x) {
-    W v = (bp_load(x[off + i]) - mean) * invstd;
+    W v = W((double)bp_load(x[off + i]) - mean) * invstd;
     if (weight) v *= bp_load(weight[i]);
     if (bias) v += bp_load(bias[i]);
     bp_store(y + off + i, v);
@@ -356,12 +358,14 @@ extern "C" __global__ void burnpy_layer_norm_rows(
 extern "C" __global__ void burnpy_layer_norm_backward_rows(
     const T* x, const T* weight, const T* grad, T* dx, W* xhat, long long c, double eps) {
   __shared__ W scratch[32];
+  __shared__ double moments[32];
   const long long off = (long long)blockIdx.x * c;
-  W mean, invstd;
-  bp_row_moments(x + off, c, eps, scratch, &mean, &invstd);
+  double mean;
+  W invstd;
+  bp_row_moments(x + off, c, eps, moments, &mean, &invstd);
   W sum = W(0), dot = W(0);
   for (long long i = threadIdx.x; i < c; i += blockDim.x) {
-    const W h = (bp_load(x[off + i]) - mean) * invstd;
+    const W h = W((double)bp_load(x[off + i]) - mean) * invstd;
     const W gh = weight ? bp_load(grad[off + i]) * bp_load(weight[i]) : bp_load(grad[off + i]);
     xhat[off + i] = h;
     sum += gh;

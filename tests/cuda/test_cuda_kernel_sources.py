@@ -388,7 +388,7 @@ static inline void bp_store(unsigned short* p, float v) { _Float16 f = v; memcpy
 """
 HOST_REDUCTIONS = """
 static inline W bp_block_max(W v, W*) { return v; }
-static inline W bp_block_sum(W v, W*) { return v; }
+template <typename S> static inline S bp_block_sum(S v, S*) { return v; }
 """
 HOST_ROW_RUNNERS = """
 #define BP_RUN(kernel, params, args) \\
