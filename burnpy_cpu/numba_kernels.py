@@ -281,3 +281,103 @@ def col2im(cols: np.ndarray, kernel: tuple[int, ...], stride: tuple[int, ...],
     scatter in one pass instead of a NumPy add per tap over short strided rows."""
     (kh, kw), (sh, sw), (ph, pw), (dh, dw) = kernel, stride, padding, dilation
     _col2im_kernel()(cols, kh, kw, sh, sw, ph, pw, dh, dw, out)
+
+
+#: ``winograd_input(x, ph, pw, th, tw, v)``: see ``winograd_input``.
+WinogradInput = Callable[[np.ndarray, int, int, int, int, np.ndarray], None]
+#: ``winograd_output(m, th, tw, out)``: see ``winograd_output``.
+WinogradOutput = Callable[[np.ndarray, int, int, np.ndarray], None]
+
+
+@functools.cache
+def _winograd_input_kernel() -> WinogradInput:
+
+    @njit_cached(nogil=True, boundscheck=False, fastmath=True)
+    def kernel(x: Any, ph: int, pw: int, th: int, tw: int, v: Any) -> None:
+        b, c, h, w = x.shape
+        d = np.zeros((4, 4), dtype=x.dtype)
+        for n in range(b):
+            for ch in range(c):
+                plane = x[n, ch]
+                for ty in range(th):
+                    y0 = 2 * ty - ph
+                    inside_y = y0 >= 0 and y0 + 4 <= h
+                    for tx in range(tw):
+                        x0 = 2 * tx - pw
+                        if inside_y and x0 >= 0 and x0 + 4 <= w:
+                            for i in range(4):
+                                for j in range(4):
+                                    d[i, j] = plane[y0 + i, x0 + j]
+                        else:
+                            for i in range(4):
+                                yy = y0 + i
+                                for j in range(4):
+                                    xx = x0 + j
+                                    d[i, j] = (plane[yy, xx] if 0 <= yy < h and 0 <= xx < w
+                                               else 0)
+                        p = (n * th + ty) * tw + tx
+                        for j in range(4):
+                            t0 = d[0, j] - d[2, j]
+                            t1 = d[1, j] + d[2, j]
+                            t2 = d[2, j] - d[1, j]
+                            t3 = d[1, j] - d[3, j]
+                            d[0, j], d[1, j], d[2, j], d[3, j] = t0, t1, t2, t3
+                        for i in range(4):
+                            e = 4 * i
+                            v[e, ch, p] = d[i, 0] - d[i, 2]
+                            v[e + 1, ch, p] = d[i, 1] + d[i, 2]
+                            v[e + 2, ch, p] = d[i, 2] - d[i, 1]
+                            v[e + 3, ch, p] = d[i, 1] - d[i, 3]
+
+    return kernel
+
+
+def winograd_input(x: np.ndarray, padding: tuple[int, int], tiles: tuple[int, int],
+                   v: np.ndarray) -> None:
+    """Winograd F(2x2, 3x3) input transform ``B^T d B`` of every 4x4 tile ``d`` of the
+    2-d ``x [b, c, h, w]`` zero-padded by ``padding`` before it (and as far as the tiles
+    reach after it): tile ``(ty, tx)`` starts at padded ``(2 ty, 2 tx)``, and its 16
+    transformed values go to ``v [16, c, b * th * tw]`` (same dtype, C-contiguous) at
+    position ``(n * th + ty) * tw + tx``."""
+    _winograd_input_kernel()(x, padding[0], padding[1], tiles[0], tiles[1], v)
+
+
+@functools.cache
+def _winograd_output_kernel() -> WinogradOutput:
+
+    @njit_cached(nogil=True, boundscheck=False, fastmath=True)
+    def kernel(m: Any, th: int, tw: int, out: Any) -> None:
+        b, k, h, w = out.shape
+        for n in range(b):
+            for ch in range(k):
+                plane = out[n, ch]
+                for ty in range(th):
+                    y0 = 2 * ty
+                    for tx in range(tw):
+                        p = (n * th + ty) * tw + tx
+                        s00 = m[0, ch, p] + m[4, ch, p] + m[8, ch, p]
+                        s01 = m[1, ch, p] + m[5, ch, p] + m[9, ch, p]
+                        s02 = m[2, ch, p] + m[6, ch, p] + m[10, ch, p]
+                        s03 = m[3, ch, p] + m[7, ch, p] + m[11, ch, p]
+                        s10 = m[4, ch, p] - m[8, ch, p] - m[12, ch, p]
+                        s11 = m[5, ch, p] - m[9, ch, p] - m[13, ch, p]
+                        s12 = m[6, ch, p] - m[10, ch, p] - m[14, ch, p]
+                        s13 = m[7, ch, p] - m[11, ch, p] - m[15, ch, p]
+                        x0 = 2 * tx
+                        plane[y0, x0] = s00 + s01 + s02
+                        if x0 + 1 < w:
+                            plane[y0, x0 + 1] = s01 - s02 - s03
+                        if y0 + 1 < h:
+                            plane[y0 + 1, x0] = s10 + s11 + s12
+                            if x0 + 1 < w:
+                                plane[y0 + 1, x0 + 1] = s11 - s12 - s13
+
+    return kernel
+
+
+def winograd_output(m: np.ndarray, tiles: tuple[int, int], out: np.ndarray) -> None:
+    """Winograd F(2x2, 3x3) output transform ``A^T m A``: the transformed products ``m [16,
+    k, b * th * tw]`` (laid out as ``winograd_input``'s ``v``) become 2x2 output blocks of
+    the 2-d ``out [b, k, h, w]`` (same dtype), block ``(ty, tx)`` at ``(2 ty, 2 tx)``; the
+    row and column past odd ``h`` or ``w`` are dropped."""
+    _winograd_output_kernel()(m, tiles[0], tiles[1], out)
