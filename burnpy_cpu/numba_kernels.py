@@ -362,7 +362,7 @@ def _winograd_input_kernel() -> WinogradInput:
     return kernel
 
 
-def winograd_input(x: np.ndarray, padding: tuple[int, int], tiles: tuple[int, int],
+def winograd_input(x: np.ndarray, padding: tuple[int, ...], tiles: tuple[int, int],
                    v: np.ndarray) -> None:
     """Winograd F(2x2, 3x3) input transform ``B^T d B`` of every 4x4 tile ``d`` of the
     2-d ``x [b, c, h, w]`` zero-padded by ``padding`` before it (and as far as the tiles
