@@ -281,3 +281,134 @@ def col2im(cols: np.ndarray, kernel: tuple[int, ...], stride: tuple[int, ...],
     scatter in one pass instead of a NumPy add per tap over short strided rows."""
     (kh, kw), (sh, sw), (ph, pw), (dh, dw) = kernel, stride, padding, dilation
     _col2im_kernel()(cols, kh, kw, sh, sw, ph, pw, dh, dw, out)
+
+
+#: ``winograd_input(x, ph, pw, th, tw, v)``: see ``winograd_input``.
+WinogradInput = Callable[[np.ndarray, int, int, int, int, np.ndarray], None]
+#: ``winograd_output(m, th, tw, out)``: see ``winograd_output``.
+WinogradOutput = Callable[[np.ndarray, int, int, np.ndarray], None]
+
+
+@functools.cache
+def _winograd_input_kernel() -> WinogradInput:
+
+    @njit_cached(nogil=True, boundscheck=False, fastmath=True)
+    def kernel(x: Any, ph: int, pw: int, th: int, tw: int, v: Any) -> None:
+        b, c, h, w = x.shape
+        hp, wp = 2 * th + 2, 2 * tw + 2
+        pad = np.zeros((hp, wp), dtype=x.dtype)  # one zero-padded plane; its border stays 0
+        y_lo, y_hi = max(0, ph), min(hp, h + ph)
+        x_lo, x_hi = max(0, pw), min(wp, w + pw)
+        for n in range(b):
+            for ch in range(c):
+                for yy in range(y_lo, y_hi):
+                    for xx in range(x_lo, x_hi):
+                        pad[yy, xx] = x[n, ch, yy - ph, xx - pw]
+                p = n * th * tw
+                for ty in range(th):
+                    y = 2 * ty
+                    for tx in range(tw):
+                        q = 2 * tx
+                        d00 = pad[y + 0, q + 0]
+                        d01 = pad[y + 0, q + 1]
+                        d02 = pad[y + 0, q + 2]
+                        d03 = pad[y + 0, q + 3]
+                        d10 = pad[y + 1, q + 0]
+                        d11 = pad[y + 1, q + 1]
+                        d12 = pad[y + 1, q + 2]
+                        d13 = pad[y + 1, q + 3]
+                        d20 = pad[y + 2, q + 0]
+                        d21 = pad[y + 2, q + 1]
+                        d22 = pad[y + 2, q + 2]
+                        d23 = pad[y + 2, q + 3]
+                        d30 = pad[y + 3, q + 0]
+                        d31 = pad[y + 3, q + 1]
+                        d32 = pad[y + 3, q + 2]
+                        d33 = pad[y + 3, q + 3]
+                        t00 = d00 - d20
+                        t10 = d10 + d20
+                        t20 = d20 - d10
+                        t30 = d10 - d30
+                        t01 = d01 - d21
+                        t11 = d11 + d21
+                        t21 = d21 - d11
+                        t31 = d11 - d31
+                        t02 = d02 - d22
+                        t12 = d12 + d22
+                        t22 = d22 - d12
+                        t32 = d12 - d32
+                        t03 = d03 - d23
+                        t13 = d13 + d23
+                        t23 = d23 - d13
+                        t33 = d13 - d33
+                        v[0, ch, p] = t00 - t02
+                        v[1, ch, p] = t01 + t02
+                        v[2, ch, p] = t02 - t01
+                        v[3, ch, p] = t01 - t03
+                        v[4, ch, p] = t10 - t12
+                        v[5, ch, p] = t11 + t12
+                        v[6, ch, p] = t12 - t11
+                        v[7, ch, p] = t11 - t13
+                        v[8, ch, p] = t20 - t22
+                        v[9, ch, p] = t21 + t22
+                        v[10, ch, p] = t22 - t21
+                        v[11, ch, p] = t21 - t23
+                        v[12, ch, p] = t30 - t32
+                        v[13, ch, p] = t31 + t32
+                        v[14, ch, p] = t32 - t31
+                        v[15, ch, p] = t31 - t33
+                        p += 1
+
+    return kernel
+
+
+def winograd_input(x: np.ndarray, padding: tuple[int, ...], tiles: tuple[int, int],
+                   v: np.ndarray) -> None:
+    """Winograd F(2x2, 3x3) input transform ``B^T d B`` of every 4x4 tile ``d`` of the
+    2-d ``x [b, c, h, w]`` zero-padded by ``padding`` before it (and as far as the tiles
+    reach after it): tile ``(ty, tx)`` starts at padded ``(2 ty, 2 tx)``, and its 16
+    transformed values go to ``v [16, c, b * th * tw]`` (same dtype, C-contiguous) at
+    position ``(n * th + ty) * tw + tx``."""
+    _winograd_input_kernel()(x, padding[0], padding[1], tiles[0], tiles[1], v)
+
+
+@functools.cache
+def _winograd_output_kernel() -> WinogradOutput:
+
+    @njit_cached(nogil=True, boundscheck=False, fastmath=True)
+    def kernel(m: Any, th: int, tw: int, out: Any) -> None:
+        b, k, h, w = out.shape
+        rows = np.empty((2, 2 * tw), dtype=out.dtype)
+        for n in range(b):
+            for ch in range(k):
+                plane = out[n, ch]
+                for ty in range(th):
+                    p0 = (n * th + ty) * tw
+                    for tx in range(tw):
+                        p = p0 + tx
+                        s00 = m[0, ch, p] + m[4, ch, p] + m[8, ch, p]
+                        s01 = m[1, ch, p] + m[5, ch, p] + m[9, ch, p]
+                        s02 = m[2, ch, p] + m[6, ch, p] + m[10, ch, p]
+                        s03 = m[3, ch, p] + m[7, ch, p] + m[11, ch, p]
+                        s10 = m[4, ch, p] - m[8, ch, p] - m[12, ch, p]
+                        s11 = m[5, ch, p] - m[9, ch, p] - m[13, ch, p]
+                        s12 = m[6, ch, p] - m[10, ch, p] - m[14, ch, p]
+                        s13 = m[7, ch, p] - m[11, ch, p] - m[15, ch, p]
+                        rows[0, 2 * tx] = s00 + s01 + s02
+                        rows[0, 2 * tx + 1] = s01 - s02 - s03
+                        rows[1, 2 * tx] = s10 + s11 + s12
+                        rows[1, 2 * tx + 1] = s11 - s12 - s13
+                    for i in range(min(2, h - 2 * ty)):
+                        dst = plane[2 * ty + i]
+                        for q in range(w):
+                            dst[q] = rows[i, q]
+
+    return kernel
+
+
+def winograd_output(m: np.ndarray, tiles: tuple[int, int], out: np.ndarray) -> None:
+    """Winograd F(2x2, 3x3) output transform ``A^T m A``: the transformed products ``m [16,
+    k, b * th * tw]`` (laid out as ``winograd_input``'s ``v``) become 2x2 output blocks of
+    the 2-d ``out [b, k, h, w]`` (same dtype), block ``(ty, tx)`` at ``(2 ty, 2 tx)``; the
+    row and column past odd ``h`` or ``w`` are dropped."""
+    _winograd_output_kernel()(m, tiles[0], tiles[1], out)

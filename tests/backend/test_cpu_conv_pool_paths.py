@@ -270,3 +270,29 @@ def test_max_pool_backward_sums_repeated_indices() -> None:
     out = Ops.max_pool_with_indices_backward(x, grad, idx)
     numpy.testing.assert_array_equal(out, [[[[3.0, 0.0], [0.0, 7.0]],
                                             [[0.0, 18.0], [8.0, 0.0]]]])
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize(("spatial", "padding", "batch"), [((16, 16), 1, 2), ((18, 19), 0, 1),
+                                                          ((16, 21), 1, 1), ((18, 16), 2, 3)])
+def test_winograd_conv_matches_torch(spatial: tuple[int, int], padding: int, batch: int,
+                                     dtype: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """3x3 stride-1 convs with many channels run as Winograd F(2x2, 3x3), forward and x
+    gradient, odd planes included, within float32's rounding of the direct conv."""
+    ran = {"n": 0}
+    real = module_ops._conv_winograd
+
+    def spy(*args: Any) -> None:
+        ran["n"] += 1
+        real(*args)
+
+    monkeypatch.setattr(module_ops, "_conv_winograd", spy)
+    x, w, b, opts = _conv_case((spatial, (3, 3), (1, 1), (padding, padding), (1, 1), 32, 32,
+                                batch), dtype)
+    rtol = 1e-5 if dtype == numpy.float32 else 1e-12
+    ref = _conv_ref(x, w, b, opts)[0]
+    _close(Ops.conv(x, w, b, opts), ref, rtol)
+    grad = numpy.random.default_rng(5).standard_normal(tuple(ref.shape)).astype(dtype)
+    _, gx, _, _ = _conv_ref(x, w, b, opts, grad)
+    _close(Ops.conv_x_backward(x, w, grad, opts), gx, rtol)
+    assert ran["n"] == 2
