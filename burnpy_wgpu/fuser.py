@@ -31,7 +31,7 @@ from burnpy.ir.fused import FusedGroup, FusedOp, Ref
 from burnpy_wgpu.dtypes import compute_type, storage_type
 from burnpy_wgpu.errors import WgpuError, WgpuLimitError
 from burnpy_wgpu.kernels.common import WG, entry, groups_for, header, load, store_cast
-from burnpy_wgpu.kernels.elementwise import alloc_tensor, coalesce
+from burnpy_wgpu.kernels.elementwise import alloc_tensor, coalesce, strided_indices
 from burnpy_wgpu.kernels.reduce import IDENTITY
 from burnpy_wgpu.kernels.wgsl_math import library
 from burnpy_wgpu.runtime import WgpuRuntime, f32_bits
@@ -243,17 +243,7 @@ def wgsl_source(group: FusedGroup, kind: str, classes: str, rank: int) -> str:
     red = group.reduction
     acc = _ct(red.dtype) if red is not None else ""
     body: list[str] = []
-    general = [k for k, c in enumerate(classes) if c == "g"]
-    if general:
-        body.append("    var r = lin;")
-        for d in range(rank - 1, 0, -1):
-            body.append(f"    let i{d} = i32(r % mu({shape_base + d}u)); "
-                        f"r = r / mu({shape_base + d}u);")
-        body.append("    let i0 = i32(r);")
-    for slot, k in enumerate(general):
-        base = stride_base + slot * rank
-        terms = " + ".join(f"i{d} * mi({base + d}u)" for d in range(rank))
-        body.append(f"    let x{k} = u32(mi({offset_base + k}u) + {terms});")
+    body += strided_indices("lin", classes, rank, offset_base, shape_base, stride_base)
     values: dict[Ref, tuple[str, str]] = {}
     for k, desc in enumerate(group.inputs):
         cls = classes[k]

@@ -58,6 +58,27 @@ def _classify(shape: Shape, strides: Shape) -> str:
     return "g"
 
 
+def strided_indices(linear: str, classes: str, rank: int, offset_base: int, shape_base: int,
+                    stride_base: int) -> list[str]:
+    """WGSL lines that unravel the output index ``linear`` over the shape stored at
+    ``shape_base`` and give each general-strided input ``k`` (class ``"g"``) its element index
+    ``x{k}`` from its offset and strides in the parameter words (one place for the elementwise
+    kernels and the fuser)."""
+    general = [k for k, c in enumerate(classes) if c == "g"]
+    lines: list[str] = []
+    if general:
+        lines.append(f"    var r = {linear};")
+        for d in range(rank - 1, 0, -1):
+            lines.append(f"    let i{d} = i32(r % mu({shape_base + d}u)); "
+                         f"r = r / mu({shape_base + d}u);")
+        lines.append("    let i0 = i32(r);")
+    for slot, k in enumerate(general):
+        base = stride_base + slot * rank
+        terms = " + ".join(f"i{d} * mi({base + d}u)" for d in range(rank))
+        lines.append(f"    let x{k} = u32(mi({offset_base + k}u) + {terms});")
+    return lines
+
+
 def _source(expr: str, reads: tuple[tuple[str, str], ...], write: tuple[str, str],
             classes: str, rank: int, funcs: tuple[str, ...]) -> str:
     n_in = len(reads)
@@ -65,17 +86,7 @@ def _source(expr: str, reads: tuple[tuple[str, str], ...], write: tuple[str, str
     shape_base = offsets + n_in + 1
     stride_base = shape_base + rank
     body = ["    if (gid >= mu(0u)) { return; }"]
-    general = [k for k, c in enumerate(classes) if c == "g"]
-    if general:
-        body.append("    var r = gid;")
-        for d in range(rank - 1, 0, -1):
-            body.append(f"    let i{d} = i32(r % mu({shape_base + d}u)); "
-                        f"r = r / mu({shape_base + d}u);")
-        body.append("    let i0 = i32(r);")
-    for slot, k in enumerate(general):
-        base = stride_base + slot * rank
-        terms = " + ".join(f"i{d} * mi({base + d}u)" for d in range(rank))
-        body.append(f"    let x{k} = u32(mi({offsets + k}u) + {terms});")
+    body += strided_indices("gid", classes, rank, offsets, shape_base, stride_base)
 
     def index(k: int) -> str:
         cls = classes[k]
