@@ -25,7 +25,13 @@ from burnpy.autodiff.rule_helpers import zeros
 from burnpy.autodiff.rules.families import AutodiffQOps, AutodiffRules
 from burnpy.autodiff.tensor import AutodiffTensor
 from burnpy.backend.base import Backend
-from burnpy.backend.decorator import ClassCache, InnerDevices, PassThroughKinds, passthrough_ops
+from burnpy.backend.decorator import (
+    ClassCache,
+    InnerDevices,
+    PassThroughKinds,
+    inner_attributes,
+    passthrough_ops,
+)
 from burnpy.backend.device import Device
 from burnpy.backend.dtype import dtype_of_numpy
 from burnpy.backend.errors import AutodiffError, InvalidArgumentError
@@ -45,14 +51,6 @@ class AutodiffBackend(AutodiffRules, PassThroughKinds, InnerDevices, Backend, ab
     def name(cls, device: Device | None = None) -> str:
         label = "" if cls.checkpointing is NoCheckpointing else f", {cls.checkpointing.label}"
         return f"autodiff<{cls.InnerBackend.name(device)}{label}>"
-
-    @classmethod
-    def seed(cls, device: Device, seed: int) -> None:
-        cls.InnerBackend.seed(device, seed)
-
-    @classmethod
-    def sync(cls, device: Device) -> None:
-        cls.InnerBackend.sync(device)
 
     @classmethod
     def ad_enabled(cls) -> bool:
@@ -226,23 +224,17 @@ class _AutodiffFactory:
 def _build(inner: type[Backend], checkpointing: type[CheckpointStrategy]) -> type[AutodiffBackend]:
     """The decorator class of ``inner`` under ``checkpointing``."""
     namespace: dict[str, Any] = {name: staticmethod(getattr(inner, name)) for name in _DELEGATED}
-    namespace.update(
-        __module__=__name__,
-        __doc__=f"{inner.__name__} with reverse-mode autodiff ({checkpointing.__name__}).",
-        InnerBackend=inner,
-        checkpointing=checkpointing,
-        record=staticmethod(_recording(inner, checkpointing.record)),
-        Device=inner.Device,
-        IntTensorPrimitive=inner.IntTensorPrimitive,
-        BoolTensorPrimitive=inner.BoolTensorPrimitive,
-        QuantizedTensorPrimitive=inner.QuantizedTensorPrimitive,
-        float_dtype=inner.float_dtype,
-        int_dtype=inner.int_dtype,
-        multi_device=inner.multi_device,
-    )
     suffix = "" if checkpointing is NoCheckpointing else f", {checkpointing.__name__}"
     name = f"Autodiff[{inner.__name__}{suffix}]"
-    namespace["__qualname__"] = name
+    namespace.update(inner_attributes(
+        inner, name, f"{inner.__name__} with reverse-mode autodiff ({checkpointing.__name__})."))
+    namespace.update(
+        __module__=__name__,
+        checkpointing=checkpointing,
+        record=staticmethod(_recording(inner, checkpointing.record)),
+        IntTensorPrimitive=inner.IntTensorPrimitive,
+        BoolTensorPrimitive=inner.BoolTensorPrimitive,
+    )
     return type(name, (AutodiffBackend,), namespace)
 
 

@@ -74,7 +74,8 @@ class DecoratorFactory(Generic[T]):
 
 
 class InnerDevices:
-    """A decorator's devices and dtypes are its inner backend's."""
+    """A decorator's devices, dtypes, seeding and synchronization are its inner backend's
+    (Fusion's ``sync`` runs its pending ops first)."""
 
     InnerBackend: ClassVar[Any]
 
@@ -89,6 +90,23 @@ class InnerDevices:
     @classmethod
     def supports_dtype(cls, device: Device, dtype: DType) -> bool:
         return cls.InnerBackend.supports_dtype(device, dtype)
+
+    @classmethod
+    def seed(cls, device: Device, seed: int) -> None:
+        cls.InnerBackend.seed(device, seed)
+
+    @classmethod
+    def sync(cls, device: Device) -> None:
+        cls.InnerBackend.sync(device)
+
+
+def inner_attributes(inner: type[Backend], qualname: str, doc: str) -> dict[str, Any]:
+    """The class attributes every decorator of ``inner`` takes from it, with its name and
+    docstring: one list for Autodiff, ForwardAD and Fusion."""
+    return {"__qualname__": qualname, "__doc__": doc, "InnerBackend": inner,
+            "Device": inner.Device, "QuantizedTensorPrimitive": inner.QuantizedTensorPrimitive,
+            "float_dtype": inner.float_dtype, "int_dtype": inner.int_dtype,
+            "multi_device": inner.multi_device}
 
 
 class PassThroughKinds:

@@ -21,7 +21,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from burnpy.backend.base import Backend
-from burnpy.backend.decorator import DecoratorFactory, InnerDevices
+from burnpy.backend.decorator import DecoratorFactory, InnerDevices, inner_attributes
 from burnpy.backend.device import Device
 from burnpy.backend.dtype import DType
 from burnpy.backend.errors import DeviceMismatchError
@@ -74,10 +74,6 @@ class FusionBackend(InnerDevices, Backend, abstract=True):
     @classmethod
     def name(cls, device: Device | None = None) -> str:
         return f"fusion<{cls.InnerBackend.name(device)}>"
-
-    @classmethod
-    def seed(cls, device: Device, seed: int) -> None:
-        cls.InnerBackend.seed(device, seed)
 
     @classmethod
     def sync(cls, device: Device) -> None:
@@ -434,16 +430,10 @@ def _build(inner: type[Backend]) -> type[FusionBackend]:
     if np.ndarray in primitives:  # NumPy ops on 0-d arrays return NumPy scalars
         primitives.add(np.generic)
     name = f"Fusion[{inner.__name__}]"
+    namespace.update(inner_attributes(inner, name,
+                                      f"{inner.__name__} with lazy, fused elementwise ops."))
     namespace.update(
         __module__=__name__,
-        __qualname__=name,
-        __doc__=f"{inner.__name__} with lazy, fused elementwise ops.",
-        InnerBackend=inner,
-        Device=inner.Device,
-        QuantizedTensorPrimitive=inner.QuantizedTensorPrimitive,
-        float_dtype=inner.float_dtype,
-        int_dtype=inner.int_dtype,
-        multi_device=inner.multi_device,
         # Recorded binary ops broadcast with NumPy's rules (ValueError on bad shapes) and
         # promote as burnpy does; the others are B's own: B's trust carries over.
         trusted_binary_ops=inner.trusted_binary_ops,

@@ -14,6 +14,7 @@ from burnpy.nn import functional as F
 from burnpy.nn import init
 from burnpy.nn.init import constant as _constant  # PReLU's ``init`` argument shadows ``init``
 from burnpy.nn.module import Module
+from burnpy.nn.norm import ChannelNorm
 from burnpy.tensor import Tensor
 
 if TYPE_CHECKING:
@@ -327,25 +328,18 @@ class CircularPad3d(CircularPad1d):
 
 
 # ---- normalization --------------------------------------------------------------------------
-class _InstanceNorm(Module):
+class _InstanceNorm(ChannelNorm):
     """Normalizes each channel of each sample over its spatial dims."""
 
     _rank = 3
-    running_mean: Tensor
-    running_var: Tensor
+    momentum: float  # instance norm has no cumulative-average mode (torch's ``None``)
 
     def __init__(self, num_features: int, eps: float = 1e-5, momentum: float = 0.1,
                  affine: bool = False, track_running_stats: bool = False, *,
                  backend: type[Backend] | None = None, device: Device | None = None,
                  dtype: DTypeLike | None = None) -> None:
-        self.num_features, self.eps, self.momentum = num_features, eps, momentum
-        self.affine, self.track_running_stats = affine, track_running_stats
-        kw = init.Placement(backend=backend, device=device, dtype=dtype)
-        self.weight = init.ones((num_features,), **kw) if affine else None
-        self.bias = init.zeros((num_features,), **kw) if affine else None
-        if track_running_stats:
-            self.register_buffer("running_mean", init.zeros((num_features,), **kw))
-            self.register_buffer("running_var", init.ones((num_features,), **kw))
+        self._init_channels(num_features, eps, momentum, affine, track_running_stats,
+                            init.Placement(backend=backend, device=device, dtype=dtype))
 
     def forward(self, x: Tensor) -> Tensor:
         """``x [batch, channels, *spatial]`` normalized per sample and channel; same shape."""

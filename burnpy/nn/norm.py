@@ -21,27 +21,44 @@ if TYPE_CHECKING:
     from burnpy.backend.base import Backend
 
 
-class _BatchNorm(Module):
-    """Normalizes each channel (dim 1) over the batch and spatial dims."""
+class ChannelNorm(Module):
+    """What batch and instance norms share: their settings, per-channel affine parameters
+    (ones and zeros) and, with ``track_running_stats``, running statistics (zeros and ones)."""
 
-    _ranks: tuple[int, ...] = (4,)
-    # Buffers, present with ``track_running_stats``.
-    running_mean: Tensor
+    num_features: int
+    eps: float
+    momentum: float | None
+    affine: bool
+    track_running_stats: bool
+    weight: Tensor | None
+    bias: Tensor | None
+    running_mean: Tensor  # the buffers, present with ``track_running_stats``
     running_var: Tensor
-    num_batches_tracked: Tensor
 
-    def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1,
-                 affine: bool = True, track_running_stats: bool = True, *,
-                 backend: type[Backend] | None = None, device: Device | None = None,
-                 dtype: DTypeLike | None = None) -> None:
+    def _init_channels(self, num_features: int, eps: float, momentum: float | None,
+                       affine: bool, track_running_stats: bool, kw: init.Placement) -> None:
         self.num_features, self.eps, self.momentum = num_features, eps, momentum
         self.affine, self.track_running_stats = affine, track_running_stats
-        kw = init.Placement(backend=backend, device=device, dtype=dtype)
         self.weight = init.ones((num_features,), **kw) if affine else None
         self.bias = init.zeros((num_features,), **kw) if affine else None
         if track_running_stats:
             self.register_buffer("running_mean", init.zeros((num_features,), **kw))
             self.register_buffer("running_var", init.ones((num_features,), **kw))
+
+
+class _BatchNorm(ChannelNorm):
+    """Normalizes each channel (dim 1) over the batch and spatial dims."""
+
+    _ranks: tuple[int, ...] = (4,)
+    num_batches_tracked: Tensor  # a buffer, present with ``track_running_stats``
+
+    def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1,
+                 affine: bool = True, track_running_stats: bool = True, *,
+                 backend: type[Backend] | None = None, device: Device | None = None,
+                 dtype: DTypeLike | None = None) -> None:
+        kw = init.Placement(backend=backend, device=device, dtype=dtype)
+        self._init_channels(num_features, eps, momentum, affine, track_running_stats, kw)
+        if track_running_stats:
             self.register_buffer("num_batches_tracked",
                                  Tensor.full((), 0, backend=backend, device=device))
 

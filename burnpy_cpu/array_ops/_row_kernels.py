@@ -36,6 +36,22 @@ def _column(t: int, width: int) -> int:
     return column
 
 
+@numba.njit(inline="always", error_model="numpy", fastmath={"contract", "reassoc"})
+def _moments(row: np.ndarray, eps: float) -> tuple[float, float]:
+    """A row's mean and ``1 / sqrt(var + eps)`` in float64, the biased variance summing
+    squared deviations from the mean (a second pass: no cancellation)."""
+    width = row.shape[0]
+    total = 0.0
+    for j in range(width):
+        total += row[j]
+    mean = total / width
+    square = 0.0
+    for j in range(width):
+        d = row[j] - mean
+        square += d * d
+    return mean, 1.0 / math.sqrt(square / width + eps)
+
+
 @_jit
 def layer_norm(x: np.ndarray, weight: np.ndarray, bias: np.ndarray, eps: float,
                out: np.ndarray) -> None:
@@ -44,15 +60,7 @@ def layer_norm(x: np.ndarray, weight: np.ndarray, bias: np.ndarray, eps: float,
     rows, width = x.shape
     for r in range(rows):
         row = x[r]
-        total = 0.0
-        for j in range(width):
-            total += row[j]
-        mean = total / width
-        square = 0.0
-        for j in range(width):
-            d = row[j] - mean
-            square += d * d
-        rstd = 1.0 / math.sqrt(square / width + eps)
+        mean, rstd = _moments(row, eps)
         o = out[r]
         for j in range(width):
             o[j] = (row[j] - mean) * rstd * weight[j] + bias[j]
@@ -68,15 +76,7 @@ def layer_norm_backward(x: np.ndarray, weight: np.ndarray, grad: np.ndarray, eps
     rows, width = x.shape
     for r in range(rows):
         row, g = x[r], grad[r]
-        total = 0.0
-        for j in range(width):
-            total += row[j]
-        mean = total / width
-        square = 0.0
-        for j in range(width):
-            d = row[j] - mean
-            square += d * d
-        rstd = 1.0 / math.sqrt(square / width + eps)
+        mean, rstd = _moments(row, eps)
         sum_gh = 0.0
         sum_gh_xhat = 0.0
         for j in range(width):

@@ -19,6 +19,7 @@ from burnpy.backend.decorator import (
     DecoratorFactory,
     InnerDevices,
     PassThroughKinds,
+    inner_attributes,
     passthrough_ops,
 )
 from burnpy.backend.device import Device
@@ -39,14 +40,6 @@ class ForwardADBackend(ForwardRules, PassThroughKinds, InnerDevices, Backend, ab
     @classmethod
     def name(cls, device: Device | None = None) -> str:
         return f"forward_ad<{cls.InnerBackend.name(device)}>"
-
-    @classmethod
-    def seed(cls, device: Device, seed: int) -> None:
-        cls.InnerBackend.seed(device, seed)
-
-    @classmethod
-    def sync(cls, device: Device) -> None:
-        cls.InnerBackend.sync(device)
 
     # ---- tangents -----------------------------------------------------------------------------
     @staticmethod
@@ -88,18 +81,12 @@ def _build(inner: type[Backend]) -> type[ForwardADBackend]:
     """The decorator class of ``inner``."""
     namespace: dict[str, Any] = {name: staticmethod(getattr(inner, name)) for name in _DELEGATED}
     name = f"ForwardAD[{inner.__name__}]"
+    namespace.update(inner_attributes(
+        inner, name, f"{inner.__name__} with forward-mode derivatives (tangents)."))
     namespace.update(
         __module__=__name__,
-        __qualname__=name,
-        __doc__=f"{inner.__name__} with forward-mode derivatives (tangents).",
-        InnerBackend=inner,
-        Device=inner.Device,
         IntTensorPrimitive=inner.IntTensorPrimitive,
         BoolTensorPrimitive=inner.BoolTensorPrimitive,
-        QuantizedTensorPrimitive=inner.QuantizedTensorPrimitive,
-        float_dtype=inner.float_dtype,
-        int_dtype=inner.int_dtype,
-        multi_device=inner.multi_device,
         # Every binary op computes its primal with B's op first (so B's broadcasting, promotion
         # and ValueError on bad shapes hold) and fits its tangent to the primal's shape and
         # dtype: B's trust carries over.
