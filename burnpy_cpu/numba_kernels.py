@@ -32,16 +32,29 @@ def njit_cached(**options: Any) -> Callable[[Callable[..., Any]], Any]:
 #: The float dtypes the elementwise kernels here are used for.
 COMPILED_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 
-#: ``int8_linear(x, w, scales, block, bias, out)``: see ``int8_linear``.
-Int8Linear = Callable[[np.ndarray, np.ndarray, np.ndarray, int, np.ndarray, np.ndarray], None]
-
-
-_NO_BIAS = np.empty(0, dtype=np.float32)
+#: ``int8_linear(x, w, scales, bias, out)``: see ``int8_linear_kernel``.
+Int8Linear = Callable[[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray], None]
 
 
 @functools.cache
-def _int8_linear_kernel() -> Int8Linear:
+def int8_linear_kernel() -> Int8Linear:
+    """``int8_linear(x, w, scales, bias, out)``: ``out = x @ dequantized(w).T + bias`` from
+    int8 values, without a float copy of the weight.
 
+    ``x [m, k]`` float32 and ``w [n, k]`` int8, both C-contiguous; ``scales`` float32
+    ``[n, k / block]``, one per row and block along ``k`` (a per-tensor scale repeated down
+    the rows, ``[n, 1]``, is one block a row); ``bias`` float32 ``[n]`` or empty (none);
+    ``out [m, n]`` float32. Each output sums ``block``-long float32 dot products of ``x`` with
+    the integers, each times its block's scale, plus the bias, in one pass: the weight is
+    read once, a byte an element, which is what makes matrix-vector products (decoding)
+    faster than float32 BLAS on a 4x larger weight. Nothing is checked or allocated, so a
+    caller that checks once per weight pays a numba dispatch of five arrays (about a third
+    of a microsecond) and the loops per product.
+    """
+
+    # The dots are a separate (inlined) function over whole slices, indexed from 0: written
+    # as a loop over ``range(lo, hi)`` inside the row loop, LLVM cannot prove the indices
+    # non-negative and leaves the reduction scalar, 20x slower.
     @njit_cached(fastmath=True, nogil=True, inline="always")
     def dot(a: Any, b: Any) -> Any:
         acc = np.float32(0.0)
@@ -49,41 +62,28 @@ def _int8_linear_kernel() -> Int8Linear:
             acc += a[t] * np.float32(b[t])
         return acc
 
-    # The block's dot is a separate (inlined) function: written as a nested loop over the
-    # blocks, LLVM leaves the reduction scalar, 20x slower.
     @njit_cached(fastmath=True, nogil=True, boundscheck=False)
-    def kernel(x: Any, w: Any, scales: Any, block: int, bias: Any, out: Any) -> None:
-        per_block = scales.shape[0] > 1 or scales.shape[1] > 1
-        for j in range(w.shape[0]):
-            w_row = w[j]
-            s_row = scales[j if per_block else 0]
-            start = bias[j] if bias.shape[0] else np.float32(0.0)
-            for i in range(x.shape[0]):
-                x_row = x[i]
-                acc = np.float32(0.0)
-                for b in range(x.shape[1] // block):
-                    lo = b * block
-                    acc += dot(x_row[lo:lo + block], w_row[lo:lo + block]) * s_row[
-                        b if per_block else 0]
-                out[i, j] = acc + start
+    def kernel(x: Any, w: Any, scales: Any, bias: Any, out: Any) -> None:
+        n, k = w.shape
+        blocks = scales.shape[1]
+        block = k // blocks
+        has_bias = bias.shape[0] != 0
+        for i in range(x.shape[0]):
+            x_row = x[i]
+            o_row = out[i]
+            for j in range(n):
+                w_row = w[j]
+                s_row = scales[j]
+                if blocks == 1:
+                    acc = dot(x_row, w_row) * s_row[0]
+                else:
+                    acc = np.float32(0.0)
+                    for b in range(blocks):
+                        lo = b * block
+                        acc += dot(x_row[lo:lo + block], w_row[lo:lo + block]) * s_row[b]
+                o_row[j] = acc + bias[j] if has_bias else acc
 
     return kernel  # numba's dispatcher, untyped: callable as the Python function
-
-
-def int8_linear(x: np.ndarray, w: np.ndarray, scales: np.ndarray, block: int,
-                bias: np.ndarray = _NO_BIAS) -> np.ndarray:
-    """``x @ dequantized(w).T + bias`` from int8 values, without a float copy of the weight.
-
-    ``x [m, k]`` float32 and ``w [n, k]`` int8, both C-contiguous; ``scales`` float32
-    ``[n, k / block]`` (per-block along ``k``) or ``[1, 1]`` (per tensor, ``block == k``).
-    Each output sums ``block``-long float32 dot products of ``x`` with the integers, each
-    times its block's scale: the weight is read once, a byte an element, which is what makes
-    matrix-vector products (decoding) faster than float32 BLAS on a 4x larger weight. The
-    float32 ``bias [n]`` (empty: none) is added in the same pass.
-    """
-    out = np.empty((x.shape[0], w.shape[0]), dtype=np.float32)
-    _int8_linear_kernel()(x, w, scales, block, bias, out)
-    return out
 
 
 #: ``batch_norm_backward(x, grad, mean, invstd, scale, dx, sums)``: see ``batch_norm_backward``.

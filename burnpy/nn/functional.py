@@ -576,17 +576,21 @@ def _check_batch_norm(op: str, x: Tensor, *per_channel: Tensor | None) -> None:
 
 def _quantized_linear(x: Tensor, weight: Tensor, bias: Tensor | None) -> Tensor:
     """``linear`` with a quantized ``[out, in]`` weight, weight-only: the activations stay
-    float and the backend multiplies them with the quantized weight (``q_linear``)."""
-    if weight.ndim != 2 or x.ndim < 1 or x.shape[-1] != weight.shape[1]:
-        raise ShapeError(f"linear: input {describe(x.shape)} does not fit quantized weight "
-                         f"{describe(weight.shape)}")
-    _same("linear", x, bias)
-    if bias is not None and bias.shape != (weight.shape[0],):
-        raise ShapeError(f"linear: bias must have shape ({weight.shape[0]},), got "
-                         f"{describe(bias.shape)}")
+    float and the backend multiplies them with the quantized weight (``q_linear``). A
+    decoding step runs this per layer per token, so the checks read the primitives' shapes
+    once and check the bias only when there is one."""
     b = x.backend
-    return new(b, b.q_linear(x.primitive, weight.primitive,
-                             None if bias is None else bias.primitive), FLOAT)
+    x_shape, w_shape = x.primitive.shape, weight.primitive.shape
+    if len(w_shape) != 2 or not x_shape or x_shape[-1] != w_shape[1]:
+        raise ShapeError(f"linear: input {describe(x_shape)} does not fit quantized weight "
+                         f"{describe(w_shape)}")
+    if bias is None:
+        return new(b, b.q_linear(x.primitive, weight.primitive, None), FLOAT)
+    _same("linear", x, bias)
+    if bias.primitive.shape != (w_shape[0],):
+        raise ShapeError(f"linear: bias must have shape ({w_shape[0]},), got "
+                         f"{describe(bias.shape)}")
+    return new(b, b.q_linear(x.primitive, weight.primitive, bias.primitive), FLOAT)
 
 
 def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,

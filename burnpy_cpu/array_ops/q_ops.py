@@ -9,10 +9,9 @@ no integer BLAS). Per-tensor schemes switch to float64 when ``K * qmax**2`` coul
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
@@ -23,7 +22,7 @@ from burnpy.backend.ops._marker import backend_classmethod
 from burnpy.backend.ops.q_ops import requantize
 from burnpy.quantization.scheme import QuantLevel, QuantScheme, QuantStore
 from burnpy_cpu.array_ops._shared import A, ArrayLayoutOps
-from burnpy_cpu.numba_kernels import int8_linear
+from burnpy_cpu.numba_kernels import Int8Linear, int8_linear_kernel
 
 if TYPE_CHECKING:
     from burnpy.backend.base import Backend
@@ -33,6 +32,7 @@ _F64 = np.dtype(np.float64)
 _EXACT_F32 = 2**24
 #: Right-hand sides at most this wide take the int32 accumulation path.
 _THIN = 16
+_NO_BIAS = np.empty(0, dtype=_F32)
 
 
 class QuantizedArray:
@@ -47,10 +47,10 @@ class QuantizedArray:
         self.data, self.shape, self.scheme = data, shape, scheme
         self.scales, self.tensor_scale = scales, tensor_scale
         self.block_axis, self.float_dtype = block_axis, float_dtype
-        #: ``q_linear``'s weight-side checks and kernel scales, worked out on first use (ops
-        #: never modify a quantized array, they make new ones): ``(scales, block)``, or
-        #: False where the int8 kernel does not apply.
-        self.linear_plan: tuple[A, int] | bool | None = None
+        #: ``q_linear``'s weight-side checks and kernel arguments, worked out on first use
+        #: (ops never modify a quantized array, they make new ones), or False where the
+        #: int8 kernel does not apply.
+        self.linear_plan: Int8LinearPlan | Literal[False] | None = None
 
     @property
     def dtype(self) -> DType:
@@ -69,6 +69,20 @@ class QuantizedArray:
                               self.scales if scales is None else scales, self.tensor_scale,
                               self.block_axis if block_axis == -1 else block_axis,
                               self.float_dtype)
+
+
+class Int8LinearPlan:
+    """What ``q_linear``'s int8 kernel needs of one weight ``[n, k]``, worked out once: the
+    int8 values, float32 scales ``[n, k / block]`` (a per-tensor scale repeated down the rows),
+    the compiled kernel, and the most input elements (``_THIN`` rows) it takes."""
+
+    __slots__ = ("data", "k", "kernel", "max_size", "n", "scales")
+
+    def __init__(self, data: A, scales: A) -> None:
+        self.data, self.scales = data, scales
+        self.n, self.k = data.shape
+        self.max_size = _THIN * self.k
+        self.kernel: Int8Linear = int8_linear_kernel()
 
 
 def _pack(xp: Any, values: A, scheme: QuantScheme) -> A:
@@ -355,41 +369,38 @@ class ArrayQOps(ArrayLayoutOps):
         return out.astype(out_dtype, copy=False)
 
     @classmethod
-    def _int8_linear_plan(cls, weight: QuantizedArray) -> tuple[A, int] | bool:
-        """``(float32 scales [n, k / block] or [1, 1], block)`` for ``int8_linear`` on a
-        2-d weight of native int8 values per tensor or in blocks along ``in``; else False."""
+    def _int8_linear_plan(cls, weight: QuantizedArray) -> Int8LinearPlan | Literal[False]:
+        """The ``int8_linear`` plan of a 2-d weight of native int8 values per tensor or in
+        blocks along ``in``, on NumPy; else False."""
         scheme = weight.scheme
         if (cls.xp is not np or len(weight.shape) != 2 or scheme.store is not QuantStore.NATIVE
                 or scheme.value.bits != 8 or weight.block_axis not in (None, 1)
                 or not weight.data.flags.c_contiguous):
             return False
-        scales = (weight.scales if weight.tensor_scale is None and weight.scales.dtype == _F32
-                  else cls._effective_scales(weight, _F32))
-        k = weight.shape[1]
-        block = k if weight.block_axis is None else k // scales.shape[1]
-        return np.ascontiguousarray(scales.reshape(
-            (1, 1) if weight.block_axis is None else scales.shape)), block
+        n = weight.shape[0]
+        scales = cls._effective_scales(weight, _F32)
+        scales = (np.full((n, 1), scales.reshape(()), dtype=_F32) if weight.block_axis is None
+                  else np.ascontiguousarray(scales))
+        return Int8LinearPlan(weight.data, scales)
 
     @backend_classmethod
     def q_linear(cls: type[ArrayQBackend], x: A, weight: QuantizedArray, bias: A | None) -> A:
         """Weight-only ``x @ weight.T + bias`` (float activations). On NumPy, a float32 input
         of at most ``_THIN`` rows times an int8 weight (per tensor, or blocks along ``in``)
-        runs a compiled kernel on the integers (``int8_linear``); anything else dequantizes
-        the weight for the call and uses the float ``linear``."""
-        rows = math.prod(x.shape[:-1])
+        runs a compiled kernel on the integers (``int8_linear``), the bias added in its pass;
+        anything else dequantizes the weight for the call and uses the float ``linear``."""
         plan = weight.linear_plan
         if plan is None:
             plan = weight.linear_plan = cls._int8_linear_plan(weight)
-        if not isinstance(plan, tuple) or rows > _THIN or x.dtype != _F32:
+        if (plan is False or x.dtype != _F32 or x.size > plan.max_size
+                or (bias is not None and bias.dtype != _F32)):
             return cls.linear(x, cls.dequantize(weight), bias)
-        scales, block = plan
-        k = weight.shape[1]
-        flat = np.ascontiguousarray(x.reshape(rows, k))
-        fused = bias is not None and bias.dtype == _F32 and bias.flags.c_contiguous
-        out = int8_linear(flat, weight.data, scales, block, *((bias,) if fused else ()))
-        if bias is not None and not fused:
-            out += bias
-        return out.reshape(*x.shape[:-1], weight.shape[0])
+        k, n = plan.k, plan.n
+        out = np.empty((*x.shape[:-1], n), dtype=_F32)
+        flat = x.reshape(-1, k)
+        plan.kernel(flat if flat.flags.c_contiguous else np.ascontiguousarray(flat), plan.data,
+                    plan.scales, _NO_BIAS if bias is None else bias, out.reshape(-1, n))
+        return out
 
 
 if TYPE_CHECKING:
