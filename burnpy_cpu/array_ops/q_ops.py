@@ -136,7 +136,7 @@ class ArrayQOps(ArrayLayoutOps):
 
     @classmethod
     def _effective_scales(cls, q: QuantizedArray, dtype: np.dtype[Any]) -> A:
-        scales = q.scales.astype(dtype)
+        scales = q.scales.astype(dtype, copy=False)
         if q.tensor_scale is not None:
             scales = scales * q.tensor_scale.astype(dtype)
         return scales
@@ -174,11 +174,21 @@ class ArrayQOps(ArrayLayoutOps):
 
     @classmethod
     def dequantize(cls, tensor: QuantizedArray) -> A:
+        """The float values: the integers widened and scaled in place in one fresh array
+        (a quantized embedding dequantizes its picked rows per decoding step)."""
         out_dtype = tensor.float_dtype.numpy
         work = _F64 if out_dtype == _F64 else _F32
-        scales, view = cls._broadcast_scales(tensor, cls._effective_scales(tensor, work))
-        values = _unpack(cls.xp, tensor).astype(work).reshape(view)
-        return (values * scales).reshape(tensor.shape).astype(out_dtype, copy=False)
+        scales = cls._effective_scales(tensor, work)
+        values = _unpack(cls.xp, tensor).astype(work)
+        if tensor.block_axis is None:
+            if scales.ndim > values.ndim:  # a 0-d tensor's scale stored with dims
+                return (values * scales).reshape(tensor.shape).astype(out_dtype, copy=False)
+            values *= scales
+            return values.astype(out_dtype, copy=False)
+        scales, view = cls._broadcast_scales(tensor, scales)
+        split = values.reshape(view)
+        split *= scales
+        return values.astype(out_dtype, copy=False)
 
     @classmethod
     def q_from_data(cls, data: TensorData, device: Device) -> QuantizedArray:
