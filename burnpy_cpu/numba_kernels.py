@@ -41,15 +41,16 @@ def int8_linear_kernel() -> Int8Linear:
     """``int8_linear(x, w, scales, bias, out)``: ``out = x @ dequantized(w).T + bias`` from
     int8 values, without a float copy of the weight.
 
-    ``x [m, k]`` float32 and ``w [n, k]`` int8, both C-contiguous; ``scales`` float32
+    ``x [..., k]`` float32 and ``w [n, k]`` int8, both C-contiguous; ``scales`` float32
     ``[n, k / block]``, one per row and block along ``k`` (a per-tensor scale repeated down
     the rows, ``[n, 1]``, is one block a row); ``bias`` float32 ``[n]`` or empty (none);
-    ``out [m, n]`` float32. Each output sums ``block``-long float32 dot products of ``x`` with
-    the integers, each times its block's scale, plus the bias, in one pass: the weight is
-    read once, a byte an element, which is what makes matrix-vector products (decoding)
-    faster than float32 BLAS on a 4x larger weight. Nothing is checked or allocated, so a
-    caller that checks once per weight pays a numba dispatch of five arrays (about a third
-    of a microsecond) and the loops per product.
+    ``out [..., n]`` float32, C-contiguous, with ``x``'s leading dims (the kernel flattens
+    both: no reshapes in Python). Each output sums ``block``-long float32 dot products of
+    ``x`` with the integers, each times its block's scale, plus the bias, in one pass: the
+    weight is read once, a byte an element, which is what makes matrix-vector products
+    (decoding) faster than float32 BLAS on a 4x larger weight. Nothing is checked or
+    allocated, so a caller that checks once per weight pays a numba dispatch of five arrays
+    (about a third of a microsecond) and the loops per product.
     """
 
     # The dots are a separate (inlined) function over whole slices, indexed from 0: written
@@ -65,6 +66,7 @@ def int8_linear_kernel() -> Int8Linear:
     @njit_cached(fastmath=True, nogil=True, boundscheck=False)
     def kernel(x: Any, w: Any, scales: Any, bias: Any, out: Any) -> None:
         n, k = w.shape
+        x, out = x.reshape((-1, k)), out.reshape((-1, n))
         blocks = scales.shape[1]
         block = k // blocks
         has_bias = bias.shape[0] != 0

@@ -74,14 +74,16 @@ class QuantizedArray:
 class Int8LinearPlan:
     """What ``q_linear``'s int8 kernel needs of one weight ``[n, k]``, worked out once: the
     int8 values, float32 scales ``[n, k / block]`` (a per-tensor scale repeated down the rows),
-    the compiled kernel, and the most input elements (``_THIN`` rows) it takes."""
+    the compiled kernel, the output's last dim ``(n,)`` and the most input elements (``_THIN``
+    rows) it takes."""
 
-    __slots__ = ("data", "k", "kernel", "max_size", "n", "scales")
+    __slots__ = ("data", "kernel", "max_size", "out_tail", "scales")
 
     def __init__(self, data: A, scales: A) -> None:
         self.data, self.scales = data, scales
-        self.n, self.k = data.shape
-        self.max_size = _THIN * self.k
+        n, k = data.shape
+        self.out_tail = (n,)
+        self.max_size = _THIN * k
         self.kernel: Int8Linear = int8_linear_kernel()
 
 
@@ -380,10 +382,11 @@ class ArrayQOps(ArrayLayoutOps):
 
     @classmethod
     def _int8_linear_plan(cls, weight: QuantizedArray) -> Int8LinearPlan | Literal[False]:
-        """The ``int8_linear`` plan of a 2-d weight of native int8 values per tensor or in
-        blocks along ``in``, on NumPy; else False."""
+        """The ``int8_linear`` plan of a non-empty 2-d weight of native int8 values per tensor
+        or in blocks along ``in``, on NumPy; else False."""
         scheme = weight.scheme
-        if (cls.xp is not np or len(weight.shape) != 2 or scheme.store is not QuantStore.NATIVE
+        if (cls.xp is not np or len(weight.shape) != 2 or 0 in weight.shape
+                or scheme.store is not QuantStore.NATIVE
                 or scheme.value.bits != 8 or weight.block_axis not in (None, 1)
                 or not weight.data.flags.c_contiguous):
             return False
@@ -405,11 +408,9 @@ class ArrayQOps(ArrayLayoutOps):
         if (plan is False or x.dtype != _F32 or x.size > plan.max_size
                 or (bias is not None and bias.dtype != _F32)):
             return cls.linear(x, cls.dequantize(weight), bias)
-        k, n = plan.k, plan.n
-        out = np.empty((*x.shape[:-1], n), dtype=_F32)
-        flat = x.reshape(-1, k)
-        plan.kernel(flat if flat.flags.c_contiguous else np.ascontiguousarray(flat), plan.data,
-                    plan.scales, _NO_BIAS if bias is None else bias, out.reshape(-1, n))
+        out = np.empty(x.shape[:-1] + plan.out_tail, dtype=_F32)
+        plan.kernel(x if x.flags.c_contiguous else np.ascontiguousarray(x), plan.data,
+                    plan.scales, _NO_BIAS if bias is None else bias, out)
         return out
 
 

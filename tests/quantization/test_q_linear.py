@@ -15,6 +15,7 @@ from burnpy.examples.gpt import generate
 from burnpy.examples.gpt_model import GPT, GPTConfig
 from burnpy.quantization import QuantScheme
 from burnpy_cpu import CpuBackend
+from burnpy_cpu.array_ops.q_ops import Int8LinearPlan
 
 SCHEMES = [QuantScheme.int8(), QuantScheme.int8(32), QuantScheme.int4(32)]
 
@@ -34,6 +35,72 @@ def test_q_linear_equals_dequantized_matmul(scheme: QuantScheme, lead: tuple[int
     assert out.shape == (*lead, 48) and out.dtype == x.dtype
     expected = x.to_numpy() @ w.dequantize().to_numpy().T + bias.to_numpy()
     np.testing.assert_allclose(out.to_numpy(), expected, rtol=1e-5, atol=1e-5)
+
+
+def _dequantized_reference(x: np.ndarray, w: Tensor, bias: np.ndarray | None) -> np.ndarray:
+    """``x @ dequantize(w).T + bias`` in float64: what the int8 kernel must agree with."""
+    out = x.astype(np.float64) @ w.dequantize().to_numpy().astype(np.float64).T
+    return out if bias is None else out + bias
+
+
+KERNEL_SCHEMES = [QuantScheme.int8(), QuantScheme.int8(full_range=True), QuantScheme.int8(8),
+                  QuantScheme.int8(3), QuantScheme.int8(16, two_level=True)]
+#: Every scheme with widths its blocks divide; the odd width 3 where they do (blocks of 3, or
+#: none).
+KERNEL_CASES = [(scheme, n, k) for scheme in KERNEL_SCHEMES
+                for n, k in [(1, 48), (7, 48), (65, 96), (33, 144), (5, 3)]
+                if scheme.level.block_size is None or k % scheme.level.block_size == 0]
+
+
+@pytest.mark.parametrize(("scheme", "n", "k"), KERNEL_CASES, ids=str)
+@pytest.mark.parametrize("with_bias", [True, False], ids=["bias", "no-bias"])
+def test_the_int8_kernel_matches_the_dequantized_weight(scheme: QuantScheme, n: int, k: int,
+                                                       with_bias: bool) -> None:
+    """Per tensor and per block (blocks of 3 to 16, one level and two), odd row counts and
+    widths, with and without a bias: the kernel's float32 sums equal the float64 product with
+    the dequantized weight to float32 rounding."""
+    w = Tensor.from_data(_data((n, k), 5)).quantize(scheme)
+    assert w.primitive.block_axis in (None, 1)
+    bias = _data((n,), 6) if with_bias else None
+    for lead in [(), (1,), (1, 1), (4,), (2, 8)]:
+        x = _data((*lead, k), 7)
+        out = F.linear(Tensor.from_data(x), w, None if bias is None else Tensor.from_data(bias))
+        assert out.shape == (*lead, n) and out.dtype == Tensor.from_data(x).dtype
+        np.testing.assert_allclose(out.to_numpy(), _dequantized_reference(x, w, bias),
+                                   rtol=1e-5, atol=1e-5)
+    assert isinstance(w.primitive.linear_plan, Int8LinearPlan)  # the kernel ran, no fallback
+
+
+def test_the_int8_kernel_takes_strided_inputs_and_empty_batches() -> None:
+    """A transposed (non-contiguous) input is copied for the kernel, a batch of no rows gives
+    an empty result, and a float64 input or a bias of another dtype take the float path."""
+    w = Tensor.from_data(_data((24, 32), 8)).quantize(QuantScheme.int8())
+    bias = _data((24,), 9)
+    strided = _data((32, 3), 10).T
+    assert not strided.flags.c_contiguous
+    out = F.linear(Tensor.from_data(strided), w, Tensor.from_data(bias))
+    np.testing.assert_allclose(out.to_numpy(), _dequantized_reference(strided, w, bias),
+                               rtol=1e-5, atol=1e-5)
+    assert F.linear(Tensor.from_data(np.zeros((0, 32), np.float32)), w).shape == (0, 24)
+    x64 = _data((2, 32), 11).astype(np.float64)
+    out64 = F.linear(Tensor.from_data(x64), w)
+    assert out64.dtype == Tensor.from_data(x64).dtype
+    np.testing.assert_allclose(out64.to_numpy(), _dequantized_reference(x64, w, None),
+                               rtol=1e-5, atol=1e-5)
+
+
+def test_a_weight_keeps_one_kernel_plan() -> None:
+    """The weight-side work (checks, scales per row) is done on the first product and reused:
+    the second product does not redo it."""
+    w = Tensor.from_data(_data((16, 32), 12)).quantize(QuantScheme.int8())
+    x = Tensor.from_data(_data((1, 32), 13))
+    assert w.primitive.linear_plan is None
+    first = F.linear(x, w).to_numpy()
+    plan = w.primitive.linear_plan
+    assert isinstance(plan, Int8LinearPlan)
+    np.testing.assert_array_equal(plan.scales, np.full((16, 1), w.primitive.scales, np.float32))
+    np.testing.assert_array_equal(F.linear(x, w).to_numpy(), first)
+    assert w.primitive.linear_plan is plan
 
 
 def test_the_int8_kernel_reads_the_integers_not_a_float_copy() -> None:
