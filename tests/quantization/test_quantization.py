@@ -57,6 +57,32 @@ def test_round_trip_error_is_at_most_half_a_scale(scheme: QuantScheme, dtype: st
     assert values.min() >= scheme.value.qmin and values.max() <= scheme.value.qmax
 
 
+#: Every scheme with shapes whose last dim its blocks divide (0-d and odd ones per tensor).
+DEQUANTIZE_CASES = [(scheme, shape) for scheme in MIN_MAX_SCHEMES
+                    for shape in [(), (5,), (3, 64), (2, 2, 32)]
+                    if scheme.level.block_size is None or (shape and shape[-1] % 32 == 0)]
+
+
+@pytest.mark.parametrize(("scheme", "shape"), DEQUANTIZE_CASES, ids=str)
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_dequantize_scales_a_fresh_array_and_leaves_the_tensor_as_it_was(
+        scheme: QuantScheme, shape: tuple[int, ...], dtype: str) -> None:
+    """Dequantize scales the widened integers in place: the result is values times effective
+    scales in the tensor's float dtype, and the quantized values and scales are untouched (a
+    second call gives the same floats)."""
+    q = _x(*shape, dtype=dtype).quantize(scheme)
+    before = q.into_data()
+    first = q.dequantize().to_numpy()
+    assert first.dtype == np.dtype(dtype) and first.shape == shape
+    want = before.array.astype(np.float64) * _effective_scales(q)
+    np.testing.assert_allclose(first, want, rtol=1e-6, atol=0)
+    np.testing.assert_array_equal(q.dequantize().to_numpy(), first)
+    after = q.into_data()
+    assert after.quant is not None and before.quant is not None
+    np.testing.assert_array_equal(after.array, before.array)
+    np.testing.assert_array_equal(after.quant.scales, before.quant.scales)
+
+
 def test_ternary_uses_abs_mean_scale_and_three_levels() -> None:
     x = _x(4, 32)
     q = x.quantize(QuantScheme.ternary())
