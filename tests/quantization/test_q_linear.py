@@ -10,7 +10,7 @@ import pytest
 import burnpy.nn.functional as F
 from burnpy import Tensor
 from burnpy.autodiff import Autodiff
-from burnpy.backend.errors import IndexOutOfBoundsError
+from burnpy.backend.errors import DTypeError, IndexOutOfBoundsError, KindError, ShapeError
 from burnpy.examples.gpt import generate
 from burnpy.examples.gpt_model import GPT, GPTConfig
 from burnpy.quantization import QuantScheme
@@ -87,6 +87,15 @@ def test_the_int8_kernel_takes_strided_inputs_and_empty_batches() -> None:
     assert out64.dtype == Tensor.from_data(x64).dtype
     np.testing.assert_allclose(out64.to_numpy(), _dequantized_reference(x64, w, None),
                                rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize(("bias", "error"), [
+    (np.zeros(24, np.float64), DTypeError), (np.zeros(24, np.int64), KindError),
+    (np.zeros(23, np.float32), ShapeError)], ids=["float64", "int", "short"])
+def test_a_bias_that_does_not_fit_is_refused(bias: np.ndarray, error: type[Exception]) -> None:
+    w = Tensor.from_data(_data((24, 32), 8)).quantize(QuantScheme.int8())
+    with pytest.raises(error):
+        F.linear(Tensor.from_data(_data((1, 32), 9)), w, Tensor.from_data(bias))
 
 
 def test_a_weight_keeps_one_kernel_plan() -> None:
