@@ -301,6 +301,13 @@ class ArrayQOps(ArrayLayoutOps):
 
     @classmethod
     def q_select(cls, tensor: QuantizedArray, dim: int, indices: A) -> QuantizedArray:
+        """The picked slices, still quantized. Native values with one scale (a quantized
+        embedding's rows, each decoding step) are taken straight into the new array: ``take``
+        returns them contiguous, with nothing to unpack or pack."""
+        if tensor.block_axis is None and tensor.scheme.store is QuantStore.NATIVE:
+            values = tensor.data.take(indices, axis=dim)
+            return QuantizedArray(values, values.shape, tensor.scheme, tensor.scales,
+                                  tensor.tensor_scale, None, tensor.float_dtype)
         if tensor.block_axis == dim:
             tensor = cls._element_scales(tensor)
         values = _unpack(cls.xp, tensor).take(indices, axis=dim)
