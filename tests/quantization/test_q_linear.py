@@ -72,13 +72,16 @@ def test_the_int8_kernel_matches_the_dequantized_weight(scheme: QuantScheme, n: 
 
 
 def test_the_int8_kernel_takes_strided_inputs_and_empty_batches() -> None:
-    """A transposed (non-contiguous) input is copied for the kernel, a batch of no rows gives
-    an empty result, and a float64 input or a bias of another dtype take the float path."""
+    """A transposed (non-contiguous) input is copied for the kernel, a strided bias is read
+    in place, a batch of no rows gives an empty result, and a float64 input takes the float
+    path."""
     w = Tensor.from_data(_data((24, 32), 8)).quantize(QuantScheme.int8())
-    bias = _data((24,), 9)
+    every_other = Tensor.from_data(_data((48,), 9))[::2]
+    assert not every_other.primitive.flags.c_contiguous
+    bias = every_other.to_numpy()
     strided = _data((32, 3), 10).T
     assert not strided.flags.c_contiguous
-    out = F.linear(Tensor.from_data(strided), w, Tensor.from_data(bias))
+    out = F.linear(Tensor.from_data(strided), w, every_other)
     np.testing.assert_allclose(out.to_numpy(), _dequantized_reference(strided, w, bias),
                                rtol=1e-5, atol=1e-5)
     assert F.linear(Tensor.from_data(np.zeros((0, 32), np.float32)), w).shape == (0, 24)
