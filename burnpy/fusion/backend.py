@@ -1,9 +1,12 @@
 """``Fusion(B)``: the decorator backend that records ops lazily and fuses elementwise chains.
 
 ``Fusion(B)`` builds, once per B and thread-safely, a subclass of ``FusionBackend`` whose
-float, int and bool primitives are ``FusionTensor`` handles (quantized ones are B's own). The
-class is derived from the protocol: each op in ``burnpy.ir.FUSABLE`` is recorded on the
-device's stream (or run at once on B when smaller than the fuser's ``min_elements``); each
+float, int and bool primitives are B's own primitives where their values exist and
+``FusionTensor`` handles where they are pending (quantized ones are B's own). A materialized
+value being B's primitive itself is what keeps eager ops cheap: an op whose arguments hold no
+handle calls B's op directly and returns B's result unchanged, with no wrapper to build or
+unwrap. The class is derived from the protocol: each op in ``burnpy.ir.FUSABLE`` is recorded on
+the device's stream (or run at once on B when smaller than the fuser's ``min_elements``); each
 provided op in ``ELEMENTWISE_COMPOSITES`` keeps the protocol's default (its composition is
 recorded, so it fuses; B's own op on smaller tensors), and so does each op of
 ``FUSABLE_COMPOSITIONS`` that B does not override (B would run that same composition op by
@@ -37,6 +40,9 @@ _KEPT_DEFAULTS = frozenset({"float_detach", "float_is_require_grad", "float_set_
 #: Reshapes: an unchanged shape keeps the handle (see ``_reshape``).
 _RESHAPES = frozenset({"float_reshape", "int_reshape", "bool_reshape"})
 
+#: Ops whose primitive is the decorator's own business (devices, crossing to and from B).
+_OWN_OPS = frozenset({"float_device", "int_device", "bool_device"})
+
 #: Provided ops whose default composition is mostly fusable ops around a few eager ones (a
 #: matmul, a closing reduction): where B keeps the default, recording it lets its elementwise
 #: pieces fuse with each other and with their neighbours (a linear's bias add with the next
@@ -54,6 +60,55 @@ FUSABLE_COMPOSITIONS = frozenset({
 #: primitives' form; None when B's fuser refuses the op or burnpy's promotion is B's to apply.
 Typing = tuple[DType, DType, Any] | None
 
+#: Argument types that are never tensors (passed to B as they are, recorded as scalars).
+_PLAIN = frozenset({int, float, bool, str, type(None)})
+
+
+class _State:
+    """What one Fusion class's ops share, captured by each op's closure so that an op reaches
+    it without a class attribute lookup: B, its fuser (looked up on first use), the counters,
+    the plans, the streams, the cached typings and how a primitive's device is found."""
+
+    __slots__ = ("accepted", "device_of", "fusers", "inner", "plans", "stats", "streams")
+
+    def __init__(self, inner: type[Backend]) -> None:
+        self.inner = inner
+        self.stats = FusionStats()
+        self.plans: dict[FusedGroup, Any] = {}
+        self.streams: dict[Device, Stream] = {}
+        self.fusers: list[Fuser | None] = []
+        self.accepted: dict[tuple[Any, ...], Typing] = {}
+        self.device_of = _device_finder(inner)
+
+    def fuser(self) -> Fuser | None:
+        """B's fuser (asked for once), or None when B declares none."""
+        if not self.fusers:
+            self.fusers.append(backend_fuser(self.inner))
+        return self.fusers[0]
+
+    def stream(self, device: Device) -> Stream:
+        """The stream of pending ops of ``device`` (created on first use)."""
+        found = self.streams.get(device)
+        if found is None:
+            found = self.streams.setdefault(
+                device, Stream(self.inner, self.fuser(), self.plans, self.stats))
+        return found
+
+
+def _device_finder(inner: type[Backend]) -> Callable[[Any], Device]:
+    """``device_of(primitive)``: the device of a handle or of one of B's primitives."""
+    if not inner.multi_device:
+        single = inner.default_device()
+        return lambda tensor: tensor.device if type(tensor) is FusionTensor else single
+    by_kind = {"float": inner.float_device, "int": inner.int_device, "bool": inner.bool_device}
+
+    def device_of(tensor: Any) -> Device:
+        if type(tensor) is FusionTensor:
+            return tensor.device
+        return by_kind[ir_dtype(tensor.dtype).kind](tensor)
+
+    return device_of
+
 
 class FusionBackend(InnerDevices, Backend, abstract=True):
     """Base of every ``Fusion(B)`` class. ``InnerBackend`` is B; ``stats`` counts what it did
@@ -64,11 +119,11 @@ class FusionBackend(InnerDevices, Backend, abstract=True):
     BoolTensorPrimitive: ClassVar[Any] = FusionTensor
     InnerBackend: ClassVar[type[Backend]]
     stats: ClassVar[FusionStats]
+    _state: ClassVar[_State]
     _plans: ClassVar[dict[FusedGroup, Any]]
     _streams: ClassVar[dict[Device, Stream]]
     _fuser: ClassVar[list[Fuser | None]]
     _accepted: ClassVar[dict[tuple[Any, ...], Typing]]
-    _primitives: ClassVar[tuple[type, ...]]
 
     # ---- the backend's non-op methods, delegated to B ------------------------------------------
     @classmethod
@@ -81,28 +136,16 @@ class FusionBackend(InnerDevices, Backend, abstract=True):
         cls.stream(device).flush()
         cls.InnerBackend.sync(device)
 
-    @staticmethod
-    def _device(tensor: FusionTensor) -> Device:
-        return tensor.device
-
-    float_device = int_device = bool_device = _device
-
     # ---- streams and plans --------------------------------------------------------------------
     @classmethod
     def stream(cls, device: Device) -> Stream:
         """The stream of pending ops of ``device`` (created on first use)."""
-        found = cls._streams.get(device)
-        if found is None:
-            found = cls._streams.setdefault(
-                device, Stream(cls.InnerBackend, cls.fuser(), cls._plans, cls.stats))
-        return found
+        return cls._state.stream(device)
 
     @classmethod
     def fuser(cls) -> Fuser | None:
         """B's fuser (asked for once), or None when B declares none."""
-        if not cls._fuser:
-            cls._fuser.append(backend_fuser(cls.InnerBackend))
-        return cls._fuser[0]
+        return cls._state.fuser()
 
     @classmethod
     def fuses_elementwise(cls) -> bool:
@@ -129,131 +172,104 @@ class FusionBackend(InnerDevices, Backend, abstract=True):
 
     # ---- crossing between this backend and B ---------------------------------------------------
     @staticmethod
-    def inner(tensor: FusionTensor) -> Any:
+    def inner(tensor: Any) -> Any:
         """B's primitive holding the tensor's values (materialized now)."""
         return materialize(tensor)
 
     int_inner = bool_inner = inner
 
-    @classmethod
-    def from_inner(cls, tensor: Any) -> FusionTensor:
-        """A handle of this backend holding B's primitive ``tensor``."""
-        return cls._wrap(tensor)
-
-    int_from_inner = bool_from_inner = from_inner
-
     @staticmethod
-    def q_inner(tensor: Any) -> Any:
+    def from_inner(tensor: Any) -> Any:
+        """B's primitive ``tensor`` as this backend's: itself (a materialized value)."""
         return tensor
 
-    q_from_inner = q_inner
-
-    @classmethod
-    def _wrap_one(cls, primitive: Any) -> FusionTensor:
-        """B's primitive as a materialized handle."""
-        inner = cls.InnerBackend
-        if inner.multi_device:
-            kind = ir_dtype(primitive.dtype).kind
-            device = getattr(inner, f"{kind}_device")(primitive)
-        else:
-            device = cls._single_device
-        return FusionTensor(tuple(primitive.shape), primitive.dtype, device, primitive)
-
-    @classmethod
-    def _wrap(cls, value: Any) -> Any:
-        """B's result as this backend returns it: primitives become materialized handles."""
-        if isinstance(value, cls._primitives):
-            return cls._wrap_one(value)
-        if isinstance(value, tuple):
-            return tuple(cls._wrap(v) for v in value)
-        if isinstance(value, list):
-            return [cls._wrap(v) for v in value]
-        return value
-
-    _single_device: ClassVar[Any] = None
+    int_from_inner = bool_from_inner = q_inner = q_from_inner = from_inner
 
 
-def materialize(tensor: FusionTensor) -> Any:
-    """The tensor's inner primitive, running its stream's pending ops first if needed."""
+def materialize(tensor: Any) -> Any:
+    """The tensor's inner primitive, running its stream's pending ops first if needed (B's
+    primitive, a materialized value, is its own)."""
+    if type(tensor) is not FusionTensor:
+        return tensor
     node = tensor.node
     if node is not None:
         node.stream.flush()
     return tensor.value
 
 
-#: Argument types that are never handles (passed to B as they are).
-_PLAIN = frozenset({int, float, bool, str, type(None)})
+def _holds_handle(values: list[Any] | tuple[Any, ...]) -> bool:
+    """Whether a list or tuple argument (a concat's tensors, a shape) holds a handle."""
+    for v in values:
+        kind = type(v)
+        if kind is FusionTensor or ((kind is list or kind is tuple) and _holds_handle(v)):
+            return True
+    return False
 
 
 def _unwrap(value: Any) -> Any:
     """An argument as B takes it: handles materialized, inside lists and tuples too."""
-    if isinstance(value, FusionTensor):
-        return value.value if value.node is None else materialize(value)
-    if isinstance(value, tuple):
-        if _PLAIN.issuperset(map(type, value)):  # a shape, dims: nothing to unwrap
-            return value
-        return tuple(_unwrap(v) for v in value)
-    if isinstance(value, list):  # a materialized handle inline: lists of many (a concat)
-        return [v.value if type(v) is FusionTensor and v.node is None else _unwrap(v)
-                for v in value]
+    kind = type(value)
+    if kind is FusionTensor:
+        return materialize(value)
+    if (kind is tuple or kind is list) and _holds_handle(value):
+        return kind(_unwrap(v) for v in value)
     return value
 
 
-def _eager(name: str) -> Callable[..., Any]:
-    """The op ``name`` run now on B, its handles materialized first."""
+def _eager(name: str, state: _State) -> Callable[..., Any]:
+    """The op ``name`` run now on B: B's op itself when no argument holds a handle (the common
+    case: no wrapper, no copy of the arguments), else after the handles are materialized."""
+    inner_op = getattr(state.inner, name)
+    stats = state.stats
 
-    def op(cls: type[FusionBackend], *args: Any, **kwargs: Any) -> Any:
-        cls.stats.eager_ops += 1
-        inner_op = getattr(cls.InnerBackend, name)
-        unwrapped = [a.value if type(a) is FusionTensor and a.node is None
-                     else a if type(a) in _PLAIN else _unwrap(a) for a in args]
-        if kwargs:
-            result = inner_op(*unwrapped, **{k: _unwrap(v) for k, v in kwargs.items()})
-        else:
-            result = inner_op(*unwrapped)
-        if type(result) in cls._primitives:  # the common case: one primitive
-            device = cls._single_device
-            if device is None:
-                return cls._wrap_one(result)
-            shape = result.shape
-            return FusionTensor(shape if type(shape) is tuple else tuple(shape), result.dtype,
-                                device, result)
-        return cls._wrap(result)
+    def op(*args: Any, **kwargs: Any) -> Any:
+        stats.eager_ops += 1
+        if not kwargs:
+            for a in args:
+                kind = type(a)
+                if kind is FusionTensor or ((kind is list or kind is tuple)
+                                            and _holds_handle(a)):
+                    break
+            else:
+                return inner_op(*args)
+        return inner_op(*[_unwrap(a) for a in args],
+                        **{k: _unwrap(v) for k, v in kwargs.items()})
 
     op.__name__ = name
     op.__doc__ = f"``{name}`` on the inner backend, after the values it reads are computed."
     return op
 
 
-def _reshape(name: str) -> Callable[..., Any]:
-    """``name`` (a reshape): the handle itself when the shape is unchanged, so a pending
+def _reshape(name: str, state: _State) -> Callable[..., Any]:
+    """``name`` (a reshape): the tensor itself when the shape is unchanged, so a pending
     value is not computed early (``linear``'s reshape back to ``[*lead, out]`` would cut its
-    bias add off from the next activation); B's own reshape otherwise."""
-    eager = _eager(name)
+    bias add off from the next activation) and B's primitive is not re-viewed; B's own
+    reshape otherwise."""
+    eager = _eager(name, state)
 
-    def op(cls: type[FusionBackend], tensor: FusionTensor, shape: Any) -> Any:
+    def op(tensor: Any, shape: Any) -> Any:
         if tuple(shape) == tensor.shape:
             return tensor
-        return eager(cls, tensor, shape)
+        return eager(tensor, shape)
 
     op.__name__ = name
     op.__doc__ = f"``{name}``: the same handle for an unchanged shape, else B's own."
     return op
 
 
-def _composite(name: str) -> Callable[..., Any]:
+def _composite(name: str, state: _State) -> Callable[..., Any]:
     """A provided composite (``ELEMENTWISE_COMPOSITES``, ``FUSABLE_COMPOSITIONS``): the
     protocol's default, whose ops are recorded and fuse, on tensors of a kernel's size; B's
     own op on smaller ones (or without a fuser), where the default's pieces would each run
     eagerly anyway, and when the fuser lists it in ``own_ops`` (B's op is already one kernel)."""
     default = inspect.getattr_static(FusionBackend, name).__func__
-    eager = _eager(name)
+    eager = _eager(name, state)
 
     def op(cls: type[FusionBackend], *args: Any, **kwargs: Any) -> Any:
-        fuser = cls._fuser[0] if cls._fuser else cls.fuser()
+        fuser = state.fusers[0] if state.fusers else state.fuser()
         if (fuser is None or name in getattr(fuser, "own_ops", ())
                 or math.prod(args[0].shape) < getattr(fuser, "min_elements", 0)):
-            return eager(cls, *args, **kwargs)
+            return eager(*args, **kwargs)
         return default(cls, *args, **kwargs)
 
     op.__name__ = name
@@ -284,16 +300,13 @@ def _loop_size(shapes: list[tuple[int, ...]]) -> int:
     return math.prod(dims)
 
 
-def _typing(cls: type[FusionBackend], op_name: str, operands: tuple[int, ...],
-            args: tuple[Any, ...], result: str, extra: int | None) -> Typing:
+def _typing(fuser: Fuser, op_name: str, operands: tuple[int, ...], args: tuple[Any, ...],
+            result: str, extra: int | None) -> Typing:
     """The op's typing (see ``Typing``), worked out once per key."""
-    fuser = cls.fuser()
-    if fuser is None:
-        return None
     first = args[0]
     first_dtype = ir_dtype(first.dtype)
-    operand_dtypes = tuple(ir_dtype(args[p].dtype) if isinstance(args[p], FusionTensor)
-                           else first_dtype for p in operands)
+    operand_dtypes = tuple(first_dtype if type(args[p]) in _PLAIN else ir_dtype(args[p].dtype)
+                           for p in operands)
     if result == "promote":
         floats = [d for d in operand_dtypes if not d.is_bool]
         promoted = floats[0] if all(d is floats[0] for d in floats) else _promote(floats)
@@ -311,30 +324,51 @@ def _typing(cls: type[FusionBackend], op_name: str, operands: tuple[int, ...],
     return dtype, first_dtype, dtype if isinstance(first.dtype, DType) else dtype.numpy
 
 
-def _recorder(name: str, spec: Fusable) -> Callable[..., Any]:
+def _recorder(name: str, spec: Fusable, state: _State) -> Callable[..., Any]:
     """The op ``name`` recorded on the stream (or run now when B's fuser refuses it, or when
     it is smaller than the fuser's ``min_elements``)."""
-    eager = _eager(name)
+    eager = _eager(name, state)
     vocabulary_op, positions, result, extra = spec
     reduces = result == "reduce"
     typed_by_arg = result == "dtype_arg"
     expands = result == "expand"
+    device_of = state.device_of
+    accepted = state.accepted
+    multi_device = state.inner.multi_device
 
-    def op(cls: type[FusionBackend], *args: Any) -> Any:
+    inner_op = getattr(state.inner, name)
+    stats, fusers = state.stats, state.fusers
+    prod = math.prod
+    binary = len(positions) == 2 and not (reduces or expands)
+    other = positions[-1]
+
+    def op(*args: Any) -> Any:
         first = args[0]
-        fuser = cls._fuser[0] if cls._fuser else cls.fuser()
+        fuser = fusers[0] if fusers else state.fuser()
         if fuser is None:
-            return eager(cls, *args)
+            return eager(*args)
         floor = getattr(fuser, "min_elements", 0)
         if floor:  # a cheap bound first: the loop has at most the product of the sizes
-            if reduces:
-                bound = math.prod(first.shape)
+            if binary:
+                second = args[other]
+                if type(second) in _PLAIN:
+                    bound = prod(args[positions[0]].shape)
+                else:
+                    shapes = [args[positions[0]].shape, second.shape]
+                    bound = prod(shapes[0]) if shapes[0] == shapes[1] else _loop_size(shapes)
+            elif reduces:
+                bound = prod(first.shape)
             elif expands:
-                bound = math.prod(args[extra])  # type: ignore[index]
+                bound = prod(args[extra])  # type: ignore[index]
             else:
-                bound = _loop_size([a.shape for a in args if type(a) is FusionTensor])
-            if bound < floor:
-                return eager(cls, *args)
+                bound = _loop_size([args[p].shape for p in positions
+                                    if type(args[p]) not in _PLAIN])
+            if bound < floor:  # B's op, at once: directly when no argument is a handle
+                for a in args:
+                    if type(a) is FusionTensor:
+                        return eager(*args)
+                stats.eager_ops += 1
+                return inner_op(*args)
         op_name, operands = vocabulary_op, positions
         if op_name == "clamp" and (args[1] is None or args[2] is None):
             if args[1] is None and args[2] is None:
@@ -342,18 +376,18 @@ def _recorder(name: str, spec: Fusable) -> Callable[..., Any]:
             op_name, operands = ("clamp_max", (0, 2)) if args[1] is None else ("clamp_min",
                                                                                 (0, 1))
         # the typing depends only on the operands' dtypes (a number's type stands for itself)
-        key = (op_name, *[a.dtype if type(a) is FusionTensor else type(a)
+        key = (op_name, *[type(a) if type(a) in _PLAIN else a.dtype
                           for a in [args[p] for p in operands]],
                args[extra] if typed_by_arg else None)  # type: ignore[index]
         try:
-            typing = cls._accepted[key]
+            typing = accepted[key]
         except KeyError:
-            typing = cls._accepted[key] = _typing(cls, op_name, operands, args, result, extra)
+            typing = accepted[key] = _typing(fuser, op_name, operands, args, result, extra)
         if typing is None:
-            return eager(cls, *args)
+            return eager(*args)
         dtype, first_dtype, handle_dtype = typing
         dim: int | None = None
-        tensors = [a for a in [args[p] for p in operands] if type(a) is FusionTensor]
+        tensors = [a for a in [args[p] for p in operands] if type(a) not in _PLAIN]
         if expands:
             shape = tuple(args[extra])  # type: ignore[index]
             _broadcast([first.shape, shape])
@@ -364,27 +398,41 @@ def _recorder(name: str, spec: Fusable) -> Callable[..., Any]:
                 dim = args[extra]
                 rank = len(first.shape)
                 if not -rank <= dim < max(rank, 1):
-                    return eager(cls, *args)  # B names the bad dim
+                    return eager(*args)  # B names the bad dim
                 dim %= max(rank, 1)
                 shape = tuple(1 if i == dim else s for i, s in enumerate(first.shape))
         elif len(tensors) == 1:
-            shape = tensors[0].shape
+            shape = tuple(tensors[0].shape)
         else:
-            shape = _broadcast([t.shape for t in tensors])
+            shape = _broadcast([tuple(t.shape) for t in tensors])
         if math.prod(first.shape if reduces else shape) < floor:
-            return eager(cls, *args)  # too small for a kernel: no recording, no flush
-        device = first.device
-        if cls.InnerBackend.multi_device and any(t.device != device for t in tensors):
-            raise DeviceMismatchError(f"{name}: tensors on {device} and "
-                                      f"{next(t.device for t in tensors if t.device != device)}")
-        stream = cls.stream(device)
-        node = LazyNode(stream, name, op_name,
-                        tuple([a.node or a if type(a) is FusionTensor else a for a in args]),
-                        operands, shape, dtype, first_dtype, reduces, dim)
+            return eager(*args)  # too small for a kernel: no recording, no flush
+        device = device_of(first)
+        if multi_device:
+            for t in tensors:
+                if device_of(t) != device:
+                    raise DeviceMismatchError(f"{name}: tensors on {device} and "
+                                              f"{device_of(t)}")
+        stream = state.stream(device)
+        kept = list(args)
+        for p in operands:
+            kept[p] = _recorded(kept[p])
+        node = LazyNode(stream, name, op_name, tuple(kept), operands, shape, dtype,
+                        first_dtype, reduces, dim)
         handle = FusionTensor(shape, handle_dtype, device, None, node)
         node.handle = weakref.ref(handle)
         stream.nodes.append(node)
         return handle
+
+    def _recorded(a: Any) -> Any:
+        """An argument as a node keeps it: a handle's pending node (or the materialized
+        handle), one of B's primitives in a materialized handle, a number as it is."""
+        kind = type(a)
+        if kind is FusionTensor:
+            return a.node or a
+        if kind in _PLAIN:
+            return a
+        return FusionTensor(tuple(a.shape), a.dtype, device_of(a), a)
 
     op.__name__ = name
     op.__doc__ = f"``{name}``, recorded to run fused with its neighbours."
@@ -411,24 +459,24 @@ def _protocol_ops() -> list[str]:
 
 def _build(inner: type[Backend]) -> type[FusionBackend]:
     """The decorator class of ``inner``: every protocol op recorded, kept or forwarded."""
+    state = _State(inner)
     namespace: dict[str, Any] = {}
     own = {name for klass in FusionBackend.__mro__[:1] for name in vars(klass)}
     for name in _protocol_ops():
-        if name in own or name in _KEPT_DEFAULTS:
+        if name in own or name in _KEPT_DEFAULTS or name in _OWN_OPS:
             continue
         if name in ELEMENTWISE_COMPOSITES or (
                 name in FUSABLE_COMPOSITIONS and is_provided(inspect.getattr_static(inner, name))):
-            namespace[name] = classmethod(_composite(name))
+            namespace[name] = classmethod(_composite(name, state))
             continue
         if name in _RESHAPES:
-            namespace[name] = classmethod(_reshape(name))
+            namespace[name] = staticmethod(_reshape(name, state))
             continue
         spec = FUSABLE.get(name)
-        namespace[name] = classmethod(_recorder(name, spec) if spec else _eager(name))
-    primitives = {inner.FloatTensorPrimitive, inner.IntTensorPrimitive,
-                  inner.BoolTensorPrimitive} - {object, inner.QuantizedTensorPrimitive}
-    if np.ndarray in primitives:  # NumPy ops on 0-d arrays return NumPy scalars
-        primitives.add(np.generic)
+        namespace[name] = staticmethod(_recorder(name, spec, state) if spec
+                                       else _eager(name, state))
+    for name in _OWN_OPS:
+        namespace[name] = staticmethod(state.device_of)
     name = f"Fusion[{inner.__name__}]"
     namespace.update(inner_attributes(inner, name,
                                       f"{inner.__name__} with lazy, fused elementwise ops."))
@@ -437,13 +485,12 @@ def _build(inner: type[Backend]) -> type[FusionBackend]:
         # Recorded binary ops broadcast with NumPy's rules (ValueError on bad shapes) and
         # promote as burnpy does; the others are B's own: B's trust carries over.
         trusted_binary_ops=inner.trusted_binary_ops,
-        stats=FusionStats(),
-        _plans={},
-        _streams={},
-        _fuser=[],
-        _accepted={},
-        _primitives=tuple(primitives),
-        _single_device=None if inner.multi_device else inner.default_device(),
+        stats=state.stats,
+        _state=state,
+        _plans=state.plans,
+        _streams=state.streams,
+        _fuser=state.fusers,
+        _accepted=state.accepted,
     )
     return type(name, (FusionBackend,), namespace)
 
