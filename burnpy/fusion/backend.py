@@ -15,6 +15,7 @@ op); every other op runs eagerly on B once the values it reads are materialized.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import math
 import weakref
@@ -62,6 +63,8 @@ Typing = tuple[DType, DType, Any] | None
 
 #: Argument types that are never tensors (passed to B as they are, recorded as scalars).
 _PLAIN = frozenset({int, float, bool, str, type(None)})
+#: Types of the items of a tuple or list argument that holds no tensor (a shape, slices).
+_INERT = _PLAIN | {slice}
 
 
 class _State:
@@ -69,7 +72,8 @@ class _State:
     it without a class attribute lookup: B, its fuser (looked up on first use), the counters,
     the plans, the streams, the cached typings and how a primitive's device is found."""
 
-    __slots__ = ("accepted", "device_of", "fusers", "inner", "plans", "stats", "streams")
+    __slots__ = ("__dict__", "accepted", "device_of", "fusers", "inner", "plans", "stats",
+                 "streams")
 
     def __init__(self, inner: type[Backend]) -> None:
         self.inner = inner
@@ -85,6 +89,16 @@ class _State:
         if not self.fusers:
             self.fusers.append(backend_fuser(self.inner))
         return self.fusers[0]
+
+    def fuses_elementwise(self) -> bool:
+        """See ``FusionBackend.fuses_elementwise`` (asked for every optimizer step: B's side
+        of the answer is looked up once)."""
+        return self.fuser() is not None and self.provided_adam
+
+    @functools.cached_property
+    def provided_adam(self) -> bool:
+        """Whether B keeps the protocol's ``adam_step``."""
+        return is_provided(inspect.getattr_static(self.inner, "adam_step"))
 
     def stream(self, device: Device) -> Stream:
         """The stream of pending ops of ``device`` (created on first use)."""
@@ -154,8 +168,7 @@ class FusionBackend(InnerDevices, Backend, abstract=True):
         updates into one op by concatenating (an optimizer) should not, as each update is one
         kernel already and the copies would cost more. Where B has its own ``adam_step``
         (CpuBackend's), that runs eagerly as under B alone, and batching pays as it does there."""
-        return cls.fuser() is not None and is_provided(
-            inspect.getattr_static(cls.InnerBackend, "adam_step"))
+        return cls._state.fuses_elementwise()
 
     @classmethod
     def flush(cls) -> None:
@@ -199,6 +212,8 @@ def materialize(tensor: Any) -> Any:
 
 def _holds_handle(values: list[Any] | tuple[Any, ...]) -> bool:
     """Whether a list or tuple argument (a concat's tensors, a shape) holds a handle."""
+    if _INERT.issuperset(map(type, values)):  # a shape, slices: decided without a loop
+        return False
     for v in values:
         kind = type(v)
         if kind is FusionTensor or ((kind is list or kind is tuple) and _holds_handle(v)):
