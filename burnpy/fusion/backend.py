@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import itertools
 import math
 import weakref
 from collections.abc import Callable
@@ -32,7 +33,7 @@ from burnpy.backend.errors import DeviceMismatchError
 from burnpy.backend.ops._marker import is_provided, provided_ops, required_ops
 from burnpy.fusion.fuser import Fuser, backend_fuser
 from burnpy.fusion.stream import FusionStats, LazyNode, Stream, ir_dtype
-from burnpy.fusion.tensor import FusionTensor
+from burnpy.fusion.tensor import FusionTensor, Piece, Unwritten
 from burnpy.ir.fused import ELEMENTWISE_COMPOSITES, FUSABLE, Fusable, FusedGroup
 
 #: Provided ops that only look at the primitive (no values): the protocol default is right.
@@ -72,8 +73,8 @@ class _State:
     it without a class attribute lookup: B, its fuser (looked up on first use), the counters,
     the plans, the streams, the cached typings and how a primitive's device is found."""
 
-    __slots__ = ("__dict__", "accepted", "device_of", "fusers", "inner", "plans", "stats",
-                 "streams")
+    __slots__ = ("__dict__", "accepted", "device_of", "dtype_forms", "fusers", "inner", "plans",
+                 "stats", "streams")
 
     def __init__(self, inner: type[Backend]) -> None:
         self.inner = inner
@@ -83,6 +84,15 @@ class _State:
         self.fusers: list[Fuser | None] = []
         self.accepted: dict[tuple[Any, ...], Typing] = {}
         self.device_of = _device_finder(inner)
+        self.dtype_forms: dict[DType, Any] = {}
+
+    def dtype_form(self, dtype: DType, device: Device) -> Any:
+        """``dtype`` as B's primitives report it (a NumPy dtype for the array backends), asked
+        of B once per dtype with an empty tensor."""
+        found = self.dtype_forms.get(dtype)
+        if found is None:
+            found = self.dtype_forms[dtype] = self.inner.float_zeros((0,), device, dtype).dtype
+        return found
 
     def fuser(self) -> Fuser | None:
         """B's fuser (asked for once), or None when B declares none."""
@@ -200,14 +210,50 @@ class FusionBackend(InnerDevices, Backend, abstract=True):
 
 
 def materialize(tensor: Any) -> Any:
-    """The tensor's inner primitive, running its stream's pending ops first if needed (B's
-    primitive, a materialized value, is its own)."""
+    """The tensor's inner primitive, running its stream's pending ops first if needed, or
+    building its unwritten values (B's primitive, a materialized value, is its own)."""
     if type(tensor) is not FusionTensor:
         return tensor
     node = tensor.node
     if node is not None:
         node.stream.flush()
+    elif tensor.unwritten is not None:
+        _write(tensor)
     return tensor.value
+
+
+def _write(tensor: FusionTensor) -> None:
+    """Build an ``Unwritten`` tensor on B: zeros, or its pieces concatenated with the zero
+    gaps between them (written once, where padding each piece and adding would write every
+    element once per piece)."""
+    unwritten = tensor.unwritten
+    assert unwritten is not None
+    inner, shape, device = unwritten.inner, tensor.shape, tensor.device
+    dtype = ir_dtype(tensor.dtype)
+    pieces = sorted(unwritten.pieces, key=lambda piece: piece.start)
+    if not pieces:
+        value = inner.float_zeros(shape, device, dtype)
+    else:
+        dim = pieces[0].dim
+        parts: list[Any] = []
+        position = 0
+        for piece in pieces:
+            if piece.start > position:
+                parts.append(inner.float_zeros(_with_dim(shape, dim, piece.start - position),
+                                               device, dtype))
+            part = materialize(piece.value)
+            parts.append(part)
+            position = piece.start + part.shape[dim]
+        if position < shape[dim]:
+            parts.append(inner.float_zeros(_with_dim(shape, dim, shape[dim] - position),
+                                           device, dtype))
+        value = parts[0] if len(parts) == 1 else inner.float_cat(parts, dim)
+    tensor.value = value
+    tensor.unwritten = None
+
+
+def _with_dim(shape: tuple[int, ...], dim: int, size: int) -> tuple[int, ...]:
+    return (*shape[:dim], size, *shape[dim + 1:])
 
 
 def _holds_handle(values: list[Any] | tuple[Any, ...]) -> bool:
@@ -441,9 +487,12 @@ def _recorder(name: str, spec: Fusable, state: _State) -> Callable[..., Any]:
 
     def _recorded(a: Any) -> Any:
         """An argument as a node keeps it: a handle's pending node (or the materialized
-        handle), one of B's primitives in a materialized handle, a number as it is."""
+        handle, its unwritten values built now), one of B's primitives in a materialized
+        handle, a number as it is."""
         kind = type(a)
         if kind is FusionTensor:
+            if a.unwritten is not None:
+                _write(a)
             return a.node or a
         if kind in _PLAIN:
             return a
@@ -451,6 +500,93 @@ def _recorder(name: str, spec: Fusable, state: _State) -> Callable[..., Any]:
 
     op.__name__ = name
     op.__doc__ = f"``{name}``, recorded to run fused with its neighbours."
+    return op
+
+
+def _zeros(name: str, state: _State) -> Callable[..., Any]:
+    """``float_zeros``: an unwritten handle where the fuser would take ops of its size (a
+    padded gradient: see ``Unwritten``), B's zeros otherwise."""
+    eager = _eager(name, state)
+
+    def op(shape: Any, device: Device, dtype: DType) -> Any:
+        fuser = state.fusers[0] if state.fusers else state.fuser()
+        if fuser is None or math.prod(shape) < getattr(fuser, "min_elements", 0):
+            return eager(shape, device, dtype)
+        return FusionTensor(tuple(shape), state.dtype_form(DType.of(dtype), device), device,
+                            unwritten=Unwritten(state.inner, ()))
+
+    op.__name__ = name
+    op.__doc__ = "``float_zeros``: unwritten until read when large, else B's own."
+    return op
+
+
+def _slice_assign(name: str, state: _State) -> Callable[..., Any]:
+    """``float_slice_assign``: into an unwritten tensor, a block along one dim that overlaps
+    none of its pieces becomes another piece (nothing is written yet); B's own otherwise."""
+    eager = _eager(name, state)
+
+    def op(tensor: Any, slices: tuple[slice, ...], value: Any) -> Any:
+        if type(tensor) is FusionTensor and tensor.unwritten is not None:
+            piece = _piece(tensor, slices, value, state.device_of(value))
+            if piece is not None:
+                return FusionTensor(tensor.shape, tensor.dtype, tensor.device, unwritten=Unwritten(
+                    state.inner, (*tensor.unwritten.pieces, piece)))
+        return eager(tensor, slices, value)
+
+    op.__name__ = name
+    op.__doc__ = "``float_slice_assign``: a new piece of an unwritten tensor, else B's own."
+    return op
+
+
+def _piece(tensor: FusionTensor, slices: tuple[slice, ...], value: Any,
+           value_device: Device) -> Piece | None:
+    """``value`` at ``slices`` as a piece of the unwritten ``tensor``, or None when it is not
+    one (several dims cut, a step, a shape, dtype or device that B must check or convert, an
+    overlap with a piece or a dim other than theirs)."""
+    shape = tensor.shape
+    if not shape or len(slices) > len(shape):
+        return None
+    cut: tuple[int, int, int] | None = None
+    for d, s in enumerate(slices):
+        if type(s) is not slice:
+            return None
+        start, stop, step = s.indices(shape[d])
+        if (start, stop, step) == (0, shape[d], 1):
+            continue
+        if cut is not None or step != 1 or stop <= start:
+            return None
+        cut = (d, start, stop)
+    dim, start, stop = cut if cut is not None else (0, 0, shape[0])
+    if (tuple(value.shape) != _with_dim(shape, dim, stop - start) or value.dtype != tensor.dtype
+            or value_device != tensor.device):
+        return None
+    assert tensor.unwritten is not None
+    for piece in tensor.unwritten.pieces:
+        if piece.dim != dim or (piece.start < stop
+                                and start < piece.start + piece.value.shape[dim]):
+            return None
+    return Piece(dim, start, value)
+
+
+def _padded_sum(add: Callable[..., Any], state: _State) -> Callable[..., Any]:
+    """``float_add``: two unwritten tensors whose pieces lie along one dim without overlap sum
+    to one unwritten tensor holding both's pieces (x + 0 is x); ``add`` (recorded) otherwise."""
+
+    def op(lhs: Any, rhs: Any) -> Any:
+        if (type(lhs) is FusionTensor and type(rhs) is FusionTensor
+                and lhs.unwritten is not None and rhs.unwritten is not None
+                and lhs.shape == rhs.shape and lhs.dtype == rhs.dtype
+                and lhs.device == rhs.device):
+            pieces = lhs.unwritten.pieces + rhs.unwritten.pieces
+            ranges = sorted((p.start, p.start + p.value.shape[p.dim]) for p in pieces)
+            if len({p.dim for p in pieces}) <= 1 and all(
+                    stop <= start for (_, stop), (start, _) in itertools.pairwise(ranges)):
+                return FusionTensor(lhs.shape, lhs.dtype, lhs.device,
+                                    unwritten=Unwritten(state.inner, pieces))
+        return add(lhs, rhs)
+
+    op.__name__ = add.__name__
+    op.__doc__ = add.__doc__
     return op
 
 
@@ -466,6 +602,10 @@ def _promote(dtypes: list[DType]) -> DType | None:
         except TypeError:
             _PROMOTED[key] = None
     return _PROMOTED[key]
+
+
+#: Ops that keep values unwritten (see ``Unwritten``).
+_UNWRITTEN_OPS = {"float_zeros": _zeros, "float_slice_assign": _slice_assign}
 
 
 def _protocol_ops() -> list[str]:
@@ -487,9 +627,13 @@ def _build(inner: type[Backend]) -> type[FusionBackend]:
         if name in _RESHAPES:
             namespace[name] = staticmethod(_reshape(name, state))
             continue
+        if name in _UNWRITTEN_OPS:
+            namespace[name] = staticmethod(_UNWRITTEN_OPS[name](name, state))
+            continue
         spec = FUSABLE.get(name)
         namespace[name] = staticmethod(_recorder(name, spec, state) if spec
                                        else _eager(name, state))
+    namespace["float_add"] = staticmethod(_padded_sum(namespace["float_add"].__func__, state))
     for name in _OWN_OPS:
         namespace[name] = staticmethod(state.device_of)
     name = f"Fusion[{inner.__name__}]"
