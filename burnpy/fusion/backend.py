@@ -258,8 +258,6 @@ def _with_dim(shape: tuple[int, ...], dim: int, size: int) -> tuple[int, ...]:
 
 def _holds_handle(values: list[Any] | tuple[Any, ...]) -> bool:
     """Whether a list or tuple argument (a concat's tensors, a shape) holds a handle."""
-    if _INERT.issuperset(map(type, values)):  # a shape, slices: decided without a loop
-        return False
     for v in values:
         kind = type(v)
         if kind is FusionTensor or ((kind is list or kind is tuple) and _holds_handle(v)):
@@ -272,7 +270,8 @@ def _unwrap(value: Any) -> Any:
     kind = type(value)
     if kind is FusionTensor:
         return materialize(value)
-    if (kind is tuple or kind is list) and _holds_handle(value):
+    if (kind is tuple or kind is list) and not _INERT.issuperset(map(type, value)) and (
+            _holds_handle(value)):
         return kind(_unwrap(v) for v in value)
     return value
 
@@ -289,6 +288,7 @@ def _eager(name: str, state: _State) -> Callable[..., Any]:
             for a in args:
                 kind = type(a)
                 if kind is FusionTensor or ((kind is list or kind is tuple)
+                                            and not _INERT.issuperset(map(type, a))
                                             and _holds_handle(a)):
                     break
             else:
@@ -307,11 +307,16 @@ def _reshape(name: str, state: _State) -> Callable[..., Any]:
     bias add off from the next activation) and B's primitive is not re-viewed; B's own
     reshape otherwise."""
     eager = _eager(name, state)
+    inner_op = getattr(state.inner, name)
+    stats = state.stats
 
     def op(tensor: Any, shape: Any) -> Any:
         if tuple(shape) == tensor.shape:
             return tensor
-        return eager(tensor, shape)
+        if type(tensor) is FusionTensor:
+            return eager(tensor, shape)
+        stats.eager_ops += 1
+        return inner_op(tensor, shape)
 
     op.__name__ = name
     op.__doc__ = f"``{name}``: the same handle for an unchanged shape, else B's own."
