@@ -573,6 +573,34 @@ def _piece(tensor: FusionTensor, slices: tuple[slice, ...], value: Any,
     return Piece(dim, start, value)
 
 
+def _swap_dims(name: str, state: _State) -> Callable[..., Any]:
+    """``float_swap_dims``: of an unwritten tensor, its pieces swapped (views on B) and kept
+    unwritten, so that the concatenation writing it lays its values out swapped at once (a
+    chunk's gradient swapped back and reshaped: one write, no copy for the reshape)."""
+    eager = _eager(name, state)
+    swap = state.inner.float_swap_dims
+
+    def op(tensor: Any, dim1: int, dim2: int) -> Any:
+        if type(tensor) is not FusionTensor or tensor.unwritten is None:
+            return eager(tensor, dim1, dim2)
+        rank = len(tensor.shape)
+        if not (-rank <= dim1 < rank and -rank <= dim2 < rank):
+            return eager(tensor, dim1, dim2)  # B names the bad dim
+        dim1, dim2 = dim1 % rank, dim2 % rank
+        moved = {dim1: dim2, dim2: dim1}
+        shape = list(tensor.shape)
+        shape[dim1], shape[dim2] = shape[dim2], shape[dim1]
+        pieces = tuple(Piece(moved.get(p.dim, p.dim), p.start,
+                             swap(materialize(p.value), dim1, dim2))
+                       for p in tensor.unwritten.pieces)
+        return FusionTensor(tuple(shape), tensor.dtype, tensor.device,
+                            unwritten=Unwritten(state.inner, pieces))
+
+    op.__name__ = name
+    op.__doc__ = "``float_swap_dims``: an unwritten tensor's pieces swapped, else B's own."
+    return op
+
+
 def _padded_sum(add: Callable[..., Any], state: _State) -> Callable[..., Any]:
     """``float_add``: two unwritten tensors whose pieces lie along one dim without overlap sum
     to one unwritten tensor holding both's pieces (x + 0 is x); ``add`` (recorded) otherwise."""
@@ -610,7 +638,8 @@ def _promote(dtypes: list[DType]) -> DType | None:
 
 
 #: Ops that keep values unwritten (see ``Unwritten``).
-_UNWRITTEN_OPS = {"float_zeros": _zeros, "float_slice_assign": _slice_assign}
+_UNWRITTEN_OPS = {"float_zeros": _zeros, "float_slice_assign": _slice_assign,
+                  "float_swap_dims": _swap_dims}
 
 
 def _protocol_ops() -> list[str]:

@@ -105,6 +105,18 @@ def test_summed_slices_of_zeros_are_one_concatenation(dim: int) -> None:
         np.testing.assert_array_equal(v, k)
 
 
+@pytest.mark.parametrize("dims", [(0, 1), (1, 2), (2, 0), (-1, 1)])
+def test_unwritten_tensors_swap_their_pieces(dims: tuple[int, int]) -> None:
+    rng = np.random.default_rng(4)
+    values = [rng.normal(size=(2, n, 3)).astype(np.float32) for n in (1, 2, 2)]
+    want = np.swapaxes(np.concatenate(values, 1), *dims)
+    swapped = F.float_swap_dims(pieces(F, values, 1), *dims)
+    assert type(swapped) is FusionTensor and swapped.unwritten is not None
+    np.testing.assert_array_equal(materialize(swapped), want)
+    np.testing.assert_array_equal(F.float_reshape(F.float_swap_dims(pieces(F, values, 1), *dims),
+                                                  (want.size,)), want.reshape(-1))
+
+
 def test_gaps_between_pieces_stay_zero() -> None:
     value = np.arange(12, dtype=np.float32).reshape(3, 4)
     zeros = F.float_zeros((8, 4), DEVICE, CpuBackend.float_dtype)
