@@ -15,7 +15,6 @@ op); every other op runs eagerly on B once the values it reads are materialized.
 
 from __future__ import annotations
 
-import functools
 import inspect
 import itertools
 import math
@@ -73,8 +72,8 @@ class _State:
     it without a class attribute lookup: B, its fuser (looked up on first use), the counters,
     the plans, the streams, the cached typings and how a primitive's device is found."""
 
-    __slots__ = ("__dict__", "accepted", "device_of", "dtype_forms", "fusers", "inner", "plans",
-                 "stats", "streams")
+    __slots__ = ("accepted", "device_of", "dtype_forms", "fusers", "inner", "plans",
+                 "provided_adam", "stats", "streams")
 
     def __init__(self, inner: type[Backend]) -> None:
         self.inner = inner
@@ -85,13 +84,15 @@ class _State:
         self.accepted: dict[tuple[Any, ...], Typing] = {}
         self.device_of = _device_finder(inner)
         self.dtype_forms: dict[DType, Any] = {}
+        #: Whether B keeps the protocol's ``adam_step`` (see ``fuses_elementwise``).
+        self.provided_adam = is_provided(inspect.getattr_static(inner, "adam_step"))
 
     def dtype_form(self, dtype: DType, device: Device) -> Any:
         """``dtype`` as B's primitives report it (a NumPy dtype for the array backends), asked
-        of B once per dtype with an empty tensor."""
+        of B once per dtype with a one-element tensor."""
         found = self.dtype_forms.get(dtype)
         if found is None:
-            found = self.dtype_forms[dtype] = self.inner.float_zeros((0,), device, dtype).dtype
+            found = self.dtype_forms[dtype] = self.inner.float_zeros((1,), device, dtype).dtype
         return found
 
     def fuser(self) -> Fuser | None:
@@ -104,11 +105,6 @@ class _State:
         """See ``FusionBackend.fuses_elementwise`` (asked for every optimizer step: B's side
         of the answer is looked up once)."""
         return self.fuser() is not None and self.provided_adam
-
-    @functools.cached_property
-    def provided_adam(self) -> bool:
-        """Whether B keeps the protocol's ``adam_step``."""
-        return is_provided(inspect.getattr_static(self.inner, "adam_step"))
 
     def stream(self, device: Device) -> Stream:
         """The stream of pending ops of ``device`` (created on first use)."""
