@@ -431,6 +431,8 @@ def _recorder(name: str, spec: Fusable, state: _State) -> Callable[..., Any]:
                         return eager(*args)
                 stats.eager_ops += 1
                 return inner_op(*args)
+        if reduces and (type(first) is not FusionTensor or first.node is None):
+            return eager(*args)  # a reduction of a value that exists closes a group of one
         op_name, operands = vocabulary_op, positions
         if op_name == "clamp" and (args[1] is None or args[2] is None):
             if args[1] is None and args[2] is None:

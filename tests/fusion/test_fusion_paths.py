@@ -162,3 +162,14 @@ def test_chunk_gradients_through_fusion_match_cpu() -> None:
         assert g is not None
         grads.append(g.to_numpy())
     np.testing.assert_allclose(grads[0], grads[1], rtol=1e-6)
+
+
+def test_a_reduction_of_an_existing_value_runs_at_once() -> None:
+    a = np.arange(24, dtype=np.float32).reshape(4, 6)
+    out = F.float_sum_dim(a, 0)
+    assert type(out) is np.ndarray and F.stats.eager_ops == 1  # alone in any group: not recorded
+    np.testing.assert_array_equal(out, a.sum(0, keepdims=True))
+    pending = F.float_sum_dim(F.float_mul_scalar(a, 2.0), 0)  # closes the mul's group
+    assert type(pending) is FusionTensor and pending.node is not None
+    np.testing.assert_array_equal(materialize(pending), (a * 2).sum(0, keepdims=True))
+    assert F.stats.kernels == 1
