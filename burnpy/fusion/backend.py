@@ -41,7 +41,7 @@ _KEPT_DEFAULTS = frozenset({"float_detach", "float_is_require_grad", "float_set_
 #: Reshapes: an unchanged shape keeps the handle (see ``_reshape``).
 _RESHAPES = frozenset({"float_reshape", "int_reshape", "bool_reshape"})
 
-#: Ops whose primitive is the decorator's own business (devices, crossing to and from B).
+#: Device lookups: a handle knows its device, B's primitive is asked of B (``_device_finder``).
 _OWN_OPS = frozenset({"float_device", "int_device", "bool_device"})
 
 #: Provided ops whose default composition is mostly fusable ops around a few eager ones (a
