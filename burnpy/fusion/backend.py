@@ -73,7 +73,7 @@ class _State:
     the plans, the streams, the cached typings and how a primitive's device is found."""
 
     __slots__ = ("accepted", "device_of", "dtype_forms", "fusers", "inner", "plans",
-                 "provided_adam", "stats", "streams")
+                 "provided_adam", "stats", "streams", "wrappers")
 
     def __init__(self, inner: type[Backend]) -> None:
         self.inner = inner
@@ -84,6 +84,11 @@ class _State:
         self.accepted: dict[tuple[Any, ...], Typing] = {}
         self.device_of = _device_finder(inner)
         self.dtype_forms: dict[DType, Any] = {}
+        #: The materialized handle wrapping each of B's primitives that pending ops read, by
+        #: the primitive's id (alive as long as a pending op holds the handle): a value read
+        #: by several ops of a group is one input of its kernel, read once.
+        self.wrappers: weakref.WeakValueDictionary[int, FusionTensor] = (
+            weakref.WeakValueDictionary())
         #: Whether B keeps the protocol's ``adam_step`` (see ``fuses_elementwise``).
         self.provided_adam = is_provided(inspect.getattr_static(inner, "adam_step"))
 
@@ -396,6 +401,7 @@ def _recorder(name: str, spec: Fusable, state: _State) -> Callable[..., Any]:
     expands = result == "expand"
     device_of = state.device_of
     accepted = state.accepted
+    wrappers = state.wrappers
     multi_device = state.inner.multi_device
 
     inner_op = getattr(state.inner, name)
@@ -499,7 +505,10 @@ def _recorder(name: str, spec: Fusable, state: _State) -> Callable[..., Any]:
             return a.node or a
         if kind in _PLAIN:
             return a
-        return FusionTensor(tuple(a.shape), a.dtype, device_of(a), a)
+        found = wrappers.get(id(a))
+        if found is None or found.value is not a:
+            found = wrappers[id(a)] = FusionTensor(tuple(a.shape), a.dtype, device_of(a), a)
+        return found
 
     op.__name__ = name
     op.__doc__ = f"``{name}``, recorded to run fused with its neighbours."

@@ -173,3 +173,12 @@ def test_a_reduction_of_an_existing_value_runs_at_once() -> None:
     assert type(pending) is FusionTensor and pending.node is not None
     np.testing.assert_array_equal(materialize(pending), (a * 2).sum(0, keepdims=True))
     assert F.stats.kernels == 1
+
+
+def test_a_value_read_by_several_ops_of_a_group_is_one_kernel_input() -> None:
+    F.clear_plans()
+    a = np.arange(16, dtype=np.float32)
+    out = F.float_mul(F.float_add(F.float_mul_scalar(a, 1.5), a), a)
+    np.testing.assert_array_equal(materialize(out), (a * 1.5 + a) * a)
+    (group,) = F._plans
+    assert len(group.inputs) == 1
