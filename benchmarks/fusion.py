@@ -7,6 +7,13 @@ alternating, medians.
 median, the ratios, the first step's compile time and the plan-cache hit rate over 100 steps.
 Times are the process's CPU time (one thread), which other processes on a shared machine do
 not inflate as they do wall-clock time.
+
+Allocator state matters to the training steps: once the chain section has freed its 16 MB
+arrays, glibc serves every later allocation up to 16 MB from the heap, without page faults,
+as ``benchmarks._timing`` pins it. In a fresh process (``--only mlp,gpt,digits``) a step's
+fresh buffers of a few hundred KB are page-faulted in, and Fusion's unwritten zeros (a chunk's
+backward built by one concatenation) save more there: the GPT step measured 1.03-1.04x
+CpuBackend that way against 0.98x after the chain, on a loaded two-core machine.
 """
 
 from __future__ import annotations

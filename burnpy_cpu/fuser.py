@@ -59,8 +59,10 @@ NUMPY_FASTER = frozenset({"exp", "log", "log1p", "sin", "cos", "tan", "sinh", "c
 #: Below this many elements ops run eagerly on NumPy: a group's fixed cost (recording, the
 #: plan lookup, numba's argument checks, about 15 us) is more than the memory traffic fusion
 #: saves (on one core, 2 float32 ops on 64K values: 21 us fused against 15 on NumPy; 4 ops:
-#: 31 against 43).
-MIN_ELEMENTS = 1 << 16
+#: 31 against 43). Groups of 64K values in training steps are mostly one or two ops (a
+#: residual add, a gradient accumulated), so fusing starts at 128K: the MLP step, whose only
+#: recorded op at 64K was a lone gradient add, is 2-4% faster without recording it.
+MIN_ELEMENTS = 1 << 17
 #: From this many elements on, a kernel is compiled with ``parallel=True`` (if numba has threads).
 PARALLEL_ELEMENTS = 1 << 18
 

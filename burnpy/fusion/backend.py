@@ -1,9 +1,12 @@
 """``Fusion(B)``: the decorator backend that records ops lazily and fuses elementwise chains.
 
 ``Fusion(B)`` builds, once per B and thread-safely, a subclass of ``FusionBackend`` whose
-float, int and bool primitives are ``FusionTensor`` handles (quantized ones are B's own). The
-class is derived from the protocol: each op in ``burnpy.ir.FUSABLE`` is recorded on the
-device's stream (or run at once on B when smaller than the fuser's ``min_elements``); each
+float, int and bool primitives are B's own primitives where their values exist and
+``FusionTensor`` handles where they are pending (quantized ones are B's own). A materialized
+value being B's primitive itself is what keeps eager ops cheap: an op whose arguments hold no
+handle calls B's op directly and returns B's result unchanged, with no wrapper to build or
+unwrap. The class is derived from the protocol: each op in ``burnpy.ir.FUSABLE`` is recorded on
+the device's stream (or run at once on B when smaller than the fuser's ``min_elements``); each
 provided op in ``ELEMENTWISE_COMPOSITES`` keeps the protocol's default (its composition is
 recorded, so it fuses; B's own op on smaller tensors), and so does each op of
 ``FUSABLE_COMPOSITIONS`` that B does not override (B would run that same composition op by
@@ -13,6 +16,7 @@ op); every other op runs eagerly on B once the values it reads are materialized.
 from __future__ import annotations
 
 import inspect
+import itertools
 import math
 import weakref
 from collections.abc import Callable
@@ -28,7 +32,7 @@ from burnpy.backend.errors import DeviceMismatchError
 from burnpy.backend.ops._marker import is_provided, provided_ops, required_ops
 from burnpy.fusion.fuser import Fuser, backend_fuser
 from burnpy.fusion.stream import FusionStats, LazyNode, Stream, ir_dtype
-from burnpy.fusion.tensor import FusionTensor
+from burnpy.fusion.tensor import FusionTensor, Piece, Unwritten
 from burnpy.ir.fused import ELEMENTWISE_COMPOSITES, FUSABLE, Fusable, FusedGroup
 
 #: Provided ops that only look at the primitive (no values): the protocol default is right.
@@ -36,6 +40,9 @@ _KEPT_DEFAULTS = frozenset({"float_detach", "float_is_require_grad", "float_set_
 
 #: Reshapes: an unchanged shape keeps the handle (see ``_reshape``).
 _RESHAPES = frozenset({"float_reshape", "int_reshape", "bool_reshape"})
+
+#: Device lookups: a handle knows its device, B's primitive is asked of B (``_device_finder``).
+_OWN_OPS = frozenset({"float_device", "int_device", "bool_device"})
 
 #: Provided ops whose default composition is mostly fusable ops around a few eager ones (a
 #: matmul, a closing reduction): where B keeps the default, recording it lets its elementwise
@@ -54,6 +61,79 @@ FUSABLE_COMPOSITIONS = frozenset({
 #: primitives' form; None when B's fuser refuses the op or burnpy's promotion is B's to apply.
 Typing = tuple[DType, DType, Any] | None
 
+#: Argument types that are never tensors (passed to B as they are, recorded as scalars).
+_PLAIN = frozenset({int, float, bool, str, type(None)})
+#: Types of the items of a tuple or list argument that holds no tensor (a shape, slices).
+_INERT = _PLAIN | {slice}
+
+
+class _State:
+    """What one Fusion class's ops share, captured by each op's closure so that an op reaches
+    it without a class attribute lookup: B, its fuser (looked up on first use), the counters,
+    the plans, the streams, the cached typings and how a primitive's device is found."""
+
+    __slots__ = ("accepted", "device_of", "dtype_forms", "fusers", "inner", "plans",
+                 "provided_adam", "stats", "streams", "wrappers")
+
+    def __init__(self, inner: type[Backend]) -> None:
+        self.inner = inner
+        self.stats = FusionStats()
+        self.plans: dict[FusedGroup, Any] = {}
+        self.streams: dict[Device, Stream] = {}
+        self.fusers: list[Fuser | None] = []
+        self.accepted: dict[tuple[Any, ...], Typing] = {}
+        self.device_of = _device_finder(inner)
+        self.dtype_forms: dict[DType, Any] = {}
+        #: The materialized handle wrapping each of B's primitives that pending ops read, by
+        #: the primitive's id (alive as long as a pending op holds the handle): a value read
+        #: by several ops of a group is one input of its kernel, read once.
+        self.wrappers: weakref.WeakValueDictionary[int, FusionTensor] = (
+            weakref.WeakValueDictionary())
+        #: Whether B keeps the protocol's ``adam_step`` (see ``fuses_elementwise``).
+        self.provided_adam = is_provided(inspect.getattr_static(inner, "adam_step"))
+
+    def dtype_form(self, dtype: DType, device: Device) -> Any:
+        """``dtype`` as B's primitives report it (a NumPy dtype for the array backends), asked
+        of B once per dtype with a one-element tensor."""
+        found = self.dtype_forms.get(dtype)
+        if found is None:
+            found = self.dtype_forms[dtype] = self.inner.float_zeros((1,), device, dtype).dtype
+        return found
+
+    def fuser(self) -> Fuser | None:
+        """B's fuser (asked for once), or None when B declares none."""
+        if not self.fusers:
+            self.fusers.append(backend_fuser(self.inner))
+        return self.fusers[0]
+
+    def fuses_elementwise(self) -> bool:
+        """See ``FusionBackend.fuses_elementwise`` (asked for every optimizer step: B's side
+        of the answer is looked up once)."""
+        return self.fuser() is not None and self.provided_adam
+
+    def stream(self, device: Device) -> Stream:
+        """The stream of pending ops of ``device`` (created on first use)."""
+        found = self.streams.get(device)
+        if found is None:
+            found = self.streams.setdefault(
+                device, Stream(self.inner, self.fuser(), self.plans, self.stats))
+        return found
+
+
+def _device_finder(inner: type[Backend]) -> Callable[[Any], Device]:
+    """``device_of(primitive)``: the device of a handle or of one of B's primitives."""
+    if not inner.multi_device:
+        single = inner.default_device()
+        return lambda tensor: tensor.device if type(tensor) is FusionTensor else single
+    by_kind = {"float": inner.float_device, "int": inner.int_device, "bool": inner.bool_device}
+
+    def device_of(tensor: Any) -> Device:
+        if type(tensor) is FusionTensor:
+            return tensor.device
+        return by_kind[ir_dtype(tensor.dtype).kind](tensor)
+
+    return device_of
+
 
 class FusionBackend(InnerDevices, Backend, abstract=True):
     """Base of every ``Fusion(B)`` class. ``InnerBackend`` is B; ``stats`` counts what it did
@@ -64,11 +144,11 @@ class FusionBackend(InnerDevices, Backend, abstract=True):
     BoolTensorPrimitive: ClassVar[Any] = FusionTensor
     InnerBackend: ClassVar[type[Backend]]
     stats: ClassVar[FusionStats]
+    _state: ClassVar[_State]
     _plans: ClassVar[dict[FusedGroup, Any]]
     _streams: ClassVar[dict[Device, Stream]]
     _fuser: ClassVar[list[Fuser | None]]
     _accepted: ClassVar[dict[tuple[Any, ...], Typing]]
-    _primitives: ClassVar[tuple[type, ...]]
 
     # ---- the backend's non-op methods, delegated to B ------------------------------------------
     @classmethod
@@ -81,28 +161,16 @@ class FusionBackend(InnerDevices, Backend, abstract=True):
         cls.stream(device).flush()
         cls.InnerBackend.sync(device)
 
-    @staticmethod
-    def _device(tensor: FusionTensor) -> Device:
-        return tensor.device
-
-    float_device = int_device = bool_device = _device
-
     # ---- streams and plans --------------------------------------------------------------------
     @classmethod
     def stream(cls, device: Device) -> Stream:
         """The stream of pending ops of ``device`` (created on first use)."""
-        found = cls._streams.get(device)
-        if found is None:
-            found = cls._streams.setdefault(
-                device, Stream(cls.InnerBackend, cls.fuser(), cls._plans, cls.stats))
-        return found
+        return cls._state.stream(device)
 
     @classmethod
     def fuser(cls) -> Fuser | None:
         """B's fuser (asked for once), or None when B declares none."""
-        if not cls._fuser:
-            cls._fuser.append(backend_fuser(cls.InnerBackend))
-        return cls._fuser[0]
+        return cls._state.fuser()
 
     @classmethod
     def fuses_elementwise(cls) -> bool:
@@ -111,8 +179,7 @@ class FusionBackend(InnerDevices, Backend, abstract=True):
         updates into one op by concatenating (an optimizer) should not, as each update is one
         kernel already and the copies would cost more. Where B has its own ``adam_step``
         (CpuBackend's), that runs eagerly as under B alone, and batching pays as it does there."""
-        return cls.fuser() is not None and is_provided(
-            inspect.getattr_static(cls.InnerBackend, "adam_step"))
+        return cls._state.fuses_elementwise()
 
     @classmethod
     def flush(cls) -> None:
@@ -129,131 +196,147 @@ class FusionBackend(InnerDevices, Backend, abstract=True):
 
     # ---- crossing between this backend and B ---------------------------------------------------
     @staticmethod
-    def inner(tensor: FusionTensor) -> Any:
+    def inner(tensor: Any) -> Any:
         """B's primitive holding the tensor's values (materialized now)."""
         return materialize(tensor)
 
     int_inner = bool_inner = inner
 
-    @classmethod
-    def from_inner(cls, tensor: Any) -> FusionTensor:
-        """A handle of this backend holding B's primitive ``tensor``."""
-        return cls._wrap(tensor)
-
-    int_from_inner = bool_from_inner = from_inner
-
     @staticmethod
-    def q_inner(tensor: Any) -> Any:
+    def from_inner(tensor: Any) -> Any:
+        """B's primitive ``tensor`` as this backend's: itself (a materialized value)."""
         return tensor
 
-    q_from_inner = q_inner
-
-    @classmethod
-    def _wrap_one(cls, primitive: Any) -> FusionTensor:
-        """B's primitive as a materialized handle."""
-        inner = cls.InnerBackend
-        if inner.multi_device:
-            kind = ir_dtype(primitive.dtype).kind
-            device = getattr(inner, f"{kind}_device")(primitive)
-        else:
-            device = cls._single_device
-        return FusionTensor(tuple(primitive.shape), primitive.dtype, device, primitive)
-
-    @classmethod
-    def _wrap(cls, value: Any) -> Any:
-        """B's result as this backend returns it: primitives become materialized handles."""
-        if isinstance(value, cls._primitives):
-            return cls._wrap_one(value)
-        if isinstance(value, tuple):
-            return tuple(cls._wrap(v) for v in value)
-        if isinstance(value, list):
-            return [cls._wrap(v) for v in value]
-        return value
-
-    _single_device: ClassVar[Any] = None
+    int_from_inner = bool_from_inner = q_inner = q_from_inner = from_inner
 
 
-def materialize(tensor: FusionTensor) -> Any:
-    """The tensor's inner primitive, running its stream's pending ops first if needed."""
+def materialize(tensor: Any) -> Any:
+    """The tensor's inner primitive, running its stream's pending ops first if needed, or
+    building its unwritten values (B's primitive, a materialized value, is its own)."""
+    if type(tensor) is not FusionTensor:
+        return tensor
     node = tensor.node
     if node is not None:
         node.stream.flush()
+    elif tensor.unwritten is not None:
+        _write(tensor)
     return tensor.value
 
 
-#: Argument types that are never handles (passed to B as they are).
-_PLAIN = frozenset({int, float, bool, str, type(None)})
+def _write(tensor: FusionTensor) -> None:
+    """Build an ``Unwritten`` tensor on B: zeros, or its pieces concatenated with the zero
+    gaps between them (written once, where padding each piece and adding would write every
+    element once per piece)."""
+    unwritten = tensor.unwritten
+    assert unwritten is not None
+    inner, shape, device = unwritten.inner, tensor.shape, tensor.device
+    dtype = ir_dtype(tensor.dtype)
+    pieces = sorted(unwritten.pieces, key=lambda piece: piece.start)
+    if not pieces:
+        value = inner.float_zeros(shape, device, dtype)
+    else:
+        dim = pieces[0].dim
+        parts: list[Any] = []
+        position = 0
+        for piece in pieces:
+            if piece.start > position:
+                parts.append(inner.float_zeros(_with_dim(shape, dim, piece.start - position),
+                                               device, dtype))
+            part = materialize(piece.value)
+            parts.append(part)
+            position = piece.start + part.shape[dim]
+        if position < shape[dim]:
+            parts.append(inner.float_zeros(_with_dim(shape, dim, shape[dim] - position),
+                                           device, dtype))
+        value = parts[0] if len(parts) == 1 else inner.float_cat(parts, dim)
+    tensor.value = value
+    tensor.unwritten = None
+
+
+def _with_dim(shape: tuple[int, ...], dim: int, size: int) -> tuple[int, ...]:
+    return (*shape[:dim], size, *shape[dim + 1:])
+
+
+def _holds_handle(values: list[Any] | tuple[Any, ...]) -> bool:
+    """Whether a list or tuple argument (a concat's tensors, a shape) holds a handle."""
+    for v in values:
+        kind = type(v)
+        if kind is FusionTensor or ((kind is list or kind is tuple) and _holds_handle(v)):
+            return True
+    return False
 
 
 def _unwrap(value: Any) -> Any:
     """An argument as B takes it: handles materialized, inside lists and tuples too."""
-    if isinstance(value, FusionTensor):
-        return value.value if value.node is None else materialize(value)
-    if isinstance(value, tuple):
-        if _PLAIN.issuperset(map(type, value)):  # a shape, dims: nothing to unwrap
-            return value
-        return tuple(_unwrap(v) for v in value)
-    if isinstance(value, list):  # a materialized handle inline: lists of many (a concat)
-        return [v.value if type(v) is FusionTensor and v.node is None else _unwrap(v)
-                for v in value]
+    kind = type(value)
+    if kind is FusionTensor:
+        return materialize(value)
+    if (kind is tuple or kind is list) and not _INERT.issuperset(map(type, value)) and (
+            _holds_handle(value)):
+        return kind(_unwrap(v) for v in value)
     return value
 
 
-def _eager(name: str) -> Callable[..., Any]:
-    """The op ``name`` run now on B, its handles materialized first."""
+def _eager(name: str, state: _State) -> Callable[..., Any]:
+    """The op ``name`` run now on B: B's op itself when no argument holds a handle (the common
+    case: no wrapper, no copy of the arguments), else after the handles are materialized."""
+    inner_op = getattr(state.inner, name)
+    stats = state.stats
 
-    def op(cls: type[FusionBackend], *args: Any, **kwargs: Any) -> Any:
-        cls.stats.eager_ops += 1
-        inner_op = getattr(cls.InnerBackend, name)
-        unwrapped = [a.value if type(a) is FusionTensor and a.node is None
-                     else a if type(a) in _PLAIN else _unwrap(a) for a in args]
-        if kwargs:
-            result = inner_op(*unwrapped, **{k: _unwrap(v) for k, v in kwargs.items()})
-        else:
-            result = inner_op(*unwrapped)
-        if type(result) in cls._primitives:  # the common case: one primitive
-            device = cls._single_device
-            if device is None:
-                return cls._wrap_one(result)
-            shape = result.shape
-            return FusionTensor(shape if type(shape) is tuple else tuple(shape), result.dtype,
-                                device, result)
-        return cls._wrap(result)
+    def op(*args: Any, **kwargs: Any) -> Any:
+        stats.eager_ops += 1
+        if not kwargs:
+            for a in args:
+                kind = type(a)
+                if kind is FusionTensor or ((kind is list or kind is tuple)
+                                            and not _INERT.issuperset(map(type, a))
+                                            and _holds_handle(a)):
+                    break
+            else:
+                return inner_op(*args)
+        return inner_op(*[_unwrap(a) for a in args],
+                        **{k: _unwrap(v) for k, v in kwargs.items()})
 
     op.__name__ = name
     op.__doc__ = f"``{name}`` on the inner backend, after the values it reads are computed."
     return op
 
 
-def _reshape(name: str) -> Callable[..., Any]:
-    """``name`` (a reshape): the handle itself when the shape is unchanged, so a pending
+def _reshape(name: str, state: _State) -> Callable[..., Any]:
+    """``name`` (a reshape): the tensor itself when the shape is unchanged, so a pending
     value is not computed early (``linear``'s reshape back to ``[*lead, out]`` would cut its
-    bias add off from the next activation); B's own reshape otherwise."""
-    eager = _eager(name)
+    bias add off from the next activation) and B's primitive is not re-viewed; B's own
+    reshape otherwise."""
+    eager = _eager(name, state)
+    inner_op = getattr(state.inner, name)
+    stats = state.stats
 
-    def op(cls: type[FusionBackend], tensor: FusionTensor, shape: Any) -> Any:
+    def op(tensor: Any, shape: Any) -> Any:
         if tuple(shape) == tensor.shape:
             return tensor
-        return eager(cls, tensor, shape)
+        if type(tensor) is FusionTensor:
+            return eager(tensor, shape)
+        stats.eager_ops += 1
+        return inner_op(tensor, shape)
 
     op.__name__ = name
     op.__doc__ = f"``{name}``: the same handle for an unchanged shape, else B's own."
     return op
 
 
-def _composite(name: str) -> Callable[..., Any]:
+def _composite(name: str, state: _State) -> Callable[..., Any]:
     """A provided composite (``ELEMENTWISE_COMPOSITES``, ``FUSABLE_COMPOSITIONS``): the
     protocol's default, whose ops are recorded and fuse, on tensors of a kernel's size; B's
     own op on smaller ones (or without a fuser), where the default's pieces would each run
     eagerly anyway, and when the fuser lists it in ``own_ops`` (B's op is already one kernel)."""
     default = inspect.getattr_static(FusionBackend, name).__func__
-    eager = _eager(name)
+    eager = _eager(name, state)
 
     def op(cls: type[FusionBackend], *args: Any, **kwargs: Any) -> Any:
-        fuser = cls._fuser[0] if cls._fuser else cls.fuser()
+        fuser = state.fusers[0] if state.fusers else state.fuser()
         if (fuser is None or name in getattr(fuser, "own_ops", ())
                 or math.prod(args[0].shape) < getattr(fuser, "min_elements", 0)):
-            return eager(cls, *args, **kwargs)
+            return eager(*args, **kwargs)
         return default(cls, *args, **kwargs)
 
     op.__name__ = name
@@ -284,16 +367,13 @@ def _loop_size(shapes: list[tuple[int, ...]]) -> int:
     return math.prod(dims)
 
 
-def _typing(cls: type[FusionBackend], op_name: str, operands: tuple[int, ...],
-            args: tuple[Any, ...], result: str, extra: int | None) -> Typing:
+def _typing(fuser: Fuser, op_name: str, operands: tuple[int, ...], args: tuple[Any, ...],
+            result: str, extra: int | None) -> Typing:
     """The op's typing (see ``Typing``), worked out once per key."""
-    fuser = cls.fuser()
-    if fuser is None:
-        return None
     first = args[0]
     first_dtype = ir_dtype(first.dtype)
-    operand_dtypes = tuple(ir_dtype(args[p].dtype) if isinstance(args[p], FusionTensor)
-                           else first_dtype for p in operands)
+    operand_dtypes = tuple(first_dtype if type(args[p]) in _PLAIN else ir_dtype(args[p].dtype)
+                           for p in operands)
     if result == "promote":
         floats = [d for d in operand_dtypes if not d.is_bool]
         promoted = floats[0] if all(d is floats[0] for d in floats) else _promote(floats)
@@ -311,30 +391,54 @@ def _typing(cls: type[FusionBackend], op_name: str, operands: tuple[int, ...],
     return dtype, first_dtype, dtype if isinstance(first.dtype, DType) else dtype.numpy
 
 
-def _recorder(name: str, spec: Fusable) -> Callable[..., Any]:
+def _recorder(name: str, spec: Fusable, state: _State) -> Callable[..., Any]:
     """The op ``name`` recorded on the stream (or run now when B's fuser refuses it, or when
     it is smaller than the fuser's ``min_elements``)."""
-    eager = _eager(name)
+    eager = _eager(name, state)
     vocabulary_op, positions, result, extra = spec
     reduces = result == "reduce"
     typed_by_arg = result == "dtype_arg"
     expands = result == "expand"
+    device_of = state.device_of
+    accepted = state.accepted
+    wrappers = state.wrappers
+    multi_device = state.inner.multi_device
 
-    def op(cls: type[FusionBackend], *args: Any) -> Any:
+    inner_op = getattr(state.inner, name)
+    stats, fusers = state.stats, state.fusers
+    prod = math.prod
+    binary = len(positions) == 2 and not (reduces or expands)
+    other = positions[-1]
+
+    def op(*args: Any) -> Any:
         first = args[0]
-        fuser = cls._fuser[0] if cls._fuser else cls.fuser()
+        fuser = fusers[0] if fusers else state.fuser()
         if fuser is None:
-            return eager(cls, *args)
+            return eager(*args)
         floor = getattr(fuser, "min_elements", 0)
         if floor:  # a cheap bound first: the loop has at most the product of the sizes
-            if reduces:
-                bound = math.prod(first.shape)
+            if binary:
+                second = args[other]
+                if type(second) in _PLAIN:
+                    bound = prod(args[positions[0]].shape)
+                else:
+                    shapes = [args[positions[0]].shape, second.shape]
+                    bound = prod(shapes[0]) if shapes[0] == shapes[1] else _loop_size(shapes)
+            elif reduces:
+                bound = prod(first.shape)
             elif expands:
-                bound = math.prod(args[extra])  # type: ignore[index]
+                bound = prod(args[extra])  # type: ignore[index]
             else:
-                bound = _loop_size([a.shape for a in args if type(a) is FusionTensor])
-            if bound < floor:
-                return eager(cls, *args)
+                bound = _loop_size([args[p].shape for p in positions
+                                    if type(args[p]) not in _PLAIN])
+            if bound < floor:  # B's op, at once: directly when no argument is a handle
+                for a in args:
+                    if type(a) is FusionTensor:
+                        return eager(*args)
+                stats.eager_ops += 1
+                return inner_op(*args)
+        if reduces and (type(first) is not FusionTensor or first.node is None):
+            return eager(*args)  # a reduction of a value that exists closes a group of one
         op_name, operands = vocabulary_op, positions
         if op_name == "clamp" and (args[1] is None or args[2] is None):
             if args[1] is None and args[2] is None:
@@ -342,18 +446,18 @@ def _recorder(name: str, spec: Fusable) -> Callable[..., Any]:
             op_name, operands = ("clamp_max", (0, 2)) if args[1] is None else ("clamp_min",
                                                                                 (0, 1))
         # the typing depends only on the operands' dtypes (a number's type stands for itself)
-        key = (op_name, *[a.dtype if type(a) is FusionTensor else type(a)
+        key = (op_name, *[type(a) if type(a) in _PLAIN else a.dtype
                           for a in [args[p] for p in operands]],
                args[extra] if typed_by_arg else None)  # type: ignore[index]
         try:
-            typing = cls._accepted[key]
+            typing = accepted[key]
         except KeyError:
-            typing = cls._accepted[key] = _typing(cls, op_name, operands, args, result, extra)
+            typing = accepted[key] = _typing(fuser, op_name, operands, args, result, extra)
         if typing is None:
-            return eager(cls, *args)
+            return eager(*args)
         dtype, first_dtype, handle_dtype = typing
         dim: int | None = None
-        tensors = [a for a in [args[p] for p in operands] if type(a) is FusionTensor]
+        tensors = [a for a in [args[p] for p in operands] if type(a) not in _PLAIN]
         if expands:
             shape = tuple(args[extra])  # type: ignore[index]
             _broadcast([first.shape, shape])
@@ -364,30 +468,165 @@ def _recorder(name: str, spec: Fusable) -> Callable[..., Any]:
                 dim = args[extra]
                 rank = len(first.shape)
                 if not -rank <= dim < max(rank, 1):
-                    return eager(cls, *args)  # B names the bad dim
+                    return eager(*args)  # B names the bad dim
                 dim %= max(rank, 1)
                 shape = tuple(1 if i == dim else s for i, s in enumerate(first.shape))
         elif len(tensors) == 1:
-            shape = tensors[0].shape
+            shape = tuple(tensors[0].shape)
         else:
-            shape = _broadcast([t.shape for t in tensors])
+            shape = _broadcast([tuple(t.shape) for t in tensors])
         if math.prod(first.shape if reduces else shape) < floor:
-            return eager(cls, *args)  # too small for a kernel: no recording, no flush
-        device = first.device
-        if cls.InnerBackend.multi_device and any(t.device != device for t in tensors):
-            raise DeviceMismatchError(f"{name}: tensors on {device} and "
-                                      f"{next(t.device for t in tensors if t.device != device)}")
-        stream = cls.stream(device)
-        node = LazyNode(stream, name, op_name,
-                        tuple([a.node or a if type(a) is FusionTensor else a for a in args]),
-                        operands, shape, dtype, first_dtype, reduces, dim)
+            return eager(*args)  # too small for a kernel: no recording, no flush
+        device = device_of(first)
+        if multi_device:
+            for t in tensors:
+                if device_of(t) != device:
+                    raise DeviceMismatchError(f"{name}: tensors on {device} and "
+                                              f"{device_of(t)}")
+        stream = state.stream(device)
+        kept = list(args)
+        for p in operands:
+            kept[p] = _recorded(kept[p])
+        node = LazyNode(stream, name, op_name, tuple(kept), operands, shape, dtype,
+                        first_dtype, reduces, dim)
         handle = FusionTensor(shape, handle_dtype, device, None, node)
         node.handle = weakref.ref(handle)
         stream.nodes.append(node)
         return handle
 
+    def _recorded(a: Any) -> Any:
+        """An argument as a node keeps it: a handle's pending node (or the materialized
+        handle, its unwritten values built now), one of B's primitives in a materialized
+        handle, a number as it is."""
+        kind = type(a)
+        if kind is FusionTensor:
+            if a.unwritten is not None:
+                _write(a)
+            return a.node or a
+        if kind in _PLAIN:
+            return a
+        found = wrappers.get(id(a))
+        if found is None or found.value is not a:
+            found = wrappers[id(a)] = FusionTensor(tuple(a.shape), a.dtype, device_of(a), a)
+        return found
+
     op.__name__ = name
     op.__doc__ = f"``{name}``, recorded to run fused with its neighbours."
+    return op
+
+
+def _zeros(name: str, state: _State) -> Callable[..., Any]:
+    """``float_zeros``: an unwritten handle where the fuser would take ops of its size (a
+    padded gradient: see ``Unwritten``), B's zeros otherwise."""
+    eager = _eager(name, state)
+
+    def op(shape: Any, device: Device, dtype: DType) -> Any:
+        fuser = state.fusers[0] if state.fusers else state.fuser()
+        if fuser is None or math.prod(shape) < getattr(fuser, "min_elements", 0):
+            return eager(shape, device, dtype)
+        return FusionTensor(tuple(shape), state.dtype_form(DType.of(dtype), device), device,
+                            unwritten=Unwritten(state.inner, ()))
+
+    op.__name__ = name
+    op.__doc__ = "``float_zeros``: unwritten until read when large, else B's own."
+    return op
+
+
+def _slice_assign(name: str, state: _State) -> Callable[..., Any]:
+    """``float_slice_assign``: into an unwritten tensor, a block along one dim that overlaps
+    none of its pieces becomes another piece (nothing is written yet); B's own otherwise."""
+    eager = _eager(name, state)
+
+    def op(tensor: Any, slices: tuple[slice, ...], value: Any) -> Any:
+        if type(tensor) is FusionTensor and tensor.unwritten is not None:
+            piece = _piece(tensor, slices, value, state.device_of(value))
+            if piece is not None:
+                return FusionTensor(tensor.shape, tensor.dtype, tensor.device, unwritten=Unwritten(
+                    state.inner, (*tensor.unwritten.pieces, piece)))
+        return eager(tensor, slices, value)
+
+    op.__name__ = name
+    op.__doc__ = "``float_slice_assign``: a new piece of an unwritten tensor, else B's own."
+    return op
+
+
+def _piece(tensor: FusionTensor, slices: tuple[slice, ...], value: Any,
+           value_device: Device) -> Piece | None:
+    """``value`` at ``slices`` as a piece of the unwritten ``tensor``, or None when it is not
+    one (several dims cut, a step, a shape, dtype or device that B must check or convert, an
+    overlap with a piece or a dim other than theirs)."""
+    shape = tensor.shape
+    if not shape or len(slices) > len(shape):
+        return None
+    cut: tuple[int, int, int] | None = None
+    for d, s in enumerate(slices):
+        if type(s) is not slice:
+            return None
+        start, stop, step = s.indices(shape[d])
+        if (start, stop, step) == (0, shape[d], 1):
+            continue
+        if cut is not None or step != 1 or stop <= start:
+            return None
+        cut = (d, start, stop)
+    dim, start, stop = cut if cut is not None else (0, 0, shape[0])
+    if (tuple(value.shape) != _with_dim(shape, dim, stop - start) or value.dtype != tensor.dtype
+            or value_device != tensor.device):
+        return None
+    assert tensor.unwritten is not None
+    for piece in tensor.unwritten.pieces:
+        if piece.dim != dim or (piece.start < stop
+                                and start < piece.start + piece.value.shape[dim]):
+            return None
+    return Piece(dim, start, value)
+
+
+def _swap_dims(name: str, state: _State) -> Callable[..., Any]:
+    """``float_swap_dims``: of an unwritten tensor, its pieces swapped (views on B) and kept
+    unwritten, so that the concatenation writing it lays its values out swapped at once (a
+    chunk's gradient swapped back and reshaped: one write, no copy for the reshape)."""
+    eager = _eager(name, state)
+    swap = state.inner.float_swap_dims
+
+    def op(tensor: Any, dim1: int, dim2: int) -> Any:
+        if type(tensor) is not FusionTensor or tensor.unwritten is None:
+            return eager(tensor, dim1, dim2)
+        rank = len(tensor.shape)
+        if not (-rank <= dim1 < rank and -rank <= dim2 < rank):
+            return eager(tensor, dim1, dim2)  # B names the bad dim
+        dim1, dim2 = dim1 % rank, dim2 % rank
+        moved = {dim1: dim2, dim2: dim1}
+        shape = list(tensor.shape)
+        shape[dim1], shape[dim2] = shape[dim2], shape[dim1]
+        pieces = tuple(Piece(moved.get(p.dim, p.dim), p.start,
+                             swap(materialize(p.value), dim1, dim2))
+                       for p in tensor.unwritten.pieces)
+        return FusionTensor(tuple(shape), tensor.dtype, tensor.device,
+                            unwritten=Unwritten(state.inner, pieces))
+
+    op.__name__ = name
+    op.__doc__ = "``float_swap_dims``: an unwritten tensor's pieces swapped, else B's own."
+    return op
+
+
+def _padded_sum(add: Callable[..., Any], state: _State) -> Callable[..., Any]:
+    """``float_add``: two unwritten tensors whose pieces lie along one dim without overlap sum
+    to one unwritten tensor holding both's pieces (x + 0 is x); ``add`` (recorded) otherwise."""
+
+    def op(lhs: Any, rhs: Any) -> Any:
+        if (type(lhs) is FusionTensor and type(rhs) is FusionTensor
+                and lhs.unwritten is not None and rhs.unwritten is not None
+                and lhs.shape == rhs.shape and lhs.dtype == rhs.dtype
+                and lhs.device == rhs.device):
+            pieces = lhs.unwritten.pieces + rhs.unwritten.pieces
+            ranges = sorted((p.start, p.start + p.value.shape[p.dim]) for p in pieces)
+            if len({p.dim for p in pieces}) <= 1 and all(
+                    stop <= start for (_, stop), (start, _) in itertools.pairwise(ranges)):
+                return FusionTensor(lhs.shape, lhs.dtype, lhs.device,
+                                    unwritten=Unwritten(state.inner, pieces))
+        return add(lhs, rhs)
+
+    op.__name__ = add.__name__
+    op.__doc__ = add.__doc__
     return op
 
 
@@ -405,30 +644,39 @@ def _promote(dtypes: list[DType]) -> DType | None:
     return _PROMOTED[key]
 
 
+#: Ops that keep values unwritten (see ``Unwritten``).
+_UNWRITTEN_OPS = {"float_zeros": _zeros, "float_slice_assign": _slice_assign,
+                  "float_swap_dims": _swap_dims}
+
+
 def _protocol_ops() -> list[str]:
     return sorted({*required_ops(Backend), *provided_ops(Backend)})
 
 
 def _build(inner: type[Backend]) -> type[FusionBackend]:
     """The decorator class of ``inner``: every protocol op recorded, kept or forwarded."""
+    state = _State(inner)
     namespace: dict[str, Any] = {}
     own = {name for klass in FusionBackend.__mro__[:1] for name in vars(klass)}
     for name in _protocol_ops():
-        if name in own or name in _KEPT_DEFAULTS:
+        if name in own or name in _KEPT_DEFAULTS or name in _OWN_OPS:
             continue
         if name in ELEMENTWISE_COMPOSITES or (
                 name in FUSABLE_COMPOSITIONS and is_provided(inspect.getattr_static(inner, name))):
-            namespace[name] = classmethod(_composite(name))
+            namespace[name] = classmethod(_composite(name, state))
             continue
         if name in _RESHAPES:
-            namespace[name] = classmethod(_reshape(name))
+            namespace[name] = staticmethod(_reshape(name, state))
+            continue
+        if name in _UNWRITTEN_OPS:
+            namespace[name] = staticmethod(_UNWRITTEN_OPS[name](name, state))
             continue
         spec = FUSABLE.get(name)
-        namespace[name] = classmethod(_recorder(name, spec) if spec else _eager(name))
-    primitives = {inner.FloatTensorPrimitive, inner.IntTensorPrimitive,
-                  inner.BoolTensorPrimitive} - {object, inner.QuantizedTensorPrimitive}
-    if np.ndarray in primitives:  # NumPy ops on 0-d arrays return NumPy scalars
-        primitives.add(np.generic)
+        namespace[name] = staticmethod(_recorder(name, spec, state) if spec
+                                       else _eager(name, state))
+    namespace["float_add"] = staticmethod(_padded_sum(namespace["float_add"].__func__, state))
+    for name in _OWN_OPS:
+        namespace[name] = staticmethod(state.device_of)
     name = f"Fusion[{inner.__name__}]"
     namespace.update(inner_attributes(inner, name,
                                       f"{inner.__name__} with lazy, fused elementwise ops."))
@@ -437,13 +685,12 @@ def _build(inner: type[Backend]) -> type[FusionBackend]:
         # Recorded binary ops broadcast with NumPy's rules (ValueError on bad shapes) and
         # promote as burnpy does; the others are B's own: B's trust carries over.
         trusted_binary_ops=inner.trusted_binary_ops,
-        stats=FusionStats(),
-        _plans={},
-        _streams={},
-        _fuser=[],
-        _accepted={},
-        _primitives=tuple(primitives),
-        _single_device=None if inner.multi_device else inner.default_device(),
+        stats=state.stats,
+        _state=state,
+        _plans=state.plans,
+        _streams=state.streams,
+        _fuser=state.fusers,
+        _accepted=state.accepted,
     )
     return type(name, (FusionBackend,), namespace)
 
