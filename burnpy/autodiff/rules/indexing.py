@@ -40,7 +40,7 @@ def _slice_reverse(B: Any, grad: Any, inputs: Saved, output: Any, params: Params
     shape, slices = parents[0].shape, params[0]
     cut = [d for d, (s, n) in enumerate(zip(slices, shape, strict=False))
            if (s.start or 0, s.stop, s.step or 1) != (0, n, 1)]
-    if (len(cut) == 1 and len(slices) == len(shape) and (slices[cut[0]].step or 1) == 1
+    if (len(cut) == 1 and (slices[cut[0]].step or 1) == 1
             and slices[cut[0]].stop is not None):
         # A contiguous run along one dim (a chunk, a split): zeros cat around the gradient
         # write the result once, where filling a copy of zeros reads and writes it twice.
