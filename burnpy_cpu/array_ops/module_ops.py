@@ -42,10 +42,14 @@ from burnpy.backend.ops.module_ops import (
 from burnpy_cpu.array_ops._shared import widened
 from burnpy_cpu.numba_kernels import (
     COMPILED_FLOATS,
+    WINOGRAD_BLOCK,
+    WINOGRAD_MAX_WIDTH,
+    WINOGRAD_SLAB,
     col2im,
     plane_scatter_add,
     winograd_input,
     winograd_output,
+    winograd_weight,
 )
 
 A = Any  # an ``xp.ndarray``
@@ -433,51 +437,60 @@ def _conv_flat(xp: Any, x: A, weight: A, out: A, dilation: Ints, padding: Ints, 
         out[chunk] = xp.matmul(w, cols).reshape(chunk.stop - chunk.start, c_out, *grid)[crop]
 
 
-#: Winograd F(2x2, 3x3) weight transform ``G``: ``G g G^T`` is a 3x3 kernel's 4x4 image.
-_WINOGRAD_G = numpy.array([[1.0, 0.0, 0.0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5],
-                           [0.0, 0.0, 1.0]])
+def _round_up(n: int, block: int) -> int:
+    """``n`` rounded up to a multiple of ``block``."""
+    return -(-n // block) * block
 
 
-def _winograd_pays(xp: Any, x: A, weight: A, stride: Ints, dilation: Ints, groups: int,
-                   min_channels: int) -> bool:
+def _winograd_pays(xp: Any, x: A, weight: A, out_sp: Ints, stride: Ints, dilation: Ints,
+                   groups: int, min_channels: int) -> bool:
     """Whether a conv runs as Winograd F(2x2, 3x3) (``_conv_winograd``): a one-group 2-d
-    stride-1 undilated 3x3 conv on NumPy float32/float64 with at least ``min_channels``
-    output channels, at least 16 input channels and planes of 256 positions or more; on
-    thinner or smaller convs its transforms cost more than the multiplies it saves.
-    Measured (float32): 0.77x the time at 64x32x28x28 to 64 channels, 0.87x at 32x16x16x16
-    to 32; 1.2x at 32x16x16x16 to 16, 2x on 4x4 planes."""
-    return (xp is numpy and x.ndim == 4 and tuple(weight.shape[2:]) == (3, 3)
+    stride-1 undilated 3x3 conv on NumPy float32/float64 with at least ``min_channels`` input
+    and output channels and an output plane of 16 positions or more, whose tiles fit the
+    transforms' scratch (``WINOGRAD_MAX_WIDTH``, ``WINOGRAD_SLAB``); on thinner or smaller
+    convs the transforms cost more than the multiplies they save. Measured (float32, against
+    the im2col paths): 0.6x the time at 32x16x16x16 to 16 channels, 0.7x at 32x32x8x8 to
+    32, 0.6x at 32x64x4x4 to 64, 0.8x at 64x32x28x28 to 64."""
+    if not (xp is numpy and x.ndim == 4 and tuple(weight.shape[2:]) == (3, 3)
             and groups == 1 and tuple(stride) == (1, 1) and tuple(dilation) == (1, 1)
             and x.dtype in COMPILED_FLOATS and weight.dtype == x.dtype
-            and weight.shape[0] >= min_channels and x.shape[1] >= 16
-            and x.shape[2] * x.shape[3] >= 256)
+            and min(weight.shape[:2]) >= min_channels and out_sp[0] * out_sp[1] >= 16):
+        return False
+    th, tw = (out_sp[0] + 1) // 2, (out_sp[1] + 1) // 2
+    widest = _round_up(max(weight.shape[:2]), WINOGRAD_BLOCK)
+    return 2 * tw + 2 <= WINOGRAD_MAX_WIDTH and th * tw * widest <= WINOGRAD_SLAB
 
 
 def _conv_winograd(x: A, weight: A, out: A, padding: Ints, budget: int) -> None:
     """Winograd F(2x2, 3x3) conv of ``x`` into ``out [n, k, h, w]``: per batch chunk, the
-    4x4 input tiles (stride 2) transformed (``winograd_input``), 16 batched GEMMs ``U [16,
-    k, c] @ V [16, c, tiles]`` with the transformed weight ``U = G g G^T``, and 2x2 output
-    blocks transformed back (``winograd_output``); 2.25x fewer multiplies than im2col."""
+    4x4 input tiles (stride 2) transformed (``winograd_input``), 16 batched GEMMs ``V [16,
+    tiles, c] @ U [16, c, k]`` with the transformed weight (``winograd_weight``), and 2x2
+    output blocks transformed back (``winograd_output``); 2.25x fewer multiplies than
+    im2col. The chunk's 16 slabs (about ``budget / 2`` bytes in all) stay in cache between
+    the three steps."""
     n, k, h, w = out.shape
     c = x.shape[1]
+    x = numpy.ascontiguousarray(x)
     tiles = ((h + 1) // 2, (w + 1) // 2)
     per = tiles[0] * tiles[1]
-    g = _WINOGRAD_G.astype(x.dtype)
-    u = numpy.ascontiguousarray((g @ weight @ g.T).transpose(2, 3, 0, 1).reshape(16, k, c))
-    for chunk in _batch_chunks(n, 16 * (c + k) * per * x.itemsize, budget // 4):
-        m = chunk.stop - chunk.start
-        v = _skewed(_scratch(numpy, "cols", (16, c * m * per + 16), x.dtype, budget), c)
-        winograd_input(x[chunk], padding, tiles, v)
-        prod = _skewed(_scratch(numpy, "flat", (16, k * m * per + 16), x.dtype, budget), k)
-        numpy.matmul(u, v, out=prod)
-        winograd_output(prod, tiles, out[chunk])
-
-
-def _skewed(buf: Host, rows: int) -> Host:
-    """``buf [16, rows * cols + 16]`` as ``[16, rows, cols]``: the 16 slabs 64 bytes or more
-    off a multiple of 4 KiB apart, so a kernel touching all 16 at one position does not
-    thrash one L1 cache set (a 32x16x16x16 input transform ran 6x slower without it)."""
-    return buf[:, :buf.shape[1] - 16].reshape(16, rows, -1)
+    cpad, kpad = _round_up(c, WINOGRAD_BLOCK), _round_up(k, WINOGRAD_BLOCK)
+    u = winograd_weight(weight)
+    it = x.itemsize
+    step = max(1, min(budget // (2 * 16 * (cpad + kpad) * per * it),
+                      WINOGRAD_SLAB // (per * max(cpad, kpad))))
+    m_max = min(step, n)
+    v = _scratch(numpy, "cols", (15 * WINOGRAD_SLAB + m_max * per * cpad,), x.dtype, budget)
+    prod = _scratch(numpy, "flat", (15 * WINOGRAD_SLAB + m_max * per * kpad,), x.dtype,
+                    budget)
+    for start in range(0, n, step):
+        chunk = slice(start, min(start + step, n))
+        rows = (chunk.stop - start) * per
+        winograd_input(x[chunk], padding, tiles, cpad, v)
+        numpy.matmul(numpy.ndarray((16, rows, c), x.dtype, v, 0,
+                                   (WINOGRAD_SLAB * it, cpad * it, it)), u,
+                     out=numpy.ndarray((16, rows, k), x.dtype, prod, 0,
+                                       (WINOGRAD_SLAB * it, kpad * it, it)))
+        winograd_output(prod, kpad, tiles, out[chunk])
 
 
 def _conv_into(xp: Any, x: A, weight: A, out: A, stride: Ints, dilation: Ints,
@@ -485,7 +498,8 @@ def _conv_into(xp: Any, x: A, weight: A, out: A, stride: Ints, dilation: Ints,
                winograd_channels: int) -> None:
     """Conv of ``x`` into a fresh ``out``: as Winograd F(2x2, 3x3) where ``_winograd_pays``,
     on channels-last rows where ``_rows_pay``, else on ``_im2col`` columns."""
-    if _winograd_pays(xp, x, weight, stride, dilation, groups, winograd_channels):
+    if _winograd_pays(xp, x, weight, out.shape[2:], stride, dilation, groups,
+                      winograd_channels):
         _conv_winograd(x, weight, out, padding, budget)
     elif _rows_pay(x.shape[1], weight.shape[2:], stride, dilation, out.shape[2:], groups,
                  max_plane):
@@ -684,14 +698,14 @@ class ArrayModuleOps:
     still in cache instead of streaming a batch-sized matrix through memory; a device backend
     raises the budget to run the whole batch at once. Convolutions with output planes of at
     most ``conv_rows_max_plane`` positions may use the channels-last rows (see ``_rows_pay``);
-    3x3 stride-1 ones with ``conv_winograd_min_channels`` outputs or more may run as Winograd
-    F(2x2, 3x3) (see ``_winograd_pays``).
+    3x3 stride-1 ones with ``conv_winograd_min_channels`` input and output channels or more
+    may run as Winograd F(2x2, 3x3) (see ``_winograd_pays``).
     """
 
     xp: ClassVar[Any]
     conv_chunk_bytes: ClassVar[int] = 1 << 21
     conv_rows_max_plane: ClassVar[int] = 196
-    conv_winograd_min_channels: ClassVar[int] = 32
+    conv_winograd_min_channels: ClassVar[int] = 16
 
     # ---- convolution --------------------------------------------------------------------------
     @classmethod
