@@ -776,7 +776,8 @@ class ArrayModuleOps:
         and no more input than output channels per group (depthwise, say), or up to 4x more
         on planes small enough for the rows layout (``_rows_pay``), it is computed as the
         equivalent conv instead: the kernel flipped, its channel roles swapped, and
-        ``(k - 1) * dilation - padding`` of padding."""
+        ``(k - 1) * dilation - padding`` of padding; so is one that runs as Winograd
+        (``_winograd_pays``), whatever its channels."""
         xp, dtype = cls.xp, x.dtype
         x, weight = widened(xp, x), widened(xp, weight)
         n, c_in = x.shape[:2]
@@ -790,8 +791,12 @@ class ArrayModuleOps:
                         for k, d, p in zip(kernel, options.dilation, options.padding, strict=True))
         out = xp.empty((n, g * c_out_g, *out_sp), dtype=x.dtype)
         ones = (1,) * nd
+        # (the Winograd gate is symmetric in the channel roles, so ``weight`` stands in for
+        # the equivalent conv's)
         conv_pays = c_in_g <= c_out_g or (c_in_g <= 4 * c_out_g and _rows_pay(
-            c_in, kernel, ones, options.dilation, out_sp, g, cls.conv_rows_max_plane))
+            c_in, kernel, ones, options.dilation, out_sp, g, cls.conv_rows_max_plane)
+        ) or _winograd_pays(xp, x, weight, out_sp, ones, options.dilation, g,
+                            cls.conv_winograd_min_channels)
         if all(s == 1 for s in options.stride) and min(as_conv) >= 0 and conv_pays:
             flipped = xp.flip(weight, axis=tuple(range(2, 2 + nd)))
             w = flipped.reshape(g, c_in_g, c_out_g, *kernel).swapaxes(1, 2)

@@ -300,6 +300,7 @@ WINOGRAD_CASES = [
     ((7, 5), 1, 24, 40, 2),  # partial channel blocks on both sides
     ((5, 9), 0, 17, 16, 2),
     ((6, 64), 1, 20, 16, 1),
+    ((20, 20), 1, 16, 80, 1),  # x gradient: a transposed conv 5x wider in than out
     ((8, 8), 1, 16, 32, 0),  # an empty batch
 ]
 
