@@ -434,6 +434,64 @@ def winograd_output(m: np.ndarray, kpad: int, tiles: tuple[int, int], out: np.nd
     _winograd_output_kernel()(m, kpad, tiles[0], tiles[1], out)
 
 
+#: ``winograd_grad_output(grad, th, tw, kpad, m)``: see ``winograd_grad_output``.
+WinogradGradOutput = Callable[[np.ndarray, int, int, int, np.ndarray], None]
+
+
+@functools.cache
+def _winograd_grad_output_kernel() -> WinogradGradOutput:
+
+    @njit_cached(nogil=True, boundscheck=False, fastmath=True)
+    def kernel(grad: Any, th: int, tw: int, kpad: int, m: Any) -> None:
+        b, k, h, w = grad.shape
+        per = th * tw
+        pad = np.zeros(2 * th * _ROW, dtype=grad.dtype)  # past odd h or w it stays 0
+        for n in range(b):
+            for kb in range(0, k, _CB):
+                for ch in range(min(_CB, k - kb)):
+                    for y in range(h):
+                        src = grad[n, kb + ch, y]
+                        dst = pad[y * _ROW + ch:]
+                        for q in range(w):
+                            dst[q * _CB] = src[q]
+                for ty in range(th):
+                    for tx in range(tw):
+                        d = pad[(2 * ty * WINOGRAD_MAX_WIDTH + 2 * tx) * _CB:]
+                        o = m[(n * per + ty * tw + tx) * kpad + kb:]
+                        for ch in range(_CB):
+                            y00, y01 = d[ch], d[_CB + ch]
+                            y10, y11 = d[_ROW + ch], d[_ROW + _CB + ch]
+                            a0, a1, a2, a3 = y00, y00 + y10, y00 - y10, -y10
+                            b0, b1, b2, b3 = y01, y01 + y11, y01 - y11, -y11
+                            o[ch] = a0
+                            o[_SLAB + ch] = a0 + b0
+                            o[2 * _SLAB + ch] = a0 - b0
+                            o[3 * _SLAB + ch] = -b0
+                            o[4 * _SLAB + ch] = a1
+                            o[5 * _SLAB + ch] = a1 + b1
+                            o[6 * _SLAB + ch] = a1 - b1
+                            o[7 * _SLAB + ch] = -b1
+                            o[8 * _SLAB + ch] = a2
+                            o[9 * _SLAB + ch] = a2 + b2
+                            o[10 * _SLAB + ch] = a2 - b2
+                            o[11 * _SLAB + ch] = -b2
+                            o[12 * _SLAB + ch] = a3
+                            o[13 * _SLAB + ch] = a3 + b3
+                            o[14 * _SLAB + ch] = a3 - b3
+                            o[15 * _SLAB + ch] = -b3
+
+    return kernel
+
+
+def winograd_grad_output(grad: np.ndarray, tiles: tuple[int, int], kpad: int,
+                         m: np.ndarray) -> None:
+    """Adjoint of ``winograd_output``: each 2x2 block of the 2-d ``grad [b, k, h, w]`` (zero
+    past odd ``h`` or ``w``), block ``(ty, tx)`` at ``(2 ty, 2 tx)``, becomes the 4x4 ``A dy
+    A^T`` in the 1-d ``m``, laid out as ``winograd_input``'s ``v`` with row stride ``kpad``:
+    the output-side operand of a Winograd weight gradient."""
+    _winograd_grad_output_kernel()(grad, tiles[0], tiles[1], kpad, m)
+
+
 @functools.cache
 def _winograd_weight_kernel() -> WinogradWeight:
 

@@ -47,6 +47,7 @@ from burnpy_cpu.numba_kernels import (
     WINOGRAD_SLAB,
     col2im,
     plane_scatter_add,
+    winograd_grad_output,
     winograd_input,
     winograd_output,
     winograd_weight,
@@ -493,6 +494,43 @@ def _conv_winograd(x: A, weight: A, out: A, padding: Ints, budget: int) -> None:
         winograd_output(prod, kpad, tiles, out[chunk])
 
 
+#: Winograd F(2x2, 3x3) weight transform ``G``: ``G g G^T`` is a 3x3 kernel's 4x4 image.
+_WINOGRAD_G = numpy.array([[1.0, 0.0, 0.0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5],
+                           [0.0, 0.0, 1.0]])
+
+
+def _weight_grad_winograd(x: A, grad: A, padding: Ints, budget: int) -> A:
+    """Weight gradient ``[k, c, 3, 3]`` of a conv that ``_conv_winograd`` runs, in the
+    Winograd domain: per batch chunk, ``V`` of x's tiles (``winograd_input``) and ``A dy
+    A^T`` of grad's 2x2 blocks (``winograd_grad_output``), 16 GEMMs ``V^T @ dM`` summed over
+    the tiles, then ``G^T dU G`` back to 3x3; the adjoint of the forward's steps."""
+    n, k, h, w = grad.shape
+    c = x.shape[1]
+    x, grad = numpy.ascontiguousarray(x), numpy.ascontiguousarray(grad)
+    tiles = ((h + 1) // 2, (w + 1) // 2)
+    per = tiles[0] * tiles[1]
+    cpad, kpad = _round_up(c, WINOGRAD_BLOCK), _round_up(k, WINOGRAD_BLOCK)
+    it = x.itemsize
+    step = max(1, min(budget // (2 * 16 * (cpad + kpad) * per * it),
+                      WINOGRAD_SLAB // (per * max(cpad, kpad))))
+    m_max = min(step, n)
+    v = _scratch(numpy, "cols", (15 * WINOGRAD_SLAB + m_max * per * cpad,), x.dtype, budget)
+    dm = _scratch(numpy, "flat", (15 * WINOGRAD_SLAB + m_max * per * kpad,), x.dtype, budget)
+    du = numpy.zeros((16, c, k), dtype=x.dtype)
+    for start in range(0, n, step):
+        chunk = slice(start, min(start + step, n))
+        rows = (chunk.stop - start) * per
+        winograd_input(x[chunk], padding, tiles, cpad, v)
+        winograd_grad_output(grad[chunk], tiles, kpad, dm)
+        du += numpy.matmul(
+            numpy.ndarray((16, c, rows), x.dtype, v, 0, (WINOGRAD_SLAB * it, it, cpad * it)),
+            numpy.ndarray((16, rows, k), x.dtype, dm, 0, (WINOGRAD_SLAB * it, kpad * it, it)))
+    g = _WINOGRAD_G.astype(x.dtype)
+    rows_done = (g.T @ du.reshape(4, 4 * c * k)).reshape(3, 4, c * k)  # G^T dU over a
+    out = rows_done.transpose(0, 2, 1) @ g  # [3 (a), c * k, 3 (b)]
+    return numpy.ascontiguousarray(out.reshape(3, c, k, 3).transpose(2, 1, 0, 3))
+
+
 def _conv_into(xp: Any, x: A, weight: A, out: A, stride: Ints, dilation: Ints,
                padding: Ints, groups: int, budget: int, max_plane: int,
                winograd_channels: int) -> None:
@@ -733,6 +771,10 @@ class ArrayModuleOps:
         x, grad = widened(xp, x), widened(xp, grad)
         n, g = x.shape[0], options.groups
         c_out, kernel, out_sp = grad.shape[1], weight.shape[2:], grad.shape[2:]
+        if _winograd_pays(xp, x, weight, out_sp, options.stride, options.dilation, g,
+                          cls.conv_winograd_min_channels):
+            return _weight_grad_winograd(x, grad, options.padding,
+                                         cls.conv_chunk_bytes).astype(dtype, copy=False)
         if _rows_pay(x.shape[1], kernel, options.stride, options.dilation, out_sp, g,
                      cls.conv_rows_max_plane):
             rows = _row_chunks(xp, x, kernel, options.stride, options.dilation,

@@ -276,16 +276,21 @@ def test_max_pool_backward_sums_repeated_indices() -> None:
 
 
 def _winograd_spy(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
-    """Counts calls to ``_conv_winograd``."""
-    ran = {"n": 0}
-    real = module_ops._conv_winograd
+    """Counts calls to the Winograd conv and weight-gradient helpers."""
+    counts = {"_conv_winograd": 0, "_weight_grad_winograd": 0}
 
-    def spy(*args: Any) -> None:
-        ran["n"] += 1
-        real(*args)
+    def spy(name: str) -> Callable[..., Any]:
+        real = getattr(module_ops, name)
 
-    monkeypatch.setattr(module_ops, "_conv_winograd", spy)
-    return ran
+        def wrapped(*args: Any) -> Any:
+            counts[name] += 1
+            return real(*args)
+
+        return wrapped
+
+    for name in counts:
+        monkeypatch.setattr(module_ops, name, spy(name))
+    return counts
 
 
 # (spatial, padding, c_in, c_out, batch): full and partial 16-channel blocks, odd and tiny
@@ -312,8 +317,9 @@ def test_winograd_conv_matches_torch(spatial: tuple[int, int], padding: int, c_i
                                      c_out: int, batch: int, ops: type[Ops], dtype: Any,
                                      monkeypatch: pytest.MonkeyPatch) -> None:
     """3x3 stride-1 convs with 16 channels or more on both sides run as Winograd F(2x2,
-    3x3), forward and x gradient (its conv with the flipped kernel), one chunk or one sample
-    at a time, within float32's rounding of the direct conv."""
+    3x3), forward, x gradient (its conv with the flipped kernel) and weight gradient (in the
+    Winograd domain), one chunk or one sample at a time, within float32's rounding of the
+    direct conv."""
     ran = _winograd_spy(monkeypatch)
     x, w, b, opts = _conv_case((spatial, (3, 3), (1, 1), (padding, padding), (1, 1), c_in,
                                 c_out, batch), dtype)
@@ -324,7 +330,7 @@ def test_winograd_conv_matches_torch(spatial: tuple[int, int], padding: int, c_i
     _, gx, gw, _ = _conv_ref(x, w, b, opts, grad)
     _close(ops.conv_x_backward(x, w, grad, opts), gx, rtol)
     _close(ops.conv_weight_backward(x, w, grad, opts), gw, rtol)
-    assert ran["n"] == 2
+    assert ran == {"_conv_winograd": 2, "_weight_grad_winograd": 1}
 
 
 # (spatial, kernel, stride, padding, dilation, c_in, c_out, groups): each misses one condition.
@@ -360,4 +366,4 @@ def test_winograd_gate_misses_match_torch(case: tuple, dtype: Any,
     _close(Ops.conv(x, w, None, opts), ref, rtol)
     _close(Ops.conv_x_backward(x, w, grad, opts), tx.grad, rtol)
     _close(Ops.conv_weight_backward(x, w, grad, opts), tw.grad, rtol)
-    assert ran["n"] == 0
+    assert ran == {"_conv_winograd": 0, "_weight_grad_winograd": 0}
