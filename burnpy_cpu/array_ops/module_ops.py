@@ -957,9 +957,18 @@ class ArrayModuleOps:
 
     @classmethod
     def adaptive_avg_pool(cls, x: A, output_size: Ints) -> A:
-        """N-d adaptive average pool, one spatial dim at a time (bin sums over bin sizes)."""
+        """N-d adaptive average pool, one spatial dim at a time (bin sums over bin sizes); a
+        global pool (every output size 1) is one matrix-vector product with ones, where a
+        NumPy sum over each short plane costs about 5x more."""
         xp, dtype = cls.xp, x.dtype
         out = widened(xp, x)
+        if all(o == 1 for o in output_size):
+            positions = math.prod(x.shape[2:])
+            if positions:
+                rows = out.reshape(math.prod(x.shape[:2]), positions)
+                total = rows @ xp.ones(positions, dtype=out.dtype)
+                return (total / positions).reshape(*x.shape[:2], *output_size).astype(
+                    dtype, copy=False)
         for axis, o in enumerate(output_size, start=2):
             starts, ends = _adaptive_bins(x.shape[axis], o)
             count = _along(xp, (ends - starts).astype(out.dtype), axis, out.ndim)
@@ -969,9 +978,13 @@ class ArrayModuleOps:
     @classmethod
     def adaptive_avg_pool_backward(cls, x: A, grad: A) -> A:
         """Gradient of ``adaptive_avg_pool``: each input sums the divided grads of the bins
-        containing it (a contiguous run of bins)."""
+        containing it (a contiguous run of bins); of a global pool, its one bin's share."""
         xp, dtype = cls.xp, x.dtype
         out = widened(xp, grad)
+        if all(o == 1 for o in grad.shape[2:]) and math.prod(x.shape[2:]):
+            share = out / math.prod(x.shape[2:])
+            return xp.ascontiguousarray(xp.broadcast_to(share, x.shape)).astype(dtype,
+                                                                                copy=False)
         for axis in range(2, x.ndim):
             size = x.shape[axis]
             starts, ends = _adaptive_bins(size, grad.shape[axis])
