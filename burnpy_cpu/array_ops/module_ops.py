@@ -7,8 +7,11 @@ weight); on small ones (``_rows_pay``) they are channels-last rows (one copy of 
 window view of a channels-last padded input, a matmul with the permuted weight), whose copy
 moves runs of whole kernel rows of channels instead of tiny output rows; stride-1 convs on
 small planes or few output channels take columns of flattened padded planes instead
-(``_flat_chunks``: one contiguous run per channel and tap). Large scratch arrays are reused
-per thread on NumPy (``_scratch``): fresh pages cost more than the copies. Transposed
+(``_flat_chunks``: one contiguous run per channel and tap). 3x3 stride-1 convs with 16
+channels or more run as Winograd F(2x2, 3x3) instead (``_winograd_pays``): forward, x
+gradient (the conv with the flipped kernel) and weight gradient (in the Winograd domain),
+their transforms compiled kernels. Large scratch arrays are reused per thread on NumPy
+(``_scratch``): fresh pages cost more than the copies. Transposed
 convolutions are a matmul followed by a col2im scatter-add over the kernel taps (or, at
 stride 1 with few input channels, the equivalent conv); weight gradients are a matmul against
 the same columns or rows. Max pools copy every window tap into one tap-major buffer and scan
