@@ -319,14 +319,17 @@ def _winograd_input_kernel() -> WinogradInput:
         pad = np.zeros(hp * _ROW, dtype=x.dtype)  # [row, column, channel]; the border stays 0
         y_lo, y_hi = max(0, ph), min(hp, h + ph)
         x_lo, x_hi = max(0, pw), min(2 * tw + 2, w + pw)
+        flat, plane = x.reshape(x.size), h * w
         for n in range(b):
             for cb in range(0, c, _CB):
-                for ch in range(min(_CB, c - cb)):
-                    for yy in range(y_lo, y_hi):
-                        src = x[n, cb + ch, yy - ph, x_lo - pw:]
-                        dst = pad[yy * _ROW + x_lo * _CB + ch:]
-                        for q in range(x_hi - x_lo):
-                            dst[q * _CB] = src[q]
+                lanes = min(_CB, c - cb)
+                for yy in range(y_lo, y_hi):  # channels innermost: 16-lane gathers
+                    row = flat[((n * c + cb) * h + yy - ph) * w:]
+                    for xx in range(x_lo, x_hi):
+                        dst = pad[yy * _ROW + xx * _CB:]
+                        src = row[xx - pw:]
+                        for ch in range(lanes):
+                            dst[ch] = src[ch * plane]
                 for ty in range(th):
                     for tx in range(tw):
                         d = pad[(2 * ty * WINOGRAD_MAX_WIDTH + 2 * tx) * _CB:]
@@ -380,7 +383,8 @@ def winograd_input(x: np.ndarray, padding: tuple[int, ...], tiles: tuple[int, in
     channel ``ch`` go to the 1-d ``v`` (same dtype) at ``j * WINOGRAD_SLAB + p * cpad + ch``
     with ``p = (n * th + ty) * tw + tx``: slab ``j`` is the GEMM operand ``[tiles, c]`` with
     row stride ``cpad`` (``c`` rounded up to ``WINOGRAD_BLOCK``; the columns past ``c`` get
-    zeros). ``2 * tw + 2 <= WINOGRAD_MAX_WIDTH`` and ``b * th * tw * cpad <= WINOGRAD_SLAB``."""
+    zeros). ``x`` is C-contiguous, ``2 * tw + 2 <= WINOGRAD_MAX_WIDTH`` and ``b * th * tw *
+    cpad <= WINOGRAD_SLAB``."""
     _winograd_input_kernel()(x, padding[0], padding[1], tiles[0], tiles[1], cpad, v)
 
 
@@ -446,14 +450,17 @@ def _winograd_grad_output_kernel() -> WinogradGradOutput:
         b, k, h, w = grad.shape
         per = th * tw
         pad = np.zeros(2 * th * _ROW, dtype=grad.dtype)  # past odd h or w it stays 0
+        flat, plane = grad.reshape(grad.size), h * w
         for n in range(b):
             for kb in range(0, k, _CB):
-                for ch in range(min(_CB, k - kb)):
-                    for y in range(h):
-                        src = grad[n, kb + ch, y]
-                        dst = pad[y * _ROW + ch:]
-                        for q in range(w):
-                            dst[q * _CB] = src[q]
+                lanes = min(_CB, k - kb)
+                for y in range(h):  # channels innermost: 16-lane gathers
+                    row = flat[((n * k + kb) * h + y) * w:]
+                    for q in range(w):
+                        dst = pad[y * _ROW + q * _CB:]
+                        src = row[q:]
+                        for ch in range(lanes):
+                            dst[ch] = src[ch * plane]
                 for ty in range(th):
                     for tx in range(tw):
                         d = pad[(2 * ty * WINOGRAD_MAX_WIDTH + 2 * tx) * _CB:]
@@ -485,10 +492,10 @@ def _winograd_grad_output_kernel() -> WinogradGradOutput:
 
 def winograd_grad_output(grad: np.ndarray, tiles: tuple[int, int], kpad: int,
                          m: np.ndarray) -> None:
-    """Adjoint of ``winograd_output``: each 2x2 block of the 2-d ``grad [b, k, h, w]`` (zero
-    past odd ``h`` or ``w``), block ``(ty, tx)`` at ``(2 ty, 2 tx)``, becomes the 4x4 ``A dy
-    A^T`` in the 1-d ``m``, laid out as ``winograd_input``'s ``v`` with row stride ``kpad``:
-    the output-side operand of a Winograd weight gradient."""
+    """Adjoint of ``winograd_output``: each 2x2 block of the 2-d C-contiguous ``grad [b, k,
+    h, w]`` (zero past odd ``h`` or ``w``), block ``(ty, tx)`` at ``(2 ty, 2 tx)``, becomes
+    the 4x4 ``A dy A^T`` in the 1-d ``m``, laid out as ``winograd_input``'s ``v`` with row
+    stride ``kpad``: the output-side operand of a Winograd weight gradient."""
     _winograd_grad_output_kernel()(grad, tiles[0], tiles[1], kpad, m)
 
 
