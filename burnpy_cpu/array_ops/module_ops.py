@@ -452,9 +452,10 @@ def _winograd_pays(xp: Any, x: A, weight: A, out_sp: Ints, stride: Ints, dilatio
     stride-1 undilated 3x3 conv on NumPy float32/float64 with at least ``min_channels`` input
     and output channels and an output plane of 16 positions or more, whose tiles fit the
     transforms' scratch (``WINOGRAD_MAX_WIDTH``, ``WINOGRAD_SLAB``); on thinner or smaller
-    convs the transforms cost more than the multiplies they save. Measured (float32, against
-    the im2col paths): 0.6x the time at 32x16x16x16 to 16 channels, 0.7x at 32x32x8x8 to
-    32, 0.6x at 32x64x4x4 to 64, 0.8x at 64x32x28x28 to 64."""
+    convs the transforms cost more than the multiplies they save. Measured (float32, one
+    thread, forward against the im2col paths): 0.66x the time at 32x16x16x16 to 16 channels,
+    0.75x at 32x32x8x8 to 32, 0.73x at 32x64x4x4 to 64, 0.9x at 32x16x4x4 to 32; weight
+    gradients 0.65x, 0.6x, 0.75x, 0.8x."""
     if not (xp is numpy and x.ndim == 4 and tuple(weight.shape[2:]) == (3, 3)
             and groups == 1 and tuple(stride) == (1, 1) and tuple(dilation) == (1, 1)
             and x.dtype in COMPILED_FLOATS and weight.dtype == x.dtype
