@@ -466,36 +466,53 @@ def _winograd_pays(xp: Any, x: A, weight: A, out_sp: Ints, stride: Ints, dilatio
     return 2 * tw + 2 <= WINOGRAD_MAX_WIDTH and th * tw * widest <= WINOGRAD_SLAB
 
 
+def _winograd_slabs(dtype: Any, n: int, channels: tuple[int, int], per: int,
+                    budget: int) -> tuple[int, Host, Host]:
+    """Samples per batch chunk of a Winograd conv with ``channels = (c, k)`` and ``per`` tiles
+    a sample, and its two 1-d slab buffers (x's side, row stride ``c`` rounded up to
+    ``WINOGRAD_BLOCK``; the output's, ``k`` rounded up): a chunk's 16 slabs of both take about
+    ``budget / 2`` bytes, so they stay in cache between the transforms and the GEMMs, and
+    each slab fits ``WINOGRAD_SLAB``."""
+    cpad, kpad = (_round_up(ch, WINOGRAD_BLOCK) for ch in channels)
+    step = max(1, min(budget // (2 * 16 * (cpad + kpad) * per * numpy.dtype(dtype).itemsize),
+                      WINOGRAD_SLAB // (per * max(cpad, kpad))))
+    rows = min(step, n) * per
+    return (step,
+            _scratch(numpy, "cols", (15 * WINOGRAD_SLAB + rows * cpad,), dtype, budget),
+            _scratch(numpy, "flat", (15 * WINOGRAD_SLAB + rows * kpad,), dtype, budget))
+
+
+def _slab_view(buf: Host, rows: int, cols: int, transposed: bool = False) -> Host:
+    """The 16 slabs of a ``_winograd_slabs`` buffer as ``[16, rows, cols]`` (row stride
+    ``cols`` rounded up to ``WINOGRAD_BLOCK``), or as ``[16, cols, rows]`` if
+    ``transposed``; a view, writable."""
+    it = buf.itemsize
+    strides = (WINOGRAD_SLAB * it, _round_up(cols, WINOGRAD_BLOCK) * it, it)
+    if transposed:
+        return numpy.ndarray((16, cols, rows), buf.dtype, buf, 0,
+                             (strides[0], strides[2], strides[1]))
+    return numpy.ndarray((16, rows, cols), buf.dtype, buf, 0, strides)
+
+
 def _conv_winograd(x: A, weight: A, out: A, padding: Ints, budget: int) -> None:
     """Winograd F(2x2, 3x3) conv of ``x`` into ``out [n, k, h, w]``: per batch chunk, the
     4x4 input tiles (stride 2) transformed (``winograd_input``), 16 batched GEMMs ``V [16,
     tiles, c] @ U [16, c, k]`` with the transformed weight (``winograd_weight``), and 2x2
     output blocks transformed back (``winograd_output``); 2.25x fewer multiplies than
-    im2col. The chunk's 16 slabs (about ``budget / 2`` bytes in all) stay in cache between
-    the three steps."""
+    im2col."""
     n, k, h, w = out.shape
     c = x.shape[1]
     x = numpy.ascontiguousarray(x)
     tiles = ((h + 1) // 2, (w + 1) // 2)
     per = tiles[0] * tiles[1]
-    cpad, kpad = _round_up(c, WINOGRAD_BLOCK), _round_up(k, WINOGRAD_BLOCK)
     u = winograd_weight(weight)
-    it = x.itemsize
-    step = max(1, min(budget // (2 * 16 * (cpad + kpad) * per * it),
-                      WINOGRAD_SLAB // (per * max(cpad, kpad))))
-    m_max = min(step, n)
-    v = _scratch(numpy, "cols", (15 * WINOGRAD_SLAB + m_max * per * cpad,), x.dtype, budget)
-    prod = _scratch(numpy, "flat", (15 * WINOGRAD_SLAB + m_max * per * kpad,), x.dtype,
-                    budget)
+    step, v, prod = _winograd_slabs(x.dtype, n, (c, k), per, budget)
     for start in range(0, n, step):
         chunk = slice(start, min(start + step, n))
         rows = (chunk.stop - start) * per
-        winograd_input(x[chunk], padding, tiles, cpad, v)
-        numpy.matmul(numpy.ndarray((16, rows, c), x.dtype, v, 0,
-                                   (WINOGRAD_SLAB * it, cpad * it, it)), u,
-                     out=numpy.ndarray((16, rows, k), x.dtype, prod, 0,
-                                       (WINOGRAD_SLAB * it, kpad * it, it)))
-        winograd_output(prod, kpad, tiles, out[chunk])
+        winograd_input(x[chunk], padding, tiles, _round_up(c, WINOGRAD_BLOCK), v)
+        numpy.matmul(_slab_view(v, rows, c), u, out=_slab_view(prod, rows, k))
+        winograd_output(prod, _round_up(k, WINOGRAD_BLOCK), tiles, out[chunk])
 
 
 #: Winograd F(2x2, 3x3) weight transform ``G``: ``G g G^T`` is a 3x3 kernel's 4x4 image.
@@ -513,26 +530,18 @@ def _weight_grad_winograd(x: A, grad: A, padding: Ints, budget: int) -> A:
     x, grad = numpy.ascontiguousarray(x), numpy.ascontiguousarray(grad)
     tiles = ((h + 1) // 2, (w + 1) // 2)
     per = tiles[0] * tiles[1]
-    cpad, kpad = _round_up(c, WINOGRAD_BLOCK), _round_up(k, WINOGRAD_BLOCK)
-    it = x.itemsize
-    step = max(1, min(budget // (2 * 16 * (cpad + kpad) * per * it),
-                      WINOGRAD_SLAB // (per * max(cpad, kpad))))
-    m_max = min(step, n)
-    v = _scratch(numpy, "cols", (15 * WINOGRAD_SLAB + m_max * per * cpad,), x.dtype, budget)
-    dm = _scratch(numpy, "flat", (15 * WINOGRAD_SLAB + m_max * per * kpad,), x.dtype, budget)
+    step, v, dm = _winograd_slabs(x.dtype, n, (c, k), per, budget)
     du = numpy.zeros((16, c, k), dtype=x.dtype)
     for start in range(0, n, step):
         chunk = slice(start, min(start + step, n))
         rows = (chunk.stop - start) * per
-        winograd_input(x[chunk], padding, tiles, cpad, v)
-        winograd_grad_output(grad[chunk], tiles, kpad, dm)
-        du += numpy.matmul(
-            numpy.ndarray((16, c, rows), x.dtype, v, 0, (WINOGRAD_SLAB * it, it, cpad * it)),
-            numpy.ndarray((16, rows, k), x.dtype, dm, 0, (WINOGRAD_SLAB * it, kpad * it, it)))
+        winograd_input(x[chunk], padding, tiles, _round_up(c, WINOGRAD_BLOCK), v)
+        winograd_grad_output(grad[chunk], tiles, _round_up(k, WINOGRAD_BLOCK), dm)
+        du += numpy.matmul(_slab_view(v, rows, c, transposed=True), _slab_view(dm, rows, k))
     g = _WINOGRAD_G.astype(x.dtype)
-    rows_done = (g.T @ du.reshape(4, 4 * c * k)).reshape(3, 4, c * k)  # G^T dU over a
-    out = rows_done.transpose(0, 2, 1) @ g  # [3 (a), c * k, 3 (b)]
-    return numpy.ascontiguousarray(out.reshape(3, c, k, 3).transpose(2, 1, 0, 3))
+    left = (g.T @ du.reshape(4, 4 * c * k)).reshape(3, 4, c * k)  # G^T dU: [i, b, (c, k)]
+    both = left.transpose(0, 2, 1) @ g  # (G^T dU) G: [i, (c, k), j]
+    return numpy.ascontiguousarray(both.reshape(3, c, k, 3).transpose(2, 1, 0, 3))
 
 
 def _conv_into(xp: Any, x: A, weight: A, out: A, stride: Ints, dilation: Ints,
