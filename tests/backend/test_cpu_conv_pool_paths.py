@@ -301,7 +301,7 @@ WINOGRAD_CASES = [
     ((16, 21), 1, 32, 32, 1),
     ((18, 16), 2, 32, 32, 3),
     ((16, 16), 1, 16, 16, 3),  # the ResNet's first stage
-    ((4, 4), 1, 64, 64, 5),  # its last stage
+    ((4, 4), 1, 64, 64, 16),  # its last stage
     ((7, 5), 1, 24, 40, 2),  # partial channel blocks on both sides
     ((5, 9), 0, 17, 16, 2),
     ((6, 64), 1, 20, 16, 1),
@@ -330,7 +330,8 @@ def test_winograd_conv_matches_torch(spatial: tuple[int, int], padding: int, c_i
     _, gx, gw, _ = _conv_ref(x, w, b, opts, grad)
     _close(ops.conv_x_backward(x, w, grad, opts), gx, rtol)
     _close(ops.conv_weight_backward(x, w, grad, opts), gw, rtol)
-    assert ran == {"_conv_winograd": 2, "_weight_grad_winograd": 1}
+    # (an empty batch has no tiles for the weight gradient's GEMMs: it takes the rows)
+    assert ran == {"_conv_winograd": 2, "_weight_grad_winograd": int(batch > 0)}
 
 
 # (spatial, kernel, stride, padding, dilation, c_in, c_out, groups): each misses one condition.
@@ -344,6 +345,21 @@ WINOGRAD_MISSES = [
     ((3, 3), (3, 3), (1, 1), (1, 1), (1, 1), 32, 32, 1),  # a plane under 16 outputs
     ((4, 66), (3, 3), (1, 1), (1, 1), (1, 1), 16, 16, 1),  # wider than the scratch rows
 ]
+
+
+def test_winograd_weight_gradient_needs_enough_tiles(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With fewer tiles than half the channels, the forward and x gradient still run as
+    Winograd but the weight gradient takes the im2col rows; all three are torch's."""
+    ran = _winograd_spy(monkeypatch)
+    x, w, b, opts = _conv_case(((4, 4), (3, 3), (1, 1), (1, 1), (1, 1), 64, 48, 2),
+                               numpy.float64)
+    ref = _conv_ref(x, w, b, opts)[0]
+    grad = numpy.random.default_rng(5).standard_normal(tuple(ref.shape))
+    _, gx, gw, _ = _conv_ref(x, w, b, opts, grad)
+    _close(Ops.conv(x, w, b, opts), ref, TOL[numpy.float64])
+    _close(Ops.conv_x_backward(x, w, grad, opts), gx, TOL[numpy.float64])
+    _close(Ops.conv_weight_backward(x, w, grad, opts), gw, TOL[numpy.float64])
+    assert ran == {"_conv_winograd": 2, "_weight_grad_winograd": 0}
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
