@@ -790,7 +790,7 @@ class ArrayModuleOps:
         """Gradient of ``conv`` in ``weight``: per group, ``grad @ im2col(x).T`` summed over
         the batch."""
         xp, dtype = cls.xp, weight.dtype
-        x, grad = widened(xp, x), widened(xp, grad)
+        x, grad, weight = widened(xp, x), widened(xp, grad), widened(xp, weight)
         n, g = x.shape[0], options.groups
         c_out, kernel, out_sp = grad.shape[1], weight.shape[2:], grad.shape[2:]
         if _winograd_pays(xp, x, weight, out_sp, options.stride, options.dilation, g,

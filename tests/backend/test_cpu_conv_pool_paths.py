@@ -347,6 +347,24 @@ WINOGRAD_MISSES = [
 ]
 
 
+def test_winograd_keeps_16_bit_dtypes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """16-bit inputs are widened to float32 for the Winograd path and narrowed back."""
+    ran = _winograd_spy(monkeypatch)
+    x, w, b, opts = _conv_case(((6, 6), (3, 3), (1, 1), (1, 1), (1, 1), 16, 16, 4),
+                               numpy.float32)
+    grad = numpy.random.default_rng(2).standard_normal((4, 16, 6, 6)).astype(numpy.float32)
+    want = [ColsOps.conv(x, w, b, opts), ColsOps.conv_weight_backward(x, w, grad, opts)]
+    for low in (numpy.dtype(numpy.float16), numpy.dtype("bfloat16")):
+        xl, wl, bl, gl = (a.astype(low) for a in (x, w, b, grad))
+        for got, ref in zip([Ops.conv(xl, wl, bl, opts),
+                             Ops.conv_weight_backward(xl, wl, gl, opts)], want, strict=True):
+            assert got.dtype == low
+            scale = float(numpy.abs(ref).max())
+            numpy.testing.assert_allclose(got.astype(numpy.float32), ref, rtol=0.05,
+                                          atol=0.02 * scale)
+    assert ran == {"_conv_winograd": 2, "_weight_grad_winograd": 2}
+
+
 def test_winograd_weight_gradient_needs_enough_tiles(monkeypatch: pytest.MonkeyPatch) -> None:
     """With fewer tiles than half the channels, the forward and x gradient still run as
     Winograd but the weight gradient takes the im2col rows; all three are torch's."""
