@@ -383,8 +383,8 @@ def winograd_input(x: np.ndarray, padding: tuple[int, ...], tiles: tuple[int, in
     channel ``ch`` go to the 1-d ``v`` (same dtype) at ``j * WINOGRAD_SLAB + p * cpad + ch``
     with ``p = (n * th + ty) * tw + tx``: slab ``j`` is the GEMM operand ``[tiles, c]`` with
     row stride ``cpad`` (``c`` rounded up to ``WINOGRAD_BLOCK``; the columns past ``c`` get
-    values the GEMM never reads). ``x`` is C-contiguous, ``2 * tw + 2 <= WINOGRAD_MAX_WIDTH`` and ``b * th * tw *
-    cpad <= WINOGRAD_SLAB``."""
+    values the GEMM never reads). ``x`` is C-contiguous, ``2 * tw + 2 <=
+    WINOGRAD_MAX_WIDTH`` and ``b * th * tw * cpad <= WINOGRAD_SLAB``."""
     _winograd_input_kernel()(x, padding[0], padding[1], tiles[0], tiles[1], cpad, v)
 
 
