@@ -7,8 +7,11 @@ weight); on small ones (``_rows_pay``) they are channels-last rows (one copy of 
 window view of a channels-last padded input, a matmul with the permuted weight), whose copy
 moves runs of whole kernel rows of channels instead of tiny output rows; stride-1 convs on
 small planes or few output channels take columns of flattened padded planes instead
-(``_flat_chunks``: one contiguous run per channel and tap). Large scratch arrays are reused
-per thread on NumPy (``_scratch``): fresh pages cost more than the copies. Transposed
+(``_flat_chunks``: one contiguous run per channel and tap). 3x3 stride-1 convs with 16
+channels or more run as Winograd F(2x2, 3x3) instead (``_winograd_pays``): forward, x
+gradient (the conv with the flipped kernel) and weight gradient (in the Winograd domain),
+their transforms compiled kernels. Large scratch arrays are reused per thread on NumPy
+(``_scratch``): fresh pages cost more than the copies. Transposed
 convolutions are a matmul followed by a col2im scatter-add over the kernel taps (or, at
 stride 1 with few input channels, the equivalent conv); weight gradients are a matmul against
 the same columns or rows. Max pools copy every window tap into one tap-major buffer and scan
@@ -42,10 +45,15 @@ from burnpy.backend.ops.module_ops import (
 from burnpy_cpu.array_ops._shared import widened
 from burnpy_cpu.numba_kernels import (
     COMPILED_FLOATS,
+    WINOGRAD_BLOCK,
+    WINOGRAD_MAX_WIDTH,
+    WINOGRAD_SLAB,
     col2im,
     plane_scatter_add,
+    winograd_grad_output,
     winograd_input,
     winograd_output,
+    winograd_weight,
 )
 
 A = Any  # an ``xp.ndarray``
@@ -433,51 +441,116 @@ def _conv_flat(xp: Any, x: A, weight: A, out: A, dilation: Ints, padding: Ints, 
         out[chunk] = xp.matmul(w, cols).reshape(chunk.stop - chunk.start, c_out, *grid)[crop]
 
 
+def _round_up(n: int, block: int) -> int:
+    """``n`` rounded up to a multiple of ``block``."""
+    return -(-n // block) * block
+
+
+def _winograd_pays(xp: Any, x: A, weight: A, out_sp: Ints, stride: Ints, dilation: Ints,
+                   groups: int, min_channels: int) -> bool:
+    """Whether a conv runs as Winograd F(2x2, 3x3) (``_conv_winograd``): a one-group 2-d
+    stride-1 undilated 3x3 conv on NumPy float32/float64 with at least ``min_channels`` input
+    and output channels and an output plane of 16 positions or more, whose tiles fit the
+    transforms' scratch (``WINOGRAD_MAX_WIDTH``, ``WINOGRAD_SLAB``); on thinner or smaller
+    convs the transforms cost more than the multiplies they save. Measured (float32, one
+    thread, forward against the im2col paths): 0.66x the time at 32x16x16x16 to 16 channels,
+    0.75x at 32x32x8x8 to 32, 0.73x at 32x64x4x4 to 64, 0.9x at 32x16x4x4 to 32; weight
+    gradients 0.65x, 0.6x, 0.75x, 0.8x."""
+    if not (xp is numpy and x.ndim == 4 and tuple(weight.shape[2:]) == (3, 3)
+            and groups == 1 and tuple(stride) == (1, 1) and tuple(dilation) == (1, 1)
+            and x.dtype in COMPILED_FLOATS and weight.dtype == x.dtype
+            and min(weight.shape[:2]) >= min_channels and out_sp[0] * out_sp[1] >= 16):
+        return False
+    th, tw = (out_sp[0] + 1) // 2, (out_sp[1] + 1) // 2
+    widest = _round_up(max(weight.shape[:2]), WINOGRAD_BLOCK)
+    return 2 * tw + 2 <= WINOGRAD_MAX_WIDTH and th * tw * widest <= WINOGRAD_SLAB
+
+
+def _winograd_slabs(dtype: Any, n: int, channels: tuple[int, int], per: int,
+                    budget: int) -> tuple[int, Host, Host]:
+    """Samples per batch chunk of a Winograd conv with ``channels = (c, k)`` and ``per`` tiles
+    a sample, and its two 1-d slab buffers (x's side, row stride ``c`` rounded up to
+    ``WINOGRAD_BLOCK``; the output's, ``k`` rounded up): a chunk's 16 slabs of both take about
+    ``budget`` bytes, so they stay in cache between the transforms and the GEMMs (half that
+    measured 4% slower at 32x16x16x16), and each slab fits ``WINOGRAD_SLAB``."""
+    cpad, kpad = (_round_up(ch, WINOGRAD_BLOCK) for ch in channels)
+    step = max(1, min(budget // (16 * (cpad + kpad) * per * numpy.dtype(dtype).itemsize),
+                      WINOGRAD_SLAB // (per * max(cpad, kpad))))
+    rows = min(step, n) * per
+    return (step,
+            _scratch(numpy, "cols", (15 * WINOGRAD_SLAB + rows * cpad,), dtype, budget),
+            _scratch(numpy, "flat", (15 * WINOGRAD_SLAB + rows * kpad,), dtype, budget))
+
+
+def _slab_view(buf: Host, rows: int, cols: int, transposed: bool = False) -> Host:
+    """The 16 slabs of a ``_winograd_slabs`` buffer as ``[16, rows, cols]`` (row stride
+    ``cols`` rounded up to ``WINOGRAD_BLOCK``), or as ``[16, cols, rows]`` if
+    ``transposed``; a view, writable."""
+    it = buf.itemsize
+    strides = (WINOGRAD_SLAB * it, _round_up(cols, WINOGRAD_BLOCK) * it, it)
+    if transposed:
+        return numpy.ndarray((16, cols, rows), buf.dtype, buf, 0,
+                             (strides[0], strides[2], strides[1]))
+    return numpy.ndarray((16, rows, cols), buf.dtype, buf, 0, strides)
+
+
+def _conv_winograd(x: A, weight: A, out: A, padding: Ints, budget: int) -> None:
+    """Winograd F(2x2, 3x3) conv of ``x`` into ``out [n, k, h, w]``: per batch chunk, the
+    4x4 input tiles (stride 2) transformed (``winograd_input``), 16 batched GEMMs ``V [16,
+    tiles, c] @ U [16, c, k]`` with the transformed weight (``winograd_weight``), and 2x2
+    output blocks transformed back (``winograd_output``); 2.25x fewer multiplies than
+    im2col."""
+    n, k, h, w = out.shape
+    c = x.shape[1]
+    x = numpy.ascontiguousarray(x)
+    tiles = ((h + 1) // 2, (w + 1) // 2)
+    per = tiles[0] * tiles[1]
+    u = winograd_weight(weight)
+    step, v, prod = _winograd_slabs(x.dtype, n, (c, k), per, budget)
+    for start in range(0, n, step):
+        chunk = slice(start, min(start + step, n))
+        rows = (chunk.stop - start) * per
+        winograd_input(x[chunk], padding, tiles, _round_up(c, WINOGRAD_BLOCK), v)
+        numpy.matmul(_slab_view(v, rows, c), u, out=_slab_view(prod, rows, k))
+        winograd_output(prod, _round_up(k, WINOGRAD_BLOCK), tiles, out[chunk])
+
+
 #: Winograd F(2x2, 3x3) weight transform ``G``: ``G g G^T`` is a 3x3 kernel's 4x4 image.
 _WINOGRAD_G = numpy.array([[1.0, 0.0, 0.0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5],
                            [0.0, 0.0, 1.0]])
 
 
-def _winograd_pays(xp: Any, x: A, weight: A, stride: Ints, dilation: Ints, groups: int,
-                   min_channels: int) -> bool:
-    """Whether a conv runs as Winograd F(2x2, 3x3) (``_conv_winograd``): a one-group 2-d
-    stride-1 undilated 3x3 conv on NumPy float32/float64 with at least ``min_channels``
-    output channels, at least 16 input channels and planes of 256 positions or more; on
-    thinner or smaller convs its transforms cost more than the multiplies it saves.
-    Measured (float32): 0.77x the time at 64x32x28x28 to 64 channels, 0.87x at 32x16x16x16
-    to 32; 1.2x at 32x16x16x16 to 16, 2x on 4x4 planes."""
-    return (xp is numpy and x.ndim == 4 and tuple(weight.shape[2:]) == (3, 3)
-            and groups == 1 and tuple(stride) == (1, 1) and tuple(dilation) == (1, 1)
-            and x.dtype in COMPILED_FLOATS and weight.dtype == x.dtype
-            and weight.shape[0] >= min_channels and x.shape[1] >= 16
-            and x.shape[2] * x.shape[3] >= 256)
+def _winograd_grad_pays(n: int, out_sp: Ints, channels: Ints) -> bool:
+    """Whether a weight gradient that ``_winograd_pays`` admits runs in the Winograd domain
+    too: its 16 GEMMs have the batch's tiles as their inner dimension and ``[c, k]``
+    products, so with fewer tiles than half the wider channel count they are mostly output
+    (measured: 1.6x slower at 2x256x4x4 to 256 channels, even at 4x128x8x8 to 128)."""
+    tiles = n * ((out_sp[0] + 1) // 2) * ((out_sp[1] + 1) // 2)
+    return 2 * tiles >= max(channels)
 
 
-def _conv_winograd(x: A, weight: A, out: A, padding: Ints, budget: int) -> None:
-    """Winograd F(2x2, 3x3) conv of ``x`` into ``out [n, k, h, w]``: per batch chunk, the
-    4x4 input tiles (stride 2) transformed (``winograd_input``), 16 batched GEMMs ``U [16,
-    k, c] @ V [16, c, tiles]`` with the transformed weight ``U = G g G^T``, and 2x2 output
-    blocks transformed back (``winograd_output``); 2.25x fewer multiplies than im2col."""
-    n, k, h, w = out.shape
+def _weight_grad_winograd(x: A, grad: A, padding: Ints, budget: int) -> A:
+    """Weight gradient ``[k, c, 3, 3]`` of a conv that ``_conv_winograd`` runs, in the
+    Winograd domain: per batch chunk, ``V`` of x's tiles (``winograd_input``) and ``A dy
+    A^T`` of grad's 2x2 blocks (``winograd_grad_output``), 16 GEMMs ``V^T @ dM`` summed over
+    the tiles, then ``G^T dU G`` back to 3x3; the adjoint of the forward's steps."""
+    n, k, h, w = grad.shape
     c = x.shape[1]
+    x, grad = numpy.ascontiguousarray(x), numpy.ascontiguousarray(grad)
     tiles = ((h + 1) // 2, (w + 1) // 2)
     per = tiles[0] * tiles[1]
+    step, v, dm = _winograd_slabs(x.dtype, n, (c, k), per, budget)
+    du = numpy.zeros((16, c, k), dtype=x.dtype)
+    for start in range(0, n, step):
+        chunk = slice(start, min(start + step, n))
+        rows = (chunk.stop - start) * per
+        winograd_input(x[chunk], padding, tiles, _round_up(c, WINOGRAD_BLOCK), v)
+        winograd_grad_output(grad[chunk], tiles, _round_up(k, WINOGRAD_BLOCK), dm)
+        du += numpy.matmul(_slab_view(v, rows, c, transposed=True), _slab_view(dm, rows, k))
     g = _WINOGRAD_G.astype(x.dtype)
-    u = numpy.ascontiguousarray((g @ weight @ g.T).transpose(2, 3, 0, 1).reshape(16, k, c))
-    for chunk in _batch_chunks(n, 16 * (c + k) * per * x.itemsize, budget // 4):
-        m = chunk.stop - chunk.start
-        v = _skewed(_scratch(numpy, "cols", (16, c * m * per + 16), x.dtype, budget), c)
-        winograd_input(x[chunk], padding, tiles, v)
-        prod = _skewed(_scratch(numpy, "flat", (16, k * m * per + 16), x.dtype, budget), k)
-        numpy.matmul(u, v, out=prod)
-        winograd_output(prod, tiles, out[chunk])
-
-
-def _skewed(buf: Host, rows: int) -> Host:
-    """``buf [16, rows * cols + 16]`` as ``[16, rows, cols]``: the 16 slabs 64 bytes or more
-    off a multiple of 4 KiB apart, so a kernel touching all 16 at one position does not
-    thrash one L1 cache set (a 32x16x16x16 input transform ran 6x slower without it)."""
-    return buf[:, :buf.shape[1] - 16].reshape(16, rows, -1)
+    left = (g.T @ du.reshape(4, 4 * c * k)).reshape(3, 4, c * k)  # G^T dU: [i, b, (c, k)]
+    both = left.transpose(0, 2, 1) @ g  # (G^T dU) G: [i, (c, k), j]
+    return numpy.ascontiguousarray(both.reshape(3, c, k, 3).transpose(2, 1, 0, 3))
 
 
 def _conv_into(xp: Any, x: A, weight: A, out: A, stride: Ints, dilation: Ints,
@@ -485,7 +558,8 @@ def _conv_into(xp: Any, x: A, weight: A, out: A, stride: Ints, dilation: Ints,
                winograd_channels: int) -> None:
     """Conv of ``x`` into a fresh ``out``: as Winograd F(2x2, 3x3) where ``_winograd_pays``,
     on channels-last rows where ``_rows_pay``, else on ``_im2col`` columns."""
-    if _winograd_pays(xp, x, weight, stride, dilation, groups, winograd_channels):
+    if _winograd_pays(xp, x, weight, out.shape[2:], stride, dilation, groups,
+                      winograd_channels):
         _conv_winograd(x, weight, out, padding, budget)
     elif _rows_pay(x.shape[1], weight.shape[2:], stride, dilation, out.shape[2:], groups,
                  max_plane):
@@ -684,14 +758,14 @@ class ArrayModuleOps:
     still in cache instead of streaming a batch-sized matrix through memory; a device backend
     raises the budget to run the whole batch at once. Convolutions with output planes of at
     most ``conv_rows_max_plane`` positions may use the channels-last rows (see ``_rows_pay``);
-    3x3 stride-1 ones with ``conv_winograd_min_channels`` outputs or more may run as Winograd
-    F(2x2, 3x3) (see ``_winograd_pays``).
+    3x3 stride-1 ones with ``conv_winograd_min_channels`` input and output channels or more
+    may run as Winograd F(2x2, 3x3) (see ``_winograd_pays``).
     """
 
     xp: ClassVar[Any]
     conv_chunk_bytes: ClassVar[int] = 1 << 21
     conv_rows_max_plane: ClassVar[int] = 196
-    conv_winograd_min_channels: ClassVar[int] = 32
+    conv_winograd_min_channels: ClassVar[int] = 16
 
     # ---- convolution --------------------------------------------------------------------------
     @classmethod
@@ -716,9 +790,14 @@ class ArrayModuleOps:
         """Gradient of ``conv`` in ``weight``: per group, ``grad @ im2col(x).T`` summed over
         the batch."""
         xp, dtype = cls.xp, weight.dtype
-        x, grad = widened(xp, x), widened(xp, grad)
+        x, grad, weight = widened(xp, x), widened(xp, grad), widened(xp, weight)
         n, g = x.shape[0], options.groups
         c_out, kernel, out_sp = grad.shape[1], weight.shape[2:], grad.shape[2:]
+        if _winograd_pays(xp, x, weight, out_sp, options.stride, options.dilation, g,
+                          cls.conv_winograd_min_channels) and _winograd_grad_pays(
+                              n, out_sp, weight.shape[:2]):
+            return _weight_grad_winograd(x, grad, options.padding,
+                                         cls.conv_chunk_bytes).astype(dtype, copy=False)
         if _rows_pay(x.shape[1], kernel, options.stride, options.dilation, out_sp, g,
                      cls.conv_rows_max_plane):
             rows = _row_chunks(xp, x, kernel, options.stride, options.dilation,
@@ -762,7 +841,8 @@ class ArrayModuleOps:
         and no more input than output channels per group (depthwise, say), or up to 4x more
         on planes small enough for the rows layout (``_rows_pay``), it is computed as the
         equivalent conv instead: the kernel flipped, its channel roles swapped, and
-        ``(k - 1) * dilation - padding`` of padding."""
+        ``(k - 1) * dilation - padding`` of padding; so is one that runs as Winograd
+        (``_winograd_pays``), whatever its channels."""
         xp, dtype = cls.xp, x.dtype
         x, weight = widened(xp, x), widened(xp, weight)
         n, c_in = x.shape[:2]
@@ -776,8 +856,12 @@ class ArrayModuleOps:
                         for k, d, p in zip(kernel, options.dilation, options.padding, strict=True))
         out = xp.empty((n, g * c_out_g, *out_sp), dtype=x.dtype)
         ones = (1,) * nd
+        # (the Winograd gate is symmetric in the channel roles, so ``weight`` stands in for
+        # the equivalent conv's)
         conv_pays = c_in_g <= c_out_g or (c_in_g <= 4 * c_out_g and _rows_pay(
-            c_in, kernel, ones, options.dilation, out_sp, g, cls.conv_rows_max_plane))
+            c_in, kernel, ones, options.dilation, out_sp, g, cls.conv_rows_max_plane)
+        ) or _winograd_pays(xp, x, weight, out_sp, ones, options.dilation, g,
+                            cls.conv_winograd_min_channels)
         if all(s == 1 for s in options.stride) and min(as_conv) >= 0 and conv_pays:
             flipped = xp.flip(weight, axis=tuple(range(2, 2 + nd)))
             w = flipped.reshape(g, c_in_g, c_out_g, *kernel).swapaxes(1, 2)
@@ -896,9 +980,18 @@ class ArrayModuleOps:
 
     @classmethod
     def adaptive_avg_pool(cls, x: A, output_size: Ints) -> A:
-        """N-d adaptive average pool, one spatial dim at a time (bin sums over bin sizes)."""
+        """N-d adaptive average pool, one spatial dim at a time (bin sums over bin sizes); a
+        global pool (every output size 1) is one matrix-vector product with ones, where a
+        NumPy sum over each short plane costs about 5x more."""
         xp, dtype = cls.xp, x.dtype
         out = widened(xp, x)
+        if all(o == 1 for o in output_size):
+            positions = math.prod(x.shape[2:])
+            if positions:
+                rows = out.reshape(math.prod(x.shape[:2]), positions)
+                total = rows @ xp.ones(positions, dtype=out.dtype)
+                return (total / positions).reshape(*x.shape[:2], *output_size).astype(
+                    dtype, copy=False)
         for axis, o in enumerate(output_size, start=2):
             starts, ends = _adaptive_bins(x.shape[axis], o)
             count = _along(xp, (ends - starts).astype(out.dtype), axis, out.ndim)
@@ -908,9 +1001,13 @@ class ArrayModuleOps:
     @classmethod
     def adaptive_avg_pool_backward(cls, x: A, grad: A) -> A:
         """Gradient of ``adaptive_avg_pool``: each input sums the divided grads of the bins
-        containing it (a contiguous run of bins)."""
+        containing it (a contiguous run of bins); of a global pool, its one bin's share."""
         xp, dtype = cls.xp, x.dtype
         out = widened(xp, grad)
+        if all(o == 1 for o in grad.shape[2:]) and math.prod(x.shape[2:]):
+            share = out / math.prod(x.shape[2:])
+            return xp.ascontiguousarray(xp.broadcast_to(share, x.shape)).astype(dtype,
+                                                                                copy=False)
         for axis in range(2, x.ndim):
             size = x.shape[axis]
             starts, ends = _adaptive_bins(size, grad.shape[axis])

@@ -32,10 +32,13 @@ def test_consecutive_convs_of_other_shapes_do_not_see_stale_scratch() -> None:
     still matches torch, padding included."""
     rng = np.random.default_rng(0)
     opts = ConvOptions((1, 1), (1, 1), (1, 1), 1)
-    for n, c, size in [(8, 16, 16), (2, 3, 5), (8, 16, 16), (3, 4, 7)]:
+    # (batch, channels in, plane, channels out): the 16-channel ones run as Winograd, whose
+    # slabs hold padding lanes past a partial 16-channel block
+    for n, c, size, k in [(8, 16, 16, 4), (2, 3, 5, 4), (8, 16, 16, 4), (3, 4, 7, 4),
+                          (8, 16, 16, 16), (2, 24, 7, 40), (8, 16, 16, 16), (3, 17, 5, 16)]:
         x = rng.standard_normal((n, c, size, size)).astype(np.float32) + 5.0
-        w = rng.standard_normal((4, c, 3, 3)).astype(np.float32)
-        grad = rng.standard_normal((n, 4, size, size)).astype(np.float32)
+        w = rng.standard_normal((k, c, 3, 3)).astype(np.float32)
+        grad = rng.standard_normal((n, k, size, size)).astype(np.float32)
         tx, tw = torch.tensor(x, requires_grad=True), torch.tensor(w, requires_grad=True)
         out = torch.nn.functional.conv2d(tx, tw, None, 1, 1)
         out.backward(torch.tensor(grad))

@@ -32,15 +32,18 @@ class Ops(ArrayModuleOps, ArrayActivationOps, ModuleOps):
 
 
 class RowsOps(Ops):
-    """Channels-last rows for every plane size (where their runs are long enough)."""
+    """Channels-last rows for every plane size (where their runs are long enough), never
+    Winograd."""
 
     conv_rows_max_plane = 1 << 30
+    conv_winograd_min_channels = 1 << 30
 
 
 class ColsOps(Ops):
     """Channels-first columns always."""
 
     conv_rows_max_plane = 0
+    conv_winograd_min_channels = 1 << 30
 
 
 class ChunkedRowsOps(RowsOps):
@@ -272,27 +275,129 @@ def test_max_pool_backward_sums_repeated_indices() -> None:
                                             [[0.0, 18.0], [8.0, 0.0]]]])
 
 
+def _winograd_spy(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
+    """Counts calls to the Winograd conv and weight-gradient helpers."""
+    counts = {"_conv_winograd": 0, "_weight_grad_winograd": 0}
+
+    def spy(name: str) -> Callable[..., Any]:
+        real = getattr(module_ops, name)
+
+        def wrapped(*args: Any) -> Any:
+            counts[name] += 1
+            return real(*args)
+
+        return wrapped
+
+    for name in counts:
+        monkeypatch.setattr(module_ops, name, spy(name))
+    return counts
+
+
+# (spatial, padding, c_in, c_out, batch): full and partial 16-channel blocks, odd and tiny
+# planes, wide padding, a plane as wide as the transforms' scratch allows.
+WINOGRAD_CASES = [
+    ((16, 16), 1, 32, 32, 2),
+    ((18, 19), 0, 32, 32, 1),
+    ((16, 21), 1, 32, 32, 1),
+    ((18, 16), 2, 32, 32, 3),
+    ((16, 16), 1, 16, 16, 3),  # the ResNet's first stage
+    ((4, 4), 1, 64, 64, 16),  # its last stage
+    ((7, 5), 1, 24, 40, 2),  # partial channel blocks on both sides
+    ((5, 9), 0, 17, 16, 2),
+    ((6, 64), 1, 20, 16, 1),
+    ((20, 20), 1, 16, 80, 1),  # x gradient: a transposed conv 5x wider in than out
+    ((8, 8), 1, 16, 32, 0),  # an empty batch
+]
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize(("spatial", "padding", "batch"), [((16, 16), 1, 2), ((18, 19), 0, 1),
-                                                          ((16, 21), 1, 1), ((18, 16), 2, 3)])
-def test_winograd_conv_matches_torch(spatial: tuple[int, int], padding: int, batch: int,
-                                     dtype: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    """3x3 stride-1 convs with many channels run as Winograd F(2x2, 3x3), forward and x
-    gradient, odd planes included, within float32's rounding of the direct conv."""
-    ran = {"n": 0}
-    real = module_ops._conv_winograd
-
-    def spy(*args: Any) -> None:
-        ran["n"] += 1
-        real(*args)
-
-    monkeypatch.setattr(module_ops, "_conv_winograd", spy)
-    x, w, b, opts = _conv_case((spatial, (3, 3), (1, 1), (padding, padding), (1, 1), 32, 32,
-                                batch), dtype)
+@pytest.mark.parametrize(("spatial", "padding", "c_in", "c_out", "batch"), WINOGRAD_CASES)
+@pytest.mark.parametrize("ops", [Ops, ChunkedOps])
+def test_winograd_conv_matches_torch(spatial: tuple[int, int], padding: int, c_in: int,
+                                     c_out: int, batch: int, ops: type[Ops], dtype: Any,
+                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """3x3 stride-1 convs with 16 channels or more on both sides run as Winograd F(2x2,
+    3x3), forward, x gradient (its conv with the flipped kernel) and weight gradient (in the
+    Winograd domain), one chunk or one sample at a time, within float32's rounding of the
+    direct conv."""
+    ran = _winograd_spy(monkeypatch)
+    x, w, b, opts = _conv_case((spatial, (3, 3), (1, 1), (padding, padding), (1, 1), c_in,
+                                c_out, batch), dtype)
     rtol = 1e-5 if dtype == numpy.float32 else 1e-12
     ref = _conv_ref(x, w, b, opts)[0]
-    _close(Ops.conv(x, w, b, opts), ref, rtol)
+    _close(ops.conv(x, w, b, opts), ref, rtol)
     grad = numpy.random.default_rng(5).standard_normal(tuple(ref.shape)).astype(dtype)
-    _, gx, _, _ = _conv_ref(x, w, b, opts, grad)
-    _close(Ops.conv_x_backward(x, w, grad, opts), gx, rtol)
-    assert ran["n"] == 2
+    _, gx, gw, _ = _conv_ref(x, w, b, opts, grad)
+    _close(ops.conv_x_backward(x, w, grad, opts), gx, rtol)
+    _close(ops.conv_weight_backward(x, w, grad, opts), gw, rtol)
+    # (an empty batch has no tiles for the weight gradient's GEMMs: it takes the rows)
+    assert ran == {"_conv_winograd": 2, "_weight_grad_winograd": int(batch > 0)}
+
+
+# (spatial, kernel, stride, padding, dilation, c_in, c_out, groups): each misses one condition.
+WINOGRAD_MISSES = [
+    ((16, 16), (3, 3), (1, 1), (1, 1), (1, 1), 8, 32, 1),  # too few input channels
+    ((16, 16), (3, 3), (1, 1), (1, 1), (1, 1), 32, 8, 1),  # too few output channels
+    ((16, 16), (3, 3), (2, 2), (1, 1), (1, 1), 32, 32, 1),  # strided
+    ((16, 16), (3, 3), (1, 1), (2, 2), (2, 2), 32, 32, 1),  # dilated
+    ((16, 16), (3, 3), (1, 1), (1, 1), (1, 1), 32, 32, 2),  # grouped
+    ((16, 16), (5, 5), (1, 1), (2, 2), (1, 1), 32, 32, 1),  # not 3x3
+    ((3, 3), (3, 3), (1, 1), (1, 1), (1, 1), 32, 32, 1),  # a plane under 16 outputs
+    ((4, 66), (3, 3), (1, 1), (1, 1), (1, 1), 16, 16, 1),  # wider than the scratch rows
+]
+
+
+def test_winograd_keeps_16_bit_dtypes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """16-bit inputs are widened to float32 for the Winograd path and narrowed back."""
+    ran = _winograd_spy(monkeypatch)
+    x, w, b, opts = _conv_case(((6, 6), (3, 3), (1, 1), (1, 1), (1, 1), 16, 16, 4),
+                               numpy.float32)
+    grad = numpy.random.default_rng(2).standard_normal((4, 16, 6, 6)).astype(numpy.float32)
+    want = [ColsOps.conv(x, w, b, opts), ColsOps.conv_weight_backward(x, w, grad, opts)]
+    for low in (numpy.dtype(numpy.float16), numpy.dtype("bfloat16")):
+        xl, wl, bl, gl = (a.astype(low) for a in (x, w, b, grad))
+        for got, ref in zip([Ops.conv(xl, wl, bl, opts),
+                             Ops.conv_weight_backward(xl, wl, gl, opts)], want, strict=True):
+            assert got.dtype == low
+            scale = float(numpy.abs(ref).max())
+            numpy.testing.assert_allclose(got.astype(numpy.float32), ref, rtol=0.05,
+                                          atol=0.02 * scale)
+    assert ran == {"_conv_winograd": 2, "_weight_grad_winograd": 2}
+
+
+def test_winograd_weight_gradient_needs_enough_tiles(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With fewer tiles than half the channels, the forward and x gradient still run as
+    Winograd but the weight gradient takes the im2col rows; all three are torch's."""
+    ran = _winograd_spy(monkeypatch)
+    x, w, b, opts = _conv_case(((4, 4), (3, 3), (1, 1), (1, 1), (1, 1), 64, 48, 2),
+                               numpy.float64)
+    ref = _conv_ref(x, w, b, opts)[0]
+    grad = numpy.random.default_rng(5).standard_normal(tuple(ref.shape))
+    _, gx, gw, _ = _conv_ref(x, w, b, opts, grad)
+    _close(Ops.conv(x, w, b, opts), ref, TOL[numpy.float64])
+    _close(Ops.conv_x_backward(x, w, grad, opts), gx, TOL[numpy.float64])
+    _close(Ops.conv_weight_backward(x, w, grad, opts), gw, TOL[numpy.float64])
+    assert ran == {"_conv_winograd": 2, "_weight_grad_winograd": 0}
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("case", WINOGRAD_MISSES)
+def test_winograd_gate_misses_match_torch(case: tuple, dtype: Any,
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """Convs outside the Winograd gate take the im2col paths, values and all gradients
+    still torch's."""
+    ran = _winograd_spy(monkeypatch)
+    spatial, kernel, stride, padding, dilation, c_in, c_out, groups = case
+    rng = numpy.random.default_rng(c_in + c_out)
+    x = rng.standard_normal((2, c_in, *spatial)).astype(dtype)
+    w = rng.standard_normal((c_out, c_in // groups, *kernel)).astype(dtype)
+    tx, tw = torch.tensor(x, requires_grad=True), torch.tensor(w, requires_grad=True)
+    ref = tf.conv2d(tx, tw, None, stride, padding, dilation, groups)
+    grad = rng.standard_normal(tuple(ref.shape)).astype(dtype)
+    ref.backward(torch.tensor(grad))
+    opts = ConvOptions(stride, padding, dilation, groups)
+    rtol = TOL[dtype]
+    _close(Ops.conv(x, w, None, opts), ref, rtol)
+    _close(Ops.conv_x_backward(x, w, grad, opts), tx.grad, rtol)
+    _close(Ops.conv_weight_backward(x, w, grad, opts), tw.grad, rtol)
+    assert ran == {"_conv_winograd": 0, "_weight_grad_winograd": 0}
