@@ -463,7 +463,17 @@ def _winograd_pays(xp: Any, x: A, weight: A, out_sp: Ints, stride: Ints, dilatio
         return False
     th, tw = (out_sp[0] + 1) // 2, (out_sp[1] + 1) // 2
     widest = _round_up(max(weight.shape[:2]), WINOGRAD_BLOCK)
-    return 2 * tw + 2 <= WINOGRAD_MAX_WIDTH and th * tw * widest <= WINOGRAD_SLAB
+    return (2 * tw + 2 <= WINOGRAD_MAX_WIDTH and th * tw * widest <= WINOGRAD_SLAB
+            and _finite(weight) and _finite(x))
+
+
+def _finite(a: A) -> bool:
+    """Whether ``a`` holds only finite values, as one BLAS dot (8 us at 131K float32, a
+    third of ``isfinite(a).all()``); values past 1e19 also answer False. Winograd's
+    transforms subtract inputs, so an infinity gives NaN where a direct conv gives
+    +-inf: such inputs take the direct paths."""
+    flat = a.reshape(-1)
+    return math.isfinite(numpy.dot(flat, flat))
 
 
 def _winograd_slabs(dtype: Any, n: int, channels: tuple[int, int], per: int,
@@ -795,7 +805,7 @@ class ArrayModuleOps:
         c_out, kernel, out_sp = grad.shape[1], weight.shape[2:], grad.shape[2:]
         if _winograd_pays(xp, x, weight, out_sp, options.stride, options.dilation, g,
                           cls.conv_winograd_min_channels) and _winograd_grad_pays(
-                              n, out_sp, weight.shape[:2]):
+                              n, out_sp, weight.shape[:2]) and _finite(grad):
             return _weight_grad_winograd(x, grad, options.padding,
                                          cls.conv_chunk_bytes).astype(dtype, copy=False)
         if _rows_pay(x.shape[1], kernel, options.stride, options.dilation, out_sp, g,

@@ -401,3 +401,33 @@ def test_winograd_gate_misses_match_torch(case: tuple, dtype: Any,
     _close(Ops.conv_x_backward(x, w, grad, opts), tx.grad, rtol)
     _close(Ops.conv_weight_backward(x, w, grad, opts), tw.grad, rtol)
     assert ran == {"_conv_winograd": 0, "_weight_grad_winograd": 0}
+
+
+@pytest.mark.parametrize("bad", [numpy.inf, -numpy.inf, numpy.nan])
+def test_winograd_leaves_non_finite_inputs_to_the_direct_paths(
+        bad: float, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An infinity in x or the output gradient would meet a subtraction in Winograd's
+    transforms and turn into NaN where torch's direct conv gives +-inf: such convs take the
+    im2col paths, and every value, infinite or NaN, is torch's. (An infinite weight is
+    checked too, but meets padding's zeros in im2col as in torch's forward, whose NaNs its
+    own x gradient does not share: no one pattern to match.)"""
+    ran = _winograd_spy(monkeypatch)
+    rng = numpy.random.default_rng(3)
+    x = rng.standard_normal((2, 16, 8, 8))
+    w = rng.standard_normal((16, 16, 3, 3))
+    grad = rng.standard_normal((2, 16, 8, 8))
+    opts = ConvOptions((1, 1), (1, 1), (1, 1), 1)
+    for where in (0, 2):
+        x2, w2, g2 = x.copy(), w.copy(), grad.copy()
+        (x2, w2, g2)[where][0, 3, 2, 1] = bad
+        tx, tw = torch.tensor(x2, requires_grad=True), torch.tensor(w2, requires_grad=True)
+        ref = tf.conv2d(tx, tw, None, 1, 1)
+        ref.backward(torch.tensor(g2))
+        for got, want in ((Ops.conv(x2, w2, None, opts), ref),
+                          (Ops.conv_x_backward(x2, w2, g2, opts), tx.grad),
+                          (Ops.conv_weight_backward(x2, w2, g2, opts), tw.grad)):
+            numpy.testing.assert_allclose(got, want.detach().numpy(), rtol=1e-10, atol=1e-10)
+    # (only the convs with every input finite ran as Winograd: the x gradient with bad x,
+    # and the forward, x gradient with bad grad)
+    assert ran["_weight_grad_winograd"] == 0
+    assert ran["_conv_winograd"] == 2
