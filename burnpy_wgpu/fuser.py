@@ -25,6 +25,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from burnpy.backend.device import Device
 from burnpy.backend.dtype import DType
 from burnpy.fusion.fuser import FusedKernel
 from burnpy.ir.fused import FusedGroup, FusedOp, Ref
@@ -34,13 +35,18 @@ from burnpy_wgpu.kernels.common import WG, entry, groups_for, header, load, stor
 from burnpy_wgpu.kernels.elementwise import alloc_tensor, coalesce, strided_indices
 from burnpy_wgpu.kernels.reduce import IDENTITY
 from burnpy_wgpu.kernels.wgsl_math import library
-from burnpy_wgpu.runtime import WgpuRuntime, f32_bits
+from burnpy_wgpu.runtime import WgpuRuntime, f32_bits, runtime_for
 from burnpy_wgpu.tensor import Shape, WgpuTensor, broadcast_view, contiguous_strides, numel
 
 #: The element types a fused kernel handles (WebGPU has no 64-bit or bfloat16 types).
 DTYPES = frozenset({DType.float32, DType.float16, DType.int32, DType.uint32, DType.bool_})
 #: Reductions over at most this many outputs run one workgroup per output (``tree``).
 TREE_MAX_OUTPUTS = 256
+#: On CPU adapters, ``tree`` only for at most this many outputs of at least this many elements
+#: each (one workgroup runs on one thread and its barriers are coroutine switches; a serial
+#: loop per output is cheaper unless there are too few outputs to spread over the threads).
+CPU_TREE_MAX_OUTPUTS = 4
+CPU_TREE_MIN_SIZE = 8192
 #: Parameter words of a dispatch (``runtime.META_SLOT`` bytes).
 _META_WORDS = 128
 #: Fixed parameter words: element count, reduction outputs, reduced size, inner size.
@@ -100,6 +106,19 @@ class WgslFuser:
     """Compiles ``Fusion(WgpuBackend)``'s groups into single WGSL compute shaders."""
 
     __slots__ = ()
+
+    #: Ops ``Fusion`` records and runs at the flush (``burnpy.fusion.lazy``): views cost no
+    #: dispatch here (a strided ``WgpuTensor``), and a recorded matmul lets later ops join
+    #: the group it reads.
+    lazy_ops = frozenset({f"{kind}_{op}" for kind in ("float", "int", "bool")
+                          for op in ("reshape", "swap_dims", "permute")} | {"float_matmul"})
+
+    @property
+    def max_buffers(self) -> int:
+        """Tensors one fused kernel may bind (inputs and outputs): the default adapter's limit
+        of storage buffers per shader stage, less the parameter block's."""
+        rt = runtime_for(Device("wgpu", 0))
+        return int(dict(rt.device.limits)["max-storage-buffers-per-shader-stage"]) - 1
 
     def accepts(self, op: str, dtypes: tuple[DType, ...]) -> bool:
         """Whether ``op`` has a WGSL form for ``dtypes`` (operands', then the result's)."""
@@ -209,12 +228,16 @@ class FusedProgram:
         if len(tensors) + n_write + 1 > limit:
             raise WgpuLimitError(f"fused group binds {len(tensors) + n_write + 1} buffers; "
                                  f"this adapter allows {limit}")
-        kernel = rt.kernel(("fused", self.kind, group, classes, rank),
-                           lambda: wgsl_source(group, self.kind, classes, rank),
+        kind = self.kind
+        if kind == "tree" and rt.is_cpu and (self.outs > CPU_TREE_MAX_OUTPUTS
+                                             or self.size < CPU_TREE_MIN_SIZE):
+            kind = "rows"  # barriers are coroutine switches there: a serial loop is cheaper
+        kernel = rt.kernel(("fused", kind, group, classes, rank),
+                           lambda: wgsl_source(group, kind, classes, rank),
                            len(tensors), n_write)
-        if self.kind == "map":
+        if kind == "map":
             count = groups_for(numel(shape), WG)
-        elif self.kind == "rows":
+        elif kind == "rows":
             count = groups_for(self.outs, WG)
         else:
             count = self.outs

@@ -27,15 +27,13 @@ from burnpy.backend.dtype import DType
 from burnpy.backend.errors import DeviceMismatchError
 from burnpy.backend.ops._marker import is_provided, provided_ops, required_ops
 from burnpy.fusion.fuser import Fuser, backend_fuser
+from burnpy.fusion.lazy import LAZY_OPS, lazy_recorder
 from burnpy.fusion.stream import FusionStats, LazyNode, Stream, ir_dtype
 from burnpy.fusion.tensor import FusionTensor
 from burnpy.ir.fused import ELEMENTWISE_COMPOSITES, FUSABLE, Fusable, FusedGroup
 
 #: Provided ops that only look at the primitive (no values): the protocol default is right.
 _KEPT_DEFAULTS = frozenset({"float_detach", "float_is_require_grad", "float_set_require_grad"})
-
-#: Reshapes: an unchanged shape keeps the handle (see ``_reshape``).
-_RESHAPES = frozenset({"float_reshape", "int_reshape", "bool_reshape"})
 
 #: Provided ops whose default composition is mostly fusable ops around a few eager ones (a
 #: matmul, a closing reduction): where B keeps the default, recording it lets its elementwise
@@ -225,22 +223,6 @@ def _eager(name: str) -> Callable[..., Any]:
     return op
 
 
-def _reshape(name: str) -> Callable[..., Any]:
-    """``name`` (a reshape): the handle itself when the shape is unchanged, so a pending
-    value is not computed early (``linear``'s reshape back to ``[*lead, out]`` would cut its
-    bias add off from the next activation); B's own reshape otherwise."""
-    eager = _eager(name)
-
-    def op(cls: type[FusionBackend], tensor: FusionTensor, shape: Any) -> Any:
-        if tuple(shape) == tensor.shape:
-            return tensor
-        return eager(cls, tensor, shape)
-
-    op.__name__ = name
-    op.__doc__ = f"``{name}``: the same handle for an unchanged shape, else B's own."
-    return op
-
-
 def _composite(name: str) -> Callable[..., Any]:
     """A provided composite (``ELEMENTWISE_COMPOSITES``, ``FUSABLE_COMPOSITIONS``): the
     protocol's default, whose ops are recorded and fuse, on tensors of a kernel's size; B's
@@ -420,8 +402,8 @@ def _build(inner: type[Backend]) -> type[FusionBackend]:
                 name in FUSABLE_COMPOSITIONS and is_provided(inspect.getattr_static(inner, name))):
             namespace[name] = classmethod(_composite(name))
             continue
-        if name in _RESHAPES:
-            namespace[name] = classmethod(_reshape(name))
+        if name in LAZY_OPS:
+            namespace[name] = classmethod(lazy_recorder(name, _eager(name)))
             continue
         spec = FUSABLE.get(name)
         namespace[name] = classmethod(_recorder(name, spec) if spec else _eager(name))

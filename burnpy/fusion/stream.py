@@ -1,9 +1,11 @@
 """The per-device stream of recorded ops, cut into fused groups and run when a value is needed.
 
 ``flush`` drops the ops no live handle needs, cuts the rest into groups (ops of one broadcast
-shape, in order, a reduction closing its group; independent groups of other shapes stay open
-side by side), and runs each group: through the inner backend's fuser, whose kernels are
-cached by the group's structure, or op by op on the inner backend when there is no kernel.
+shape, in order, a reduction closing its group; groups of other shapes stay open side by side,
+and an op joins an open group whenever that makes no cycle between groups; an opaque op,
+``burnpy.fusion.lazy``, is a group of its own), and runs the groups in dependency order:
+through the inner backend's fuser, whose kernels are cached by the group's structure, or op
+by op on the inner backend when there is no kernel.
 """
 
 from __future__ import annotations
@@ -50,14 +52,14 @@ class FusionStats:
 class LazyNode:
     """One recorded op: the protocol op ``name`` called with ``args`` (tensors replaced by
     their pending ``LazyNode`` or their materialized ``FusionTensor``), its vocabulary form
-    (``op`` over ``operands``, positions in ``args``; ``dim`` for a reduction), and its result's
-    shape and dtype. ``handle`` is a weak reference to the handle it will fill; ``stream`` is
-    the stream it waits in."""
+    (``op`` over ``operands``, positions in ``args``; ``dim`` for a reduction; ``op`` None for
+    an opaque op, run alone by B), and its result's shape and dtype. ``handle`` is a weak
+    reference to the handle it will fill; ``stream`` is the stream it waits in."""
 
     __slots__ = ("args", "dim", "dtype", "escapes", "group", "handle", "name", "op",
                  "operands", "reduces", "scalar_dtype", "shape", "stream", "used", "value")
 
-    def __init__(self, stream: Stream, name: str, op: str, args: tuple[Any, ...],
+    def __init__(self, stream: Stream, name: str, op: str | None, args: tuple[Any, ...],
                  operands: tuple[int, ...], shape: tuple[int, ...], dtype: DType,
                  scalar_dtype: DType, reduces: bool, dim: int | None) -> None:
         self.stream = stream
@@ -83,15 +85,14 @@ class LazyNode:
 
 
 class _Group:
-    """Ops of one loop shape, in order; ``deps`` holds every group it (transitively) reads."""
+    """Ops of one loop shape, in order (or one opaque op); ``deps`` holds the groups it reads."""
 
-    __slots__ = ("deps", "key", "nodes", "sealed")
+    __slots__ = ("deps", "key", "nodes")
 
-    def __init__(self, key: tuple[int, ...]) -> None:
+    def __init__(self, key: tuple[int, ...] | None) -> None:
         self.key = key
         self.nodes: list[LazyNode] = []
         self.deps: set[_Group] = set()
-        self.sealed = False
 
 
 class Stream:
@@ -118,17 +119,24 @@ class Stream:
             if not nodes:
                 return
             live = _live(nodes)
-            for group in sorted(_groups(live), key=lambda g: len(g.deps)):
+            for group in _ordered(_groups(live)):
                 self._run(group)
             for node in live:  # break the node <-> group cycle: values free without the GC
                 node.group = None
 
     def _run(self, group: _Group) -> None:
         nodes = group.nodes
+        if group.key is None:  # an opaque op: B's own, as if it had run when recorded
+            self.stats.eager_ops += 1
+            self._call(nodes[0])
+            return
         if self.fuser is None or len(nodes) < 2:
             self._one_by_one(nodes)
             return
         signature, inputs, scalars, outputs = _signature(group)
+        if len(inputs) + len(outputs) > getattr(self.fuser, "max_buffers", len(nodes) << 8):
+            self._split(group)
+            return
         try:
             kernel = self.signatures[signature]
             self.stats.cache_hits += 1
@@ -154,19 +162,38 @@ class Stream:
         for node, value in zip(outputs, results, strict=True):
             _store(node, value)
 
+    def _split(self, group: _Group) -> None:
+        """Run ``group`` as two groups, its first half of ops and then the rest: it reads and
+        writes more tensors than one kernel of the fuser may bind (``max_buffers``)."""
+        half = len(group.nodes) // 2
+        first, second = _Group(group.key), _Group(group.key)
+        first.nodes, second.nodes = group.nodes[:half], group.nodes[half:]
+        for node in first.nodes:
+            node.group = first
+        for node in second.nodes:
+            node.group = second
+            for a in node.args:
+                if type(a) is LazyNode and a.group is first:
+                    a.escapes = True
+        self._run(first)
+        self._run(second)
+
     def _one_by_one(self, nodes: list[LazyNode]) -> None:
         """Run ``nodes`` in order with the inner backend's own ops."""
-        inner = self.inner
         self.stats.fallback_ops += len(nodes)
         for node in nodes:
-            args = tuple(_resolve(a) for a in node.args)
-            try:
-                value = getattr(inner, node.name)(*args)
-            except Exception as error:
-                error.add_note(f"raised by {node.name} on {_shapes(node.args)}, an op Fusion "
-                               "recorded and ran when its value was needed")
-                raise
-            _store(node, value)
+            self._call(node)
+
+    def _call(self, node: LazyNode) -> None:
+        """Run ``node`` with the inner backend's own op; an error names the op."""
+        args = tuple(_resolve(a) for a in node.args)
+        try:
+            value = getattr(self.inner, node.name)(*args)
+        except Exception as error:
+            error.add_note(f"raised by {node.name} on {_shapes(node.args)}, an op Fusion "
+                           "recorded and ran when its value was needed")
+            raise
+        _store(node, value)
 
 
 def _shapes(args: tuple[Any, ...]) -> str:
@@ -207,31 +234,70 @@ def _live(nodes: list[LazyNode]) -> list[LazyNode]:
 
 
 def _groups(nodes: list[LazyNode]) -> list[_Group]:
-    """Cut ``nodes`` into groups: one open group per loop shape; a group that another group
-    reads is sealed (it must run first), and so is a group a reduction closes."""
+    """Cut ``nodes`` into groups: one open group per loop shape, which a node joins unless a
+    group it reads depends on that group (a cycle: the open group is closed and a new one
+    starts); a reduction closes its group; an opaque node is a group of its own."""
     groups: list[_Group] = []
     open_groups: dict[tuple[int, ...], _Group] = {}
     for node in nodes:
-        key = node.group_shape
-        group = open_groups.get(key)
-        if group is None:
-            group = open_groups[key] = _Group(key)
+        sources = {a.group for a in node.args if type(a) is LazyNode}
+        if node.op is None:
+            group = _Group(None)
+        else:
+            key = node.group_shape
+            found = open_groups.get(key)
+            if found is not None and any(s is not found and s is not None and _reaches(s, found)
+                                         for s in sources):
+                found = None
+            if found is None:
+                found = open_groups[key] = _Group(key)
+            group = found
+        if group.key is None or not group.nodes:
             groups.append(group)
         for a in node.args:
-            if isinstance(a, LazyNode) and a.group is not None and a.group is not group:
-                source = a.group
+            if type(a) is LazyNode and a.group is not group:
                 a.escapes = True
-                if not source.sealed:
-                    source.sealed = True
-                    del open_groups[source.key]
-                group.deps.add(source)
-                group.deps |= source.deps
+                group.deps.add(a.group)  # type: ignore[arg-type]
         group.nodes.append(node)
         node.group = group
         if node.reduces:
-            group.sealed = True
-            del open_groups[key]
+            del open_groups[group.key]  # type: ignore[arg-type]
     return groups
+
+
+def _reaches(start: _Group, target: _Group) -> bool:
+    """Whether ``start`` reads ``target``, directly or through other groups."""
+    stack, seen = [start], {start}
+    while stack:
+        for dep in stack.pop().deps:
+            if dep is target:
+                return True
+            if dep not in seen:
+                seen.add(dep)
+                stack.append(dep)
+    return False
+
+
+def _ordered(groups: list[_Group]) -> list[_Group]:
+    """``groups`` in an order that runs every group after the groups it reads."""
+    order: list[_Group] = []
+    done: set[_Group] = set()
+    for root in groups:
+        if root in done:
+            continue
+        stack: list[tuple[_Group, list[_Group]]] = [(root, list(root.deps))]
+        done.add(root)
+        while stack:
+            group, pending = stack[-1]
+            if pending:
+                dep = pending.pop()
+                if dep not in done:
+                    done.add(dep)
+                    stack.append((dep, list(dep.deps)))
+                continue
+            stack.pop()
+            order.append(group)
+    return order
 
 
 def _signature(group: _Group) -> tuple[tuple[Any, ...], list[Any], list[Any], list[LazyNode]]:
