@@ -113,6 +113,11 @@ class WgslFuser:
     lazy_ops = frozenset({f"{kind}_{op}" for kind in ("float", "int", "bool")
                           for op in ("reshape", "swap_dims", "permute")} | {"float_matmul"})
 
+    #: Ops ``WgpuBackend`` overrides that ``Fusion`` still records from the protocol's default:
+    #: the default's pieces join the groups around them (the shift and exponent with the
+    #: logits' bias add, the division with the loss gradient), where B's own run alone.
+    composed_ops = frozenset({"softmax", "log_softmax"})
+
     @property
     def max_buffers(self) -> int:
         """Tensors one fused kernel may bind (inputs and outputs): the default adapter's limit

@@ -223,17 +223,19 @@ def _eager(name: str) -> Callable[..., Any]:
     return op
 
 
-def _composite(name: str) -> Callable[..., Any]:
+def _composite(name: str, overridden: bool = False) -> Callable[..., Any]:
     """A provided composite (``ELEMENTWISE_COMPOSITES``, ``FUSABLE_COMPOSITIONS``): the
     protocol's default, whose ops are recorded and fuse, on tensors of a kernel's size; B's
     own op on smaller ones (or without a fuser), where the default's pieces would each run
-    eagerly anyway, and when the fuser lists it in ``own_ops`` (B's op is already one kernel)."""
+    eagerly anyway, and when the fuser lists it in ``own_ops`` (B's op is already one kernel).
+    An op B ``overridden`` runs B's own unless the fuser lists it in ``composed_ops``."""
     default = inspect.getattr_static(FusionBackend, name).__func__
     eager = _eager(name)
 
     def op(cls: type[FusionBackend], *args: Any, **kwargs: Any) -> Any:
         fuser = cls._fuser[0] if cls._fuser else cls.fuser()
         if (fuser is None or name in getattr(fuser, "own_ops", ())
+                or (overridden and name not in getattr(fuser, "composed_ops", ()))
                 or math.prod(args[0].shape) < getattr(fuser, "min_elements", 0)):
             return eager(cls, *args, **kwargs)
         return default(cls, *args, **kwargs)
@@ -398,9 +400,10 @@ def _build(inner: type[Backend]) -> type[FusionBackend]:
     for name in _protocol_ops():
         if name in own or name in _KEPT_DEFAULTS:
             continue
-        if name in ELEMENTWISE_COMPOSITES or (
-                name in FUSABLE_COMPOSITIONS and is_provided(inspect.getattr_static(inner, name))):
-            namespace[name] = classmethod(_composite(name))
+        if name in ELEMENTWISE_COMPOSITES or name in FUSABLE_COMPOSITIONS:
+            namespace[name] = classmethod(_composite(name, name in FUSABLE_COMPOSITIONS and not
+                                                     is_provided(inspect.getattr_static(inner,
+                                                                                        name))))
             continue
         if name in LAZY_OPS:
             namespace[name] = classmethod(lazy_recorder(name, _eager(name)))
