@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from burnpy.backend.device import Device
 from burnpy.backend.dtype import DType
@@ -146,59 +146,75 @@ class WgslFuser:
         """The group's kernel; None for a group with no inputs (nothing says which device)."""
         if not group.inputs:
             return None
-        return FusedProgram(group)
+        return FusedProgram((group,))
+
+    def compile_batch(self, groups: tuple[FusedGroup, ...]) -> FusedKernel | None:
+        """One kernel computing independent ``groups`` (each may have a single op), each
+        over its own range of invocations; None when a group has no inputs."""
+        if not all(g.inputs for g in groups):
+            return None
+        return FusedProgram(groups)
 
 
 class _Plan:
-    """A launch of one group over given input layouts: the kernel, its grid, its meta tail."""
+    """A launch over given input layouts: the kernel, its workgroups and, per segment (one
+    group), its layout (input classes and merged rank), its meta tail and its work items."""
 
-    __slots__ = ("groups", "kernel", "tail")
+    __slots__ = ("groups", "items", "kernel", "layouts", "tails")
 
-    def __init__(self, kernel: Any, groups: int, tail: list[int]) -> None:
-        self.kernel, self.groups, self.tail = kernel, groups, tail
+    def __init__(self, kernel: Any, groups: int, layouts: list[tuple[str, str, int]],
+                 tails: list[list[int]], items: list[int]) -> None:
+        self.kernel, self.groups, self.layouts = kernel, groups, layouts
+        self.tails, self.items = tails, items
 
 
 class FusedProgram:
-    """A compiled group: ``program(inputs, scalars)`` dispatches it once and returns the
-    written locals, then the reduction's result (fresh contiguous ``WgpuTensor``s)."""
+    """Compiled groups run as one dispatch: ``program(inputs, scalars)`` takes every group's
+    inputs and scalars, in order, and returns every group's written locals and reduction
+    result, in order (fresh contiguous ``WgpuTensor``s). One group is the common case; several
+    (independent groups of a stream's flush, ``WgslFuser.compile_batch``) each take a range
+    of the invocations."""
 
-    __slots__ = ("group", "inner", "kind", "outs", "plans", "size")
+    __slots__ = ("counts", "groups", "plans", "shapes")
 
-    def __init__(self, group: FusedGroup) -> None:
-        self.group = group
+    def __init__(self, groups: Sequence[FusedGroup]) -> None:
+        self.groups = tuple(groups)
         self.plans: dict[tuple[Any, ...], _Plan] = {}
-        shape, red = group.shape, group.reduction
-        n = numel(shape)
-        if red is None:
-            self.kind, self.outs, self.size, self.inner = "map", n, 1, 1
-        elif red.dim is None:
-            self.kind, self.outs, self.size, self.inner = "tree", 1, n, 1
-        else:
-            size = shape[red.dim]
-            self.outs = n // size if size else numel(red.shape)
-            self.size, self.inner = size, numel(shape[red.dim + 1:])
-            self.kind = "tree" if self.outs <= TREE_MAX_OUTPUTS else "rows"
+        #: Per group: (kind, outputs, reduced size, inner size), its kind for a GPU adapter.
+        self.shapes = [_shape_of(g) for g in self.groups]
+        self.counts = [(len(g.inputs), len(g.scalars)) for g in self.groups]
 
     def __call__(self, inputs: Sequence[Any], scalars: Sequence[float | int | bool]
                  ) -> tuple[Any, ...]:
-        group = self.group
         tensors: list[WgpuTensor] = list(inputs)
         rt = tensors[0].runtime
-        outs = [alloc_tensor(rt, group.shape, group.ops[j].dtype.numpy) for j in group.outputs]
-        red = group.reduction
-        if red is not None:
-            if self.size == 0:
-                raise WgpuError(f"fused {red.name} over an empty dim: run unfused")
-            outs.append(alloc_tensor(rt, red.shape, red.dtype.numpy))
-        n = numel(group.shape)
-        if n == 0:
-            return tuple(outs)
+        outs: list[WgpuTensor] = []
+        for group, (_, _, size, _) in zip(self.groups, self.shapes, strict=True):
+            outs += [alloc_tensor(rt, group.shape, group.ops[j].dtype.numpy)
+                     for j in group.outputs]
+            red = group.reduction
+            if red is not None:
+                if size == 0:
+                    raise WgpuError(f"fused {red.name} over an empty dim: run unfused")
+                outs.append(alloc_tensor(rt, red.shape, red.dtype.numpy))
         plan = self._plan(rt, tensors)
-        words = [f32_bits(float(v)) if dt.is_float else int(v)
-                 for v, dt in zip(scalars, group.scalars, strict=True)]
-        meta = [n, self.outs, self.size, self.inner, *words, *[t.offset for t in tensors],
-                *plan.tail]
-        rt.dispatch_linear(plan.kernel, [t.handle.slab for t in tensors],
+        if plan.groups == 0:
+            return tuple(outs)
+        meta: list[int] = []
+        if len(self.groups) > 1:
+            end = 0
+            for items in plan.items:
+                end += items
+                meta.append(end)
+        t = v = 0
+        for group, (_, n_out, size, inner), tail, (n_in, n_sc) in zip(
+                self.groups, self.shapes, plan.tails, self.counts, strict=True):
+            words = [f32_bits(float(x)) if dt.is_float else int(x)
+                     for x, dt in zip(scalars[v:v + n_sc], group.scalars, strict=True)]
+            meta += [numel(group.shape), n_out, size, inner, *words,
+                     *[x.offset for x in tensors[t:t + n_in]], *tail]
+            t, v = t + n_in, v + n_sc
+        rt.dispatch_linear(plan.kernel, [x.handle.slab for x in tensors],
                            [o.handle.slab for o in outs], meta, plan.groups)
         return tuple(outs)
 
@@ -212,41 +228,75 @@ class FusedProgram:
         return plan
 
     def _new_plan(self, rt: WgpuRuntime, tensors: Sequence[WgpuTensor]) -> _Plan:
-        group = self.group
-        shape = group.shape
-        strides = [broadcast_view(t.shape, t.strides, shape) for t in tensors]
-        merged, merged_strides = coalesce(shape, [*strides, contiguous_strides(shape)])
-        classes = "".join(_classify(merged, s) for s in merged_strides[:-1])
-        rank = len(merged) if "g" in classes else 0
-        tail: list[int] = []
-        if rank:
-            tail += merged
-            for cls, st in zip(classes, merged_strides[:-1], strict=True):
-                if cls == "g":
-                    tail += st
-        used = _FIXED + len(group.scalars) + len(tensors) + len(tail)
-        if used > _META_WORDS:
-            raise WgpuLimitError(f"fused group needs {used} parameter words; at most "
+        layouts: list[tuple[str, str, int]] = []
+        tails: list[list[int]] = []
+        items: list[int] = []
+        t = 0
+        for group, (kind, n_out, size, _), (n_in, _) in zip(self.groups, self.shapes,
+                                                            self.counts, strict=True):
+            classes, rank, tail = _layout(group, tensors[t:t + n_in])
+            t += n_in
+            if kind == "tree" and (len(self.groups) > 1 or (rt.is_cpu and (
+                    n_out > CPU_TREE_MAX_OUTPUTS or size < CPU_TREE_MIN_SIZE))):
+                kind = "rows"  # on a CPU adapter barriers are coroutine switches: a loop is
+                #                cheaper; in a batch every group is one invocation per item
+            layouts.append((kind, classes, rank))
+            tails.append(tail)
+            items.append(numel(group.shape) if kind == "map" else n_out)
+        words = sum(_FIXED + len(g.scalars) + len(g.inputs) + len(tail)
+                    for g, tail in zip(self.groups, tails, strict=True))
+        words += len(self.groups) if len(self.groups) > 1 else 0
+        if words > _META_WORDS:
+            raise WgpuLimitError(f"fused kernel needs {words} parameter words; at most "
                                  f"{_META_WORDS} fit (too many strided inputs)")
-        n_write = len(group.outputs) + (group.reduction is not None)
+        n_write = sum(len(g.outputs) + (g.reduction is not None) for g in self.groups)
         limit = dict(rt.device.limits)["max-storage-buffers-per-shader-stage"]
         if len(tensors) + n_write + 1 > limit:
-            raise WgpuLimitError(f"fused group binds {len(tensors) + n_write + 1} buffers; "
+            raise WgpuLimitError(f"fused kernel binds {len(tensors) + n_write + 1} buffers; "
                                  f"this adapter allows {limit}")
-        kind = self.kind
-        if kind == "tree" and rt.is_cpu and (self.outs > CPU_TREE_MAX_OUTPUTS
-                                             or self.size < CPU_TREE_MIN_SIZE):
-            kind = "rows"  # barriers are coroutine switches there: a serial loop is cheaper
-        kernel = rt.kernel(("fused", kind, group, classes, rank),
-                           lambda: wgsl_source(group, kind, classes, rank),
+        if len(self.groups) == 1:
+            group, (kind, classes, rank) = self.groups[0], layouts[0]
+            kernel = rt.kernel(("fused", kind, group, classes, rank),
+                               lambda: wgsl_source(group, kind, classes, rank),
+                               len(tensors), n_write)
+            count = (groups_for(items[0], WG) if kind != "tree" else self.shapes[0][1])
+            return _Plan(kernel, count if items[0] else 0, layouts, tails, items)
+        segments = tuple(zip(self.groups, layouts, strict=True))
+        kernel = rt.kernel(("fused_batch", segments), lambda: batch_source(segments),
                            len(tensors), n_write)
-        if kind == "map":
-            count = groups_for(numel(shape), WG)
-        elif kind == "rows":
-            count = groups_for(self.outs, WG)
-        else:
-            count = self.outs
-        return _Plan(kernel, count, tail)
+        return _Plan(kernel, groups_for(sum(items), WG), layouts, tails, items)
+
+
+def _shape_of(group: FusedGroup) -> tuple[str, int, int, int]:
+    """The group's kernel kind on a GPU adapter (``map``, ``rows`` or ``tree``), its outputs,
+    the reduced dim's size and the size of the dims after it."""
+    shape, red = group.shape, group.reduction
+    n = numel(shape)
+    if red is None:
+        return "map", n, 1, 1
+    if red.dim is None:
+        return "tree", 1, n, 1
+    size = shape[red.dim]
+    outs = n // size if size else numel(red.shape)
+    return ("tree" if outs <= TREE_MAX_OUTPUTS else "rows"), outs, size, numel(
+        shape[red.dim + 1:])
+
+
+def _layout(group: FusedGroup, tensors: Sequence[WgpuTensor]) -> tuple[str, int, list[int]]:
+    """How the group reads ``tensors``: each one's layout class, the merged rank of the
+    general ones (0 when none) and the meta tail (merged shape, general inputs' strides)."""
+    shape = group.shape
+    strides = [broadcast_view(t.shape, t.strides, shape) for t in tensors]
+    merged, merged_strides = coalesce(shape, [*strides, contiguous_strides(shape)])
+    classes = "".join(_classify(merged, s) for s in merged_strides[:-1])
+    rank = len(merged) if "g" in classes else 0
+    tail: list[int] = []
+    if rank:
+        tail += merged
+        for cls, st in zip(classes, merged_strides[:-1], strict=True):
+            if cls == "g":
+                tail += st
+    return classes, rank, tail
 
 
 def _classify(shape: Shape, strides: Shape) -> str:
@@ -263,7 +313,64 @@ def wgsl_source(group: FusedGroup, kind: str, classes: str, rank: int) -> str:
     have layout ``classes`` (``c`` contiguous, ``s`` one element, ``g`` general over ``rank``
     merged dims). Meta words: element count, reduction outputs, reduced size, inner size, the
     scalars, the inputs' offsets, then the merged shape and each general input's strides."""
-    scalar_base = _FIXED
+    seg = _segment(group, kind, classes, rank, 0, 0, 0, "")
+    red = group.reduction
+    if red is None:
+        main = "    if (gid >= mu(0u)) { return; }\n    seg(gid);"
+    elif kind == "rows":
+        main = "    if (gid >= mu(1u)) { return; }\n    seg(gid);"
+    else:
+        main = _tree_entry(red.name, _ct(red.dtype), _st(red.dtype), f"out{len(seg.writes) - 1}")
+    return _assemble([seg], entry(main) if kind != "tree" else main)
+
+
+def batch_source(segments: Sequence[tuple[FusedGroup, tuple[str, str, int]]]) -> str:
+    """The WGSL of several groups in one kernel, each a ``map`` or ``rows`` segment over its
+    own range of invocations: meta words 0.. hold the ranges' cumulative ends, then each
+    segment's words as ``wgsl_source`` lays them out."""
+    segs = []
+    base, first_in, first_out = len(segments), 0, 0
+    for i, (group, (kind, classes, rank)) in enumerate(segments):
+        seg = _segment(group, kind, classes, rank, base, first_in, first_out, str(i))
+        segs.append(seg)
+        base += seg.words
+        first_in += len(seg.reads)
+        first_out += len(seg.writes)
+    lines = ["    if (gid < mu(0u)) { seg0(gid); return; }"]
+    lines += [f"    if (gid < mu({i}u)) {{ seg{i}(gid - mu({i - 1}u)); return; }}"
+              for i in range(1, len(segs))]
+    return _assemble(segs, entry("\n".join(lines)))
+
+
+class _Seg(NamedTuple):
+    """One group's WGSL: functions ``elem{tag}`` and ``seg{tag}`` (one work item: an element
+    of a map, an output of rows), the library functions it calls, its buffers' element types,
+    whether it needs f16 and how many meta words it reads."""
+
+    code: str
+    funcs: frozenset[str]
+    reads: list[str]
+    writes: list[str]
+    f16: bool
+    words: int
+
+
+def _assemble(segs: Sequence[_Seg], main: str) -> str:
+    reads = [t for seg in segs for t in seg.reads]
+    writes = [t for seg in segs for t in seg.writes]
+    funcs = frozenset().union(*[seg.funcs for seg in segs])
+    source = header(reads, writes, library(tuple(sorted(funcs)))) + "".join(
+        seg.code for seg in segs) + main
+    if any(seg.f16 for seg in segs) and not source.startswith("enable f16;"):
+        source = "enable f16;\n" + source  # f16 only in a rounded local, not in a binding
+    return source
+
+
+def _segment(group: FusedGroup, kind: str, classes: str, rank: int, base: int,
+             first_in: int, first_out: int, tag: str) -> _Seg:
+    """``group``'s functions, reading meta words from ``base`` and binding its inputs and
+    outputs from ``in{first_in}`` and ``out{first_out}``."""
+    scalar_base = base + _FIXED
     offset_base = scalar_base + len(group.scalars)
     shape_base = offset_base + len(group.inputs)
     stride_base = shape_base + rank
@@ -277,7 +384,8 @@ def wgsl_source(group: FusedGroup, kind: str, classes: str, rank: int) -> str:
         cls = classes[k]
         index = (f"mu({offset_base + k}u) + lin" if cls == "c" else
                  f"mu({offset_base + k}u)" if cls == "s" else f"x{k}")
-        body.append(f"    let v{k} = {load(f'in{k}', index, _st(desc.dtype), _ct(desc.dtype))};")
+        body.append(f"    let v{k} = "
+                    f"{load(f'in{first_in + k}', index, _st(desc.dtype), _ct(desc.dtype))};")
         values[Ref("input", k)] = (f"v{k}", _ct(desc.dtype))
     for i, dt in enumerate(group.scalars):
         word = scalar_base + i
@@ -292,29 +400,29 @@ def wgsl_source(group: FusedGroup, kind: str, classes: str, rank: int) -> str:
         values[Ref("local", j)] = (f"t{j}", _ct(op.dtype))
     for slot, j in enumerate(group.outputs):
         dt = group.ops[j].dtype
-        body.append(f"    out{slot}[lin] = {store_cast(f't{j}', _st(dt), _ct(dt))};")
-    signature = "fn elem(lin: u32) {"
+        body.append(f"    out{first_out + slot}[lin] = {store_cast(f't{j}', _st(dt), _ct(dt))};")
+    signature = f"fn elem{tag}(lin: u32) {{"
+    writes = [_st(group.ops[j].dtype) for j in group.outputs]
+    code = ""
     if red is not None:
         name, ct = values[red.operand]
         body.append(f"    return {_convert(name, ct, acc)};")
-        signature = f"fn elem(lin: u32) -> {acc} {{"
-    elem = "\n" + signature + "\n" + "\n".join(body) + "\n}\n"
-    needs_f16 = any(d.dtype is DType.float16 for d in group.inputs) or any(
+        signature = f"fn elem{tag}(lin: u32) -> {acc} {{"
+        writes.append(_st(red.dtype))
+        code = _combine(red.name, acc, tag)
+    code += "\n" + signature + "\n" + "\n".join(body) + "\n}\n"
+    if red is None:
+        code += f"\nfn seg{tag}(lin: u32) {{ elem{tag}(lin); }}\n"
+    elif kind == "rows":
+        code += _rows_function(red.name, acc, _st(red.dtype), f"out{first_out + len(writes) - 1}",
+                               base, tag)
+    f16 = any(d.dtype is DType.float16 for d in group.inputs) or any(
         op.dtype is DType.float16 for op in group.ops) or (
         red is not None and red.dtype is DType.float16)
-    reads = [_st(d.dtype) for d in group.inputs]
-    writes = [_st(group.ops[j].dtype) for j in group.outputs]
-    lib = library(tuple(sorted(funcs)))
-    if red is None:
-        main = "    if (gid >= mu(0u)) { return; }\n    elem(gid);"
-        source = header(reads, writes, lib) + elem + entry(main)
-    else:
-        writes.append(_st(red.dtype))
-        source = (header(reads, writes, lib + _combine(red.name, acc)) + elem
-                  + _reduce_entry(kind, red.name, acc, _st(red.dtype), f"out{len(writes) - 1}"))
-    if needs_f16 and not source.startswith("enable f16;"):
-        source = "enable f16;\n" + source  # f16 only in a rounded local, not in a binding
-    return source
+    words = _FIXED + len(group.scalars) + len(group.inputs) + (rank * (1 + classes.count("g"))
+                                                                 if rank else 0)
+    return _Seg(code, frozenset(funcs), [_st(d.dtype) for d in group.inputs], writes, f16,
+                words)
 
 
 def _convert(value: str, src: str, dst: str) -> str:
@@ -357,8 +465,8 @@ def _subst(template: str, *args: str) -> str:
     return re.sub(r"\b[abc]\b", lambda m: f"({args[names[m.group(0)]]})", template)
 
 
-def _combine(op: str, acc: str) -> str:
-    """WGSL of ``combine(x, y)``: one step of reduction ``op`` (max/min propagate NaN)."""
+def _combine(op: str, acc: str, tag: str) -> str:
+    """WGSL of ``combine{tag}(x, y)``: one step of reduction ``op`` (max/min propagate NaN)."""
     if op in ("sum", "mean"):
         expr = "x + y"
     elif op == "prod":
@@ -368,32 +476,45 @@ def _combine(op: str, acc: str) -> str:
         expr = f"select(select({pick}, y, is_nan(y)), x, is_nan(x))"
     else:
         expr = f"{op}(x, y)"
-    return f"\nfn combine(x: {acc}, y: {acc}) -> {acc} {{ return {expr}; }}\n"
+    return f"\nfn combine{tag}(x: {acc}, y: {acc}) -> {acc} {{ return {expr}; }}\n"
 
 
-def _reduce_entry(kind: str, op: str, acc: str, store: str, out: str) -> str:
-    """The entry point folding ``elem`` over each output's elements: serially per invocation
-    (``rows``) or per workgroup with a tree in workgroup memory (``tree``)."""
+def _fold(op: str, acc: str, tag: str) -> tuple[list[str], list[str], str]:
+    """The start (given ``o``, ``inner``, ``size``), the step (folding ``v``) and the final
+    value of a reduction's accumulation: Kahan-compensated for float sums."""
     ident = IDENTITY[("sum" if op == "mean" else op, acc)]
     kahan = op in ("sum", "mean") and acc == "f32"
     if kahan:
         step = ["        let y = v - comp;", "        let t = total + y;",
                 "        comp = select(0.0, (t - total) - y, !is_inf(t));", "        total = t;"]
     else:
-        step = ["        total = combine(total, v);"]
-    finish = "total - comp" if kahan else "total"
-    mean = " / f32(mu(2u))" if op == "mean" else ""
-    start = ["    let inner = mu(3u);", "    let size = mu(2u);",
-             "    let base = (o / inner) * size * inner + o % inner;",
+        step = [f"        total = combine{tag}(total, v);"]
+    start = ["    let base = (o / inner) * size * inner + o % inner;",
              f"    var total: {acc} = {ident};", "    var comp: f32 = 0.0;"]
-    if kind == "rows":
-        body = ["    let o = gid;", "    if (o >= mu(1u)) { return; }", *start,
-                "    for (var r = 0u; r < size; r = r + 1u) {",
-                "        let v = elem(base + r * inner);", *step, "    }",
-                f"    {out}[o] = {store_cast(f'({finish}){mean}', store, acc)};"]
-        return entry("\n".join(body))
+    return start, step, "total - comp" if kahan else "total"
+
+
+def _rows_function(op: str, acc: str, store: str, out: str, base: int, tag: str) -> str:
+    """``seg{tag}(o)``: output ``o`` of the reduction, folding ``elem{tag}`` serially over its
+    elements (meta words from ``base``: outputs, reduced size, inner size at 1, 2, 3)."""
+    start, step, finish = _fold(op, acc, tag)
+    mean = f" / f32(mu({base + 2}u))" if op == "mean" else ""
+    body = [f"fn seg{tag}(o: u32) {{", f"    let inner = mu({base + 3}u);",
+            f"    let size = mu({base + 2}u);", *start,
+            "    for (var r = 0u; r < size; r = r + 1u) {",
+            f"        let v = elem{tag}(base + r * inner);", *step, "    }",
+            f"    {out}[o] = {store_cast(f'({finish}){mean}', store, acc)};", "}"]
+    return "\n" + "\n".join(body) + "\n"
+
+
+def _tree_entry(op: str, acc: str, store: str, out: str) -> str:
+    """The entry point folding ``elem`` over each output's elements per workgroup: a strided
+    loop per invocation, then a tree in workgroup memory."""
+    start, step, finish = _fold(op, acc, "")
+    mean = " / f32(mu(2u))" if op == "mean" else ""
     shared = f"\nvar<workgroup> partial: array<{acc}, {WG}>;\n"
-    body = ["    let o = group;", "    if (o >= mu(1u)) { return; }", *start,
+    body = ["    let o = group;", "    if (o >= mu(1u)) { return; }", "    let inner = mu(3u);",
+            "    let size = mu(2u);", *start,
             f"    for (var r = lid; r < size; r = r + {WG}u) {{",
             "        let v = elem(base + r * inner);", *step, "    }",
             f"    partial[lid] = {finish};", "    workgroupBarrier();",

@@ -119,12 +119,72 @@ class Stream:
             if not nodes:
                 return
             live = _live(nodes)
-            for group in _ordered(_groups(live)):
-                self._run(group)
+            groups = _ordered(_groups(live))
+            if self.fuser is not None and hasattr(self.fuser, "compile_batch"):
+                for level in _levels(groups):
+                    self._run_level(level)
+            else:
+                for group in groups:
+                    self._run(group)
             for node in live:  # break the node <-> group cycle: values free without the GC
                 node.group = None
 
-    def _run(self, group: _Group) -> None:
+    def _run_level(self, level: list[_Group]) -> None:
+        """Run groups that do not read each other: the fusable ones as few kernels as the
+        fuser's ``max_buffers`` allows (``compile_batch``), each opaque op alone."""
+        limit: int = getattr(self.fuser, "max_buffers", 1 << 30)
+        batch: list[tuple[_Group, Signed]] = []
+        used = 0
+        for group in level:
+            if group.key is None:
+                self._run(group)
+                continue
+            signed = _signature(group)
+            size = len(signed[1]) + len(signed[3])
+            if size > limit:
+                self._run(group, signed)
+                continue
+            if used + size > limit:
+                self._run_batch(batch)
+                batch, used = [], 0
+            batch.append((group, signed))
+            used += size
+        self._run_batch(batch)
+
+    def _run_batch(self, batch: list[tuple[_Group, Signed]]) -> None:
+        """Run ``batch``'s groups as one kernel (one alone as ``_run`` does)."""
+        if len(batch) < 2:
+            for group, signed in batch:
+                self._run(group, signed)
+            return
+        signature = tuple(signed[0] for _, signed in batch)
+        try:
+            kernel = self.signatures[signature]
+            self.stats.cache_hits += 1
+        except KeyError:
+            kernel = self.fuser.compile_batch(  # type: ignore[union-attr]
+                tuple(_describe(group, {id(node) for node in signed[3]})
+                      for group, signed in batch))
+            self.stats.compiles += 1
+            self.signatures[signature] = kernel
+        if kernel is not None:
+            try:
+                results = kernel([x for _, signed in batch for x in signed[1]],
+                                 [x for _, signed in batch for x in signed[2]])
+            except Exception:  # each group alone: its own kernel, or its ops one by one
+                kernel = None
+        if kernel is None:
+            for group, signed in batch:
+                self._run(group, signed)
+            return
+        self.stats.kernels += 1
+        for node, value in zip([n for _, signed in batch for n in signed[3]], results,
+                               strict=True):
+            _store(node, value)
+
+    def _run(self, group: _Group, signed: Signed | None = None) -> None:
+        """Run ``group``: an opaque op with B's own op, a group through the fuser's kernel
+        (``signed`` is its ``_signature`` when already built), or op by op."""
         nodes = group.nodes
         if group.key is None:  # an opaque op: B's own, as if it had run when recorded
             self.stats.eager_ops += 1
@@ -133,7 +193,7 @@ class Stream:
         if self.fuser is None or len(nodes) < 2:
             self._one_by_one(nodes)
             return
-        signature, inputs, scalars, outputs = _signature(group)
+        signature, inputs, scalars, outputs = signed or _signature(group)
         if len(inputs) + len(outputs) > getattr(self.fuser, "max_buffers", len(nodes) << 8):
             self._split(group)
             return
@@ -265,6 +325,20 @@ def _groups(nodes: list[LazyNode]) -> list[_Group]:
     return groups
 
 
+def _levels(groups: list[_Group]) -> list[list[_Group]]:
+    """``groups`` (in dependency order) by level: a group's level is one more than the
+    highest level of the groups it reads, so groups of one level never read each other."""
+    depth: dict[_Group, int] = {}
+    levels: list[list[_Group]] = []
+    for group in groups:
+        level = max([depth[d] + 1 for d in group.deps], default=0)
+        depth[group] = level
+        if level == len(levels):
+            levels.append([])
+        levels[level].append(group)
+    return levels
+
+
 def _reaches(start: _Group, target: _Group) -> bool:
     """Whether ``start`` reads ``target``, directly or through other groups."""
     stack, seen = [start], {start}
@@ -300,7 +374,11 @@ def _ordered(groups: list[_Group]) -> list[_Group]:
     return order
 
 
-def _signature(group: _Group) -> tuple[tuple[Any, ...], list[Any], list[Any], list[LazyNode]]:
+#: A group's signature, its inputs, its scalars and the nodes its kernel writes (``_signature``).
+Signed = tuple[tuple[Any, ...], list[Any], list[Any], list["LazyNode"]]
+
+
+def _signature(group: _Group) -> Signed:
     """The group's structure as a flat tuple of cheap values (shapes, op names, NumPy dtypes,
     operand codes; ``DType``s by identity, as they are singletons), its input primitives, its
     scalars, and the nodes whose values its kernel returns, in order. Two groups with equal
