@@ -55,7 +55,7 @@ def _result_shape(op: str, args: tuple[Any, ...]) -> tuple[int, ...] | None:
         axes = [_dim(a, rank) for a in args[1]]
         if sorted(a for a in axes if a is not None) != list(range(rank)) or len(axes) != rank:
             return None
-        return tuple(first.shape[a] for a in axes)  # type: ignore[index]
+        return tuple(first.shape[a] for a in axes)
     other = args[1]  # matmul
     if (type(other) is not FusionTensor or other.dtype != first.dtype
             or other.device != first.device or rank < 2 or len(other.shape) != rank

@@ -434,7 +434,12 @@ def _describe(group: _Group, written: set[int]) -> FusedGroup:
     ops: list[FusedOp] = []
     outputs: list[int] = []
     reduction: Reduction | None = None
+    if group.key is None:
+        raise TypeError(f"{group.nodes[0].name} runs alone: it has no fused form")
     for node in group.nodes:
+        op = node.op
+        if op is None:
+            raise TypeError(f"{node.name} runs alone: it has no fused form")
         refs: list[Ref] = []
         for position in node.operands:
             a = node.args[position]
@@ -453,11 +458,11 @@ def _describe(group: _Group, written: set[int]) -> FusedGroup:
                 refs.append(Ref("scalar", len(scalar_dtypes)))
                 scalar_dtypes.append(node.scalar_dtype)
         if node.reduces:
-            reduction = Reduction(node.op, refs[0], node.dim, node.shape, node.dtype)
+            reduction = Reduction(op, refs[0], node.dim, node.shape, node.dtype)
             continue
         local_index[id(node)] = len(ops)
         if id(node) in written:
             outputs.append(len(ops))
-        ops.append(FusedOp(node.op, tuple(refs), node.dtype))
+        ops.append(FusedOp(op, tuple(refs), node.dtype))
     return FusedGroup(group.key, tuple(input_descs), tuple(scalar_dtypes), tuple(ops),
                       tuple(outputs), reduction)
