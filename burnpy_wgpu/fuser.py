@@ -33,6 +33,7 @@ from burnpy_wgpu.dtypes import compute_type, storage_type
 from burnpy_wgpu.errors import WgpuError, WgpuLimitError
 from burnpy_wgpu.kernels.common import WG, entry, groups_for, header, load, store_cast
 from burnpy_wgpu.kernels.elementwise import alloc_tensor, coalesce, strided_indices
+from burnpy_wgpu.kernels.matmul import Epilogue, matmul_epilogue, meta_words
 from burnpy_wgpu.kernels.reduce import IDENTITY
 from burnpy_wgpu.kernels.wgsl_math import library
 from burnpy_wgpu.runtime import WgpuRuntime, f32_bits, runtime_for
@@ -147,6 +148,14 @@ class WgslFuser:
         if not group.inputs:
             return None
         return FusedProgram((group,))
+
+    def compile_matmul(self, group: FusedGroup, operand: int) -> FusedKernel | None:
+        """One kernel computing a float product and ``group`` (elementwise, over the product's
+        shape) as its epilogue: ``group``'s input ``operand`` is the product, never stored.
+        Called as ``kernel([lhs, rhs, *the group's other inputs], scalars)``."""
+        if group.reduction is not None or not group.inputs[operand].dtype.is_float:
+            return None
+        return FusedMatmul(group, operand)
 
     def compile_batch(self, groups: tuple[FusedGroup, ...]) -> FusedKernel | None:
         """One kernel computing independent ``groups`` (each may have a single op), each
@@ -267,6 +276,55 @@ class FusedProgram:
         return _Plan(kernel, groups_for(sum(items), WG), layouts, tails, items)
 
 
+class FusedMatmul:
+    """A product and the elementwise group reading it, as one dispatch of the matmul kernel
+    whose every output element goes through the group (``WgslFuser.compile_matmul``)."""
+
+    __slots__ = ("group", "operand", "plans")
+
+    def __init__(self, group: FusedGroup, operand: int) -> None:
+        self.group = group
+        self.operand = operand
+        self.plans: dict[tuple[Any, ...], tuple[str, int, list[int]]] = {}
+
+    def __call__(self, inputs: Sequence[Any], scalars: Sequence[float | int | bool]
+                 ) -> tuple[Any, ...]:
+        group, operand = self.group, self.operand
+        lhs, rhs, *rest = inputs
+        rt: WgpuRuntime = lhs.runtime
+        outs = [alloc_tensor(rt, group.shape, group.ops[j].dtype.numpy) for j in group.outputs]
+        tensors: list[WgpuTensor | None] = [*rest[:operand], None, *rest[operand:]]
+        key = (rt.device_id, *[(t.shape, t.strides) for t in rest])
+        layout = self.plans.get(key)
+        if layout is None:
+            if len(self.plans) >= _PLAN_CACHE:
+                self.plans.clear()
+            layout = self.plans[key] = _layout(group, tensors)
+        classes, rank, tail = layout
+        words = [f32_bits(float(x)) if dt.is_float else int(x)
+                 for x, dt in zip(scalars, group.scalars, strict=True)]
+        meta = [numel(group.shape), 1, 1, 1, *words,
+                *[0 if t is None else t.offset for t in tensors], *tail]
+        limit = dict(rt.device.limits)["max-storage-buffers-per-shader-stage"]
+        if len(inputs) + len(outs) + 1 > limit:
+            raise WgpuLimitError(f"fused matmul binds {len(inputs) + len(outs) + 1} buffers; "
+                                 f"this adapter allows {limit}")
+
+        def epilogue(batch_rank: int) -> Epilogue:
+            base = meta_words(batch_rank)
+            if base + len(meta) > _META_WORDS:
+                raise WgpuLimitError(f"fused matmul needs {base + len(meta)} parameter words")
+            seg = _segment(group, "epilogue", classes, rank, base, 2, 0, "_e", operand)
+            code = library(tuple(sorted(seg.funcs))) + seg.code  # f16 in it enables f16
+            return Epilogue(code, tuple(seg.reads), tuple(seg.writes))
+
+        if meta_words(len(lhs.shape) - 2) + len(meta) > _META_WORDS:
+            raise WgpuLimitError("fused matmul: too many parameter words")
+        matmul_epilogue(lhs, rhs, (group, operand, classes, rank), epilogue, rest, outs,
+                        lambda _: meta)
+        return tuple(outs)
+
+
 def _shape_of(group: FusedGroup) -> tuple[str, int, int, int]:
     """The group's kernel kind on a GPU adapter (``map``, ``rows`` or ``tree``), its outputs,
     the reduced dim's size and the size of the dims after it."""
@@ -282,11 +340,14 @@ def _shape_of(group: FusedGroup) -> tuple[str, int, int, int]:
         shape[red.dim + 1:])
 
 
-def _layout(group: FusedGroup, tensors: Sequence[WgpuTensor]) -> tuple[str, int, list[int]]:
+def _layout(group: FusedGroup, tensors: Sequence[WgpuTensor | None]
+            ) -> tuple[str, int, list[int]]:
     """How the group reads ``tensors``: each one's layout class, the merged rank of the
-    general ones (0 when none) and the meta tail (merged shape, general inputs' strides)."""
+    general ones (0 when none) and the meta tail (merged shape, general inputs' strides).
+    None stands for a value the kernel is handed in the group's own order (an epilogue's)."""
     shape = group.shape
-    strides = [broadcast_view(t.shape, t.strides, shape) for t in tensors]
+    strides = [contiguous_strides(shape) if t is None else
+               broadcast_view(t.shape, t.strides, shape) for t in tensors]
     merged, merged_strides = coalesce(shape, [*strides, contiguous_strides(shape)])
     classes = "".join(_classify(merged, s) for s in merged_strides[:-1])
     rank = len(merged) if "g" in classes else 0
@@ -367,9 +428,11 @@ def _assemble(segs: Sequence[_Seg], main: str) -> str:
 
 
 def _segment(group: FusedGroup, kind: str, classes: str, rank: int, base: int,
-             first_in: int, first_out: int, tag: str) -> _Seg:
+             first_in: int, first_out: int, tag: str, given: int | None = None) -> _Seg:
     """``group``'s functions, reading meta words from ``base`` and binding its inputs and
-    outputs from ``in{first_in}`` and ``out{first_out}``."""
+    outputs from ``in{first_in}`` and ``out{first_out}``. Input ``given`` (a product's
+    result) is not read from memory: it is ``epi(lin, mm)``'s argument ``mm`` (kind
+    ``epilogue``), and the later inputs take its binding."""
     scalar_base = base + _FIXED
     offset_base = scalar_base + len(group.scalars)
     shape_base = offset_base + len(group.inputs)
@@ -384,9 +447,14 @@ def _segment(group: FusedGroup, kind: str, classes: str, rank: int, base: int,
         cls = classes[k]
         index = (f"mu({offset_base + k}u) + lin" if cls == "c" else
                  f"mu({offset_base + k}u)" if cls == "s" else f"x{k}")
-        body.append(f"    let v{k} = "
-                    f"{load(f'in{first_in + k}', index, _st(desc.dtype), _ct(desc.dtype))};")
         values[Ref("input", k)] = (f"v{k}", _ct(desc.dtype))
+        if k == given:  # rounded as storing the product's result would round it
+            value = "f32(f16(mm))" if desc.dtype is DType.float16 else "mm"
+            body.append(f"    let v{k} = {value};")
+            continue
+        binding = first_in + k - (given is not None and k > given)
+        body.append(f"    let v{k} = "
+                    f"{load(f'in{binding}', index, _st(desc.dtype), _ct(desc.dtype))};")
     for i, dt in enumerate(group.scalars):
         word = scalar_base + i
         ct = _ct(dt)
@@ -401,7 +469,8 @@ def _segment(group: FusedGroup, kind: str, classes: str, rank: int, base: int,
     for slot, j in enumerate(group.outputs):
         dt = group.ops[j].dtype
         body.append(f"    out{first_out + slot}[lin] = {store_cast(f't{j}', _st(dt), _ct(dt))};")
-    signature = f"fn elem{tag}(lin: u32) {{"
+    signature = (f"fn elem{tag}(lin: u32) {{" if given is None else
+                 f"fn elem{tag}(lin: u32, mm: f32) {{")
     writes = [_st(group.ops[j].dtype) for j in group.outputs]
     code = ""
     if red is not None:
@@ -411,7 +480,9 @@ def _segment(group: FusedGroup, kind: str, classes: str, rank: int, base: int,
         writes.append(_st(red.dtype))
         code = _combine(red.name, acc, tag)
     code += "\n" + signature + "\n" + "\n".join(body) + "\n}\n"
-    if red is None:
+    if kind == "epilogue":
+        code += f"\nfn epi(lin: u32, mm: f32) {{ elem{tag}(lin, mm); }}\n"
+    elif red is None:
         code += f"\nfn seg{tag}(lin: u32) {{ elem{tag}(lin); }}\n"
     elif kind == "rows":
         code += _rows_function(red.name, acc, _st(red.dtype), f"out{first_out + len(writes) - 1}",
@@ -421,8 +492,8 @@ def _segment(group: FusedGroup, kind: str, classes: str, rank: int, base: int,
         red is not None and red.dtype is DType.float16)
     words = _FIXED + len(group.scalars) + len(group.inputs) + (rank * (1 + classes.count("g"))
                                                                  if rank else 0)
-    return _Seg(code, frozenset(funcs), [_st(d.dtype) for d in group.inputs], writes, f16,
-                words)
+    return _Seg(code, frozenset(funcs), [_st(d.dtype) for k, d in enumerate(group.inputs)
+                                         if k != given], writes, f16, words)
 
 
 def _convert(value: str, src: str, dst: str) -> str:

@@ -71,8 +71,10 @@ def _result_shape(op: str, args: tuple[Any, ...]) -> tuple[int, ...] | None:
 
 def lazy_recorder(name: str, eager: Callable[..., Any]) -> Callable[..., Any]:
     """The op ``name`` (one of ``LAZY_OPS``) recorded as an opaque node when B's fuser lists
-    it in ``lazy_ops`` and a tensor it reads is pending; ``eager`` (B's op now) otherwise. A
-    reshape to the unchanged shape returns the handle itself."""
+    it in ``lazy_ops`` and (for a view) the tensor it reads is pending; ``eager`` (B's op
+    now) otherwise. A reshape to the unchanged shape returns the handle itself. A matmul is
+    recorded even on computed operands: the elementwise ops reading it may run in its kernel.
+    """
     op = name.split("_", 1)[1]
 
     def record(cls: type[FusionBackend], *args: Any) -> Any:
@@ -81,7 +83,7 @@ def lazy_recorder(name: str, eager: Callable[..., Any]) -> Callable[..., Any]:
             return first
         fuser = cls._fuser[0] if cls._fuser else cls.fuser()
         if (fuser is None or name not in getattr(fuser, "lazy_ops", ())
-                or (first.node is None and (op != "matmul" or args[1].node is None))):
+                or (first.node is None and op != "matmul")):
             return eager(cls, *args)
         shape = _result_shape(op, args)
         if shape is None:

@@ -85,14 +85,18 @@ class LazyNode:
 
 
 class _Group:
-    """Ops of one loop shape, in order (or one opaque op); ``deps`` holds the groups it reads."""
+    """Ops of one loop shape, in order (or one opaque op); ``deps`` holds the groups it reads.
+    ``product`` is the matmul whose kernel runs the group as its epilogue, and
+    ``fused_into`` (on that matmul's own group) the group it runs with."""
 
-    __slots__ = ("deps", "key", "nodes")
+    __slots__ = ("deps", "fused_into", "key", "nodes", "product")
 
     def __init__(self, key: tuple[int, ...] | None) -> None:
         self.key = key
         self.nodes: list[LazyNode] = []
         self.deps: set[_Group] = set()
+        self.product: LazyNode | None = None
+        self.fused_into: _Group | None = None
 
 
 class Stream:
@@ -120,6 +124,8 @@ class Stream:
                 return
             live = _live(nodes)
             groups = _ordered(_groups(live))
+            if self.fuser is not None and hasattr(self.fuser, "compile_matmul"):
+                _find_epilogues(groups)
             if self.fuser is not None and hasattr(self.fuser, "compile_batch"):
                 for level in _levels(groups):
                     self._run_level(level)
@@ -136,7 +142,9 @@ class Stream:
         batch: list[tuple[_Group, Signed]] = []
         used = 0
         for group in level:
-            if group.key is None:
+            if group.fused_into is not None:
+                continue  # runs inside its reader's kernel
+            if group.key is None or group.product is not None:
                 self._run(group)
                 continue
             signed = _signature(group)
@@ -186,6 +194,9 @@ class Stream:
         """Run ``group``: an opaque op with B's own op, a group through the fuser's kernel
         (``signed`` is its ``_signature`` when already built), or op by op."""
         nodes = group.nodes
+        if group.product is not None:
+            self._run_epilogue(group, group.product)
+            return
         if group.key is None:  # an opaque op: B's own, as if it had run when recorded
             self.stats.eager_ops += 1
             self._call(nodes[0])
@@ -217,6 +228,36 @@ class Stream:
             results = kernel(inputs, scalars)
         except Exception:  # rerun op by op: B's own op raises, naming itself
             self._one_by_one(nodes)
+            return
+        self.stats.kernels += 1
+        for node, value in zip(outputs, results, strict=True):
+            _store(node, value)
+
+    def _run_epilogue(self, group: _Group, product: LazyNode) -> None:
+        """Run matmul ``product`` and ``group``, which alone reads it, as one kernel; else
+        the matmul alone, then the group."""
+        group.product = None
+        signature, inputs, scalars, outputs = _signature(group)
+        operand = _input_position(group, product)
+        key = ("matmul", signature, operand)
+        try:
+            kernel = self.signatures[key]
+            self.stats.cache_hits += 1
+        except KeyError:
+            kernel = self.fuser.compile_matmul(  # type: ignore[union-attr]
+                _describe(group, {id(node) for node in outputs}), operand)
+            self.stats.compiles += 1
+            self.signatures[key] = kernel
+        if kernel is not None:
+            lhs, rhs = (_resolve(a) for a in product.args)
+            try:
+                results = kernel([lhs, rhs, *inputs[:operand], *inputs[operand + 1:]], scalars)
+            except Exception:  # the matmul alone, then the group: B names its own errors
+                kernel = None
+        if kernel is None:
+            self.stats.eager_ops += 1
+            self._call(product)
+            self._run(group)
             return
         self.stats.kernels += 1
         for node, value in zip(outputs, results, strict=True):
@@ -323,6 +364,44 @@ def _groups(nodes: list[LazyNode]) -> list[_Group]:
         if node.reduces:
             del open_groups[group.key]  # type: ignore[arg-type]
     return groups
+
+
+def _find_epilogues(groups: list[_Group]) -> None:
+    """Pair each matmul with the elementwise group (no reduction, the product's shape) that
+    is the only reader of its result, which no handle keeps: the matmul's kernel can run the
+    group on each result element instead of storing it."""
+    readers: dict[int, set[_Group]] = {}
+    for group in groups:
+        for node in group.nodes:
+            for a in node.args:
+                if type(a) is LazyNode:
+                    readers.setdefault(id(a), set()).add(group)
+    for group in groups:
+        if group.key is None or group.nodes[-1].reduces:
+            continue
+        for dep in group.deps:
+            product = dep.nodes[0]
+            if (dep.key is None and product.name == "float_matmul" and dep.fused_into is None
+                    and product.shape == group.key and readers[id(product)] == {group}
+                    and (product.handle is None or product.handle() is None)):
+                dep.fused_into, group.product = group, product
+                break
+
+
+def _input_position(group: _Group, target: LazyNode) -> int:
+    """The index of ``target`` among ``group``'s inputs, in ``_signature``'s order."""
+    seen: dict[int, int] = {}
+    locals_ = {id(node) for node in group.nodes}
+    for node in group.nodes:
+        for position in node.operands:
+            a = node.args[position]
+            if type(a) is LazyNode or type(a) is FusionTensor:
+                if id(a) in locals_ or id(a) in seen:
+                    continue
+                if a is target:
+                    return len(seen)
+                seen[id(a)] = len(seen)
+    raise ValueError(f"{target.name} is not an input of the group")
 
 
 def _levels(groups: list[_Group]) -> list[list[_Group]]:

@@ -11,6 +11,7 @@ import pytest
 from burnpy import Tensor, nn, optim
 from burnpy.autodiff import Autodiff
 from burnpy.backend.base import Backend
+from burnpy.backend.dtype import DType
 from burnpy.fusion import Fusion
 from burnpy.nn import functional as fn
 from burnpy.testing import backends_available
@@ -194,3 +195,44 @@ def test_a_gelu_mlp_step_takes_a_third_of_the_dispatches_and_gives_the_same_loss
     F.stats.reset()
     fused()
     assert F.stats.compiles == 0
+
+
+@pytest.mark.parametrize("dtype", ["float32", pytest.param("float16", marks=pytest.mark.skipif(
+    not W.supports_dtype(DEV, DType.float16), reason="this WebGPU adapter lacks shader-f16"))])
+@pytest.mark.parametrize(("lhs_shape", "rhs_shape", "bias_shape"), [
+    ((37, 19), (19, 45), (45,)), ((3, 20, 9), (1, 9, 70), (20, 1)), ((2, 1), (1, 3), ())])
+def test_an_epilogue_fused_matmul_matches_the_unfused_one(
+        dtype: str, lhs_shape: tuple[int, ...], rhs_shape: tuple[int, ...],
+        bias_shape: tuple[int, ...]) -> None:
+    a, b = _data(*lhs_shape, seed=5).astype(dtype), _data(*rhs_shape, seed=6).astype(dtype)
+    c = _data(*bias_shape, seed=7).astype(dtype) if bias_shape else np.float32(0.5)
+
+    def chain(backend: type[Backend]) -> tuple[Tensor, Tensor]:
+        at, bt = Tensor.from_data(a, backend=backend), Tensor.from_data(b, backend=backend)
+        ct = Tensor.from_data(np.asarray(c), backend=backend)
+        y = fn.gelu(at @ bt + ct)
+        return y, (y * 2.0).tanh()
+
+    F.sync(DEV)
+    F.stats.reset()
+    before = RT.stats["dispatches"]
+    fused = chain(F)
+    F.sync(DEV)
+    assert RT.stats["dispatches"] - before == 1 and F.stats.kernels == 1  # one kernel in all
+    plain = chain(W)
+    tol = 1e-5 if dtype == "float32" else 2e-3
+    for got, want in zip(fused, plain, strict=True):
+        np.testing.assert_allclose(got.to_numpy().astype(np.float64),
+                                   want.to_numpy().astype(np.float64), rtol=tol, atol=tol)
+
+
+def test_a_matmul_whose_result_is_kept_is_not_fused() -> None:
+    a, b = _data(8, 5), _data(5, 6)
+    at, bt = Tensor.from_data(a, backend=F), Tensor.from_data(b, backend=F)
+    F.sync(DEV)
+    before = RT.stats["dispatches"]
+    product = at @ bt
+    out = (product + 1.0).exp()
+    np.testing.assert_allclose(out.to_numpy(), np.exp(a @ b + 1), rtol=1e-5)
+    np.testing.assert_allclose(product.to_numpy(), a @ b, rtol=1e-5, atol=1e-6)
+    assert RT.stats["dispatches"] - before == 2
