@@ -3,9 +3,11 @@
 
 Counts the WebGPU dispatches of one step (the runtime's counter) and times whole steps, each
 until the device has finished, alternating the two backends in the same process; medians.
-Targets (issue 18): the MLP step with >= 3x fewer dispatches and >= 2x faster. Also the first
-step's compile time and the plan-cache hit rate over the timed steps.
-Run: ``.venv/bin/python benchmarks/fusion_wgpu.py [--quick]``
+Targets (issue 18): the MLP step with >= 3x fewer dispatches and >= 2x faster; the GPT step
+faster with Fusion than without. Also the first step's compile time and the plan-cache hit
+rate over the timed steps. ``--list`` prints every dispatch of one MLP step, unfused and fused
+(kernel and shape), to see what still costs a dispatch.
+Run: ``.venv/bin/python benchmarks/fusion_wgpu.py [--quick] [--list]``
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import os
 import sys
 import time
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -105,6 +108,45 @@ def dispatches(step: Step) -> int:
     return RT.stats["dispatches"] - before
 
 
+def _describe(key: object) -> str:
+    """A dispatch's kernel key, short: a fused group as its ops and shape."""
+    if isinstance(key, tuple) and key and key[0] == "fused":
+        group = key[2]
+        red = f" | {group.reduction.name}" if group.reduction is not None else ""
+        return f"fused {','.join(op.name for op in group.ops)}{red} over {list(group.shape)}"
+    if isinstance(key, tuple) and key and key[0] == "fused_batch":
+        return "fused batch: " + "; ".join(f"{len(g.ops)} ops over {list(g.shape)}"
+                                           for g, _ in key[1])
+    if isinstance(key, tuple) and key and str(key[0]).endswith("_epilogue"):
+        group = key[-1][0]
+        return f"matmul + epilogue {','.join(op.name for op in group.ops)} over {list(group.shape)}"
+    return str(key)[:90]
+
+
+def list_dispatches(make: Callable[[type[Backend]], Step]) -> None:
+    """Print every dispatch of one step (after two warm-up steps), unfused then fused."""
+    original = RT.dispatch
+    seen: list[str] = []
+
+    def record(kernel: Any, *args: Any) -> None:
+        seen.append(_describe(kernel.key))
+        original(kernel, *args)
+
+    for backend in (Autodiff(WgpuBackend), Autodiff(Fusion(WgpuBackend))):
+        step = make(backend)
+        step()
+        step()
+        seen.clear()
+        RT.dispatch = record  # type: ignore[method-assign]
+        try:
+            step()
+        finally:
+            RT.dispatch = original  # type: ignore[method-assign]
+        print(f"{backend.name()}: {len(seen)} dispatches")
+        for line in seen:
+            print("  ", line)
+
+
 def compare(label: str, make: Callable[[type[Backend]], Step], number: int,
             rounds: int) -> None:
     fused_backend = Fusion(WgpuBackend)
@@ -132,6 +174,9 @@ def compare(label: str, make: Callable[[type[Backend]], Step], number: int,
 def main() -> None:
     info = list_adapters()[0]
     print(f"adapter: {info.name} ({info.backend_type}, {info.adapter_type})")
+    if "--list" in sys.argv:
+        list_dispatches(mlp_step)
+        return
     compare("GELU MLP step (cross entropy, Adam)", mlp_step, 3 if QUICK else 10,
             3 if QUICK else 7)
     compare("GELU MLP step (MSE in tensor ops, SGD)", mlp_sgd_step, 3 if QUICK else 10,
