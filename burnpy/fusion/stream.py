@@ -13,7 +13,7 @@ from __future__ import annotations
 import threading
 import weakref
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from burnpy.backend.dtype import DType
 from burnpy.fusion.fuser import FusedKernel, Fuser
@@ -30,6 +30,24 @@ def ir_dtype(dtype: Any) -> DType:
     if found is None:
         found = _DTYPES[dtype] = DType.of(dtype)
     return found
+
+
+@runtime_checkable
+class BatchFuser(Protocol):
+    """A fuser that also compiles independent groups into one kernel (see ``fuser``)."""
+
+    def compile_batch(self, groups: tuple[FusedGroup, ...]) -> FusedKernel | None:
+        """One kernel for ``groups``: all their inputs and scalars in, all outputs out."""
+        ...
+
+
+@runtime_checkable
+class MatmulFuser(Protocol):
+    """A fuser that also runs a group as a matmul's epilogue (see ``fuser``)."""
+
+    def compile_matmul(self, group: FusedGroup, operand: int) -> FusedKernel | None:
+        """One kernel for a product and ``group``, which reads it as input ``operand``."""
+        ...
 
 
 @dataclass
@@ -102,12 +120,16 @@ class _Group:
 class Stream:
     """The pending ops of one device of one Fusion backend."""
 
-    __slots__ = ("fuser", "inner", "lock", "nodes", "plans", "signatures", "stats")
+    __slots__ = ("batcher", "fuser", "inner", "lock", "nodes", "plans", "products", "signatures",
+                 "stats")
 
     def __init__(self, inner: Any, fuser: Fuser | None, plans: dict[FusedGroup, Any],
                  stats: FusionStats) -> None:
         self.inner = inner
         self.fuser = fuser
+        #: The fuser again where it compiles batches of groups, and matmul epilogues.
+        self.batcher = fuser if isinstance(fuser, BatchFuser) else None
+        self.products = fuser if isinstance(fuser, MatmulFuser) else None
         self.plans = plans
         self.stats = stats
         self.nodes: list[LazyNode] = []
@@ -124,9 +146,9 @@ class Stream:
                 return
             live = _live(nodes)
             groups = _ordered(_groups(live))
-            if self.fuser is not None and hasattr(self.fuser, "compile_matmul"):
+            if self.products is not None:
                 _find_epilogues(groups)
-            if self.fuser is not None and hasattr(self.fuser, "compile_batch"):
+            if self.batcher is not None:
                 for level in _levels(groups):
                     self._run_level(level)
             else:
@@ -161,7 +183,8 @@ class Stream:
 
     def _run_batch(self, batch: list[tuple[_Group, Signed]]) -> None:
         """Run ``batch``'s groups as one kernel (one alone as ``_run`` does)."""
-        if len(batch) < 2:
+        batcher = self.batcher
+        if len(batch) < 2 or batcher is None:
             for group, signed in batch:
                 self._run(group, signed)
             return
@@ -170,9 +193,8 @@ class Stream:
             kernel = self.signatures[signature]
             self.stats.cache_hits += 1
         except KeyError:
-            kernel = self.fuser.compile_batch(  # type: ignore[union-attr]
-                tuple(_describe(group, {id(node) for node in signed[3]})
-                      for group, signed in batch))
+            kernel = batcher.compile_batch(tuple(
+                _describe(group, {id(node) for node in signed[3]}) for group, signed in batch))
             self.stats.compiles += 1
             self.signatures[signature] = kernel
         if kernel is not None:
@@ -237,6 +259,12 @@ class Stream:
         """Run matmul ``product`` and ``group``, which alone reads it, as one kernel; else
         the matmul alone, then the group."""
         group.product = None
+        products = self.products
+        if products is None:
+            self.stats.eager_ops += 1
+            self._call(product)
+            self._run(group)
+            return
         signature, inputs, scalars, outputs = _signature(group)
         operand = _input_position(group, product)
         key = ("matmul", signature, operand)
@@ -244,8 +272,8 @@ class Stream:
             kernel = self.signatures[key]
             self.stats.cache_hits += 1
         except KeyError:
-            kernel = self.fuser.compile_matmul(  # type: ignore[union-attr]
-                _describe(group, {id(node) for node in outputs}), operand)
+            fused = _describe(group, {id(node) for node in outputs})
+            kernel = products.compile_matmul(fused, operand)
             self.stats.compiles += 1
             self.signatures[key] = kernel
         if kernel is not None:
@@ -355,14 +383,16 @@ def _groups(nodes: list[LazyNode]) -> list[_Group]:
             group = found
         if group.key is None or not group.nodes:
             groups.append(group)
+        for source in sources:
+            if source is not None and source is not group:
+                group.deps.add(source)
         for a in node.args:
             if type(a) is LazyNode and a.group is not group:
                 a.escapes = True
-                group.deps.add(a.group)  # type: ignore[arg-type]
         group.nodes.append(node)
         node.group = group
-        if node.reduces:
-            del open_groups[group.key]  # type: ignore[arg-type]
+        if node.reduces and group.key is not None:
+            del open_groups[group.key]
     return groups
 
 
