@@ -48,6 +48,11 @@ TREE_MAX_OUTPUTS = 256
 #: loop per output is cheaper unless there are too few outputs to spread over the threads).
 CPU_TREE_MAX_OUTPUTS = 4
 CPU_TREE_MIN_SIZE = 8192
+#: Invocations per workgroup of a ``rows`` kernel on CPU adapters: one workgroup runs on one
+#: thread there, and a reduction of a few hundred rows would be one workgroup of ``WG``,
+#: computing every element its group fuses in on one core (maps keep ``WG``: more, smaller
+#: workgroups measured slower there).
+CPU_ROWS_WG = 32
 #: Parameter words of a dispatch (``runtime.META_SLOT`` bytes).
 _META_WORDS = 128
 #: Fixed parameter words: element count, reduction outputs, reduced size, inner size.
@@ -118,6 +123,11 @@ class WgslFuser:
     #: the default's pieces join the groups around them (the shift and exponent with the
     #: logits' bias add, the division with the loss gradient), where B's own run alone.
     composed_ops = frozenset({"softmax", "log_softmax"})
+
+    #: Groups of at most this many elements are batched into one dispatch (``Fusion`` runs
+    #: larger ones alone): a batch saves a dispatch's fixed cost, and on llvmpipe a large
+    #: group in a batch measured up to 2x slower per element than alone.
+    batch_max_elements = 8192
 
     @property
     def max_buffers(self) -> int:
@@ -265,10 +275,11 @@ class FusedProgram:
                                  f"this adapter allows {limit}")
         if len(self.groups) == 1:
             group, (kind, classes, rank) = self.groups[0], layouts[0]
-            kernel = rt.kernel(("fused", kind, group, classes, rank),
-                               lambda: wgsl_source(group, kind, classes, rank),
+            wg = CPU_ROWS_WG if rt.is_cpu and kind == "rows" else WG
+            kernel = rt.kernel(("fused", kind, group, classes, rank, wg),
+                               lambda: wgsl_source(group, kind, classes, rank, wg),
                                len(tensors), n_write)
-            count = (groups_for(items[0], WG) if kind != "tree" else self.shapes[0][1])
+            count = (groups_for(items[0], wg) if kind != "tree" else self.shapes[0][1])
             return _Plan(kernel, count if items[0] else 0, layouts, tails, items)
         segments = tuple(zip(self.groups, layouts, strict=True))
         kernel = rt.kernel(("fused_batch", segments), lambda: batch_source(segments),
@@ -369,11 +380,12 @@ def _classify(shape: Shape, strides: Shape) -> str:
 
 
 # ---- WGSL generation -----------------------------------------------------------------------------
-def wgsl_source(group: FusedGroup, kind: str, classes: str, rank: int) -> str:
+def wgsl_source(group: FusedGroup, kind: str, classes: str, rank: int, wg: int = WG) -> str:
     """The WGSL of ``group`` as a ``kind`` kernel (``map``, ``rows`` or ``tree``) whose inputs
     have layout ``classes`` (``c`` contiguous, ``s`` one element, ``g`` general over ``rank``
-    merged dims). Meta words: element count, reduction outputs, reduced size, inner size, the
-    scalars, the inputs' offsets, then the merged shape and each general input's strides."""
+    merged dims), ``wg`` invocations per workgroup (``tree``: always ``WG``). Meta words:
+    element count, reduction outputs, reduced size, inner size, the scalars, the inputs'
+    offsets, then the merged shape and each general input's strides."""
     seg = _segment(group, kind, classes, rank, 0, 0, 0, "")
     red = group.reduction
     if red is None:
@@ -382,7 +394,7 @@ def wgsl_source(group: FusedGroup, kind: str, classes: str, rank: int) -> str:
         main = "    if (gid >= mu(1u)) { return; }\n    seg(gid);"
     else:
         main = _tree_entry(red.name, _ct(red.dtype), _st(red.dtype), f"out{len(seg.writes) - 1}")
-    return _assemble([seg], entry(main) if kind != "tree" else main)
+    return _assemble([seg], entry(main, wg) if kind != "tree" else main)
 
 
 def batch_source(segments: Sequence[tuple[FusedGroup, tuple[str, str, int]]]) -> str:

@@ -206,11 +206,17 @@ def _register_source(src: tuple[str, str], out_store: str, batch_rank: int,
     lines += [f"        let b{j} = {load('in1', f'u32(cb{j} + kb)', st, acc)};" for j in range(r)]
     lines += [f"        acc{i}_{j} = acc{i}_{j} + a{i} * b{j};" for i in range(r) for j in range(r)]
     lines.append("    }")
-    for i in range(r):
-        for j in range(r):
-            lines.append(f"    if (m0 + {i}u < M && n0 + {j}u < N) {{ "
-                         + _store(f"acc{i}_{j}", f"(m0 + {i}u)", f"(n0 + {j}u)", out_store, acc,
-                                  epilogue) + " }")
+    if epilogue is None:
+        lines += [f"    if (m0 + {i}u < M && n0 + {j}u < N) {{ "
+                  + _store(f"acc{i}_{j}", f"(m0 + {i}u)", f"(n0 + {j}u)", out_store, acc, None)
+                  + " }" for i in range(r) for j in range(r)]
+    else:  # a loop over the tile: the epilogue's code once, not inlined per element
+        lines.append(f"    var tile: array<f32, {r * r}>;")
+        lines += [f"    tile[{i * r + j}] = f32(acc{i}_{j});" for i in range(r) for j in range(r)]
+        lines += [f"    for (var t = 0u; t < {r * r}u; t = t + 1u) {{",
+                  f"        let row = m0 + t / {r}u; let col = n0 + t % {r}u;",
+                  "        if (row < M && col < N) { "
+                  + _store("tile[t]", "row", "col", out_store, acc, epilogue) + " }", "    }"]
     return _header(st, out_store, "", epilogue) + f"""
 @compute @workgroup_size({_CPU_SIDE}, {_CPU_SIDE})
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {{
