@@ -405,20 +405,26 @@ def _find_epilogues(groups: list[_Group]) -> None:
     """Pair each matmul with the elementwise group (no reduction, the product's shape) that
     is the only reader of its result, which no handle keeps: the matmul's kernel can run the
     group on each result element instead of storing it."""
+    products = {id(g.nodes[0]): g for g in groups
+                if g.key is None and g.nodes[0].name == "float_matmul"
+                and (g.nodes[0].handle is None or g.nodes[0].handle() is None)}
+    if not products:
+        return
     readers: dict[int, set[_Group]] = {}
     for group in groups:
+        if group.deps.isdisjoint(products.values()):
+            continue
         for node in group.nodes:
             for a in node.args:
-                if type(a) is LazyNode:
+                if id(a) in products:
                     readers.setdefault(id(a), set()).add(group)
     for group in groups:
         if group.key is None or group.nodes[-1].reduces:
             continue
         for dep in group.deps:
             product = dep.nodes[0]
-            if (dep.key is None and product.name == "float_matmul" and dep.fused_into is None
-                    and product.shape == group.key and readers[id(product)] == {group}
-                    and (product.handle is None or product.handle() is None)):
+            if (id(product) in products and dep.fused_into is None
+                    and product.shape == group.key and readers[id(product)] == {group}):
                 dep.fused_into, group.product = group, product
                 break
 
