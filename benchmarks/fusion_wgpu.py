@@ -2,22 +2,27 @@
 ``Autodiff(Fusion(WgpuBackend))`` against ``Autodiff(WgpuBackend)``.
 
 Counts the WebGPU dispatches of one step (the runtime's counter) and times whole steps, each
-until the device has finished, alternating the two backends in the same process; medians.
-Targets (issue 18): the MLP step with >= 3x fewer dispatches and >= 2x faster. Also the first
-step's compile time and the plan-cache hit rate over the timed steps.
-Run: ``.venv/bin/python benchmarks/fusion_wgpu.py [--quick]``
+until the device has finished, alternating the two backends in the same process: medians, and
+the median of each round's paired ratio with its quartiles.
+Targets (issue 18): the MLP step with >= 3x fewer dispatches and >= 2x faster; the GPT step
+faster with Fusion than without. Also the first step's compile time and the plan-cache hit
+rate over the timed steps. ``--list`` prints every dispatch of one MLP step, unfused and fused
+(kernel and shape), to see what still costs a dispatch.
+Run: ``.venv/bin/python benchmarks/fusion_wgpu.py [--quick] [--list]``
 """
 
 from __future__ import annotations
 
 # isort: off
-from _timing import alternate, fmt  # first: it pins BLAS to one thread before NumPy loads
+from _timing import fmt, per_call  # first: it pins BLAS to one thread before NumPy loads
 
 # isort: on
 import os
+import statistics
 import sys
 import time
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -105,6 +110,64 @@ def dispatches(step: Step) -> int:
     return RT.stats["dispatches"] - before
 
 
+def _describe(key: object) -> str:
+    """A dispatch's kernel key, short: a fused group as its ops and shape."""
+    if isinstance(key, tuple) and key and key[0] == "fused":
+        group = key[2]
+        red = f" | {group.reduction.name}" if group.reduction is not None else ""
+        return f"fused {','.join(op.name for op in group.ops)}{red} over {list(group.shape)}"
+    if isinstance(key, tuple) and key and key[0] == "fused_batch":
+        return "fused batch: " + "; ".join(f"{len(g.ops)} ops over {list(g.shape)}"
+                                           for g, _ in key[1])
+    if isinstance(key, tuple) and key and str(key[0]).endswith("_epilogue"):
+        group = key[-1][0]
+        return f"matmul + epilogue {','.join(op.name for op in group.ops)} over {list(group.shape)}"
+    return str(key)[:90]
+
+
+def list_dispatches(make: Callable[[type[Backend]], Step]) -> None:
+    """Print every dispatch of one step (after two warm-up steps), unfused then fused."""
+    original = RT.dispatch
+    seen: list[str] = []
+
+    def record(kernel: Any, *args: Any) -> None:
+        seen.append(_describe(kernel.key))
+        original(kernel, *args)
+
+    for backend in (Autodiff(WgpuBackend), Autodiff(Fusion(WgpuBackend))):
+        step = make(backend)
+        step()
+        step()
+        seen.clear()
+        RT.dispatch = record  # type: ignore[method-assign]
+        try:
+            step()
+        finally:
+            RT.dispatch = original  # type: ignore[method-assign]
+        print(f"{backend.name()}: {len(seen)} dispatches")
+        for line in seen:
+            print("  ", line)
+
+
+def paired(plain: Step, fused: Step, number: int, rounds: int
+           ) -> tuple[float, float, float, float, float]:
+    """Alternating rounds (the order rotating): each round times ``number`` steps of each
+    and gives one ratio, so a busy spell of the shared machine moves both sides of a ratio.
+    Returns the median step times, the median ratio and its quartiles."""
+    per_call(plain, max(1, number // 2))
+    per_call(fused, max(1, number // 2))
+    times: dict[str, list[float]] = {"plain": [], "fused": []}
+    ratios = []
+    for r in range(rounds):
+        order = [("plain", plain), ("fused", fused)]
+        for name, step in order[r % 2:] + order[:r % 2]:
+            times[name].append(per_call(step, number))
+        ratios.append(times["plain"][-1] / times["fused"][-1])
+    q1, median, q3 = statistics.quantiles(ratios, n=4) if len(ratios) > 1 else ratios * 3
+    return (statistics.median(times["plain"]), statistics.median(times["fused"]), median, q1,
+            q3)
+
+
 def compare(label: str, make: Callable[[type[Backend]], Step], number: int,
             rounds: int) -> None:
     fused_backend = Fusion(WgpuBackend)
@@ -118,12 +181,12 @@ def compare(label: str, make: Callable[[type[Backend]], Step], number: int,
     plain()
     n_plain, n_fused = dispatches(plain), dispatches(fused)
     fused_backend.stats.reset()
-    med = alternate({"unfused": plain, "fused": fused}, number, rounds)
+    t_plain, t_fused, ratio, q1, q3 = paired(plain, fused, number, rounds)
     st = fused_backend.stats
     hit_rate = st.cache_hits / max(st.cache_hits + st.compiles, 1)
     print(f"{label}: dispatches/step {n_plain} -> {n_fused} ({n_plain / n_fused:.1f}x fewer); "
-          f"step {fmt(med['unfused'])} -> {fmt(med['fused'])} "
-          f"({med['unfused'] / med['fused']:.2f}x faster)")
+          f"step {fmt(t_plain)} -> {fmt(t_fused)} ({ratio:.2f}x faster, rounds' quartiles "
+          f"{q1:.2f}-{q3:.2f})")
     print(f"  first fused step {first:.2f} s ({compiles} groups compiled); plan-cache hit rate "
           f"over {st.cache_hits + st.compiles} timed groups: {hit_rate:.1%}, "
           f"{st.compiles} compiled after the first step")
@@ -132,11 +195,14 @@ def compare(label: str, make: Callable[[type[Backend]], Step], number: int,
 def main() -> None:
     info = list_adapters()[0]
     print(f"adapter: {info.name} ({info.backend_type}, {info.adapter_type})")
-    compare("GELU MLP step (cross entropy, Adam)", mlp_step, 3 if QUICK else 10,
-            3 if QUICK else 7)
-    compare("GELU MLP step (MSE in tensor ops, SGD)", mlp_sgd_step, 3 if QUICK else 10,
-            3 if QUICK else 7)
-    compare("GPT step", gpt_step, 2 if QUICK else 5, 3 if QUICK else 5)
+    if "--list" in sys.argv:
+        list_dispatches(mlp_step)
+        return
+    compare("GELU MLP step (cross entropy, Adam)", mlp_step, 3 if QUICK else 5,
+            4 if QUICK else 15)
+    compare("GELU MLP step (MSE in tensor ops, SGD)", mlp_sgd_step, 3 if QUICK else 5,
+            4 if QUICK else 15)
+    compare("GPT step", gpt_step, 2, 4 if QUICK else 11)
 
 
 if __name__ == "__main__":

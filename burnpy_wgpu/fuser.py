@@ -23,8 +23,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
+from burnpy.backend.device import Device
 from burnpy.backend.dtype import DType
 from burnpy.fusion.fuser import FusedKernel
 from burnpy.ir.fused import FusedGroup, FusedOp, Ref
@@ -32,15 +33,26 @@ from burnpy_wgpu.dtypes import compute_type, storage_type
 from burnpy_wgpu.errors import WgpuError, WgpuLimitError
 from burnpy_wgpu.kernels.common import WG, entry, groups_for, header, load, store_cast
 from burnpy_wgpu.kernels.elementwise import alloc_tensor, coalesce, strided_indices
+from burnpy_wgpu.kernels.matmul import Epilogue, matmul_epilogue, meta_words
 from burnpy_wgpu.kernels.reduce import IDENTITY
 from burnpy_wgpu.kernels.wgsl_math import library
-from burnpy_wgpu.runtime import WgpuRuntime, f32_bits
+from burnpy_wgpu.runtime import WgpuRuntime, f32_bits, runtime_for
 from burnpy_wgpu.tensor import Shape, WgpuTensor, broadcast_view, contiguous_strides, numel
 
 #: The element types a fused kernel handles (WebGPU has no 64-bit or bfloat16 types).
 DTYPES = frozenset({DType.float32, DType.float16, DType.int32, DType.uint32, DType.bool_})
 #: Reductions over at most this many outputs run one workgroup per output (``tree``).
 TREE_MAX_OUTPUTS = 256
+#: On CPU adapters, ``tree`` only for at most this many outputs of at least this many elements
+#: each (one workgroup runs on one thread and its barriers are coroutine switches; a serial
+#: loop per output is cheaper unless there are too few outputs to spread over the threads).
+CPU_TREE_MAX_OUTPUTS = 4
+CPU_TREE_MIN_SIZE = 8192
+#: Invocations per workgroup of a ``rows`` kernel on CPU adapters: one workgroup runs on one
+#: thread there, and a reduction of a few hundred rows would be one workgroup of ``WG``,
+#: computing every element its group fuses in on one core (maps keep ``WG``: more, smaller
+#: workgroups measured slower there).
+CPU_ROWS_WG = 32
 #: Parameter words of a dispatch (``runtime.META_SLOT`` bytes).
 _META_WORDS = 128
 #: Fixed parameter words: element count, reduction outputs, reduced size, inner size.
@@ -101,6 +113,29 @@ class WgslFuser:
 
     __slots__ = ()
 
+    #: Ops ``Fusion`` records and runs at the flush (``burnpy.fusion.lazy``): views cost no
+    #: dispatch here (a strided ``WgpuTensor``), and a recorded matmul lets later ops join
+    #: the group it reads.
+    lazy_ops = frozenset({f"{kind}_{op}" for kind in ("float", "int", "bool")
+                          for op in ("reshape", "swap_dims", "permute")} | {"float_matmul"})
+
+    #: Ops ``WgpuBackend`` overrides that ``Fusion`` still records from the protocol's default:
+    #: the default's pieces join the groups around them (the shift and exponent with the
+    #: logits' bias add, the division with the loss gradient), where B's own run alone.
+    composed_ops = frozenset({"softmax", "log_softmax"})
+
+    #: Groups of at most this many elements are batched into one dispatch (``Fusion`` runs
+    #: larger ones alone): a batch saves a dispatch's fixed cost, and on llvmpipe a large
+    #: group in a batch measured up to 2x slower per element than alone.
+    batch_max_elements = 8192
+
+    @property
+    def max_buffers(self) -> int:
+        """Tensors one fused kernel may bind (inputs and outputs): the default adapter's limit
+        of storage buffers per shader stage, less the parameter block's."""
+        rt = runtime_for(Device("wgpu", 0))
+        return int(dict(rt.device.limits)["max-storage-buffers-per-shader-stage"]) - 1
+
     def accepts(self, op: str, dtypes: tuple[DType, ...]) -> bool:
         """Whether ``op`` has a WGSL form for ``dtypes`` (operands', then the result's)."""
         if not all(d in DTYPES for d in dtypes):
@@ -122,59 +157,83 @@ class WgslFuser:
         """The group's kernel; None for a group with no inputs (nothing says which device)."""
         if not group.inputs:
             return None
-        return FusedProgram(group)
+        return FusedProgram((group,))
+
+    def compile_matmul(self, group: FusedGroup, operand: int) -> FusedKernel | None:
+        """One kernel computing a float product and ``group`` (elementwise, over the product's
+        shape) as its epilogue: ``group``'s input ``operand`` is the product, never stored.
+        Called as ``kernel([lhs, rhs, *the group's other inputs], scalars)``."""
+        if group.reduction is not None or not group.inputs[operand].dtype.is_float:
+            return None
+        return FusedMatmul(group, operand)
+
+    def compile_batch(self, groups: tuple[FusedGroup, ...]) -> FusedKernel | None:
+        """One kernel computing independent ``groups`` (each may have a single op), each
+        over its own range of invocations; None when a group has no inputs."""
+        if not all(g.inputs for g in groups):
+            return None
+        return FusedProgram(groups)
 
 
 class _Plan:
-    """A launch of one group over given input layouts: the kernel, its grid, its meta tail."""
+    """A launch over given input layouts: the kernel, its workgroups and, per segment (one
+    group), its layout (input classes and merged rank), its meta tail and its work items."""
 
-    __slots__ = ("groups", "kernel", "tail")
+    __slots__ = ("groups", "items", "kernel", "layouts", "tails")
 
-    def __init__(self, kernel: Any, groups: int, tail: list[int]) -> None:
-        self.kernel, self.groups, self.tail = kernel, groups, tail
+    def __init__(self, kernel: Any, groups: int, layouts: list[tuple[str, str, int]],
+                 tails: list[list[int]], items: list[int]) -> None:
+        self.kernel, self.groups, self.layouts = kernel, groups, layouts
+        self.tails, self.items = tails, items
 
 
 class FusedProgram:
-    """A compiled group: ``program(inputs, scalars)`` dispatches it once and returns the
-    written locals, then the reduction's result (fresh contiguous ``WgpuTensor``s)."""
+    """Compiled groups run as one dispatch: ``program(inputs, scalars)`` takes every group's
+    inputs and scalars, in order, and returns every group's written locals and reduction
+    result, in order (fresh contiguous ``WgpuTensor``s). One group is the common case; several
+    (independent groups of a stream's flush, ``WgslFuser.compile_batch``) each take a range
+    of the invocations."""
 
-    __slots__ = ("group", "inner", "kind", "outs", "plans", "size")
+    __slots__ = ("counts", "groups", "plans", "shapes")
 
-    def __init__(self, group: FusedGroup) -> None:
-        self.group = group
+    def __init__(self, groups: Sequence[FusedGroup]) -> None:
+        self.groups = tuple(groups)
         self.plans: dict[tuple[Any, ...], _Plan] = {}
-        shape, red = group.shape, group.reduction
-        n = numel(shape)
-        if red is None:
-            self.kind, self.outs, self.size, self.inner = "map", n, 1, 1
-        elif red.dim is None:
-            self.kind, self.outs, self.size, self.inner = "tree", 1, n, 1
-        else:
-            size = shape[red.dim]
-            self.outs = n // size if size else numel(red.shape)
-            self.size, self.inner = size, numel(shape[red.dim + 1:])
-            self.kind = "tree" if self.outs <= TREE_MAX_OUTPUTS else "rows"
+        #: Per group: (kind, outputs, reduced size, inner size), its kind for a GPU adapter.
+        self.shapes = [_shape_of(g) for g in self.groups]
+        self.counts = [(len(g.inputs), len(g.scalars)) for g in self.groups]
 
     def __call__(self, inputs: Sequence[Any], scalars: Sequence[float | int | bool]
                  ) -> tuple[Any, ...]:
-        group = self.group
         tensors: list[WgpuTensor] = list(inputs)
         rt = tensors[0].runtime
-        outs = [alloc_tensor(rt, group.shape, group.ops[j].dtype.numpy) for j in group.outputs]
-        red = group.reduction
-        if red is not None:
-            if self.size == 0:
-                raise WgpuError(f"fused {red.name} over an empty dim: run unfused")
-            outs.append(alloc_tensor(rt, red.shape, red.dtype.numpy))
-        n = numel(group.shape)
-        if n == 0:
-            return tuple(outs)
+        outs: list[WgpuTensor] = []
+        for group, (_, _, size, _) in zip(self.groups, self.shapes, strict=True):
+            outs += [alloc_tensor(rt, group.shape, group.ops[j].dtype.numpy)
+                     for j in group.outputs]
+            red = group.reduction
+            if red is not None:
+                if size == 0:
+                    raise WgpuError(f"fused {red.name} over an empty dim: run unfused")
+                outs.append(alloc_tensor(rt, red.shape, red.dtype.numpy))
         plan = self._plan(rt, tensors)
-        words = [f32_bits(float(v)) if dt.is_float else int(v)
-                 for v, dt in zip(scalars, group.scalars, strict=True)]
-        meta = [n, self.outs, self.size, self.inner, *words, *[t.offset for t in tensors],
-                *plan.tail]
-        rt.dispatch_linear(plan.kernel, [t.handle.slab for t in tensors],
+        if plan.groups == 0:
+            return tuple(outs)
+        meta: list[int] = []
+        if len(self.groups) > 1:
+            end = 0
+            for items in plan.items:
+                end += items
+                meta.append(end)
+        t = v = 0
+        for group, (_, n_out, size, inner), tail, (n_in, n_sc) in zip(
+                self.groups, self.shapes, plan.tails, self.counts, strict=True):
+            words = [f32_bits(float(x)) if dt.is_float else int(x)
+                     for x, dt in zip(scalars[v:v + n_sc], group.scalars, strict=True)]
+            meta += [numel(group.shape), n_out, size, inner, *words,
+                     *[x.offset for x in tensors[t:t + n_in]], *tail]
+            t, v = t + n_in, v + n_sc
+        rt.dispatch_linear(plan.kernel, [x.handle.slab for x in tensors],
                            [o.handle.slab for o in outs], meta, plan.groups)
         return tuple(outs)
 
@@ -188,37 +247,128 @@ class FusedProgram:
         return plan
 
     def _new_plan(self, rt: WgpuRuntime, tensors: Sequence[WgpuTensor]) -> _Plan:
-        group = self.group
-        shape = group.shape
-        strides = [broadcast_view(t.shape, t.strides, shape) for t in tensors]
-        merged, merged_strides = coalesce(shape, [*strides, contiguous_strides(shape)])
-        classes = "".join(_classify(merged, s) for s in merged_strides[:-1])
-        rank = len(merged) if "g" in classes else 0
-        tail: list[int] = []
-        if rank:
-            tail += merged
-            for cls, st in zip(classes, merged_strides[:-1], strict=True):
-                if cls == "g":
-                    tail += st
-        used = _FIXED + len(group.scalars) + len(tensors) + len(tail)
-        if used > _META_WORDS:
-            raise WgpuLimitError(f"fused group needs {used} parameter words; at most "
+        layouts: list[tuple[str, str, int]] = []
+        tails: list[list[int]] = []
+        items: list[int] = []
+        t = 0
+        for group, (kind, n_out, size, _), (n_in, _) in zip(self.groups, self.shapes,
+                                                            self.counts, strict=True):
+            classes, rank, tail = _layout(group, tensors[t:t + n_in])
+            t += n_in
+            if kind == "tree" and (len(self.groups) > 1 or (rt.is_cpu and (
+                    n_out > CPU_TREE_MAX_OUTPUTS or size < CPU_TREE_MIN_SIZE))):
+                kind = "rows"  # on a CPU adapter barriers are coroutine switches: a loop is
+                #                cheaper; in a batch every group is one invocation per item
+            layouts.append((kind, classes, rank))
+            tails.append(tail)
+            items.append(numel(group.shape) if kind == "map" else n_out)
+        words = sum(_FIXED + len(g.scalars) + len(g.inputs) + len(tail)
+                    for g, tail in zip(self.groups, tails, strict=True))
+        words += len(self.groups) if len(self.groups) > 1 else 0
+        if words > _META_WORDS:
+            raise WgpuLimitError(f"fused kernel needs {words} parameter words; at most "
                                  f"{_META_WORDS} fit (too many strided inputs)")
-        n_write = len(group.outputs) + (group.reduction is not None)
+        n_write = sum(len(g.outputs) + (g.reduction is not None) for g in self.groups)
         limit = dict(rt.device.limits)["max-storage-buffers-per-shader-stage"]
         if len(tensors) + n_write + 1 > limit:
-            raise WgpuLimitError(f"fused group binds {len(tensors) + n_write + 1} buffers; "
+            raise WgpuLimitError(f"fused kernel binds {len(tensors) + n_write + 1} buffers; "
                                  f"this adapter allows {limit}")
-        kernel = rt.kernel(("fused", self.kind, group, classes, rank),
-                           lambda: wgsl_source(group, self.kind, classes, rank),
+        if len(self.groups) == 1:
+            group, (kind, classes, rank) = self.groups[0], layouts[0]
+            wg = CPU_ROWS_WG if rt.is_cpu and kind == "rows" else WG
+            kernel = rt.kernel(("fused", kind, group, classes, rank, wg),
+                               lambda: wgsl_source(group, kind, classes, rank, wg),
+                               len(tensors), n_write)
+            count = (groups_for(items[0], wg) if kind != "tree" else self.shapes[0][1])
+            return _Plan(kernel, count if items[0] else 0, layouts, tails, items)
+        segments = tuple(zip(self.groups, layouts, strict=True))
+        kernel = rt.kernel(("fused_batch", segments), lambda: batch_source(segments),
                            len(tensors), n_write)
-        if self.kind == "map":
-            count = groups_for(numel(shape), WG)
-        elif self.kind == "rows":
-            count = groups_for(self.outs, WG)
-        else:
-            count = self.outs
-        return _Plan(kernel, count, tail)
+        return _Plan(kernel, groups_for(sum(items), WG), layouts, tails, items)
+
+
+class FusedMatmul:
+    """A product and the elementwise group reading it, as one dispatch of the matmul kernel
+    whose every output element goes through the group (``WgslFuser.compile_matmul``)."""
+
+    __slots__ = ("group", "operand", "plans")
+
+    def __init__(self, group: FusedGroup, operand: int) -> None:
+        self.group = group
+        self.operand = operand
+        self.plans: dict[tuple[Any, ...], tuple[str, int, list[int]]] = {}
+
+    def __call__(self, inputs: Sequence[Any], scalars: Sequence[float | int | bool]
+                 ) -> tuple[Any, ...]:
+        group, operand = self.group, self.operand
+        lhs, rhs, *rest = inputs
+        rt: WgpuRuntime = lhs.runtime
+        outs = [alloc_tensor(rt, group.shape, group.ops[j].dtype.numpy) for j in group.outputs]
+        tensors: list[WgpuTensor | None] = [*rest[:operand], None, *rest[operand:]]
+        key = (rt.device_id, *[(t.shape, t.strides) for t in rest])
+        layout = self.plans.get(key)
+        if layout is None:
+            if len(self.plans) >= _PLAN_CACHE:
+                self.plans.clear()
+            layout = self.plans[key] = _layout(group, tensors)
+        classes, rank, tail = layout
+        words = [f32_bits(float(x)) if dt.is_float else int(x)
+                 for x, dt in zip(scalars, group.scalars, strict=True)]
+        meta = [numel(group.shape), 1, 1, 1, *words,
+                *[0 if t is None else t.offset for t in tensors], *tail]
+        limit = dict(rt.device.limits)["max-storage-buffers-per-shader-stage"]
+        if len(inputs) + len(outs) + 1 > limit:
+            raise WgpuLimitError(f"fused matmul binds {len(inputs) + len(outs) + 1} buffers; "
+                                 f"this adapter allows {limit}")
+
+        def epilogue(batch_rank: int) -> Epilogue:
+            base = meta_words(batch_rank)
+            if base + len(meta) > _META_WORDS:
+                raise WgpuLimitError(f"fused matmul needs {base + len(meta)} parameter words")
+            seg = _segment(group, "epilogue", classes, rank, base, 2, 0, "_e", operand)
+            code = library(tuple(sorted(seg.funcs))) + seg.code  # f16 in it enables f16
+            return Epilogue(code, tuple(seg.reads), tuple(seg.writes))
+
+        if meta_words(len(lhs.shape) - 2) + len(meta) > _META_WORDS:
+            raise WgpuLimitError("fused matmul: too many parameter words")
+        matmul_epilogue(lhs, rhs, (group, operand, classes, rank), epilogue, rest, outs,
+                        lambda _: meta)
+        return tuple(outs)
+
+
+def _shape_of(group: FusedGroup) -> tuple[str, int, int, int]:
+    """The group's kernel kind on a GPU adapter (``map``, ``rows`` or ``tree``), its outputs,
+    the reduced dim's size and the size of the dims after it."""
+    shape, red = group.shape, group.reduction
+    n = numel(shape)
+    if red is None:
+        return "map", n, 1, 1
+    if red.dim is None:
+        return "tree", 1, n, 1
+    size = shape[red.dim]
+    outs = n // size if size else numel(red.shape)
+    return ("tree" if outs <= TREE_MAX_OUTPUTS else "rows"), outs, size, numel(
+        shape[red.dim + 1:])
+
+
+def _layout(group: FusedGroup, tensors: Sequence[WgpuTensor | None]
+            ) -> tuple[str, int, list[int]]:
+    """How the group reads ``tensors``: each one's layout class, the merged rank of the
+    general ones (0 when none) and the meta tail (merged shape, general inputs' strides).
+    None stands for a value the kernel is handed in the group's own order (an epilogue's)."""
+    shape = group.shape
+    strides = [contiguous_strides(shape) if t is None else
+               broadcast_view(t.shape, t.strides, shape) for t in tensors]
+    merged, merged_strides = coalesce(shape, [*strides, contiguous_strides(shape)])
+    classes = "".join(_classify(merged, s) for s in merged_strides[:-1])
+    rank = len(merged) if "g" in classes else 0
+    tail: list[int] = []
+    if rank:
+        tail += merged
+        for cls, st in zip(classes, merged_strides[:-1], strict=True):
+            if cls == "g":
+                tail += st
+    return classes, rank, tail
 
 
 def _classify(shape: Shape, strides: Shape) -> str:
@@ -230,12 +380,72 @@ def _classify(shape: Shape, strides: Shape) -> str:
 
 
 # ---- WGSL generation -----------------------------------------------------------------------------
-def wgsl_source(group: FusedGroup, kind: str, classes: str, rank: int) -> str:
+def wgsl_source(group: FusedGroup, kind: str, classes: str, rank: int, wg: int = WG) -> str:
     """The WGSL of ``group`` as a ``kind`` kernel (``map``, ``rows`` or ``tree``) whose inputs
     have layout ``classes`` (``c`` contiguous, ``s`` one element, ``g`` general over ``rank``
-    merged dims). Meta words: element count, reduction outputs, reduced size, inner size, the
-    scalars, the inputs' offsets, then the merged shape and each general input's strides."""
-    scalar_base = _FIXED
+    merged dims), ``wg`` invocations per workgroup (``tree``: always ``WG``). Meta words:
+    element count, reduction outputs, reduced size, inner size, the scalars, the inputs'
+    offsets, then the merged shape and each general input's strides."""
+    seg = _segment(group, kind, classes, rank, 0, 0, 0, "")
+    red = group.reduction
+    if red is None:
+        main = "    if (gid >= mu(0u)) { return; }\n    seg(gid);"
+    elif kind == "rows":
+        main = "    if (gid >= mu(1u)) { return; }\n    seg(gid);"
+    else:
+        main = _tree_entry(red.name, _ct(red.dtype), _st(red.dtype), f"out{len(seg.writes) - 1}")
+    return _assemble([seg], entry(main, wg) if kind != "tree" else main)
+
+
+def batch_source(segments: Sequence[tuple[FusedGroup, tuple[str, str, int]]]) -> str:
+    """The WGSL of several groups in one kernel, each a ``map`` or ``rows`` segment over its
+    own range of invocations: meta words 0.. hold the ranges' cumulative ends, then each
+    segment's words as ``wgsl_source`` lays them out."""
+    segs = []
+    base, first_in, first_out = len(segments), 0, 0
+    for i, (group, (kind, classes, rank)) in enumerate(segments):
+        seg = _segment(group, kind, classes, rank, base, first_in, first_out, str(i))
+        segs.append(seg)
+        base += seg.words
+        first_in += len(seg.reads)
+        first_out += len(seg.writes)
+    lines = ["    if (gid < mu(0u)) { seg0(gid); return; }"]
+    lines += [f"    if (gid < mu({i}u)) {{ seg{i}(gid - mu({i - 1}u)); return; }}"
+              for i in range(1, len(segs))]
+    return _assemble(segs, entry("\n".join(lines)))
+
+
+class _Seg(NamedTuple):
+    """One group's WGSL: functions ``elem{tag}`` and ``seg{tag}`` (one work item: an element
+    of a map, an output of rows), the library functions it calls, its buffers' element types,
+    whether it needs f16 and how many meta words it reads."""
+
+    code: str
+    funcs: frozenset[str]
+    reads: list[str]
+    writes: list[str]
+    f16: bool
+    words: int
+
+
+def _assemble(segs: Sequence[_Seg], main: str) -> str:
+    reads = [t for seg in segs for t in seg.reads]
+    writes = [t for seg in segs for t in seg.writes]
+    funcs = frozenset().union(*[seg.funcs for seg in segs])
+    source = header(reads, writes, library(tuple(sorted(funcs)))) + "".join(
+        seg.code for seg in segs) + main
+    if any(seg.f16 for seg in segs) and not source.startswith("enable f16;"):
+        source = "enable f16;\n" + source  # f16 only in a rounded local, not in a binding
+    return source
+
+
+def _segment(group: FusedGroup, kind: str, classes: str, rank: int, base: int,
+             first_in: int, first_out: int, tag: str, given: int | None = None) -> _Seg:
+    """``group``'s functions, reading meta words from ``base`` and binding its inputs and
+    outputs from ``in{first_in}`` and ``out{first_out}``. Input ``given`` (a product's
+    result) is not read from memory: it is ``epi(lin, mm)``'s argument ``mm`` (kind
+    ``epilogue``), and the later inputs take its binding."""
+    scalar_base = base + _FIXED
     offset_base = scalar_base + len(group.scalars)
     shape_base = offset_base + len(group.inputs)
     stride_base = shape_base + rank
@@ -249,8 +459,14 @@ def wgsl_source(group: FusedGroup, kind: str, classes: str, rank: int) -> str:
         cls = classes[k]
         index = (f"mu({offset_base + k}u) + lin" if cls == "c" else
                  f"mu({offset_base + k}u)" if cls == "s" else f"x{k}")
-        body.append(f"    let v{k} = {load(f'in{k}', index, _st(desc.dtype), _ct(desc.dtype))};")
         values[Ref("input", k)] = (f"v{k}", _ct(desc.dtype))
+        if k == given:  # rounded as storing the product's result would round it
+            value = "f32(f16(mm))" if desc.dtype is DType.float16 else "mm"
+            body.append(f"    let v{k} = {value};")
+            continue
+        binding = first_in + k - (given is not None and k > given)
+        body.append(f"    let v{k} = "
+                    f"{load(f'in{binding}', index, _st(desc.dtype), _ct(desc.dtype))};")
     for i, dt in enumerate(group.scalars):
         word = scalar_base + i
         ct = _ct(dt)
@@ -264,29 +480,32 @@ def wgsl_source(group: FusedGroup, kind: str, classes: str, rank: int) -> str:
         values[Ref("local", j)] = (f"t{j}", _ct(op.dtype))
     for slot, j in enumerate(group.outputs):
         dt = group.ops[j].dtype
-        body.append(f"    out{slot}[lin] = {store_cast(f't{j}', _st(dt), _ct(dt))};")
-    signature = "fn elem(lin: u32) {"
+        body.append(f"    out{first_out + slot}[lin] = {store_cast(f't{j}', _st(dt), _ct(dt))};")
+    signature = (f"fn elem{tag}(lin: u32) {{" if given is None else
+                 f"fn elem{tag}(lin: u32, mm: f32) {{")
+    writes = [_st(group.ops[j].dtype) for j in group.outputs]
+    code = ""
     if red is not None:
         name, ct = values[red.operand]
         body.append(f"    return {_convert(name, ct, acc)};")
-        signature = f"fn elem(lin: u32) -> {acc} {{"
-    elem = "\n" + signature + "\n" + "\n".join(body) + "\n}\n"
-    needs_f16 = any(d.dtype is DType.float16 for d in group.inputs) or any(
+        signature = f"fn elem{tag}(lin: u32) -> {acc} {{"
+        writes.append(_st(red.dtype))
+        code = _combine(red.name, acc, tag)
+    code += "\n" + signature + "\n" + "\n".join(body) + "\n}\n"
+    if kind == "epilogue":
+        code += f"\nfn epi(lin: u32, mm: f32) {{ elem{tag}(lin, mm); }}\n"
+    elif red is None:
+        code += f"\nfn seg{tag}(lin: u32) {{ elem{tag}(lin); }}\n"
+    elif kind == "rows":
+        code += _rows_function(red.name, acc, _st(red.dtype), f"out{first_out + len(writes) - 1}",
+                               base, tag)
+    f16 = any(d.dtype is DType.float16 for d in group.inputs) or any(
         op.dtype is DType.float16 for op in group.ops) or (
         red is not None and red.dtype is DType.float16)
-    reads = [_st(d.dtype) for d in group.inputs]
-    writes = [_st(group.ops[j].dtype) for j in group.outputs]
-    lib = library(tuple(sorted(funcs)))
-    if red is None:
-        main = "    if (gid >= mu(0u)) { return; }\n    elem(gid);"
-        source = header(reads, writes, lib) + elem + entry(main)
-    else:
-        writes.append(_st(red.dtype))
-        source = (header(reads, writes, lib + _combine(red.name, acc)) + elem
-                  + _reduce_entry(kind, red.name, acc, _st(red.dtype), f"out{len(writes) - 1}"))
-    if needs_f16 and not source.startswith("enable f16;"):
-        source = "enable f16;\n" + source  # f16 only in a rounded local, not in a binding
-    return source
+    words = _FIXED + len(group.scalars) + len(group.inputs) + (rank * (1 + classes.count("g"))
+                                                                 if rank else 0)
+    return _Seg(code, frozenset(funcs), [_st(d.dtype) for k, d in enumerate(group.inputs)
+                                         if k != given], writes, f16, words)
 
 
 def _convert(value: str, src: str, dst: str) -> str:
@@ -329,8 +548,8 @@ def _subst(template: str, *args: str) -> str:
     return re.sub(r"\b[abc]\b", lambda m: f"({args[names[m.group(0)]]})", template)
 
 
-def _combine(op: str, acc: str) -> str:
-    """WGSL of ``combine(x, y)``: one step of reduction ``op`` (max/min propagate NaN)."""
+def _combine(op: str, acc: str, tag: str) -> str:
+    """WGSL of ``combine{tag}(x, y)``: one step of reduction ``op`` (max/min propagate NaN)."""
     if op in ("sum", "mean"):
         expr = "x + y"
     elif op == "prod":
@@ -340,32 +559,45 @@ def _combine(op: str, acc: str) -> str:
         expr = f"select(select({pick}, y, is_nan(y)), x, is_nan(x))"
     else:
         expr = f"{op}(x, y)"
-    return f"\nfn combine(x: {acc}, y: {acc}) -> {acc} {{ return {expr}; }}\n"
+    return f"\nfn combine{tag}(x: {acc}, y: {acc}) -> {acc} {{ return {expr}; }}\n"
 
 
-def _reduce_entry(kind: str, op: str, acc: str, store: str, out: str) -> str:
-    """The entry point folding ``elem`` over each output's elements: serially per invocation
-    (``rows``) or per workgroup with a tree in workgroup memory (``tree``)."""
+def _fold(op: str, acc: str, tag: str) -> tuple[list[str], list[str], str]:
+    """The start (given ``o``, ``inner``, ``size``), the step (folding ``v``) and the final
+    value of a reduction's accumulation: Kahan-compensated for float sums."""
     ident = IDENTITY[("sum" if op == "mean" else op, acc)]
     kahan = op in ("sum", "mean") and acc == "f32"
     if kahan:
         step = ["        let y = v - comp;", "        let t = total + y;",
                 "        comp = select(0.0, (t - total) - y, !is_inf(t));", "        total = t;"]
     else:
-        step = ["        total = combine(total, v);"]
-    finish = "total - comp" if kahan else "total"
-    mean = " / f32(mu(2u))" if op == "mean" else ""
-    start = ["    let inner = mu(3u);", "    let size = mu(2u);",
-             "    let base = (o / inner) * size * inner + o % inner;",
+        step = [f"        total = combine{tag}(total, v);"]
+    start = ["    let base = (o / inner) * size * inner + o % inner;",
              f"    var total: {acc} = {ident};", "    var comp: f32 = 0.0;"]
-    if kind == "rows":
-        body = ["    let o = gid;", "    if (o >= mu(1u)) { return; }", *start,
-                "    for (var r = 0u; r < size; r = r + 1u) {",
-                "        let v = elem(base + r * inner);", *step, "    }",
-                f"    {out}[o] = {store_cast(f'({finish}){mean}', store, acc)};"]
-        return entry("\n".join(body))
+    return start, step, "total - comp" if kahan else "total"
+
+
+def _rows_function(op: str, acc: str, store: str, out: str, base: int, tag: str) -> str:
+    """``seg{tag}(o)``: output ``o`` of the reduction, folding ``elem{tag}`` serially over its
+    elements (meta words from ``base``: outputs, reduced size, inner size at 1, 2, 3)."""
+    start, step, finish = _fold(op, acc, tag)
+    mean = f" / f32(mu({base + 2}u))" if op == "mean" else ""
+    body = [f"fn seg{tag}(o: u32) {{", f"    let inner = mu({base + 3}u);",
+            f"    let size = mu({base + 2}u);", *start,
+            "    for (var r = 0u; r < size; r = r + 1u) {",
+            f"        let v = elem{tag}(base + r * inner);", *step, "    }",
+            f"    {out}[o] = {store_cast(f'({finish}){mean}', store, acc)};", "}"]
+    return "\n" + "\n".join(body) + "\n"
+
+
+def _tree_entry(op: str, acc: str, store: str, out: str) -> str:
+    """The entry point folding ``elem`` over each output's elements per workgroup: a strided
+    loop per invocation, then a tree in workgroup memory."""
+    start, step, finish = _fold(op, acc, "")
+    mean = " / f32(mu(2u))" if op == "mean" else ""
     shared = f"\nvar<workgroup> partial: array<{acc}, {WG}>;\n"
-    body = ["    let o = group;", "    if (o >= mu(1u)) { return; }", *start,
+    body = ["    let o = group;", "    if (o >= mu(1u)) { return; }", "    let inner = mu(3u);",
+            "    let size = mu(2u);", *start,
             f"    for (var r = lid; r < size; r = r + {WG}u) {{",
             "        let v = elem(base + r * inner);", *step, "    }",
             f"    partial[lid] = {finish};", "    workgroupBarrier();",

@@ -31,15 +31,13 @@ from burnpy.backend.dtype import DType
 from burnpy.backend.errors import DeviceMismatchError
 from burnpy.backend.ops._marker import is_provided, provided_ops, required_ops
 from burnpy.fusion.fuser import Fuser, backend_fuser
+from burnpy.fusion.lazy import LAZY_OPS, lazy_recorder
 from burnpy.fusion.stream import FusionStats, LazyNode, Stream, ir_dtype
-from burnpy.fusion.tensor import FusionTensor, Piece, Unwritten
+from burnpy.fusion.tensor import PLAIN, FusionTensor, Piece, Unwritten
 from burnpy.ir.fused import ELEMENTWISE_COMPOSITES, FUSABLE, Fusable, FusedGroup
 
 #: Provided ops that only look at the primitive (no values): the protocol default is right.
 _KEPT_DEFAULTS = frozenset({"float_detach", "float_is_require_grad", "float_set_require_grad"})
-
-#: Reshapes: an unchanged shape keeps the handle (see ``_reshape``).
-_RESHAPES = frozenset({"float_reshape", "int_reshape", "bool_reshape"})
 
 #: Device lookups: a handle knows its device, B's primitive is asked of B (``_device_finder``).
 _OWN_OPS = frozenset({"float_device", "int_device", "bool_device"})
@@ -61,10 +59,8 @@ FUSABLE_COMPOSITIONS = frozenset({
 #: primitives' form; None when B's fuser refuses the op or burnpy's promotion is B's to apply.
 Typing = tuple[DType, DType, Any] | None
 
-#: Argument types that are never tensors (passed to B as they are, recorded as scalars).
-_PLAIN = frozenset({int, float, bool, str, type(None)})
 #: Types of the items of a tuple or list argument that holds no tensor (a shape, slices).
-_INERT = _PLAIN | {slice}
+_INERT = PLAIN | {slice}
 
 
 class _State:
@@ -117,6 +113,23 @@ class _State:
         if found is None:
             found = self.streams.setdefault(
                 device, Stream(self.inner, self.fuser(), self.plans, self.stats))
+        return found
+
+    def recorded(self, a: Any) -> Any:
+        """An argument as a recorded node keeps it: a handle's pending node (or the
+        materialized handle, its unwritten values built now), one of B's primitives in a
+        materialized handle, a number as it is."""
+        kind = type(a)
+        if kind is FusionTensor:
+            if a.unwritten is not None:
+                _write(a)
+            return a.node or a
+        if kind in PLAIN:
+            return a
+        found = self.wrappers.get(id(a))
+        if found is None or found.value is not a:
+            found = self.wrappers[id(a)] = FusionTensor(tuple(a.shape), a.dtype,
+                                                        self.device_of(a), a)
         return found
 
 
@@ -302,39 +315,19 @@ def _eager(name: str, state: _State) -> Callable[..., Any]:
     return op
 
 
-def _reshape(name: str, state: _State) -> Callable[..., Any]:
-    """``name`` (a reshape): the tensor itself when the shape is unchanged, so a pending
-    value is not computed early (``linear``'s reshape back to ``[*lead, out]`` would cut its
-    bias add off from the next activation) and B's primitive is not re-viewed; B's own
-    reshape otherwise."""
-    eager = _eager(name, state)
-    inner_op = getattr(state.inner, name)
-    stats = state.stats
-
-    def op(tensor: Any, shape: Any) -> Any:
-        if tuple(shape) == tensor.shape:
-            return tensor
-        if type(tensor) is FusionTensor:
-            return eager(tensor, shape)
-        stats.eager_ops += 1
-        return inner_op(tensor, shape)
-
-    op.__name__ = name
-    op.__doc__ = f"``{name}``: the same handle for an unchanged shape, else B's own."
-    return op
-
-
-def _composite(name: str, state: _State) -> Callable[..., Any]:
+def _composite(name: str, state: _State, overridden: bool) -> Callable[..., Any]:
     """A provided composite (``ELEMENTWISE_COMPOSITES``, ``FUSABLE_COMPOSITIONS``): the
     protocol's default, whose ops are recorded and fuse, on tensors of a kernel's size; B's
     own op on smaller ones (or without a fuser), where the default's pieces would each run
-    eagerly anyway, and when the fuser lists it in ``own_ops`` (B's op is already one kernel)."""
+    eagerly anyway, and when the fuser lists it in ``own_ops`` (B's op is already one kernel).
+    An op B ``overridden`` runs B's own unless the fuser lists it in ``composed_ops``."""
     default = inspect.getattr_static(FusionBackend, name).__func__
     eager = _eager(name, state)
 
     def op(cls: type[FusionBackend], *args: Any, **kwargs: Any) -> Any:
         fuser = state.fusers[0] if state.fusers else state.fuser()
         if (fuser is None or name in getattr(fuser, "own_ops", ())
+                or (overridden and name not in getattr(fuser, "composed_ops", ()))
                 or math.prod(args[0].shape) < getattr(fuser, "min_elements", 0)):
             return eager(*args, **kwargs)
         return default(cls, *args, **kwargs)
@@ -372,7 +365,7 @@ def _typing(fuser: Fuser, op_name: str, operands: tuple[int, ...], args: tuple[A
     """The op's typing (see ``Typing``), worked out once per key."""
     first = args[0]
     first_dtype = ir_dtype(first.dtype)
-    operand_dtypes = tuple(first_dtype if type(args[p]) in _PLAIN else ir_dtype(args[p].dtype)
+    operand_dtypes = tuple(first_dtype if type(args[p]) in PLAIN else ir_dtype(args[p].dtype)
                            for p in operands)
     if result == "promote":
         floats = [d for d in operand_dtypes if not d.is_bool]
@@ -401,7 +394,7 @@ def _recorder(name: str, spec: Fusable, state: _State) -> Callable[..., Any]:
     expands = result == "expand"
     device_of = state.device_of
     accepted = state.accepted
-    wrappers = state.wrappers
+    recorded = state.recorded
     multi_device = state.inner.multi_device
 
     inner_op = getattr(state.inner, name)
@@ -419,7 +412,7 @@ def _recorder(name: str, spec: Fusable, state: _State) -> Callable[..., Any]:
         if floor:  # a cheap bound first: the loop has at most the product of the sizes
             if binary:
                 second = args[other]
-                if type(second) in _PLAIN:
+                if type(second) in PLAIN:
                     bound = prod(args[positions[0]].shape)
                 else:
                     shapes = [args[positions[0]].shape, second.shape]
@@ -430,7 +423,7 @@ def _recorder(name: str, spec: Fusable, state: _State) -> Callable[..., Any]:
                 bound = prod(args[extra])  # type: ignore[index]
             else:
                 bound = _loop_size([args[p].shape for p in positions
-                                    if type(args[p]) not in _PLAIN])
+                                    if type(args[p]) not in PLAIN])
             if bound < floor:  # B's op, at once: directly when no argument is a handle
                 for a in args:
                     if type(a) is FusionTensor:
@@ -446,7 +439,7 @@ def _recorder(name: str, spec: Fusable, state: _State) -> Callable[..., Any]:
             op_name, operands = ("clamp_max", (0, 2)) if args[1] is None else ("clamp_min",
                                                                                 (0, 1))
         # the typing depends only on the operands' dtypes (a number's type stands for itself)
-        key = (op_name, *[type(a) if type(a) in _PLAIN else a.dtype
+        key = (op_name, *[type(a) if type(a) in PLAIN else a.dtype
                           for a in [args[p] for p in operands]],
                args[extra] if typed_by_arg else None)  # type: ignore[index]
         try:
@@ -457,7 +450,7 @@ def _recorder(name: str, spec: Fusable, state: _State) -> Callable[..., Any]:
             return eager(*args)
         dtype, first_dtype, handle_dtype = typing
         dim: int | None = None
-        tensors = [a for a in [args[p] for p in operands] if type(a) not in _PLAIN]
+        tensors = [a for a in [args[p] for p in operands] if type(a) not in PLAIN]
         if expands:
             shape = tuple(args[extra])  # type: ignore[index]
             _broadcast([first.shape, shape])
@@ -486,7 +479,7 @@ def _recorder(name: str, spec: Fusable, state: _State) -> Callable[..., Any]:
         stream = state.stream(device)
         kept = list(args)
         for p in operands:
-            kept[p] = _recorded(kept[p])
+            kept[p] = recorded(kept[p])
         node = LazyNode(stream, name, op_name, tuple(kept), operands, shape, dtype,
                         first_dtype, reduces, dim)
         handle = FusionTensor(shape, handle_dtype, device, None, node)
@@ -494,31 +487,14 @@ def _recorder(name: str, spec: Fusable, state: _State) -> Callable[..., Any]:
         stream.nodes.append(node)
         return handle
 
-    def _recorded(a: Any) -> Any:
-        """An argument as a node keeps it: a handle's pending node (or the materialized
-        handle, its unwritten values built now), one of B's primitives in a materialized
-        handle, a number as it is."""
-        kind = type(a)
-        if kind is FusionTensor:
-            if a.unwritten is not None:
-                _write(a)
-            return a.node or a
-        if kind in _PLAIN:
-            return a
-        found = wrappers.get(id(a))
-        if found is None or found.value is not a:
-            found = wrappers[id(a)] = FusionTensor(tuple(a.shape), a.dtype, device_of(a), a)
-        return found
-
     op.__name__ = name
     op.__doc__ = f"``{name}``, recorded to run fused with its neighbours."
     return op
 
 
-def _zeros(name: str, state: _State) -> Callable[..., Any]:
+def _zeros(name: str, state: _State, eager: Callable[..., Any]) -> Callable[..., Any]:
     """``float_zeros``: an unwritten handle where the fuser would take ops of its size (a
     padded gradient: see ``Unwritten``), B's zeros otherwise."""
-    eager = _eager(name, state)
 
     def op(shape: Any, device: Device, dtype: DType) -> Any:
         fuser = state.fusers[0] if state.fusers else state.fuser()
@@ -532,10 +508,9 @@ def _zeros(name: str, state: _State) -> Callable[..., Any]:
     return op
 
 
-def _slice_assign(name: str, state: _State) -> Callable[..., Any]:
+def _slice_assign(name: str, state: _State, eager: Callable[..., Any]) -> Callable[..., Any]:
     """``float_slice_assign``: into an unwritten tensor, a block along one dim that overlaps
     none of its pieces becomes another piece (nothing is written yet); B's own otherwise."""
-    eager = _eager(name, state)
 
     def op(tensor: Any, slices: tuple[slice, ...], value: Any) -> Any:
         if type(tensor) is FusionTensor and tensor.unwritten is not None:
@@ -580,11 +555,10 @@ def _piece(tensor: FusionTensor, slices: tuple[slice, ...], value: Any,
     return Piece(dim, start, value)
 
 
-def _swap_dims(name: str, state: _State) -> Callable[..., Any]:
+def _swap_dims(name: str, state: _State, eager: Callable[..., Any]) -> Callable[..., Any]:
     """``float_swap_dims``: of an unwritten tensor, its pieces swapped (views on B) and kept
     unwritten, so that the concatenation writing it lays its values out swapped at once (a
     chunk's gradient swapped back and reshaped: one write, no copy for the reshape)."""
-    eager = _eager(name, state)
     swap = state.inner.float_swap_dims
 
     def op(tensor: Any, dim1: int, dim2: int) -> Any:
@@ -661,15 +635,18 @@ def _build(inner: type[Backend]) -> type[FusionBackend]:
     for name in _protocol_ops():
         if name in own or name in _KEPT_DEFAULTS or name in _OWN_OPS:
             continue
-        if name in ELEMENTWISE_COMPOSITES or (
-                name in FUSABLE_COMPOSITIONS and is_provided(inspect.getattr_static(inner, name))):
-            namespace[name] = classmethod(_composite(name, state))
+        if name in ELEMENTWISE_COMPOSITES or name in FUSABLE_COMPOSITIONS:
+            overridden = name in FUSABLE_COMPOSITIONS and not is_provided(
+                inspect.getattr_static(inner, name))
+            namespace[name] = classmethod(_composite(name, state, overridden))
             continue
-        if name in _RESHAPES:
-            namespace[name] = staticmethod(_reshape(name, state))
-            continue
-        if name in _UNWRITTEN_OPS:
-            namespace[name] = staticmethod(_UNWRITTEN_OPS[name](name, state))
+        if name in _UNWRITTEN_OPS or name in LAZY_OPS:
+            op = _eager(name, state)
+            if name in LAZY_OPS:
+                op = lazy_recorder(name, state, op)
+            if name in _UNWRITTEN_OPS:
+                op = _UNWRITTEN_OPS[name](name, state, op)
+            namespace[name] = staticmethod(op)
             continue
         spec = FUSABLE.get(name)
         namespace[name] = staticmethod(_recorder(name, spec, state) if spec

@@ -29,6 +29,18 @@ than the op). And a frozenset ``own_ops``: composites of ``burnpy.ir.ELEMENTWISE
 the result by the group (equal structure, same kernel), so ``compile`` runs once per distinct
 group.
 
+Optional, for a fuser that does more (the WGSL fuser does all of it)
+--------------------------------------------------------------------
+``lazy_ops``: protocol ops of ``burnpy.fusion.lazy.LAZY_OPS`` (views, matmul) that ``Fusion``
+records and runs with B's own op at the flush, so they do not flush the stream. ``composed_ops``:
+composites of ``FUSABLE_COMPOSITIONS`` that B overrides but whose protocol default ``Fusion``
+should record, to fuse its pieces with their neighbours. ``max_buffers``: how many tensors one
+kernel may read and write; a larger group is run in halves. ``compile_batch(groups)``: one
+kernel for independent groups (of one or more ops), called with all their inputs and scalars
+in order and returning all their outputs in order. ``compile_matmul(group, operand)``: one
+kernel computing a product and ``group``, which reads it as input ``operand``, as its epilogue,
+called as ``kernel([lhs, rhs, *other inputs], scalars)``. Each may return None to decline.
+
 What a fuser returns
 --------------------
 A ``FusedKernel``: ``kernel(inputs, scalars)`` takes ``B``'s primitives for the inputs (in

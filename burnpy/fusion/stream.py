@@ -1,17 +1,20 @@
 """The per-device stream of recorded ops, cut into fused groups and run when a value is needed.
 
 ``flush`` drops the ops no live handle needs, cuts the rest into groups (ops of one broadcast
-shape, in order, a reduction closing its group; independent groups of other shapes stay open
-side by side), and runs each group: through the inner backend's fuser, whose kernels are
-cached by the group's structure, or op by op on the inner backend when there is no kernel.
+shape, in order, a reduction closing its group; groups of other shapes stay open side by side,
+and an op joins an open group whenever that makes no cycle between groups; an opaque op,
+``burnpy.fusion.lazy``, is a group of its own), and runs the groups in dependency order:
+through the inner backend's fuser, whose kernels are cached by the group's structure, or op
+by op on the inner backend when there is no kernel.
 """
 
 from __future__ import annotations
 
+import math
 import threading
 import weakref
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from burnpy.backend.dtype import DType
 from burnpy.fusion.fuser import FusedKernel, Fuser
@@ -28,6 +31,24 @@ def ir_dtype(dtype: Any) -> DType:
     if found is None:
         found = _DTYPES[dtype] = DType.of(dtype)
     return found
+
+
+@runtime_checkable
+class BatchFuser(Protocol):
+    """A fuser that also compiles independent groups into one kernel (see ``fuser``)."""
+
+    def compile_batch(self, groups: tuple[FusedGroup, ...]) -> FusedKernel | None:
+        """One kernel for ``groups``: all their inputs and scalars in, all outputs out."""
+        ...
+
+
+@runtime_checkable
+class MatmulFuser(Protocol):
+    """A fuser that also runs a group as a matmul's epilogue (see ``fuser``)."""
+
+    def compile_matmul(self, group: FusedGroup, operand: int) -> FusedKernel | None:
+        """One kernel for a product and ``group``, which reads it as input ``operand``."""
+        ...
 
 
 @dataclass
@@ -50,14 +71,14 @@ class FusionStats:
 class LazyNode:
     """One recorded op: the protocol op ``name`` called with ``args`` (tensors replaced by
     their pending ``LazyNode`` or their materialized ``FusionTensor``), its vocabulary form
-    (``op`` over ``operands``, positions in ``args``; ``dim`` for a reduction), and its result's
-    shape and dtype. ``handle`` is a weak reference to the handle it will fill; ``stream`` is
-    the stream it waits in."""
+    (``op`` over ``operands``, positions in ``args``; ``dim`` for a reduction; ``op`` None for
+    an opaque op, run alone by B), and its result's shape and dtype. ``handle`` is a weak
+    reference to the handle it will fill; ``stream`` is the stream it waits in."""
 
     __slots__ = ("args", "dim", "dtype", "escapes", "group", "handle", "name", "op",
                  "operands", "reduces", "scalar_dtype", "shape", "stream", "used", "value")
 
-    def __init__(self, stream: Stream, name: str, op: str, args: tuple[Any, ...],
+    def __init__(self, stream: Stream, name: str, op: str | None, args: tuple[Any, ...],
                  operands: tuple[int, ...], shape: tuple[int, ...], dtype: DType,
                  scalar_dtype: DType, reduces: bool, dim: int | None) -> None:
         self.stream = stream
@@ -83,26 +104,33 @@ class LazyNode:
 
 
 class _Group:
-    """Ops of one loop shape, in order; ``deps`` holds every group it (transitively) reads."""
+    """Ops of one loop shape, in order (or one opaque op); ``deps`` holds the groups it reads.
+    ``product`` is the matmul whose kernel runs the group as its epilogue, and
+    ``fused_into`` (on that matmul's own group) the group it runs with."""
 
-    __slots__ = ("deps", "key", "nodes", "sealed")
+    __slots__ = ("deps", "fused_into", "key", "nodes", "product")
 
-    def __init__(self, key: tuple[int, ...]) -> None:
+    def __init__(self, key: tuple[int, ...] | None) -> None:
         self.key = key
         self.nodes: list[LazyNode] = []
         self.deps: set[_Group] = set()
-        self.sealed = False
+        self.product: LazyNode | None = None
+        self.fused_into: _Group | None = None
 
 
 class Stream:
     """The pending ops of one device of one Fusion backend."""
 
-    __slots__ = ("fuser", "inner", "lock", "nodes", "plans", "signatures", "stats")
+    __slots__ = ("batcher", "fuser", "inner", "lock", "nodes", "plans", "products", "signatures",
+                 "stats")
 
     def __init__(self, inner: Any, fuser: Fuser | None, plans: dict[FusedGroup, Any],
                  stats: FusionStats) -> None:
         self.inner = inner
         self.fuser = fuser
+        #: The fuser again where it compiles batches of groups, and matmul epilogues.
+        self.batcher = fuser if isinstance(fuser, BatchFuser) else None
+        self.products = fuser if isinstance(fuser, MatmulFuser) else None
         self.plans = plans
         self.stats = stats
         self.nodes: list[LazyNode] = []
@@ -118,17 +146,95 @@ class Stream:
             if not nodes:
                 return
             live = _live(nodes)
-            for group in sorted(_groups(live), key=lambda g: len(g.deps)):
-                self._run(group)
+            groups = _ordered(_groups(live))
+            if self.products is not None:
+                _find_epilogues(groups)
+            if self.batcher is not None:
+                for level in _levels(groups):
+                    self._run_level(level)
+            else:
+                for group in groups:
+                    self._run(group)
             for node in live:  # break the node <-> group cycle: values free without the GC
                 node.group = None
 
-    def _run(self, group: _Group) -> None:
+    def _run_level(self, level: list[_Group]) -> None:
+        """Run groups that do not read each other: the fusable ones as few kernels as the
+        fuser's ``max_buffers`` allows (``compile_batch``), each opaque op alone, and a group
+        whose loop is larger than the fuser's ``batch_max_elements`` alone too (batching saves
+        a dispatch's fixed cost, which only matters against small loops)."""
+        limit: int = getattr(self.fuser, "max_buffers", 1 << 30)
+        largest: int = getattr(self.fuser, "batch_max_elements", 1 << 62)
+        batch: list[tuple[_Group, Signed]] = []
+        used = 0
+        for group in level:
+            if group.fused_into is not None:
+                continue  # runs inside its reader's kernel
+            if (group.key is None or group.product is not None
+                    or math.prod(group.key) > largest):
+                self._run(group)
+                continue
+            signed = _signature(group)
+            size = len(signed[1]) + len(signed[3])
+            if size > limit:
+                self._run(group, signed)
+                continue
+            if used + size > limit:
+                self._run_batch(batch)
+                batch, used = [], 0
+            batch.append((group, signed))
+            used += size
+        self._run_batch(batch)
+
+    def _run_batch(self, batch: list[tuple[_Group, Signed]]) -> None:
+        """Run ``batch``'s groups as one kernel (one alone as ``_run`` does)."""
+        batcher = self.batcher
+        if len(batch) < 2 or batcher is None:
+            for group, signed in batch:
+                self._run(group, signed)
+            return
+        signature = tuple(signed[0] for _, signed in batch)
+        try:
+            kernel = self.signatures[signature]
+            self.stats.cache_hits += 1
+        except KeyError:
+            kernel = batcher.compile_batch(tuple(
+                _describe(group, {id(node) for node in signed[3]}) for group, signed in batch))
+            self.stats.compiles += 1
+            self.signatures[signature] = kernel
+        if kernel is not None:
+            try:
+                results = kernel([x for _, signed in batch for x in signed[1]],
+                                 [x for _, signed in batch for x in signed[2]])
+            except Exception:  # each group alone: its own kernel, or its ops one by one
+                kernel = None
+        if kernel is None:
+            for group, signed in batch:
+                self._run(group, signed)
+            return
+        self.stats.kernels += 1
+        for node, value in zip([n for _, signed in batch for n in signed[3]], results,
+                               strict=True):
+            _store(node, value)
+
+    def _run(self, group: _Group, signed: Signed | None = None) -> None:
+        """Run ``group``: an opaque op with B's own op, a group through the fuser's kernel
+        (``signed`` is its ``_signature`` when already built), or op by op."""
         nodes = group.nodes
+        if group.product is not None:
+            self._run_epilogue(group, group.product)
+            return
+        if group.key is None:  # an opaque op: B's own, as if it had run when recorded
+            self.stats.eager_ops += 1
+            self._call(nodes[0])
+            return
         if self.fuser is None or len(nodes) < 2:
             self._one_by_one(nodes)
             return
-        signature, inputs, scalars, outputs = _signature(group)
+        signature, inputs, scalars, outputs = signed or _signature(group)
+        if len(inputs) + len(outputs) > getattr(self.fuser, "max_buffers", len(nodes) << 8):
+            self._split(group)
+            return
         try:
             kernel = self.signatures[signature]
             self.stats.cache_hits += 1
@@ -154,19 +260,74 @@ class Stream:
         for node, value in zip(outputs, results, strict=True):
             _store(node, value)
 
+    def _run_epilogue(self, group: _Group, product: LazyNode) -> None:
+        """Run matmul ``product`` and ``group``, which alone reads it, as one kernel; else
+        the matmul alone, then the group."""
+        group.product = None
+        products = self.products
+        if products is None:
+            self.stats.eager_ops += 1
+            self._call(product)
+            self._run(group)
+            return
+        signature, inputs, scalars, outputs = _signature(group)
+        operand = _input_position(group, product)
+        key = ("matmul", signature, operand)
+        try:
+            kernel = self.signatures[key]
+            self.stats.cache_hits += 1
+        except KeyError:
+            fused = _describe(group, {id(node) for node in outputs})
+            kernel = products.compile_matmul(fused, operand)
+            self.stats.compiles += 1
+            self.signatures[key] = kernel
+        if kernel is not None:
+            lhs, rhs = (_resolve(a) for a in product.args)
+            try:
+                results = kernel([lhs, rhs, *inputs[:operand], *inputs[operand + 1:]], scalars)
+            except Exception:  # the matmul alone, then the group: B names its own errors
+                kernel = None
+        if kernel is None:
+            self.stats.eager_ops += 1
+            self._call(product)
+            self._run(group)
+            return
+        self.stats.kernels += 1
+        for node, value in zip(outputs, results, strict=True):
+            _store(node, value)
+
+    def _split(self, group: _Group) -> None:
+        """Run ``group`` as two groups, its first half of ops and then the rest: it reads and
+        writes more tensors than one kernel of the fuser may bind (``max_buffers``)."""
+        half = len(group.nodes) // 2
+        first, second = _Group(group.key), _Group(group.key)
+        first.nodes, second.nodes = group.nodes[:half], group.nodes[half:]
+        for node in first.nodes:
+            node.group = first
+        for node in second.nodes:
+            node.group = second
+            for a in node.args:
+                if type(a) is LazyNode and a.group is first:
+                    a.escapes = True
+        self._run(first)
+        self._run(second)
+
     def _one_by_one(self, nodes: list[LazyNode]) -> None:
         """Run ``nodes`` in order with the inner backend's own ops."""
-        inner = self.inner
         self.stats.fallback_ops += len(nodes)
         for node in nodes:
-            args = tuple(_resolve(a) for a in node.args)
-            try:
-                value = getattr(inner, node.name)(*args)
-            except Exception as error:
-                error.add_note(f"raised by {node.name} on {_shapes(node.args)}, an op Fusion "
-                               "recorded and ran when its value was needed")
-                raise
-            _store(node, value)
+            self._call(node)
+
+    def _call(self, node: LazyNode) -> None:
+        """Run ``node`` with the inner backend's own op; an error names the op."""
+        args = tuple(_resolve(a) for a in node.args)
+        try:
+            value = getattr(self.inner, node.name)(*args)
+        except Exception as error:
+            error.add_note(f"raised by {node.name} on {_shapes(node.args)}, an op Fusion "
+                           "recorded and ran when its value was needed")
+            raise
+        _store(node, value)
 
 
 def _shapes(args: tuple[Any, ...]) -> str:
@@ -207,34 +368,137 @@ def _live(nodes: list[LazyNode]) -> list[LazyNode]:
 
 
 def _groups(nodes: list[LazyNode]) -> list[_Group]:
-    """Cut ``nodes`` into groups: one open group per loop shape; a group that another group
-    reads is sealed (it must run first), and so is a group a reduction closes."""
+    """Cut ``nodes`` into groups: one open group per loop shape, which a node joins unless a
+    group it reads depends on that group (a cycle: the open group is closed and a new one
+    starts); a reduction closes its group; an opaque node is a group of its own."""
     groups: list[_Group] = []
     open_groups: dict[tuple[int, ...], _Group] = {}
     for node in nodes:
-        key = node.group_shape
-        group = open_groups.get(key)
-        if group is None:
-            group = open_groups[key] = _Group(key)
+        sources = {a.group for a in node.args if type(a) is LazyNode}
+        if node.op is None:
+            group = _Group(None)
+        else:
+            key = node.group_shape
+            found = open_groups.get(key)
+            if found is not None and any(s is not found and s is not None and _reaches(s, found)
+                                         for s in sources):
+                found = None
+            if found is None:
+                found = open_groups[key] = _Group(key)
+            group = found
+        if group.key is None or not group.nodes:
             groups.append(group)
-        for a in node.args:
-            if isinstance(a, LazyNode) and a.group is not None and a.group is not group:
-                source = a.group
-                a.escapes = True
-                if not source.sealed:
-                    source.sealed = True
-                    del open_groups[source.key]
+        for source in sources:
+            if source is not None and source is not group:
                 group.deps.add(source)
-                group.deps |= source.deps
+        for a in node.args:
+            if type(a) is LazyNode and a.group is not group:
+                a.escapes = True
         group.nodes.append(node)
         node.group = group
-        if node.reduces:
-            group.sealed = True
-            del open_groups[key]
+        if node.reduces and group.key is not None:
+            del open_groups[group.key]
     return groups
 
 
-def _signature(group: _Group) -> tuple[tuple[Any, ...], list[Any], list[Any], list[LazyNode]]:
+def _find_epilogues(groups: list[_Group]) -> None:
+    """Pair each matmul with the elementwise group (no reduction, the product's shape) that
+    is the only reader of its result, which no handle keeps: the matmul's kernel can run the
+    group on each result element instead of storing it."""
+    products = {id(g.nodes[0]): g for g in groups
+                if g.key is None and g.nodes[0].name == "float_matmul"
+                and (g.nodes[0].handle is None or g.nodes[0].handle() is None)}
+    if not products:
+        return
+    readers: dict[int, set[_Group]] = {}
+    for group in groups:
+        if group.deps.isdisjoint(products.values()):
+            continue
+        for node in group.nodes:
+            for a in node.args:
+                if id(a) in products:
+                    readers.setdefault(id(a), set()).add(group)
+    for group in groups:
+        if group.key is None or group.nodes[-1].reduces:
+            continue
+        for dep in group.deps:
+            product = dep.nodes[0]
+            if (id(product) in products and dep.fused_into is None
+                    and product.shape == group.key and readers[id(product)] == {group}):
+                dep.fused_into, group.product = group, product
+                break
+
+
+def _input_position(group: _Group, target: LazyNode) -> int:
+    """The index of ``target`` among ``group``'s inputs, in ``_signature``'s order."""
+    seen: dict[int, int] = {}
+    locals_ = {id(node) for node in group.nodes}
+    for node in group.nodes:
+        for position in node.operands:
+            a = node.args[position]
+            if type(a) is LazyNode or type(a) is FusionTensor:
+                if id(a) in locals_ or id(a) in seen:
+                    continue
+                if a is target:
+                    return len(seen)
+                seen[id(a)] = len(seen)
+    raise ValueError(f"{target.name} is not an input of the group")
+
+
+def _levels(groups: list[_Group]) -> list[list[_Group]]:
+    """``groups`` (in dependency order) by level: a group's level is one more than the
+    highest level of the groups it reads, so groups of one level never read each other."""
+    depth: dict[_Group, int] = {}
+    levels: list[list[_Group]] = []
+    for group in groups:
+        level = max([depth[d] + 1 for d in group.deps], default=0)
+        depth[group] = level
+        if level == len(levels):
+            levels.append([])
+        levels[level].append(group)
+    return levels
+
+
+def _reaches(start: _Group, target: _Group) -> bool:
+    """Whether ``start`` reads ``target``, directly or through other groups."""
+    stack, seen = [start], {start}
+    while stack:
+        for dep in stack.pop().deps:
+            if dep is target:
+                return True
+            if dep not in seen:
+                seen.add(dep)
+                stack.append(dep)
+    return False
+
+
+def _ordered(groups: list[_Group]) -> list[_Group]:
+    """``groups`` in an order that runs every group after the groups it reads."""
+    order: list[_Group] = []
+    done: set[_Group] = set()
+    for root in groups:
+        if root in done:
+            continue
+        stack: list[tuple[_Group, list[_Group]]] = [(root, list(root.deps))]
+        done.add(root)
+        while stack:
+            group, pending = stack[-1]
+            if pending:
+                dep = pending.pop()
+                if dep not in done:
+                    done.add(dep)
+                    stack.append((dep, list(dep.deps)))
+                continue
+            stack.pop()
+            order.append(group)
+    return order
+
+
+#: A group's signature, its inputs, its scalars and the nodes its kernel writes (``_signature``).
+Signed = tuple[tuple[Any, ...], list[Any], list[Any], list["LazyNode"]]
+
+
+def _signature(group: _Group) -> Signed:
     """The group's structure as a flat tuple of cheap values (shapes, op names, NumPy dtypes,
     operand codes; ``DType``s by identity, as they are singletons), its input primitives, its
     scalars, and the nodes whose values its kernel returns, in order. Two groups with equal
@@ -290,7 +554,12 @@ def _describe(group: _Group, written: set[int]) -> FusedGroup:
     ops: list[FusedOp] = []
     outputs: list[int] = []
     reduction: Reduction | None = None
+    if group.key is None:
+        raise TypeError(f"{group.nodes[0].name} runs alone: it has no fused form")
     for node in group.nodes:
+        op = node.op
+        if op is None:
+            raise TypeError(f"{node.name} runs alone: it has no fused form")
         refs: list[Ref] = []
         for position in node.operands:
             a = node.args[position]
@@ -309,11 +578,11 @@ def _describe(group: _Group, written: set[int]) -> FusedGroup:
                 refs.append(Ref("scalar", len(scalar_dtypes)))
                 scalar_dtypes.append(node.scalar_dtype)
         if node.reduces:
-            reduction = Reduction(node.op, refs[0], node.dim, node.shape, node.dtype)
+            reduction = Reduction(op, refs[0], node.dim, node.shape, node.dtype)
             continue
         local_index[id(node)] = len(ops)
         if id(node) in written:
             outputs.append(len(ops))
-        ops.append(FusedOp(node.op, tuple(refs), node.dtype))
+        ops.append(FusedOp(op, tuple(refs), node.dtype))
     return FusedGroup(group.key, tuple(input_descs), tuple(scalar_dtypes), tuple(ops),
                       tuple(outputs), reduction)

@@ -9,6 +9,9 @@ from burnpy.backend.device import Device
 if TYPE_CHECKING:
     from burnpy.fusion.stream import LazyNode
 
+#: Argument types that are never tensors (passed to B as they are, recorded as scalars).
+PLAIN = frozenset({int, float, bool, str, type(None)})
+
 
 class Piece(NamedTuple):
     """A block written over an ``Unwritten`` tensor's zeros: ``value`` (B's primitive or a

@@ -17,7 +17,8 @@ dispatches beyond 65,535). Floats accumulate in f32.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -35,7 +36,8 @@ _CPU_REG = 8
 _CPU_SIDE = 8
 
 
-def _source(reg: int, src: tuple[str, str], out_store: str, batch_rank: int) -> str:
+def _source(reg: int, src: tuple[str, str], out_store: str, batch_rank: int,
+            epilogue: Epilogue | None = None) -> str:
     st, acc = src
     tile = _SIDE * reg
     threads = _SIDE * _SIDE
@@ -78,18 +80,91 @@ def _source(reg: int, src: tuple[str, str], out_store: str, batch_rank: int) -> 
     for i in range(reg):
         for j in range(reg):
             lines += [f"    {{ let gm = m0 + ty + {_SIDE * i}u; let gn = n0 + tx + {_SIDE * j}u;",
-                      "      if (gm < M && gn < N) { out0[o_base + gm * N + gn] = "
-                      + store_cast(f"acc[{i * reg + j}]", out_store, acc) + "; } }"]
+                      "      if (gm < M && gn < N) { "
+                      + _store(f"acc[{i * reg + j}]", "gm", "gn", out_store, acc, epilogue)
+                      + " } }"]
     shared = f"""
 var<workgroup> As: array<{acc}, {tile * BK}>;
 var<workgroup> Bs: array<{acc}, {tile * BK}>;
 """
-    return header([st, st], [out_store], shared) + f"""
+    return _header(st, out_store, shared, epilogue) + f"""
 @compute @workgroup_size({threads})
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {{
 {chr(10).join(lines)}
 }}
 """
+
+
+class Epilogue(NamedTuple):
+    """Elementwise work fused after a product (``Fusion``'s groups reading a matmul): WGSL
+    ``code`` defining ``fn epi(lin: u32, mm: f32)``, called with each output element's
+    row-major index and value instead of storing it; the element types of the extra tensors
+    it reads (bound from ``in2``) and writes (bound from ``out0``); its meta words follow
+    the product's (``meta_words``)."""
+
+    code: str
+    reads: tuple[str, ...]
+    writes: tuple[str, ...]
+
+
+def meta_words(batch_rank: int) -> int:
+    """Meta words of a product over ``batch_rank`` batch dims (an epilogue's come after)."""
+    return 11 + 3 * batch_rank
+
+
+def _store(value: str, row: str, col: str, out_store: str, acc: str,
+           epilogue: Epilogue | None) -> str:
+    """The statement storing ``value`` at (``row``, ``col``) of batch ``wid.z``, or passing it
+    to the epilogue."""
+    if epilogue is None:
+        return f"out0[o_base + {row} * N + {col}] = {store_cast(value, out_store, acc)};"
+    return f"epi((mu(10u) + wid.z) * M * N + {row} * N + {col}, f32({value}));"
+
+
+def _header(st: str, out_store: str, extra: str, epilogue: Epilogue | None) -> str:
+    if epilogue is None:
+        return header([st, st], [out_store], extra)
+    return header([st, st, *epilogue.reads], list(epilogue.writes), extra + epilogue.code)
+
+
+def matmul_epilogue(lhs: WgpuTensor, rhs: WgpuTensor, key: Any, epilogue: Callable[[int], Epilogue],
+                    reads: Sequence[WgpuTensor], writes: Sequence[WgpuTensor],
+                    words: Callable[[int], list[int]]) -> None:
+    """``lhs @ rhs`` (same ndim >= 2, contiguous-result order) with every output element
+    handed to an epilogue instead of stored: ``epilogue(batch_rank)`` builds it (cached under
+    ``key``), it reads ``reads`` and writes ``writes``, and ``words(batch_rank)`` gives its
+    meta words."""
+    rt: WgpuRuntime = lhs.runtime
+    m, k = lhs.shape[-2:]
+    n = rhs.shape[-1]
+    batch: Shape = tuple(max(a, b) for a, b in zip(lhs.shape[:-2], rhs.shape[:-2], strict=True))
+    count = numel(batch)
+    if count == 0 or m == 0 or n == 0:
+        return
+    rank = len(batch)
+    a_bst = broadcast_view(lhs.shape[:-2], lhs.strides[:-2], batch)
+    b_bst = broadcast_view(rhs.shape[:-2], rhs.strides[:-2], batch)
+    src = (storage_type(lhs.dtype), compute_type(lhs.dtype))
+    n_read, n_write = 2 + len(reads), len(writes)
+    if rt.is_cpu:
+        tile = _CPU_SIDE * _CPU_REG
+        kernel = rt.kernel(("matmul_registers_epilogue", src, rank, key),
+                           lambda: _register_source(src, "", rank, epilogue(rank)),
+                           n_read, n_write)
+    else:
+        reg = _CONFIGS["large"] if m >= 64 and n >= 64 else _CONFIGS["small"]
+        tile = _SIDE * reg
+        kernel = rt.kernel(("matmul_tiled_epilogue", reg, src, rank, key),
+                           lambda: _source(reg, src, "", rank, epilogue(rank)), n_read, n_write)
+    grid_x, grid_y = -(-n // tile), -(-m // tile)
+    tail = words(rank)
+    slabs = [lhs.handle.slab, rhs.handle.slab, *[t.handle.slab for t in reads]]
+    outs = [t.handle.slab for t in writes]
+    for base in range(0, count, rt.max_groups):
+        z = min(rt.max_groups, count - base)
+        meta = [m, n, k, lhs.offset, lhs.strides[-2], lhs.strides[-1], rhs.offset,
+                rhs.strides[-2], rhs.strides[-1], 0, base, *batch, *a_bst, *b_bst, *tail]
+        rt.dispatch(kernel, slabs, outs, meta, (grid_x, grid_y, z))
 
 
 def _batch_offsets(batch_rank: int) -> list[str]:
@@ -109,7 +184,8 @@ def _batch_offsets(batch_rank: int) -> list[str]:
     return lines
 
 
-def _register_source(src: tuple[str, str], out_store: str, batch_rank: int) -> str:
+def _register_source(src: tuple[str, str], out_store: str, batch_rank: int,
+                     epilogue: Epilogue | None = None) -> str:
     """The CPU-adapter kernel: an 8x8 register tile per invocation, no workgroup memory.
     Out-of-range rows and columns read clamped (valid) positions and are not stored."""
     st, acc = src
@@ -130,12 +206,18 @@ def _register_source(src: tuple[str, str], out_store: str, batch_rank: int) -> s
     lines += [f"        let b{j} = {load('in1', f'u32(cb{j} + kb)', st, acc)};" for j in range(r)]
     lines += [f"        acc{i}_{j} = acc{i}_{j} + a{i} * b{j};" for i in range(r) for j in range(r)]
     lines.append("    }")
-    for i in range(r):
-        for j in range(r):
-            lines.append(f"    if (m0 + {i}u < M && n0 + {j}u < N) {{ "
-                         f"out0[o_base + (m0 + {i}u) * N + n0 + {j}u] = "
-                         f"{store_cast(f'acc{i}_{j}', out_store, acc)}; }}")
-    return header([st, st], [out_store]) + f"""
+    if epilogue is None:
+        lines += [f"    if (m0 + {i}u < M && n0 + {j}u < N) {{ "
+                  + _store(f"acc{i}_{j}", f"(m0 + {i}u)", f"(n0 + {j}u)", out_store, acc, None)
+                  + " }" for i in range(r) for j in range(r)]
+    else:  # a loop over the tile: the epilogue's code once, not inlined per element
+        lines.append(f"    var tile: array<f32, {r * r}>;")
+        lines += [f"    tile[{i * r + j}] = f32(acc{i}_{j});" for i in range(r) for j in range(r)]
+        lines += [f"    for (var t = 0u; t < {r * r}u; t = t + 1u) {{",
+                  f"        let row = m0 + t / {r}u; let col = n0 + t % {r}u;",
+                  "        if (row < M && col < N) { "
+                  + _store("tile[t]", "row", "col", out_store, acc, epilogue) + " }", "    }"]
+    return _header(st, out_store, "", epilogue) + f"""
 @compute @workgroup_size({_CPU_SIDE}, {_CPU_SIDE})
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {{
 {chr(10).join(lines)}

@@ -1,0 +1,108 @@
+"""Ops ``Fusion`` records without fusing them: views (reshape, swap_dims, permute) and matmul.
+
+Such an op (an "opaque" node of the stream) runs B's own op, alone, when the stream is
+flushed, after the groups it reads. Recording it instead of running it at once keeps the
+stream open: a reshape of a pending value does not compute that value early and cut its group
+in two (a view costs no kernel on a backend whose primitives are strided views), and the ops
+recorded after a matmul may still join the group that the matmul reads (a bias gradient's sum
+joins the activation gradient it sums; the matmul reading that gradient no longer forces it
+out alone). A fuser opts in by listing the ops in ``lazy_ops``; without it (or when the
+result's shape cannot be worked out here, so B should name the problem) the op runs eagerly.
+"""
+
+from __future__ import annotations
+
+import math
+import weakref
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from burnpy.fusion.stream import LazyNode, ir_dtype
+from burnpy.fusion.tensor import PLAIN, FusionTensor
+
+if TYPE_CHECKING:
+    from burnpy.fusion.backend import _State
+
+
+#: Every op that may be recorded as an opaque node (a fuser's ``lazy_ops`` picks among them).
+LAZY_OPS = frozenset({f"{kind}_{op}" for kind in ("float", "int", "bool")
+                      for op in ("reshape", "swap_dims", "permute")} | {"float_matmul"})
+
+
+def _dim(dim: Any, rank: int) -> int | None:
+    if type(dim) is not int or not -rank <= dim < rank:
+        return None
+    return dim % rank
+
+
+def _result_shape(op: str, args: tuple[Any, ...],
+                  device_of: Callable[[Any], Any]) -> tuple[int, ...] | None:
+    """The shape ``op`` gives for ``args``, or None when B should run it (and name the error)."""
+    first = args[0]
+    if op == "reshape":
+        shape = args[1]
+        if not all(type(s) is int and s >= 0 for s in shape) or math.prod(shape) != math.prod(
+                first.shape):
+            return None
+        return tuple(shape)
+    rank = len(first.shape)
+    if op == "swap_dims":
+        d1, d2 = _dim(args[1], rank), _dim(args[2], rank)
+        if d1 is None or d2 is None:
+            return None
+        dims = list(first.shape)
+        dims[d1], dims[d2] = dims[d2], dims[d1]
+        return tuple(dims)
+    if op == "permute":
+        axes = [_dim(a, rank) for a in args[1]]
+        if sorted(a for a in axes if a is not None) != list(range(rank)) or len(axes) != rank:
+            return None
+        return tuple(first.shape[a] for a in axes)
+    other = args[1]  # matmul
+    if (type(other) in PLAIN or other.dtype != first.dtype
+            or device_of(other) != device_of(first) or rank < 2 or len(other.shape) != rank
+            or first.shape[-1] != other.shape[-2]):
+        return None
+    batch = []
+    for a, b in zip(first.shape[:-2], other.shape[:-2], strict=True):
+        if a != b and a != 1 and b != 1:
+            return None
+        batch.append(b if a == 1 else a)
+    return (*batch, first.shape[-2], other.shape[-1])
+
+
+def lazy_recorder(name: str, state: _State, eager: Callable[..., Any]) -> Callable[..., Any]:
+    """The op ``name`` (one of ``LAZY_OPS``) recorded as an opaque node when B's fuser lists
+    it in ``lazy_ops`` and (for a view) the tensor it reads is pending; ``eager`` (B's op
+    now) otherwise. A reshape to the unchanged shape returns the tensor itself. A matmul is
+    recorded even on computed operands: the elementwise ops reading it may run in its kernel.
+    """
+    op = name.split("_", 1)[1]
+    matmul = op == "matmul"
+
+    def record(*args: Any) -> Any:
+        first = args[0]
+        if op == "reshape" and tuple(args[1]) == tuple(first.shape):
+            return first
+        fuser = state.fusers[0] if state.fusers else state.fuser()
+        if (fuser is None or name not in getattr(fuser, "lazy_ops", ())
+                or not (matmul or (type(first) is FusionTensor and first.node is not None))):
+            return eager(*args)
+        shape = _result_shape(op, args, state.device_of)
+        if shape is None:
+            return eager(*args)
+        dtype = ir_dtype(first.dtype)
+        device = state.device_of(first)
+        stream = state.stream(device)
+        kept = tuple(state.recorded(a) if i < (2 if matmul else 1) else a
+                     for i, a in enumerate(args))
+        node = LazyNode(stream, name, None, kept, (0, 1) if matmul else (0,), shape, dtype,
+                        dtype, False, None)
+        handle = FusionTensor(shape, first.dtype, device, None, node)
+        node.handle = weakref.ref(handle)
+        stream.nodes.append(node)
+        return handle
+
+    record.__name__ = name
+    record.__doc__ = f"``{name}``, recorded to run when the stream is flushed."
+    return record
