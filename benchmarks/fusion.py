@@ -162,7 +162,12 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=15)
     parser.add_argument("--only", default="chain,mlp,gpt,digits",
                         help="comma-separated sections to run")
+    parser.add_argument("--pinned", action="store_true",
+                        help="keep freed buffers in the process (benchmarks._timing's glibc "
+                             "thresholds): the steps' arithmetic without page faults")
     args = parser.parse_args()
+    if args.pinned:
+        import benchmarks._timing  # noqa: F401  (pins glibc's allocator on import)
     sections = set(args.only.split(","))
     if "chain" in sections:
         data = np.random.default_rng(0).random(1 << 22, dtype=np.float32)
