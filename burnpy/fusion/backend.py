@@ -725,45 +725,6 @@ def _piece(tensor: FusionTensor, slices: tuple[slice, ...], value: Any,
     return Piece(dim, start, value)
 
 
-def _cat(state: _State, eager: Callable[..., Any]) -> Callable[..., Any]:
-    """``float_cat``: parts some of which are unwritten zeros (a chunk's or a split's
-    gradient padded: ``zeros, grad, zeros``) concatenate to an unwritten tensor whose pieces
-    are the other parts, so that the padded gradients of a tensor's chunks sum to one
-    unwritten tensor (``_padded_sum``) written by one concatenation when read, where B writes
-    each padded copy and adds them. ``eager`` (B's own) for any other parts."""
-
-    def op(tensors: Any, dim: int) -> Any:
-        for t in tensors:
-            if type(t) is FusionTensor and t.unwritten is not None and not t.unwritten.pieces:
-                break
-        else:
-            return eager(tensors, dim)
-        first = tensors[0]
-        rank = len(first.shape)
-        if not -rank <= dim < rank:
-            return eager(tensors, dim)  # B names the bad dim
-        dim %= rank
-        device, dtype = state.device_of(first), first.dtype
-        outer = first.shape[:dim] + first.shape[dim + 1:]
-        pieces: list[Piece] = []
-        position = 0
-        for t in tensors:
-            shape = tuple(t.shape)
-            if (len(shape) != rank or shape[:dim] + shape[dim + 1:] != outer
-                    or t.dtype != dtype or state.device_of(t) != device):
-                return eager(tensors, dim)  # B converts, or names the mismatch
-            if not (type(t) is FusionTensor and t.unwritten is not None
-                    and not t.unwritten.pieces):
-                pieces.append(Piece(dim, position, t))
-            position += shape[dim]
-        return FusionTensor(_with_dim(first.shape, dim, position), dtype, device,
-                            unwritten=Unwritten(state.inner, tuple(pieces)))
-
-    op.__name__ = "float_cat"
-    op.__doc__ = "``float_cat``: unwritten where some parts are unwritten zeros, else B's own."
-    return op
-
-
 def _swap_dims(name: str, state: _State) -> Callable[..., Any]:
     """``float_swap_dims``: of an unwritten tensor, its pieces swapped (views on B) and kept
     unwritten, so that the concatenation writing it lays its values out swapped at once (a
@@ -811,6 +772,45 @@ def _padded_sum(add: Callable[..., Any], state: _State) -> Callable[..., Any]:
 
     op.__name__ = add.__name__
     op.__doc__ = add.__doc__
+    return op
+
+
+def _cat(state: _State, eager: Callable[..., Any]) -> Callable[..., Any]:
+    """``float_cat``: parts some of which are unwritten zeros (a chunk's or a split's
+    gradient padded: ``zeros, grad, zeros``) concatenate to an unwritten tensor whose pieces
+    are the other parts, so that the padded gradients of a tensor's chunks sum to one
+    unwritten tensor (``_padded_sum``) written by one concatenation when read, where B writes
+    each padded copy and adds them. ``eager`` (B's own) for any other parts."""
+
+    def op(tensors: Any, dim: int) -> Any:
+        for t in tensors:
+            if type(t) is FusionTensor and t.unwritten is not None and not t.unwritten.pieces:
+                break
+        else:
+            return eager(tensors, dim)
+        first = tensors[0]
+        rank = len(first.shape)
+        if not -rank <= dim < rank:
+            return eager(tensors, dim)  # B names the bad dim
+        dim %= rank
+        device, dtype = state.device_of(first), first.dtype
+        outer = first.shape[:dim] + first.shape[dim + 1:]
+        pieces: list[Piece] = []
+        position = 0
+        for t in tensors:
+            shape = tuple(t.shape)
+            if (len(shape) != rank or shape[:dim] + shape[dim + 1:] != outer
+                    or t.dtype != dtype or state.device_of(t) != device):
+                return eager(tensors, dim)  # B converts, or names the mismatch
+            if not (type(t) is FusionTensor and t.unwritten is not None
+                    and not t.unwritten.pieces):
+                pieces.append(Piece(dim, position, t))
+            position += shape[dim]
+        return FusionTensor(_with_dim(first.shape, dim, position), dtype, device,
+                            unwritten=Unwritten(state.inner, tuple(pieces)))
+
+    op.__name__ = "float_cat"
+    op.__doc__ = "``float_cat``: unwritten where some parts are unwritten zeros, else B's own."
     return op
 
 
