@@ -292,7 +292,10 @@ def _unwrap(value: Any) -> Any:
 
 def _eager(name: str, state: _State) -> Callable[..., Any]:
     """The op ``name`` run now on B: B's op itself when no argument holds a handle (the common
-    case: no wrapper, no copy of the arguments), else after the handles are materialized."""
+    case: no wrapper, no copy of the arguments), else after the handles are materialized.
+    Where the protocol's signature says which parameters are tensors, the check is compiled
+    for them alone (``_checked_eager``): most of Fusion's cost on a step too small to fuse
+    is this check, once per op."""
     inner_op = getattr(state.inner, name)
     stats = state.stats
 
@@ -312,7 +315,135 @@ def _eager(name: str, state: _State) -> Callable[..., Any]:
 
     op.__name__ = name
     op.__doc__ = f"``{name}`` on the inner backend, after the values it reads are computed."
-    return op
+    return _checked_eager(name, op, inner_op, stats) or op
+
+
+def _checked_eager(name: str, generic: Callable[..., Any], inner_op: Callable[..., Any],
+                   stats: FusionStats) -> Callable[..., Any] | None:
+    """``generic`` (see ``_eager``) behind a check of only the parameters the protocol types
+    as tensors (a ``*Primitive``, optional or not, or a sequence of them), generated with the
+    protocol op's own parameters, so that a call is one frame, a ``type() is`` test per
+    tensor and B's op; None when the signature has a form this does not generate."""
+    signature = _Signature.of(name)
+    if signature is None:
+        return None
+    checks = [f"type({t}) is _FT" for t in signature.tensors] + [
+        f"_holds({t})" for t in signature.sequences]
+    return signature.generate(name, f"    if {' or '.join(checks) or 'False'}:\n"
+                                    f"        return _slow({signature.call})\n",
+                              generic, inner_op, stats, {})
+
+
+class _Signature:
+    """A protocol op's parameters as generated wrappers declare and pass them: ``declared``
+    (with the protocol's defaults), ``call`` (the arguments passed on), the names of the
+    parameters typed as tensors (``tensors``; ``optional`` among them when None is allowed)
+    and as sequences of tensors (``sequences``)."""
+
+    __slots__ = ("call", "declared", "defaults", "optional", "parameters", "sequences",
+                 "tensors")
+
+    def __init__(self, parameters: list[inspect.Parameter]) -> None:
+        self.parameters = [p.name for p in parameters]
+        self.defaults: dict[str, Any] = {}
+        declared: list[str] = []
+        passed: list[str] = []
+        self.tensors: list[str] = []
+        self.optional: list[str] = []
+        self.sequences: list[str] = []
+        keyword_only = False
+        for i, p in enumerate(parameters):
+            annotation = str(p.annotation)
+            if p.kind is p.KEYWORD_ONLY and not keyword_only:
+                keyword_only = True
+                declared.append("*")
+            default = ""
+            if p.default is not p.empty:
+                self.defaults[f"_d{i}"] = p.default
+                default = f"=_d{i}"
+            declared.append(f"{p.name}{default}")
+            passed.append(f"{p.name}={p.name}" if keyword_only else p.name)
+            if annotation.startswith("Sequence[") and "Primitive" in annotation:
+                self.sequences.append(p.name)
+            elif "Primitive" in annotation and "Quantized" not in annotation:
+                self.tensors.append(p.name)
+                if "None" in annotation:
+                    self.optional.append(p.name)
+        self.declared = ", ".join(declared)
+        self.call = ", ".join(passed)
+
+    @staticmethod
+    def of(name: str) -> _Signature | None:
+        """The signature of protocol op ``name`` (its ``cls`` left out), or None when it has
+        a parameter form the generated wrappers do not take (``*args``, positional-only) or
+        annotations that are not strings."""
+        attr = inspect.getattr_static(Backend, name, None)
+        if attr is None:
+            return None
+        function = attr.__func__ if isinstance(attr, staticmethod | classmethod) else attr
+        parameters = list(inspect.signature(function).parameters.values())
+        if isinstance(attr, classmethod):
+            parameters = parameters[1:]
+        for p in parameters:
+            if not isinstance(p.annotation, str) or p.kind not in (p.POSITIONAL_OR_KEYWORD,
+                                                                   p.KEYWORD_ONLY):
+                return None
+        return _Signature(parameters)
+
+    def generate(self, name: str, prologue: str, slow: Callable[..., Any],
+                 inner_op: Callable[..., Any], stats: FusionStats,
+                 names: dict[str, Any], cls: bool = False) -> Callable[..., Any]:
+        """``def name(<declared>)`` (``cls`` first for a classmethod): ``prologue`` (which
+        may return ``_slow(...)``), then B's op, counted as an eager op."""
+        scope: dict[str, Any] = {"_FT": FusionTensor, "_holds": _holds_handle, "_slow": slow,
+                                 "_op": inner_op, "_stats": stats, **self.defaults, **names}
+        declared = f"cls, {self.declared}" if cls else self.declared
+        source = (f"def {name}({declared}):\n{prologue}"
+                  f"    _stats.eager_ops += 1\n"
+                  f"    return _op({self.call})\n")
+        exec(compile(source, f"<fusion {name}>", "exec"), scope)
+        op: Callable[..., Any] = scope[name]
+        op.__doc__ = slow.__doc__
+        return op
+
+
+#: The fuser's ``min_elements`` in generated code (read at each call: tests change it).
+_FLOOR = "_floor(_fusers[0], 'min_elements', 0)"
+
+
+def _checked_recorder(name: str, spec: Fusable, slow: Callable[..., Any],
+                      state: _State) -> Callable[..., Any]:
+    """``slow`` (the recorder, see ``_recorder``) behind a generated test for its commonest
+    call on a step too small to fuse: no argument is a handle and the loop is below the
+    fuser's ``min_elements`` (read at each call: tests change it; no call is taken before
+    the fuser is looked up), or
+    a reduction of a value that exists. Then B's op runs at once, as the recorder would run
+    it, without the recorder's typing and bounds; anything else goes to ``slow``."""
+    signature = _Signature.of(name)
+    tensors = [] if signature is None else signature.tensors
+    if signature is None or signature.sequences or signature.optional or not tensors:
+        return slow
+    result, extra = spec.result, spec.extra
+    handle_free = " and ".join(f"type({t}) is not _FT" for t in tensors)
+    if result == "reduce":
+        prologue = f"    if not ({handle_free}):\n        return _slow({signature.call})\n"
+    else:
+        if result == "expand":
+            assert extra is not None
+            bound = f"_prod({signature.parameters[extra]})"
+        elif len(tensors) == 1:
+            bound = f"_prod({tensors[0]}.shape)"
+        elif len(tensors) == 2:
+            a, b = tensors
+            bound = (f"(_prod({a}.shape) if {a}.shape == {b}.shape "
+                     f"else _loop([{a}.shape, {b}.shape]))")
+        else:
+            bound = f"_loop([{', '.join(t + '.shape' for t in tensors)}])"
+        prologue = (f"    if not ({handle_free} and _fusers and {bound} < {_FLOOR}):\n"
+                    f"        return _slow({signature.call})\n")
+    return signature.generate(name, prologue, slow, getattr(state.inner, name), state.stats,
+                              {"_prod": math.prod, "_loop": _loop_size, "_floor": getattr,
+                               "_fusers": state.fusers})
 
 
 def _composite(name: str, state: _State, overridden: bool) -> Callable[..., Any]:
@@ -334,7 +465,21 @@ def _composite(name: str, state: _State, overridden: bool) -> Callable[..., Any]
 
     op.__name__ = name
     op.__doc__ = f"``{name}``: fused from its default's ops, or B's own on small tensors."
-    return op
+    signature = _Signature.of(name)
+    if (signature is None or not signature.tensors
+            or signature.tensors[0] != signature.parameters[0]
+            or signature.parameters[0] in signature.optional):
+        return op
+    # the commonest call on a step too small to fuse, generated: no handle, below the floor
+    checks = [f"type({t}) is not _FT" for t in signature.tensors] + [
+        f"not _holds({t})" for t in signature.sequences]
+    first = signature.parameters[0]
+    return signature.generate(
+        name, f"    if not ({' and '.join(checks)} and _fusers\n"
+              f"            and _prod({first}.shape) < {_FLOOR}):\n"
+              f"        return _slow(cls, {signature.call})\n",
+        op, getattr(state.inner, name), state.stats,
+        {"_prod": math.prod, "_floor": getattr, "_fusers": state.fusers}, cls=True)
 
 
 def _broadcast(shapes: list[tuple[int, ...]]) -> tuple[int, ...]:
@@ -604,6 +749,45 @@ def _padded_sum(add: Callable[..., Any], state: _State) -> Callable[..., Any]:
     return op
 
 
+def _cat(state: _State, eager: Callable[..., Any]) -> Callable[..., Any]:
+    """``float_cat``: parts some of which are unwritten zeros (a chunk's or a split's
+    gradient padded: ``zeros, grad, zeros``) concatenate to an unwritten tensor whose pieces
+    are the other parts, so that the padded gradients of a tensor's chunks sum to one
+    unwritten tensor (``_padded_sum``) written by one concatenation when read, where B writes
+    each padded copy and adds them. ``eager`` (B's own) for any other parts."""
+
+    def op(tensors: Any, dim: int) -> Any:
+        for t in tensors:
+            if type(t) is FusionTensor and t.unwritten is not None and not t.unwritten.pieces:
+                break
+        else:
+            return eager(tensors, dim)
+        first = tensors[0]
+        rank = len(first.shape)
+        if not -rank <= dim < rank:
+            return eager(tensors, dim)  # B names the bad dim
+        dim %= rank
+        device, dtype = state.device_of(first), first.dtype
+        outer = first.shape[:dim] + first.shape[dim + 1:]
+        pieces: list[Piece] = []
+        position = 0
+        for t in tensors:
+            shape = tuple(t.shape)
+            if (len(shape) != rank or shape[:dim] + shape[dim + 1:] != outer
+                    or t.dtype != dtype or state.device_of(t) != device):
+                return eager(tensors, dim)  # B converts, or names the mismatch
+            if not (type(t) is FusionTensor and t.unwritten is not None
+                    and not t.unwritten.pieces):
+                pieces.append(Piece(dim, position, t))
+            position += shape[dim]
+        return FusionTensor(_with_dim(first.shape, dim, position), dtype, device,
+                            unwritten=Unwritten(state.inner, tuple(pieces)))
+
+    op.__name__ = "float_cat"
+    op.__doc__ = "``float_cat``: unwritten where some parts are unwritten zeros, else B's own."
+    return op
+
+
 _PROMOTED: dict[tuple[DType, ...], DType | None] = {}
 
 
@@ -649,9 +833,14 @@ def _build(inner: type[Backend]) -> type[FusionBackend]:
             namespace[name] = staticmethod(op)
             continue
         spec = FUSABLE.get(name)
-        namespace[name] = staticmethod(_recorder(name, spec, state) if spec
-                                       else _eager(name, state))
-    namespace["float_add"] = staticmethod(_padded_sum(namespace["float_add"].__func__, state))
+        if spec is None:
+            op = _eager(name, state)
+            namespace[name] = staticmethod(_cat(state, op) if name == "float_cat" else op)
+            continue
+        record = _recorder(name, spec, state)
+        if name == "float_add":
+            record = _padded_sum(record, state)
+        namespace[name] = staticmethod(_checked_recorder(name, spec, record, state))
     for name in _OWN_OPS:
         namespace[name] = staticmethod(state.device_of)
     name = f"Fusion[{inner.__name__}]"
