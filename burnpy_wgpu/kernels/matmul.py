@@ -23,7 +23,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from burnpy_wgpu.dtypes import compute_type, storage_type
-from burnpy_wgpu.kernels.common import header, load, store_cast
+from burnpy_wgpu.kernels.common import header, hoist_params, load, store_cast
 from burnpy_wgpu.kernels.elementwise import alloc_tensor
 from burnpy_wgpu.runtime import WgpuRuntime
 from burnpy_wgpu.tensor import Shape, WgpuTensor, broadcast_view, numel
@@ -217,12 +217,12 @@ def _register_source(src: tuple[str, str], out_store: str, batch_rank: int,
                   f"        let row = m0 + t / {r}u; let col = n0 + t % {r}u;",
                   "        if (row < M && col < N) { "
                   + _store("tile[t]", "row", "col", out_store, acc, epilogue) + " }", "    }"]
-    return _header(st, out_store, "", epilogue) + f"""
+    return hoist_params(_header(st, out_store, "", epilogue) + f"""
 @compute @workgroup_size({_CPU_SIDE}, {_CPU_SIDE})
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {{
 {chr(10).join(lines)}
 }}
-"""
+""")
 
 
 def matmul(lhs: WgpuTensor, rhs: WgpuTensor, out_dtype: np.dtype[Any] | None = None,
