@@ -59,6 +59,8 @@ CPU_ROWS_WG = 32
 CPU_MAP_PER_INVOCATION = 16
 #: ... but only while that leaves at least this many workgroups to spread over the threads.
 CPU_MAP_MIN_GROUPS = 8
+#: The adapter whose limits bound what a fused kernel may bind.
+_DEFAULT_DEVICE = Device("wgpu", 0)
 #: Parameter words of a dispatch (``runtime.META_SLOT`` bytes).
 _META_WORDS = 128
 #: Fixed parameter words: element count, reduction outputs, reduced size, inner size.
@@ -139,8 +141,7 @@ class WgslFuser:
     def max_buffers(self) -> int:
         """Tensors one fused kernel may bind (inputs and outputs): the default adapter's limit
         of storage buffers per shader stage, less the parameter block's."""
-        rt = runtime_for(Device("wgpu", 0))
-        return int(dict(rt.device.limits)["max-storage-buffers-per-shader-stage"]) - 1
+        return runtime_for(_DEFAULT_DEVICE).max_storage_buffers - 1
 
     def accepts(self, op: str, dtypes: tuple[DType, ...]) -> bool:
         """Whether ``op`` has a WGSL form for ``dtypes`` (operands', then the result's)."""
@@ -275,7 +276,7 @@ class FusedProgram:
             raise WgpuLimitError(f"fused kernel needs {words} parameter words; at most "
                                  f"{_META_WORDS} fit (too many strided inputs)")
         n_write = sum(len(g.outputs) + (g.reduction is not None) for g in self.groups)
-        limit = dict(rt.device.limits)["max-storage-buffers-per-shader-stage"]
+        limit = rt.max_storage_buffers
         if len(tensors) + n_write + 1 > limit:
             raise WgpuLimitError(f"fused kernel binds {len(tensors) + n_write + 1} buffers; "
                                  f"this adapter allows {limit}")
@@ -323,7 +324,7 @@ class FusedMatmul:
                  for x, dt in zip(scalars, group.scalars, strict=True)]
         meta = [numel(group.shape), 1, 1, 1, *words,
                 *[0 if t is None else t.offset for t in tensors], *tail]
-        limit = dict(rt.device.limits)["max-storage-buffers-per-shader-stage"]
+        limit = rt.max_storage_buffers
         if len(inputs) + len(outs) + 1 > limit:
             raise WgpuLimitError(f"fused matmul binds {len(inputs) + len(outs) + 1} buffers; "
                                  f"this adapter allows {limit}")
