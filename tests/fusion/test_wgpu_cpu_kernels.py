@@ -96,3 +96,37 @@ def test_a_looping_map_matches_unfused_and_numpy(n: int) -> None:
     for got, same, want in zip(fused, plain, (s, np.exp(s * 2.0) - y), strict=True):
         np.testing.assert_array_equal(got, same)
         np.testing.assert_allclose(got, want, rtol=2e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("m,k,n", [(12, 16, 20), (64, 64, 40), (9, 16, 20), (12, 10, 8)])
+@pytest.mark.parametrize("ta,tb", [(False, False), (True, False), (False, True), (True, True)])
+def test_matmul_of_every_layout_matches_numpy(m: int, k: int, n: int, ta: bool, tb: bool
+                                              ) -> None:
+    """Row-major and transposed operands (read as ``vec4``s along their unit-stride dim where
+    sizes allow, scalar reads elsewhere), batched and broadcast, through a slice's offset."""
+    rng = np.random.default_rng(m * k + n)
+    a = rng.standard_normal((2, m, k)).astype(np.float32)
+    b = rng.standard_normal((1, k, n)).astype(np.float32)
+    at = (Tensor.from_data(np.ascontiguousarray(a.transpose(0, 2, 1)), backend=WgpuBackend)
+          .swap_dims(1, 2) if ta else Tensor.from_data(a, backend=WgpuBackend))
+    bt = (Tensor.from_data(np.ascontiguousarray(b.transpose(0, 2, 1)), backend=WgpuBackend)
+          .swap_dims(1, 2) if tb else Tensor.from_data(b, backend=WgpuBackend))
+    np.testing.assert_allclose((at @ bt).to_numpy(), a @ b, rtol=1e-4, atol=1e-4)
+    padded = np.zeros((8 + 2 * m * k,), np.float32)
+    padded[8:] = a.reshape(-1)
+    sliced = Tensor.from_data(padded, backend=WgpuBackend)[8:].reshape((2, m, k))
+    np.testing.assert_allclose((sliced @ bt).to_numpy(), a @ b, rtol=1e-4, atol=1e-4)
+
+
+def test_fused_matmul_epilogue_reads_vec4_operands() -> None:
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((64, 32)).astype(np.float32)
+    w = rng.standard_normal((32, 48)).astype(np.float32)
+    bias = rng.standard_normal((48,)).astype(np.float32)
+    xt, wt = Tensor.from_data(x, backend=F), Tensor.from_data(w, backend=F)
+    bt = Tensor.from_data(bias, backend=F)
+    got = ((xt @ wt + bt).tanh() * 2.0).to_numpy()
+    plain = ((Tensor.from_data(x, backend=WgpuBackend) @ Tensor.from_data(w, backend=WgpuBackend)
+              + Tensor.from_data(bias, backend=WgpuBackend)).tanh() * 2.0).to_numpy()
+    np.testing.assert_allclose(got, np.tanh(x @ w + bias) * 2.0, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(got, plain, rtol=1e-5, atol=1e-6)
