@@ -149,7 +149,7 @@ def matmul_epilogue(lhs: WgpuTensor, rhs: WgpuTensor, key: Any, epilogue: Callab
     if rt.is_cpu:
         tile = _CPU_SIDE * _CPU_REG
         vec = _vec_layout(lhs, rhs, a_bst, b_bst)
-        kernel = rt.kernel(("matmul_registers_epilogue", src, rank, key, vec),
+        kernel = rt.kernel(("matmul_registers_epilogue", src, rank, vec, key),
                            lambda: _register_source(src, "", rank, epilogue(rank), vec),
                            n_read, n_write)
     else:
