@@ -9,6 +9,12 @@ faster with Fusion than without. Also the first step's compile time and the plan
 rate over the timed steps. ``--list`` prints every dispatch of one MLP step, unfused and fused
 (kernel and shape), to see what still costs a dispatch.
 Run: ``.venv/bin/python benchmarks/fusion_wgpu.py [--quick] [--list]``
+
+Measured (Mesa 22.3 lavapipe on llvmpipe, 2 shared cores, three runs, median ratio of each):
+the MLP step 82 -> 26 dispatches, 1.58x / 1.72x / 1.70x faster (2x not reached: the eight
+products, the same kernels on both sides, are about half of the fused step's device time, and
+Fusion's recording and flushing cost about 4 ms of Python per step); the MSE/SGD MLP step
+1.17-1.30x; the GPT step 461 -> 224 dispatches, 1.20-1.25x.
 """
 
 from __future__ import annotations

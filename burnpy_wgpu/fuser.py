@@ -31,7 +31,7 @@ from burnpy.fusion.fuser import FusedKernel
 from burnpy.ir.fused import FusedGroup, FusedOp, Ref
 from burnpy_wgpu.dtypes import compute_type, storage_type
 from burnpy_wgpu.errors import WgpuError, WgpuLimitError
-from burnpy_wgpu.kernels.common import WG, entry, groups_for, header, load, store_cast
+from burnpy_wgpu.kernels.common import WG, entry, groups_for, header, hoist_params, load, store_cast
 from burnpy_wgpu.kernels.elementwise import alloc_tensor, coalesce, strided_indices
 from burnpy_wgpu.kernels.matmul import Epilogue, matmul_epilogue, meta_words
 from burnpy_wgpu.kernels.reduce import IDENTITY
@@ -53,6 +53,14 @@ CPU_TREE_MIN_SIZE = 8192
 #: computing every element its group fuses in on one core (maps keep ``WG``: more, smaller
 #: workgroups measured slower there).
 CPU_ROWS_WG = 32
+#: Elements each invocation of a ``map`` kernel computes on CPU adapters, in a loop (lanes
+#: stay on consecutive elements): llvmpipe pays a fixed cost per workgroup, which one element
+#: per invocation pays once per 256 elements (measured 2-3x slower on 16K-64K elements).
+CPU_MAP_PER_INVOCATION = 16
+#: ... but only while that leaves at least this many workgroups to spread over the threads.
+CPU_MAP_MIN_GROUPS = 8
+#: The adapter whose limits bound what a fused kernel may bind.
+_DEFAULT_DEVICE = Device("wgpu", 0)
 #: Parameter words of a dispatch (``runtime.META_SLOT`` bytes).
 _META_WORDS = 128
 #: Fixed parameter words: element count, reduction outputs, reduced size, inner size.
@@ -133,8 +141,7 @@ class WgslFuser:
     def max_buffers(self) -> int:
         """Tensors one fused kernel may bind (inputs and outputs): the default adapter's limit
         of storage buffers per shader stage, less the parameter block's."""
-        rt = runtime_for(Device("wgpu", 0))
-        return int(dict(rt.device.limits)["max-storage-buffers-per-shader-stage"]) - 1
+        return runtime_for(_DEFAULT_DEVICE).max_storage_buffers - 1
 
     def accepts(self, op: str, dtypes: tuple[DType, ...]) -> bool:
         """Whether ``op`` has a WGSL form for ``dtypes`` (operands', then the result's)."""
@@ -269,17 +276,18 @@ class FusedProgram:
             raise WgpuLimitError(f"fused kernel needs {words} parameter words; at most "
                                  f"{_META_WORDS} fit (too many strided inputs)")
         n_write = sum(len(g.outputs) + (g.reduction is not None) for g in self.groups)
-        limit = dict(rt.device.limits)["max-storage-buffers-per-shader-stage"]
+        limit = rt.max_storage_buffers
         if len(tensors) + n_write + 1 > limit:
             raise WgpuLimitError(f"fused kernel binds {len(tensors) + n_write + 1} buffers; "
                                  f"this adapter allows {limit}")
         if len(self.groups) == 1:
             group, (kind, classes, rank) = self.groups[0], layouts[0]
             wg = CPU_ROWS_WG if rt.is_cpu and kind == "rows" else WG
-            kernel = rt.kernel(("fused", kind, group, classes, rank, wg),
-                               lambda: wgsl_source(group, kind, classes, rank, wg),
+            per = _per_invocation(rt, kind, items[0])
+            kernel = rt.kernel(("fused", kind, group, classes, rank, wg, per),
+                               lambda: wgsl_source(group, kind, classes, rank, wg, per),
                                len(tensors), n_write)
-            count = (groups_for(items[0], wg) if kind != "tree" else self.shapes[0][1])
+            count = (groups_for(items[0], wg * per) if kind != "tree" else self.shapes[0][1])
             return _Plan(kernel, count if items[0] else 0, layouts, tails, items)
         segments = tuple(zip(self.groups, layouts, strict=True))
         kernel = rt.kernel(("fused_batch", segments), lambda: batch_source(segments),
@@ -316,7 +324,7 @@ class FusedMatmul:
                  for x, dt in zip(scalars, group.scalars, strict=True)]
         meta = [numel(group.shape), 1, 1, 1, *words,
                 *[0 if t is None else t.offset for t in tensors], *tail]
-        limit = dict(rt.device.limits)["max-storage-buffers-per-shader-stage"]
+        limit = rt.max_storage_buffers
         if len(inputs) + len(outs) + 1 > limit:
             raise WgpuLimitError(f"fused matmul binds {len(inputs) + len(outs) + 1} buffers; "
                                  f"this adapter allows {limit}")
@@ -380,15 +388,31 @@ def _classify(shape: Shape, strides: Shape) -> str:
 
 
 # ---- WGSL generation -----------------------------------------------------------------------------
-def wgsl_source(group: FusedGroup, kind: str, classes: str, rank: int, wg: int = WG) -> str:
+def _per_invocation(rt: WgpuRuntime, kind: str, items: int) -> int:
+    """Elements per invocation of a ``map`` kernel over ``items`` (``CPU_MAP_PER_INVOCATION``
+    on a CPU adapter when enough workgroups remain, else 1)."""
+    if (kind == "map" and rt.is_cpu
+            and items >= WG * CPU_MAP_PER_INVOCATION * CPU_MAP_MIN_GROUPS):
+        return CPU_MAP_PER_INVOCATION
+    return 1
+
+
+def wgsl_source(group: FusedGroup, kind: str, classes: str, rank: int, wg: int = WG,
+                per: int = 1) -> str:
     """The WGSL of ``group`` as a ``kind`` kernel (``map``, ``rows`` or ``tree``) whose inputs
     have layout ``classes`` (``c`` contiguous, ``s`` one element, ``g`` general over ``rank``
-    merged dims), ``wg`` invocations per workgroup (``tree``: always ``WG``). Meta words:
+    merged dims), ``wg`` invocations per workgroup (``tree``: always ``WG``) and, for a
+    ``map``, ``per`` elements per invocation (``wg`` apart, so lanes stay adjacent). Meta words:
     element count, reduction outputs, reduced size, inner size, the scalars, the inputs'
     offsets, then the merged shape and each general input's strides."""
     seg = _segment(group, kind, classes, rank, 0, 0, 0, "")
     red = group.reduction
-    if red is None:
+    if red is None and per > 1:
+        main = (f"    let first = group * {wg * per}u + lid;\n"
+                f"    for (var e = 0u; e < {per}u; e = e + 1u) {{\n"
+                f"        let i = first + e * {wg}u;\n"
+                "        if (i >= mu(0u)) { return; }\n        seg(i);\n    }")
+    elif red is None:
         main = "    if (gid >= mu(0u)) { return; }\n    seg(gid);"
     elif kind == "rows":
         main = "    if (gid >= mu(1u)) { return; }\n    seg(gid);"
@@ -436,7 +460,7 @@ def _assemble(segs: Sequence[_Seg], main: str) -> str:
         seg.code for seg in segs) + main
     if any(seg.f16 for seg in segs) and not source.startswith("enable f16;"):
         source = "enable f16;\n" + source  # f16 only in a rounded local, not in a binding
-    return source
+    return hoist_params(source)
 
 
 def _segment(group: FusedGroup, kind: str, classes: str, rank: int, base: int,

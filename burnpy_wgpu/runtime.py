@@ -93,6 +93,8 @@ class WgpuRuntime:
         self.max_groups = lim["max-compute-workgroups-per-dimension"]
         self.max_shared_bytes = lim["max-compute-workgroup-storage-size"]
         self.offset_align = max(lim.get("min-storage-buffer-offset-alignment", 256), 4)
+        #: Storage buffers one kernel may bind (its parameter block included).
+        self.max_storage_buffers = int(lim["max-storage-buffers-per-shader-stage"])
         usage = wgpu.BufferUsage
         self.pool = BufferPool(self.device, usage.STORAGE | usage.COPY_SRC | usage.COPY_DST,
                                POOL_CAP_BYTES)

@@ -147,16 +147,22 @@ class Stream:
                 return
             live = _live(nodes)
             groups = _ordered(_groups(live))
-            if self.products is not None:
-                _find_epilogues(groups)
-            if self.batcher is not None:
-                for level in _levels(groups):
-                    self._run_level(level)
-            else:
+            try:
+                if self.products is not None:
+                    _find_epilogues(groups)
+                if self.batcher is not None:
+                    for level in _levels(groups):
+                        self._run_level(level)
+                else:
+                    for group in groups:
+                        self._run(group)
+            finally:  # break the node <-> group and group <-> group (an epilogue's) cycles:
+                #       the values they hold free at once, not at the next GC collection
+                for node in live:
+                    node.group = None
                 for group in groups:
-                    self._run(group)
-            for node in live:  # break the node <-> group cycle: values free without the GC
-                node.group = None
+                    group.deps.clear()
+                    group.fused_into = group.product = None
 
     def _run_level(self, level: list[_Group]) -> None:
         """Run groups that do not read each other: the fusable ones as few kernels as the

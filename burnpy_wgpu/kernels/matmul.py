@@ -23,7 +23,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from burnpy_wgpu.dtypes import compute_type, storage_type
-from burnpy_wgpu.kernels.common import header, load, store_cast
+from burnpy_wgpu.kernels.common import header, hoist_params, load, store_cast
 from burnpy_wgpu.kernels.elementwise import alloc_tensor
 from burnpy_wgpu.runtime import WgpuRuntime
 from burnpy_wgpu.tensor import Shape, WgpuTensor, broadcast_view, numel
@@ -148,8 +148,9 @@ def matmul_epilogue(lhs: WgpuTensor, rhs: WgpuTensor, key: Any, epilogue: Callab
     n_read, n_write = 2 + len(reads), len(writes)
     if rt.is_cpu:
         tile = _CPU_SIDE * _CPU_REG
-        kernel = rt.kernel(("matmul_registers_epilogue", src, rank, key),
-                           lambda: _register_source(src, "", rank, epilogue(rank)),
+        vec = _vec_layout(lhs, rhs, a_bst, b_bst)
+        kernel = rt.kernel(("matmul_registers_epilogue", src, rank, vec, key),
+                           lambda: _register_source(src, "", rank, epilogue(rank), vec),
                            n_read, n_write)
     else:
         reg = _CONFIGS["large"] if m >= 64 and n >= 64 else _CONFIGS["small"]
@@ -184,10 +185,59 @@ def _batch_offsets(batch_rank: int) -> list[str]:
     return lines
 
 
+def _vec_layout(lhs: WgpuTensor, rhs: WgpuTensor, a_bst: Shape, b_bst: Shape
+                ) -> tuple[str, str] | None:
+    """Which dim the CPU kernel reads each float32 operand along as ``vec4``s (``("k", "n")``
+    for row-major operands; ``"m"`` for a transposed left one, ``"k"`` for a transposed right
+    one), or None when a unit-stride dim, 16-byte alignment or sizes that are multiples of 4
+    are missing: there one ``vec4`` read replaces four bounds-checked scalar reads."""
+    if lhs.dtype != np.float32 or rhs.dtype != np.float32:
+        return None
+    m, k = lhs.shape[-2:]
+    n = rhs.shape[-1]
+    a_rs, a_cs = lhs.strides[-2:]
+    b_rs, b_cs = rhs.strides[-2:]
+    if lhs.offset % 4 or rhs.offset % 4 or any(x % 4 for x in (*a_bst, *b_bst)):
+        return None
+    a = ("k" if a_cs == 1 and a_rs % 4 == 0 and k % 4 == 0 else
+         "m" if a_rs == 1 and a_cs % 4 == 0 and m % 4 == 0 and k % 4 == 0 else None)
+    b = ("n" if b_cs == 1 and b_rs % 4 == 0 and n % 4 == 0 and k % 4 == 0 else
+         "k" if b_rs == 1 and b_cs % 4 == 0 and k % 4 == 0 else None)
+    return (a, b) if a is not None and b is not None else None
+
+
+def _vec_loop(vec: tuple[str, str]) -> list[str]:
+    """The k loop of the CPU kernel in steps of 4 reading ``vec4``s (``_vec_layout``);
+    ``a{i}_{kk}`` and ``b{j}_{kk}`` name the operands' values at ``k + kk``."""
+    r = _CPU_REG
+    lines = ["    for (var k = 0u; k < K; k = k + 4u) {"]
+    if vec[0] == "k":
+        lines += [f"        let av{i} = in0[u32(ra{i} + i32(k)) / 4u];" for i in range(r)]
+        a = {(i, kk): f"av{i}[{kk}]" for i in range(r) for kk in range(4)}
+    else:
+        lines += [f"        let av{g}_{kk} = in0[u32(rg{g} + i32(k + {kk}u) * mi(5u)) / 4u];"
+                  for g in range(r // 4) for kk in range(4)]
+        a = {(i, kk): f"av{i // 4}_{kk}[{i % 4}]" for i in range(r) for kk in range(4)}
+    if vec[1] == "n":
+        lines += [f"        let bv{g}_{kk} = in1[u32(cg{g} + i32(k + {kk}u) * mi(7u)) / 4u];"
+                  for g in range(r // 4) for kk in range(4)]
+        b = {(j, kk): f"bv{j // 4}_{kk}[{j % 4}]" for j in range(r) for kk in range(4)}
+    else:
+        lines += [f"        let bv{j} = in1[u32(cb{j} + i32(k)) / 4u];" for j in range(r)]
+        b = {(j, kk): f"bv{j}[{kk}]" for j in range(r) for kk in range(4)}
+    for kk in range(4):
+        lines += [f"        acc{i}_{j} = acc{i}_{j} + {a[i, kk]} * {b[j, kk]};"
+                  for i in range(r) for j in range(r)]
+    lines.append("    }")
+    return lines
+
+
 def _register_source(src: tuple[str, str], out_store: str, batch_rank: int,
-                     epilogue: Epilogue | None = None) -> str:
+                     epilogue: Epilogue | None = None,
+                     vec: tuple[str, str] | None = None) -> str:
     """The CPU-adapter kernel: an 8x8 register tile per invocation, no workgroup memory.
-    Out-of-range rows and columns read clamped (valid) positions and are not stored."""
+    Out-of-range rows and columns read clamped (valid) positions and are not stored. With
+    ``vec`` (``_vec_layout``) the operands are bound as ``vec4`` arrays and read 4 at a time."""
     st, acc = src
     r = _CPU_REG
     zero = "0.0" if acc == "f32" else f"{acc}(0)"
@@ -198,14 +248,25 @@ def _register_source(src: tuple[str, str], out_store: str, batch_rank: int,
     for i in range(r):
         lines.append(f"    let ra{i} = a_base + i32(min(m0 + {i}u, M - 1u)) * mi(4u);")
         lines.append(f"    let cb{i} = b_base + i32(min(n0 + {i}u, N - 1u)) * mi(8u);")
+    if vec is not None:  # first rows / columns of each group of 4 (all in range or all out)
+        lines += [f"    let rg{g} = a_base + i32(min(m0 + {4 * g}u, M - 4u));"
+                  for g in range(r // 4)]
+        lines += [f"    let cg{g} = b_base + i32(min(n0 + {4 * g}u, N - 4u));"
+                  for g in range(r // 4)]
     lines += [f"    var acc{i}_{j}: {acc} = {zero};" for i in range(r) for j in range(r)]
-    lines.append("    for (var k = 0u; k < K; k = k + 1u) {")
-    lines.append("        let ka = i32(k) * mi(5u);")
-    lines.append("        let kb = i32(k) * mi(7u);")
-    lines += [f"        let a{i} = {load('in0', f'u32(ra{i} + ka)', st, acc)};" for i in range(r)]
-    lines += [f"        let b{j} = {load('in1', f'u32(cb{j} + kb)', st, acc)};" for j in range(r)]
-    lines += [f"        acc{i}_{j} = acc{i}_{j} + a{i} * b{j};" for i in range(r) for j in range(r)]
-    lines.append("    }")
+    if vec is not None:
+        lines += _vec_loop(vec)
+    else:
+        lines.append("    for (var k = 0u; k < K; k = k + 1u) {")
+        lines.append("        let ka = i32(k) * mi(5u);")
+        lines.append("        let kb = i32(k) * mi(7u);")
+        lines += [f"        let a{i} = {load('in0', f'u32(ra{i} + ka)', st, acc)};"
+                  for i in range(r)]
+        lines += [f"        let b{j} = {load('in1', f'u32(cb{j} + kb)', st, acc)};"
+                  for j in range(r)]
+        lines += [f"        acc{i}_{j} = acc{i}_{j} + a{i} * b{j};"
+                  for i in range(r) for j in range(r)]
+        lines.append("    }")
     if epilogue is None:
         lines += [f"    if (m0 + {i}u < M && n0 + {j}u < N) {{ "
                   + _store(f"acc{i}_{j}", f"(m0 + {i}u)", f"(n0 + {j}u)", out_store, acc, None)
@@ -217,12 +278,18 @@ def _register_source(src: tuple[str, str], out_store: str, batch_rank: int,
                   f"        let row = m0 + t / {r}u; let col = n0 + t % {r}u;",
                   "        if (row < M && col < N) { "
                   + _store("tile[t]", "row", "col", out_store, acc, epilogue) + " }", "    }"]
-    return _header(st, out_store, "", epilogue) + f"""
+    source = _header(st, out_store, "", epilogue) + f"""
 @compute @workgroup_size({_CPU_SIDE}, {_CPU_SIDE})
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {{
 {chr(10).join(lines)}
 }}
 """
+    if vec is not None:
+        source = source.replace("var<storage, read> in0: array<f32>;",
+                                "var<storage, read> in0: array<vec4<f32>>;", 1)
+        source = source.replace("var<storage, read> in1: array<f32>;",
+                                "var<storage, read> in1: array<vec4<f32>>;", 1)
+    return hoist_params(source)
 
 
 def matmul(lhs: WgpuTensor, rhs: WgpuTensor, out_dtype: np.dtype[Any] | None = None,
@@ -246,8 +313,9 @@ def matmul(lhs: WgpuTensor, rhs: WgpuTensor, out_dtype: np.dtype[Any] | None = N
     rank = len(batch)
     if rt.is_cpu:
         tile = _CPU_SIDE * _CPU_REG
-        kernel = rt.kernel(("matmul_registers", src, out_store, rank),
-                           lambda: _register_source(src, out_store, rank), 2, 1)
+        vec = _vec_layout(lhs, rhs, a_bst, b_bst)
+        kernel = rt.kernel(("matmul_registers", src, out_store, rank, vec),
+                           lambda: _register_source(src, out_store, rank, None, vec), 2, 1)
     else:
         reg = _CONFIGS["large"] if m >= 64 and n >= 64 else _CONFIGS["small"]
         tile = _SIDE * reg

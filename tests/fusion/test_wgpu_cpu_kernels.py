@@ -1,0 +1,161 @@
+"""Kernel shapes chosen for CPU adapters (llvmpipe): parameter words hoisted into private
+variables, and fused ``map`` kernels looping over several elements per invocation. Both must
+leave every value as it was: checked against the unfused backend and NumPy at sizes whose
+last workgroup is partial."""
+
+from __future__ import annotations
+
+import gc
+
+import numpy as np
+import pytest
+
+from burnpy import Tensor
+from burnpy.fusion import Fusion
+from burnpy.testing import backends_available
+from burnpy_wgpu import WgpuBackend
+from burnpy_wgpu.fuser import CPU_MAP_MIN_GROUPS, CPU_MAP_PER_INVOCATION, _per_invocation
+from burnpy_wgpu.kernels.common import WG, header, hoist_params
+from burnpy_wgpu.runtime import runtime_for
+
+if WgpuBackend not in backends_available():
+    pytest.skip("no WebGPU adapter here", allow_module_level=True)
+
+F = Fusion(WgpuBackend)
+DEV = WgpuBackend.default_device()
+RT = runtime_for(DEV)
+
+
+def _kernel(body: str, extra: str = "") -> str:
+    return header(["f32"], ["f32"], extra) + f"""
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {{
+{body}
+}}
+"""
+
+
+def test_hoisted_parameter_words_are_read_once_at_the_top_of_main() -> None:
+    source = _kernel("    if (gid.x >= mu(0u)) { return; }\n    out0[gid.x] = scale(in0[gid.x]);",
+                     "fn scale(x: f32) -> f32 { return x * mf(1u) + f32(mi(2u)); }\n")
+    hoisted = hoist_params(source)
+    assert "mu(0u)" not in hoisted and "mf(1u)" not in hoisted and "mi(2u)" not in hoisted
+    assert "var<private> p_1: u32;" in hoisted
+    assert "bitcast<f32>(p_1)" in hoisted and "bitcast<i32>(p_2)" in hoisted
+    top = hoisted.split("fn main", 1)[1]
+    assert top.index("p_0 = params[0u];") < top.index("if (gid.x >= p_0)")
+    assert "fn mu(i: u32)" in hoisted  # the helpers stay for computed indices
+
+
+def test_kernels_with_barriers_or_no_constant_words_are_left_alone() -> None:
+    barrier = _kernel("    workgroupBarrier();\n    out0[gid.x] = in0[gid.x] * mf(0u);")
+    assert hoist_params(barrier) == barrier
+    plain = _kernel("    out0[gid.x] = in0[gid.x];")
+    assert hoist_params(plain) == plain
+
+
+def test_a_hoisted_kernel_computes_what_the_original_does() -> None:
+    source = _kernel("    if (gid.x >= mu(0u)) { return; }\n"
+                     "    out0[gid.x] = in0[mu(3u) + gid.x] * mf(1u) + f32(mi(2u));")
+    x = np.arange(100, dtype=np.float32)
+    inp = RT.upload(x)
+    results = []
+    for name, text in (("original", source), ("hoisted", hoist_params(source))):
+        kernel = RT.kernel(("test_hoist", name), lambda text=text: text, 1, 1)
+        out = RT.alloc(90 * 4)
+        meta = [90, int(np.float32(0.5).view(np.uint32)), -3 & 0xFFFFFFFF, 10]
+        RT.dispatch(kernel, [inp.slab], [out.slab], meta, (2, 1, 1))
+        results.append(np.frombuffer(RT.read(out.slab, 0, 90 * 4), np.float32).copy())
+    np.testing.assert_array_equal(results[0], results[1])
+    np.testing.assert_array_equal(results[1], x[10:] * 0.5 - 3)
+
+
+def test_large_maps_loop_over_elements_on_cpu_adapters_only() -> None:
+    big = WG * CPU_MAP_PER_INVOCATION * CPU_MAP_MIN_GROUPS
+    assert _per_invocation(RT, "rows", big * 4) == 1
+    assert _per_invocation(RT, "map", big - 1) == 1
+    assert _per_invocation(RT, "map", big) == (CPU_MAP_PER_INVOCATION if RT.is_cpu else 1)
+
+
+@pytest.mark.parametrize("n", [WG * CPU_MAP_PER_INVOCATION * CPU_MAP_MIN_GROUPS + 77,
+                               WG * CPU_MAP_PER_INVOCATION * (CPU_MAP_MIN_GROUPS + 3)])
+def test_a_looping_map_matches_unfused_and_numpy(n: int) -> None:
+    rng = np.random.default_rng(n)
+    x = rng.standard_normal(n).astype(np.float32)
+    y = rng.standard_normal(n).astype(np.float32)
+
+    def chain(backend: type) -> tuple[np.ndarray, np.ndarray]:
+        a, b = Tensor.from_data(x, backend=backend), Tensor.from_data(y, backend=backend)
+        s = a * b + 0.5
+        return s.to_numpy(), ((s * 2.0).exp() - b).to_numpy()
+
+    F.sync(DEV)
+    before = RT.stats["dispatches"]
+    fused = chain(F)
+    assert RT.stats["dispatches"] - before == 2
+    plain = chain(WgpuBackend)
+    s = x * y + np.float32(0.5)
+    for got, same, want in zip(fused, plain, (s, np.exp(s * 2.0) - y), strict=True):
+        np.testing.assert_array_equal(got, same)
+        np.testing.assert_allclose(got, want, rtol=2e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("m,k,n", [(12, 16, 20), (64, 64, 40), (9, 16, 20), (12, 10, 8)])
+@pytest.mark.parametrize("ta,tb", [(False, False), (True, False), (False, True), (True, True)])
+def test_matmul_of_every_layout_matches_numpy(m: int, k: int, n: int, ta: bool, tb: bool
+                                              ) -> None:
+    """Row-major and transposed operands (read as ``vec4``s along their unit-stride dim where
+    sizes allow, scalar reads elsewhere), batched and broadcast, through a slice's offset."""
+    rng = np.random.default_rng(m * k + n)
+    a = rng.standard_normal((2, m, k)).astype(np.float32)
+    b = rng.standard_normal((1, k, n)).astype(np.float32)
+    at = (Tensor.from_data(np.ascontiguousarray(a.transpose(0, 2, 1)), backend=WgpuBackend)
+          .swap_dims(1, 2) if ta else Tensor.from_data(a, backend=WgpuBackend))
+    bt = (Tensor.from_data(np.ascontiguousarray(b.transpose(0, 2, 1)), backend=WgpuBackend)
+          .swap_dims(1, 2) if tb else Tensor.from_data(b, backend=WgpuBackend))
+    np.testing.assert_allclose((at @ bt).to_numpy(), a @ b, rtol=1e-4, atol=1e-4)
+    padded = np.zeros((8 + 2 * m * k,), np.float32)
+    padded[8:] = a.reshape(-1)
+    sliced = Tensor.from_data(padded, backend=WgpuBackend)[8:].reshape((2, m, k))
+    np.testing.assert_allclose((sliced @ bt).to_numpy(), a @ b, rtol=1e-4, atol=1e-4)
+
+
+def test_fused_matmul_epilogue_reads_vec4_operands() -> None:
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((64, 32)).astype(np.float32)
+    w = rng.standard_normal((32, 48)).astype(np.float32)
+    bias = rng.standard_normal((48,)).astype(np.float32)
+    xt, wt = Tensor.from_data(x, backend=F), Tensor.from_data(w, backend=F)
+    bt = Tensor.from_data(bias, backend=F)
+    got = ((xt @ wt + bt).tanh() * 2.0).to_numpy()
+    plain = ((Tensor.from_data(x, backend=WgpuBackend) @ Tensor.from_data(w, backend=WgpuBackend)
+              + Tensor.from_data(bias, backend=WgpuBackend)).tanh() * 2.0).to_numpy()
+    np.testing.assert_allclose(got, np.tanh(x @ w + bias) * 2.0, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(got, plain, rtol=1e-5, atol=1e-6)
+
+
+def _live_slabs() -> int:
+    pool = RT.pool
+    return len(pool.slabs) - sum(map(len, pool.free.values())) - sum(
+        map(len, pool.pending.values()))
+
+
+def test_a_flush_with_an_epilogue_leaves_no_cycle_holding_buffers() -> None:
+    """The groups of a flush (a matmul's and its epilogue's point at each other) are taken
+    apart when it ends: a dropped result frees its buffer without the cyclic GC."""
+    rng = np.random.default_rng(3)
+    xt = Tensor.from_data(rng.standard_normal((16, 8)).astype(np.float32), backend=F)
+    wt = Tensor.from_data(rng.standard_normal((8, 12)).astype(np.float32), backend=F)
+    gc.collect()
+    gc.disable()
+    try:
+        F.sync(DEV)
+        before = _live_slabs()
+        for _ in range(4):
+            out = (xt @ wt + 1.0).tanh() * 2.0
+            out.to_numpy()
+            del out
+        F.sync(DEV)
+        assert _live_slabs() == before
+    finally:
+        gc.enable()
