@@ -79,14 +79,18 @@ def lazy_recorder(name: str, state: _State, eager: Callable[..., Any]) -> Callab
     """
     op = name.split("_", 1)[1]
     matmul = op == "matmul"
+    listed: list[bool] = []  # whether B's fuser lists the op, asked on first use
 
     def record(*args: Any) -> Any:
         first = args[0]
         if op == "reshape" and tuple(args[1]) == tuple(first.shape):
             return first
-        fuser = state.fusers[0] if state.fusers else state.fuser()
-        if (fuser is None or name not in getattr(fuser, "lazy_ops", ())
-                or not (matmul or (type(first) is FusionTensor and first.node is not None))):
+        if not matmul and (type(first) is not FusionTensor or first.node is None):
+            return eager(*args)  # a view of a value that exists: nothing to keep open
+        if not listed:
+            fuser = state.fusers[0] if state.fusers else state.fuser()
+            listed.append(fuser is not None and name in getattr(fuser, "lazy_ops", ()))
+        if not listed[0]:
             return eager(*args)
         shape = _result_shape(op, args, state.device_of)
         if shape is None:
