@@ -625,12 +625,8 @@ def _recorder(name: str, spec: Fusable, state: _State) -> Callable[..., Any]:
         kept = list(args)
         for p in operands:
             kept[p] = recorded(kept[p])
-        node = LazyNode(stream, name, op_name, tuple(kept), operands, shape, dtype,
-                        first_dtype, reduces, dim)
-        handle = FusionTensor(shape, handle_dtype, device, None, node)
-        node.handle = weakref.ref(handle)
-        stream.nodes.append(node)
-        return handle
+        return stream.push(LazyNode(stream, name, op_name, tuple(kept), operands, shape,
+                                    dtype, first_dtype, reduces, dim), handle_dtype, device)
 
     op.__name__ = name
     op.__doc__ = f"``{name}``, recorded to run fused with its neighbours."

@@ -13,7 +13,6 @@ result's shape cannot be worked out here, so B should name the problem) the op r
 from __future__ import annotations
 
 import math
-import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -100,12 +99,8 @@ def lazy_recorder(name: str, state: _State, eager: Callable[..., Any]) -> Callab
         stream = state.stream(device)
         kept = tuple(state.recorded(a) if i < (2 if matmul else 1) else a
                      for i, a in enumerate(args))
-        node = LazyNode(stream, name, None, kept, (0, 1) if matmul else (0,), shape, dtype,
-                        dtype, False, None)
-        handle = FusionTensor(shape, first.dtype, device, None, node)
-        node.handle = weakref.ref(handle)
-        stream.nodes.append(node)
-        return handle
+        return stream.push(LazyNode(stream, name, None, kept, (0, 1) if matmul else (0,),
+                                    shape, dtype, dtype, False, None), first.dtype, device)
 
     record.__name__ = name
     record.__doc__ = f"``{name}``, recorded to run when the stream is flushed."

@@ -139,6 +139,14 @@ class Stream:
         #: group skips building its ``FusedGroup``.
         self.signatures: dict[tuple[Any, ...], FusedKernel | None] = {}
 
+    def push(self, node: LazyNode, handle_dtype: Any, device: Any) -> FusionTensor:
+        """Append ``node`` and give back the pending handle of its value (``handle_dtype``
+        in the inner primitives' form), which the node refers to weakly."""
+        handle = FusionTensor(node.shape, handle_dtype, device, None, node)
+        node.handle = weakref.ref(handle)
+        self.nodes.append(node)
+        return handle
+
     def flush(self) -> None:
         """Compute every pending op that a live handle (or a later op) still needs."""
         with self.lock:

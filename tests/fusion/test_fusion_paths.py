@@ -4,29 +4,18 @@ them and summed are built by one concatenation. Each path gives what CpuBackend 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import numpy as np
 import pytest
 
 from burnpy import Autodiff, Fusion, Tensor
 from burnpy.fusion import FusionTensor, materialize
 from burnpy_cpu import CpuBackend
-from burnpy_cpu.fuser import FUSER
 
 F = Fusion(CpuBackend)
 DEVICE = CpuBackend.default_device()
 
 
-@pytest.fixture(autouse=True)
-def small_kernels() -> Iterator[None]:
-    """Tensors of 8 elements and more are recorded (and zeros left unwritten)."""
-    before = FUSER.min_elements
-    FUSER.min_elements = 8
-    F.flush()
-    F.stats.reset()
-    yield
-    FUSER.min_elements = before
+pytestmark = pytest.mark.usefixtures("cpu_kernels_from_eight")
 
 
 def test_values_never_pending_are_the_inner_backends_arrays() -> None:

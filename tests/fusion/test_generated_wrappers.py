@@ -5,8 +5,6 @@ any other call takes the general path. Each gives what CpuBackend gives."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import numpy as np
 import pytest
 
@@ -19,15 +17,7 @@ F = Fusion(CpuBackend)
 DEVICE = CpuBackend.default_device()
 
 
-@pytest.fixture(autouse=True)
-def kernels_from_eight() -> Iterator[None]:
-    """Tensors of 8 elements and more are recorded."""
-    before = FUSER.min_elements
-    FUSER.min_elements = 8
-    F.flush()
-    F.stats.reset()
-    yield
-    FUSER.min_elements = before
+pytestmark = pytest.mark.usefixtures("cpu_kernels_from_eight")
 
 
 def pending() -> int:

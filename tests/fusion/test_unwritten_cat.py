@@ -5,30 +5,19 @@ result (no write saved), running its ops on NumPy. Values are CpuBackend's."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import numpy as np
 import pytest
 
 from burnpy import Autodiff, Fusion, Tensor
 from burnpy.fusion import FusionTensor, materialize
 from burnpy_cpu import CpuBackend
-from burnpy_cpu.fuser import FUSER
 
 F = Fusion(CpuBackend)
 DEVICE = CpuBackend.default_device()
 FLOAT = CpuBackend.float_dtype
 
 
-@pytest.fixture(autouse=True)
-def kernels_from_eight() -> Iterator[None]:
-    """Tensors of 8 elements and more are recorded (and zeros left unwritten)."""
-    before = FUSER.min_elements
-    FUSER.min_elements = 8
-    F.flush()
-    F.stats.reset()
-    yield
-    FUSER.min_elements = before
+pytestmark = pytest.mark.usefixtures("cpu_kernels_from_eight")
 
 
 def padded(backend: type, grad: np.ndarray, start: int, total: int, dim: int) -> object:
