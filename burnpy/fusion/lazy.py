@@ -79,13 +79,18 @@ def lazy_recorder(name: str, state: _State, eager: Callable[..., Any]) -> Callab
     op = name.split("_", 1)[1]
     matmul = op == "matmul"
     listed: list[bool] = []  # whether B's fuser lists the op, asked on first use
+    inner_op, stats = getattr(state.inner, name), state.stats
 
     def record(*args: Any) -> Any:
         first = args[0]
         if op == "reshape" and tuple(args[1]) == tuple(first.shape):
             return first
-        if not matmul and (type(first) is not FusionTensor or first.node is None):
-            return eager(*args)  # a view of a value that exists: nothing to keep open
+        if not matmul:  # a view of a value that exists: B's view now, nothing to keep open
+            if type(first) is not FusionTensor:
+                stats.eager_ops += 1
+                return inner_op(*args)
+            if first.node is None:
+                return eager(*args)
         if not listed:
             fuser = state.fusers[0] if state.fusers else state.fuser()
             listed.append(fuser is not None and name in getattr(fuser, "lazy_ops", ()))
