@@ -308,30 +308,48 @@ _ROW = WINOGRAD_MAX_WIDTH * WINOGRAD_BLOCK
 _SLAB = WINOGRAD_SLAB
 
 
+@functools.cache
+def _channel_gather() -> Callable[..., None]:
+    """``gather(flat, start, plane, w, lanes, rows, cols, ph, pw, pad)``, inlined into the
+    transforms: ``lanes`` channel planes (``plane`` apart, from ``flat[start:]``, rows ``w``
+    wide) into ``pad`` as ``[row, column, channel]``, rows ``range(*rows)`` and columns
+    ``range(*cols)`` of ``pad`` reading the plane ``ph`` rows and ``pw`` columns earlier:
+    channels innermost, so each tile's 16 lanes are contiguous for the transforms."""
+
+    @njit_cached(fastmath=True, nogil=True, inline="always")
+    def gather(flat: Any, start: int, plane: int, w: int, lanes: int, rows: Any, cols: Any,
+               ph: int, pw: int, pad: Any) -> None:
+        for yy in range(rows[0], rows[1]):
+            row = flat[start + (yy - ph) * w:]
+            for xx in range(cols[0], cols[1]):
+                dst = pad[yy * _ROW + xx * _CB:]
+                src = row[xx - pw:]
+                for ch in range(lanes):
+                    dst[ch] = src[ch * plane]
+
+    return gather
+
+
 # The kernels index through slices that start at a tile (``d = pad[start:]``) so every index
 # inside the channel loop is a constant plus the loop variable: LLVM then sees one access
 # group per array and no negative-index wraparound, and vectorizes the loop.
 @functools.cache
 def _winograd_input_kernel() -> WinogradInput:
 
+    gather = _channel_gather()
+
     @njit_cached(nogil=True, boundscheck=False, fastmath=True)
     def kernel(x: Any, ph: int, pw: int, th: int, tw: int, cpad: int, v: Any) -> None:
         b, c, h, w = x.shape
         hp, per = 2 * th + 2, th * tw
         pad = np.zeros(hp * _ROW, dtype=x.dtype)  # [row, column, channel]; the border stays 0
-        y_lo, y_hi = max(0, ph), min(hp, h + ph)
-        x_lo, x_hi = max(0, pw), min(2 * tw + 2, w + pw)
+        rows = (max(0, ph), min(hp, h + ph))
+        cols = (max(0, pw), min(2 * tw + 2, w + pw))
         flat, plane = x.reshape(x.size), h * w
         for n in range(b):
             for cb in range(0, c, _CB):
-                lanes = min(_CB, c - cb)
-                for yy in range(y_lo, y_hi):  # channels innermost: 16-lane gathers
-                    row = flat[((n * c + cb) * h + yy - ph) * w:]
-                    for xx in range(x_lo, x_hi):
-                        dst = pad[yy * _ROW + xx * _CB:]
-                        src = row[xx - pw:]
-                        for ch in range(lanes):
-                            dst[ch] = src[ch * plane]
+                gather(flat, (n * c + cb) * plane, plane, w, min(_CB, c - cb), rows, cols,
+                       ph, pw, pad)
                 for ty in range(th):
                     for tx in range(tw):
                         d = pad[(2 * ty * WINOGRAD_MAX_WIDTH + 2 * tx) * _CB:]
@@ -447,6 +465,8 @@ WinogradGradOutput = Callable[[np.ndarray, int, int, int, np.ndarray], None]
 @functools.cache
 def _winograd_grad_output_kernel() -> WinogradGradOutput:
 
+    gather = _channel_gather()
+
     @njit_cached(nogil=True, boundscheck=False, fastmath=True)
     def kernel(grad: Any, th: int, tw: int, kpad: int, m: Any) -> None:
         b, k, h, w = grad.shape
@@ -455,14 +475,8 @@ def _winograd_grad_output_kernel() -> WinogradGradOutput:
         flat, plane = grad.reshape(grad.size), h * w
         for n in range(b):
             for kb in range(0, k, _CB):
-                lanes = min(_CB, k - kb)
-                for y in range(h):  # channels innermost: 16-lane gathers
-                    row = flat[((n * k + kb) * h + y) * w:]
-                    for q in range(w):
-                        dst = pad[y * _ROW + q * _CB:]
-                        src = row[q:]
-                        for ch in range(lanes):
-                            dst[ch] = src[ch * plane]
+                gather(flat, (n * k + kb) * plane, plane, w, min(_CB, k - kb), (0, h), (0, w),
+                       0, 0, pad)
                 for ty in range(th):
                     for tx in range(tw):
                         d = pad[(2 * ty * WINOGRAD_MAX_WIDTH + 2 * tx) * _CB:]

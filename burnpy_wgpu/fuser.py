@@ -32,12 +32,12 @@ from burnpy.ir.fused import FusedGroup, FusedOp, Ref
 from burnpy_wgpu.dtypes import compute_type, storage_type
 from burnpy_wgpu.errors import WgpuError, WgpuLimitError
 from burnpy_wgpu.kernels.common import WG, entry, groups_for, header, hoist_params, load, store_cast
-from burnpy_wgpu.kernels.elementwise import alloc_tensor, coalesce, strided_indices
+from burnpy_wgpu.kernels.elementwise import alloc_tensor, classify, coalesce, strided_indices
 from burnpy_wgpu.kernels.matmul import Epilogue, matmul_epilogue, meta_words
 from burnpy_wgpu.kernels.reduce import IDENTITY
 from burnpy_wgpu.kernels.wgsl_math import library
 from burnpy_wgpu.runtime import WgpuRuntime, f32_bits, runtime_for
-from burnpy_wgpu.tensor import Shape, WgpuTensor, broadcast_view, contiguous_strides, numel
+from burnpy_wgpu.tensor import WgpuTensor, broadcast_view, contiguous_strides, numel
 
 #: The element types a fused kernel handles (WebGPU has no 64-bit or bfloat16 types).
 DTYPES = frozenset({DType.float32, DType.float16, DType.int32, DType.uint32, DType.bool_})
@@ -368,7 +368,7 @@ def _layout(group: FusedGroup, tensors: Sequence[WgpuTensor | None]
     strides = [contiguous_strides(shape) if t is None else
                broadcast_view(t.shape, t.strides, shape) for t in tensors]
     merged, merged_strides = coalesce(shape, [*strides, contiguous_strides(shape)])
-    classes = "".join(_classify(merged, s) for s in merged_strides[:-1])
+    classes = "".join(classify(merged, s) for s in merged_strides[:-1])
     rank = len(merged) if "g" in classes else 0
     tail: list[int] = []
     if rank:
@@ -377,14 +377,6 @@ def _layout(group: FusedGroup, tensors: Sequence[WgpuTensor | None]
             if cls == "g":
                 tail += st
     return classes, rank, tail
-
-
-def _classify(shape: Shape, strides: Shape) -> str:
-    if all(s == 0 for s in strides):
-        return "s"
-    if strides == contiguous_strides(shape):
-        return "c"
-    return "g"
 
 
 # ---- WGSL generation -----------------------------------------------------------------------------

@@ -50,7 +50,9 @@ def coalesce(shape: Shape, strides: Sequence[Shape]) -> tuple[Shape, list[Shape]
     return tuple(out_shape), [tuple(st) for st in out_strides]
 
 
-def _classify(shape: Shape, strides: Shape) -> str:
+def classify(shape: Shape, strides: Shape) -> str:
+    """An operand's layout class for ``strided_indices``: ``s`` (one value broadcast), ``c``
+    (contiguous) or ``g`` (general strides)."""
     if all(s == 0 for s in strides):
         return "s"
     if strides == contiguous_strides(shape):
@@ -125,7 +127,7 @@ def _plan(rt: WgpuRuntime, expr: str, inputs: Sequence[WgpuTensor], out_dtype: n
     strides = [broadcast_view(t.shape, t.strides, shape) for t in inputs]
     strides.append(out.strides if out is not None else contiguous_strides(shape))
     merged, merged_strides = coalesce(shape, strides)
-    classes = "".join(_classify(merged, s) for s in merged_strides)
+    classes = "".join(classify(merged, s) for s in merged_strides)
     rank = len(merged) if "g" in classes else 0
     if rank > MAX_RANK:
         raise WgpuLimitError(f"elementwise op over {rank} non-mergeable dims; at most "
