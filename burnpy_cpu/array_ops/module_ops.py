@@ -463,15 +463,15 @@ def _winograd_pays(xp: Any, x: A, weight: A, out_sp: Ints, stride: Ints, dilatio
         return False
     th, tw = (out_sp[0] + 1) // 2, (out_sp[1] + 1) // 2
     widest = _round_up(max(weight.shape[:2]), WINOGRAD_BLOCK)
-    return (2 * tw + 2 <= WINOGRAD_MAX_WIDTH and th * tw * widest <= WINOGRAD_SLAB
-            and _finite(weight) and _finite(x))
+    return 2 * tw + 2 <= WINOGRAD_MAX_WIDTH and th * tw * widest <= WINOGRAD_SLAB
 
 
 def _finite(a: A) -> bool:
     """Whether ``a`` holds only finite values, as one BLAS dot (8 us at 131K float32, a
     third of ``isfinite(a).all()``); values past 1e19 also answer False. Winograd's
     transforms subtract inputs, so an infinity gives NaN where a direct conv gives
-    +-inf: such inputs take the direct paths."""
+    +-inf: where ``_winograd_pays``, the inputs a Winograd path reads are checked just
+    before it runs, and non-finite ones take the direct paths."""
     flat = a.reshape(-1)
     return math.isfinite(numpy.dot(flat, flat))
 
@@ -569,7 +569,7 @@ def _conv_into(xp: Any, x: A, weight: A, out: A, stride: Ints, dilation: Ints,
     """Conv of ``x`` into a fresh ``out``: as Winograd F(2x2, 3x3) where ``_winograd_pays``,
     on channels-last rows where ``_rows_pay``, else on ``_im2col`` columns."""
     if _winograd_pays(xp, x, weight, out.shape[2:], stride, dilation, groups,
-                      winograd_channels):
+                      winograd_channels) and _finite(weight) and _finite(x):
         _conv_winograd(x, weight, out, padding, budget)
     elif _rows_pay(x.shape[1], weight.shape[2:], stride, dilation, out.shape[2:], groups,
                  max_plane):
@@ -805,7 +805,7 @@ class ArrayModuleOps:
         c_out, kernel, out_sp = grad.shape[1], weight.shape[2:], grad.shape[2:]
         if _winograd_pays(xp, x, weight, out_sp, options.stride, options.dilation, g,
                           cls.conv_winograd_min_channels) and _winograd_grad_pays(
-                              n, out_sp, weight.shape[:2]) and _finite(grad):
+                              n, out_sp, weight.shape[:2]) and _finite(x) and _finite(grad):
             return _weight_grad_winograd(x, grad, options.padding,
                                          cls.conv_chunk_bytes).astype(dtype, copy=False)
         if _rows_pay(x.shape[1], kernel, options.stride, options.dilation, out_sp, g,
