@@ -429,15 +429,20 @@ def _as_tensor(value: Tensor | TensorData) -> Tensor:
 
 def concat_flat(backend: type[Backend], primitives: list[Any]) -> Any:
     """Float primitives of one backend and dtype flattened into one 1-d primitive, in order
-    (a lone primitive is only reshaped)."""
-    flat = [backend.float_reshape(p, (math.prod(p.shape),)) for p in primitives]
-    return flat[0] if len(flat) == 1 else backend.float_cat(flat, 0)
+    (a lone primitive is kept as it is: an elementwise update needs no flat view, and under
+    ``Fusion`` a reshape would stand between a gradient's matmul and the update its kernel
+    can run as an epilogue)."""
+    if len(primitives) == 1:
+        return primitives[0]
+    return backend.float_cat([backend.float_reshape(p, (math.prod(p.shape),))
+                              for p in primitives], 0)
 
 
 def split_flat(backend: type[Backend], flat: Any, shapes: list[tuple[int, ...]]) -> list[Any]:
     """The inverse of ``concat_flat``: consecutive pieces of ``flat`` reshaped to ``shapes``."""
     if len(shapes) == 1:
-        return [backend.float_reshape(flat, shapes[0])]
+        return [flat if tuple(flat.shape) == tuple(shapes[0])
+                else backend.float_reshape(flat, shapes[0])]
     pieces, start = [], 0
     for shape in shapes:
         stop = start + math.prod(shape)

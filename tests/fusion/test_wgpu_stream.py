@@ -236,3 +236,36 @@ def test_a_matmul_whose_result_is_kept_is_not_fused() -> None:
     np.testing.assert_allclose(out.to_numpy(), np.exp(a @ b + 1), rtol=1e-5)
     np.testing.assert_allclose(product.to_numpy(), a @ b, rtol=1e-5, atol=1e-6)
     assert RT.stats["dispatches"] - before == 2
+
+
+def test_an_adam_update_runs_in_its_weight_gradients_matmul_kernel() -> None:
+    """A lone parameter's Adam update keeps the parameter's shape (no flat view in between), so
+    the weight gradient's product runs the update as its epilogue: one dispatch, and the same
+    weights as without Fusion."""
+    x = _data(32, 16, seed=3)
+
+    def train(backend: type[Backend]) -> list[np.ndarray]:
+        backend.seed(DEV, 0)
+        model = nn.Linear(16, 8, backend=backend)
+        opt = optim.Adam(lr=1e-2)
+        xt = Tensor.from_data(x, backend=backend)
+        for _ in range(3):
+            opt.step(model, ((model(xt) - 0.5) ** 2).mean().backward())
+        return [model.weight.to_numpy(), model.bias.to_numpy()]
+
+    keys: list[str] = []
+    original = RT.dispatch
+
+    def record(kernel: object, *args: object) -> None:
+        keys.append(str(kernel.key[0]))  # type: ignore[attr-defined]
+        original(kernel, *args)  # type: ignore[arg-type]
+
+    RT.dispatch = record  # type: ignore[method-assign]
+    try:
+        fused = train(Autodiff(F))
+        F.sync(DEV)
+    finally:
+        RT.dispatch = original  # type: ignore[method-assign]
+    assert keys.count("matmul_registers_epilogue") + keys.count("matmul_tiled_epilogue") >= 3
+    for got, want in zip(fused, train(Autodiff(W)), strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
