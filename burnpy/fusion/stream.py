@@ -11,8 +11,8 @@ by op on the inner backend when there is no kernel.
 from __future__ import annotations
 
 import math
+import sys
 import threading
-import weakref
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
@@ -72,8 +72,9 @@ class LazyNode:
     """One recorded op: the protocol op ``name`` called with ``args`` (tensors replaced by
     their pending ``LazyNode`` or their materialized ``FusionTensor``), its vocabulary form
     (``op`` over ``operands``, positions in ``args``; ``dim`` for a reduction; ``op`` None for
-    an opaque op, run alone by B), and its result's shape and dtype. ``handle`` is a weak
-    reference to the handle it will fill; ``stream`` is the stream it waits in."""
+    an opaque op, run alone by B), and its result's shape and dtype. ``handle`` is the handle
+    it will fill, which the user still holds unless the node's reference is the only one
+    (``_held``); ``stream`` is the stream it waits in."""
 
     __slots__ = ("args", "dim", "dtype", "escapes", "group", "handle", "name", "op",
                  "operands", "reduces", "scalar_dtype", "shape", "stream", "used", "value")
@@ -91,7 +92,7 @@ class LazyNode:
         self.scalar_dtype = scalar_dtype
         self.reduces = reduces
         self.dim = dim
-        self.handle: weakref.ref[FusionTensor] | None = None
+        self.handle: FusionTensor | None = None
         self.used = False
         self.escapes = False
         self.group: _Group | None = None
@@ -141,9 +142,8 @@ class Stream:
 
     def push(self, node: LazyNode, handle_dtype: Any, device: Any) -> FusionTensor:
         """Append ``node`` and give back the pending handle of its value (``handle_dtype``
-        in the inner primitives' form), which the node refers to weakly."""
-        handle = FusionTensor(node.shape, handle_dtype, device, None, node)
-        node.handle = weakref.ref(handle)
+        in the inner primitives' form)."""
+        handle = node.handle = FusionTensor(node.shape, handle_dtype, device, None, node)
         self.nodes.append(node)
         return handle
 
@@ -164,10 +164,11 @@ class Stream:
                 else:
                     for group in groups:
                         self._run(group)
-            finally:  # break the node <-> group and group <-> group (an epilogue's) cycles:
-                #       the values they hold free at once, not at the next GC collection
+            finally:  # break the node <-> group, node <-> handle (of a node that did not run)
+                #       and group <-> group (an epilogue's) cycles: the values they hold free
+                #       at once, not at the next GC collection
                 for node in live:
-                    node.group = None
+                    node.group = node.handle = None
                 for group in groups:
                     group.deps.clear()
                     group.fused_into = group.product = None
@@ -359,19 +360,49 @@ def _resolve(arg: Any) -> Any:
 
 
 def _store(node: LazyNode, value: Any) -> None:
-    """Give ``node``'s value to its handle (if alive) and to the later ops reading it."""
+    """Give ``node``'s value to its handle (if any) and to the later ops reading it."""
     node.value = value
-    handle = node.handle() if node.handle is not None else None
+    handle = node.handle
     if handle is not None:
         handle.value = value
-        handle.node = None
+        handle.node = node.handle = None
+
+
+def _held(node: LazyNode) -> bool:
+    """Whether anything but ``node`` holds its handle: the user, an autodiff graph, a later
+    call. A node refers to its handle strongly (a weak reference would be one more object
+    per op for the garbage collector to track), so a handle whose only reference is the
+    node's is one the user dropped."""
+    return node.handle is not None and _references(node) > _NODE_ONLY
+
+
+def _references(node: LazyNode) -> int:
+    """``sys.getrefcount`` of ``node``'s handle, counted the same way every time."""
+    handle = node.handle
+    return sys.getrefcount(handle)
+
+
+def _node_only() -> int:
+    """``_references`` of a handle that only its node holds, measured once on this
+    interpreter (which may count the references of a call's frame its own way)."""
+    probe = LazyNode(None, "probe", None, (), (), (), DType.float32,  # type: ignore[arg-type]
+                     DType.float32, False, None)
+    probe.handle = FusionTensor((), None, None, None, probe)  # type: ignore[arg-type]
+    count = _references(probe)
+    probe.handle = None
+    return count
+
+
+#: ``_references`` of a handle held by its node alone.
+_NODE_ONLY = _node_only()
 
 
 def _live(nodes: list[LazyNode]) -> list[LazyNode]:
     """The nodes whose value a live handle or a live later node needs, in order."""
     live: list[LazyNode] = []
     for node in reversed(nodes):
-        if not node.used and (node.handle is None or node.handle() is None):
+        if not node.used and not _held(node):
+            node.handle = None  # the dropped handle (and its link to the node) goes now
             continue
         live.append(node)
         for a in node.args:
@@ -421,7 +452,7 @@ def _find_epilogues(groups: list[_Group]) -> None:
     group on each result element instead of storing it."""
     products = {id(g.nodes[0]): g for g in groups
                 if g.key is None and g.nodes[0].name == "float_matmul"
-                and (g.nodes[0].handle is None or g.nodes[0].handle() is None)}
+                and not _held(g.nodes[0])}
     if not products:
         return
     readers: dict[int, set[_Group]] = {}
@@ -549,7 +580,7 @@ def _signature(group: _Group) -> Signed:
             out_nodes.append(node)
             continue
         local_index[id(node)] = len(local_index)
-        written = node.escapes or (node.handle is not None and node.handle() is not None)
+        written = node.escapes or _held(node)
         if written:
             out_nodes.append(node)
         signature.append((node.op, written, id(node.dtype), id(node.scalar_dtype), *codes))

@@ -116,6 +116,28 @@ def test_a_dropped_pending_handle_is_never_computed() -> None:
     assert F.stats.kernels == 0 and F.stats.fallback_ops == 0
 
 
+def test_a_flush_lets_dropped_and_computed_handles_go_without_the_cyclic_gc() -> None:
+    """A node holds its handle until the flush (the user's references tell whether it is
+    needed); the flush lets go of both kinds, computed or not, with no cycle left for the
+    garbage collector."""
+    x = Tensor.from_data(np.arange(16, dtype=np.float32), backend=F)
+    gc.collect()
+    gc.disable()
+    try:
+        F.stats.reset()
+        dropped, kept = x.exp() * 3.0, x.sin() + 1.0
+        handles = [weakref.ref(t.primitive) for t in (dropped, kept)]
+        del dropped
+        F.flush()
+        assert F.stats.kernels == 1 and handles[0]() is None  # never computed, and gone
+        want = np.sin(np.arange(16, dtype=np.float32)) + np.float32(1.0)
+        np.testing.assert_allclose(kept.to_numpy(), want, rtol=1e-6, atol=1e-6)
+        del kept
+        assert handles[1]() is None
+    finally:
+        gc.enable()
+
+
 def test_a_dropped_handle_frees_its_buffer() -> None:
     x = Tensor.from_data(np.arange(4096, dtype=np.float32), backend=F)
     y = (x * 2.0).exp()
