@@ -16,19 +16,29 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
+import numpy as np
+
 _UIDS = itertools.count(1)
 _MIN_BYTES = 16
+#: Uploads of at most this many bytes keep a host copy of them (``Slab.host``).
+HOST_COPY_BYTES = 1 << 16
 
 
 class Slab:
-    """One GPU buffer of ``size`` bytes, with a unique id for bind-group caching."""
+    """One GPU buffer of ``size`` bytes, with a unique id for bind-group caching.
 
-    __slots__ = ("buffer", "size", "uid")
+    ``host`` is a read-only copy of the bytes of a small upload (``HOST_COPY_BYTES``), kept
+    until a kernel writes the buffer or the pool takes it back: reading such a tensor back
+    (class labels that a loss checks every step, a mask) then needs no device round trip,
+    which would wait for every queued kernel."""
+
+    __slots__ = ("buffer", "host", "size", "uid")
 
     def __init__(self, buffer: Any, size: int) -> None:
         self.buffer = buffer
         self.size = size
         self.uid = next(_UIDS)
+        self.host: np.ndarray | None = None
 
 
 class BufferHandle:
@@ -93,6 +103,7 @@ class BufferPool:
 
     def release(self, slab: Slab) -> None:
         """Take a slab back (called when its last tensor dies)."""
+        slab.host = None
         if self.batch_open:
             self.pending.setdefault(slab.size, []).append(slab)
         else:

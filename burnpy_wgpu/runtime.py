@@ -23,7 +23,7 @@ import numpy as np
 from burnpy.backend.device import Device
 from burnpy_wgpu.device import adapter_for
 from burnpy_wgpu.errors import WgpuError, WgpuLimitError
-from burnpy_wgpu.memory import BufferHandle, BufferPool, Slab, size_class
+from burnpy_wgpu.memory import HOST_COPY_BYTES, BufferHandle, BufferPool, Slab, size_class
 
 #: Bytes of parameters each dispatch may read (its meta block is bound with this size).
 META_SLOT = 512
@@ -133,7 +133,8 @@ class WgpuRuntime:
         return BufferHandle(self.pool.acquire(nbytes), self.pool)
 
     def upload(self, host: np.ndarray) -> BufferHandle:
-        """A buffer holding the bytes of the C-contiguous array ``host``."""
+        """A buffer holding the bytes of the C-contiguous array ``host`` (a small one keeps a
+        read-only copy of them: ``Slab.host``)."""
         nbytes = host.nbytes
         if nbytes > self.max_binding:
             raise WgpuLimitError(
@@ -145,6 +146,10 @@ class WgpuRuntime:
             if nbytes % 4:
                 data = bytes(data) + bytes(4 - nbytes % 4)
             self.queue.write_buffer(slab.buffer, 0, data)
+        if nbytes <= HOST_COPY_BYTES:
+            copy = host.copy().reshape(-1)  # the caller's array may change after the upload
+            copy.flags.writeable = False
+            slab.host = copy
         return BufferHandle(slab, self.pool)
 
     def read(self, slab: Slab, offset: int, nbytes: int) -> memoryview:
@@ -224,6 +229,7 @@ class WgpuRuntime:
             if self._meta_pos + META_SLOT > ARENA_BYTES or self._batch >= MAX_BATCH:
                 self.flush()
             for w in writes:
+                w.host = None  # the upload's bytes are no longer the buffer's
                 if any(r.uid == w.uid for r in reads):
                     reads = [self._alias_copy(r) if r.uid == w.uid else r for r in reads]
             offset = self._meta_pos

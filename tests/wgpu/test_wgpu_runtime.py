@@ -104,6 +104,35 @@ def test_ops_are_batched_until_a_readback() -> None:
     assert RT.pending_dispatches() == 0
 
 
+@pytest.mark.parametrize("dtype", ["float32", "int32", "bool"])
+def test_a_small_upload_reads_back_without_waiting_for_the_device(dtype: str) -> None:
+    """Class labels that a loss checks on the host every step: reading back an uploaded
+    tensor (or any view of it) takes its host copy, with no readback and no submit of the
+    queued kernels; the copy is the upload's, not the caller's array, which may change."""
+    rng = np.random.default_rng(4)
+    host = rng.integers(-5, 5, (3, 4, 5)).astype(dtype)
+    want = host.copy()
+    x = Tensor.from_data(host, backend=B)
+    host[...] = host[::-1]  # the caller's array changes after the upload
+    pending = _t(np.ones(8)) * 2.0  # queued work that a readback would have to submit first
+    readbacks, submits = RT.stats["readbacks"], RT.stats["submits"]
+    np.testing.assert_array_equal(x.to_numpy(), want)
+    np.testing.assert_array_equal(x.flip(1)[:, 1:, ::2].permute(2, 0, 1).to_numpy(),
+                                  want[:, ::-1][:, 1:, ::2].transpose(2, 0, 1))
+    assert (RT.stats["readbacks"], RT.stats["submits"]) == (readbacks, submits)
+    assert RT.pending_dispatches() > 0
+    assert pending.tolist() == [2.0] * 8
+
+
+def test_a_large_upload_and_a_kernels_result_are_read_back_from_the_device() -> None:
+    from burnpy_wgpu.memory import HOST_COPY_BYTES
+    big = np.arange(HOST_COPY_BYTES // 4 + 1, dtype=np.float32)
+    readbacks = RT.stats["readbacks"]
+    np.testing.assert_array_equal(_t(big).to_numpy(), big)
+    np.testing.assert_array_equal((_t(big[:10]) + 1.0).to_numpy(), big[:10] + 1.0)
+    assert RT.stats["readbacks"] == readbacks + 2
+
+
 def test_sync_submits_and_waits() -> None:
     x = _t(np.ones(10)) * 3.0
     assert RT.pending_dispatches() > 0
