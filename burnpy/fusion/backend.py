@@ -327,11 +327,24 @@ def _checked_eager(name: str, generic: Callable[..., Any], inner_op: Callable[..
     signature = _Signature.of(name)
     if signature is None:
         return None
-    checks = [f"type({t}) is _FT" for t in signature.tensors] + [
-        f"_holds({t})" for t in signature.sequences]
-    return signature.generate(name, f"    if {' or '.join(checks) or 'False'}:\n"
-                                    f"        return _slow({signature.call})\n",
-                              generic, inner_op, stats, {})
+    return signature.generate(name, signature.handle_test(), generic, inner_op, stats, {})
+
+
+def _fronted(name: str, slow: Callable[..., Any], state: _State, gate: str = "",
+             shortcut: str = "", names: dict[str, Any] | None = None) -> Callable[..., Any]:
+    """``slow`` (an op with paths of its own for handles: unwritten tensors, views, a
+    matmul the fuser records) behind the generated check of ``_checked_eager``: a call
+    holding no handle for which ``gate`` (an expression of the parameters and ``names``)
+    holds runs B's op at once, in one frame, after ``shortcut`` (lines that may return
+    early); any other call goes to ``slow``. ``slow`` itself without a generated form."""
+    signature = _Signature.of(name)
+    if signature is None:
+        return slow
+    prologue = signature.handle_test()
+    if gate:
+        prologue += f"    if not ({gate}):\n        return _slow({signature.call})\n"
+    return signature.generate(name, prologue + shortcut, slow, getattr(state.inner, name),
+                              state.stats, names or {})
 
 
 class _Signature:
@@ -371,6 +384,18 @@ class _Signature:
                     self.optional.append(p.name)
         self.declared = ", ".join(declared)
         self.call = ", ".join(passed)
+
+    def handle_test(self) -> str:
+        """Generated lines returning ``_slow(...)`` when a tensor parameter, or an item of a
+        sequence of tensors, is a handle."""
+        lines = ""
+        if self.tensors:
+            checks = " or ".join(f"type({t}) is _FT" for t in self.tensors)
+            lines += f"    if {checks}:\n        return _slow({self.call})\n"
+        for sequence in self.sequences:
+            lines += (f"    for _t in {sequence}:\n        if type(_t) is _FT:\n"
+                      f"            return _slow({self.call})\n")
+        return lines
 
     @staticmethod
     def of(name: str) -> _Signature | None:
@@ -807,6 +832,31 @@ def _protocol_ops() -> list[str]:
     return sorted({*required_ops(Backend), *provided_ops(Backend)})
 
 
+def _fronted_op(name: str, state: _State) -> Callable[..., Any]:
+    """An op with paths of its own for handles (``LAZY_OPS``, ``_UNWRITTEN_OPS``,
+    ``float_cat``) behind its generated check (``_fronted``): a matmul of two values runs on B
+    at once once the fuser is known not to record it, zeros below the fuser's floor are B's
+    own, and a reshape of one of B's primitives to its own shape is that primitive."""
+    op = _eager(name, state)
+    gate, shortcut = "", ""
+    names: dict[str, Any] = {}
+    if name in LAZY_OPS:
+        listed: list[bool] = []
+        op = lazy_recorder(name, state, op, listed)
+        if name == "float_matmul":
+            gate, names = "_listed and not _listed[0]", {"_listed": listed}
+        elif name.endswith("_reshape"):
+            shortcut = "    if shape == tensor.shape:\n        return tensor\n"
+    if name in _UNWRITTEN_OPS:
+        op = _UNWRITTEN_OPS[name](name, state, op)
+    if name == "float_cat":
+        op = _cat(state, op)
+    if name == "float_zeros":
+        gate = f"_fusers and _prod(shape) < {_FLOOR}"
+        names = {"_prod": math.prod, "_floor": getattr, "_fusers": state.fusers}
+    return _fronted(name, op, state, gate, shortcut, names)
+
+
 def _build(inner: type[Backend]) -> type[FusionBackend]:
     """The decorator class of ``inner``: every protocol op recorded, kept or forwarded."""
     state = _State(inner)
@@ -820,18 +870,12 @@ def _build(inner: type[Backend]) -> type[FusionBackend]:
                 inspect.getattr_static(inner, name))
             namespace[name] = classmethod(_composite(name, state, overridden))
             continue
-        if name in _UNWRITTEN_OPS or name in LAZY_OPS:
-            op = _eager(name, state)
-            if name in LAZY_OPS:
-                op = lazy_recorder(name, state, op)
-            if name in _UNWRITTEN_OPS:
-                op = _UNWRITTEN_OPS[name](name, state, op)
-            namespace[name] = staticmethod(op)
+        if name in _UNWRITTEN_OPS or name in LAZY_OPS or name == "float_cat":
+            namespace[name] = staticmethod(_fronted_op(name, state))
             continue
         spec = FUSABLE.get(name)
         if spec is None:
-            op = _eager(name, state)
-            namespace[name] = staticmethod(_cat(state, op) if name == "float_cat" else op)
+            namespace[name] = staticmethod(_eager(name, state))
             continue
         record = _recorder(name, spec, state)
         if name == "float_add":
