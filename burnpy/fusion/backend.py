@@ -658,13 +658,22 @@ def _recorder(name: str, spec: Fusable, state: _State) -> Callable[..., Any]:
     return op
 
 
+def _unwritten_floor(fuser: Fuser | None) -> int:
+    """The fewest elements zeros must have to stay unwritten: the fuser's
+    ``unwritten_elements``, else its ``min_elements`` (none without a fuser)."""
+    if fuser is None:
+        return 1 << 62
+    floor: int = getattr(fuser, "unwritten_elements", getattr(fuser, "min_elements", 0))
+    return floor
+
+
 def _zeros(name: str, state: _State, eager: Callable[..., Any]) -> Callable[..., Any]:
-    """``float_zeros``: an unwritten handle where the fuser would take ops of its size (a
+    """``float_zeros``: an unwritten handle from the fuser's ``unwritten_elements`` on (a
     padded gradient: see ``Unwritten``), B's zeros otherwise."""
 
     def op(shape: Any, device: Device, dtype: DType) -> Any:
         fuser = state.fusers[0] if state.fusers else state.fuser()
-        if fuser is None or math.prod(shape) < getattr(fuser, "min_elements", 0):
+        if math.prod(shape) < _unwritten_floor(fuser):
             return eager(shape, device, dtype)
         return FusionTensor(tuple(shape), state.dtype_form(DType.of(dtype), device), device,
                             unwritten=Unwritten(state.inner, ()))
@@ -835,8 +844,9 @@ def _protocol_ops() -> list[str]:
 def _fronted_op(name: str, state: _State) -> Callable[..., Any]:
     """An op with paths of its own for handles (``LAZY_OPS``, ``_UNWRITTEN_OPS``,
     ``float_cat``) behind its generated check (``_fronted``): a matmul of two values runs on B
-    at once once the fuser is known not to record it, zeros below the fuser's floor are B's
-    own, and a reshape of one of B's primitives to its own shape is that primitive."""
+    at once once the fuser is known not to record it, zeros too small to stay unwritten
+    (``_unwritten_floor``) are B's own, and a reshape of one of B's primitives to its own
+    shape is that primitive."""
     op = _eager(name, state)
     gate, shortcut = "", ""
     names: dict[str, Any] = {}
@@ -852,8 +862,8 @@ def _fronted_op(name: str, state: _State) -> Callable[..., Any]:
     if name == "float_cat":
         op = _cat(state, op)
     if name == "float_zeros":
-        gate = f"_fusers and _prod(shape) < {_FLOOR}"
-        names = {"_prod": math.prod, "_floor": getattr, "_fusers": state.fusers}
+        gate = "_fusers and _prod(shape) < _floor(_fusers[0])"
+        names = {"_prod": math.prod, "_floor": _unwritten_floor, "_fusers": state.fusers}
     return _fronted(name, op, state, gate, shortcut, names)
 
 

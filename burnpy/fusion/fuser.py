@@ -23,7 +23,9 @@ scalars and earlier locals and producing one local of ``shape``; which locals mu
 Groups have at least two ops. A fuser may also have an int attribute ``min_elements``: an op
 whose loop (its result, or a reduction's input) has fewer elements then runs eagerly on ``B``
 at once, without being recorded (a kernel would not pay; recording and flushing would cost more
-than the op). And a frozenset ``own_ops``: composites of ``burnpy.ir.ELEMENTWISE_COMPOSITES``
+than the op); and an int ``unwritten_elements``: zeros of at least that many elements stay
+unwritten until read (pieces written over them are concatenated once; ``min_elements``
+when absent). And a frozenset ``own_ops``: composites of ``burnpy.ir.ELEMENTWISE_COMPOSITES``
 (``gelu``...) that ``B`` computes better itself (one kernel of its own): ``Fusion`` calls
 ``B``'s op for them instead of recording the protocol default's pieces. ``Fusion`` caches
 the result by the group (equal structure, same kernel), so ``compile`` runs once per distinct
