@@ -121,6 +121,28 @@ class CpuFuser:
         loop = self._compiled(source)
         return _launcher(group, loop, flat)
 
+    @staticmethod
+    def write_pieces(shape: tuple[int, ...], dtype: np.dtype[Any], dim: int,
+                     blocks: Sequence[tuple[int, np.ndarray]]) -> np.ndarray:
+        """Zeros of ``shape`` with ``blocks`` (``(start, array)`` along ``dim``) written over
+        them, in one C-contiguous array: NumPy's concatenation keeps the layout of swapped
+        pieces (a chunk's gradient swapped back), which the reshape reading it then copies
+        (the GPT step's q, k, v gradient: 84 us of copy a layer)."""
+        out = np.empty(shape, dtype)
+        index: list[slice] = [slice(None)] * len(shape)
+        position = 0
+        for start, block in blocks:
+            if start > position:
+                index[dim] = slice(position, start)
+                out[tuple(index)] = 0
+            position = start + block.shape[dim]
+            index[dim] = slice(start, position)
+            out[tuple(index)] = block
+        if position < shape[dim]:
+            index[dim] = slice(position, shape[dim])
+            out[tuple(index)] = 0
+        return out
+
     def _compiled(self, source: str) -> Callable[..., Any]:
         with self._lock:
             found = self._kernels.get(source)

@@ -239,7 +239,7 @@ def materialize(tensor: Any) -> Any:
 def _write(tensor: FusionTensor) -> None:
     """Build an ``Unwritten`` tensor on B: zeros, or its pieces concatenated with the zero
     gaps between them (written once, where padding each piece and adding would write every
-    element once per piece)."""
+    element once per piece), by the fuser's ``write_pieces`` where it has one."""
     unwritten = tensor.unwritten
     assert unwritten is not None
     inner, shape, device = unwritten.inner, tensor.shape, tensor.device
@@ -249,21 +249,39 @@ def _write(tensor: FusionTensor) -> None:
         value = inner.float_zeros(shape, device, dtype)
     else:
         dim = pieces[0].dim
-        parts: list[Any] = []
-        position = 0
-        for piece in pieces:
-            if piece.start > position:
-                parts.append(inner.float_zeros(_with_dim(shape, dim, piece.start - position),
+        blocks = [(piece.start, materialize(piece.value)) for piece in pieces]
+        writer = _piece_writer(inner)
+        if len(blocks) == 1 and blocks[0][1].shape[dim] == shape[dim]:
+            value = blocks[0][1]  # one piece covering every element: the piece itself
+        elif writer is not None:
+            value = writer(shape, tensor.dtype, dim, blocks)
+        else:
+            parts: list[Any] = []
+            position = 0
+            for start, part in blocks:
+                if start > position:
+                    parts.append(inner.float_zeros(_with_dim(shape, dim, start - position),
+                                                   device, dtype))
+                parts.append(part)
+                position = start + part.shape[dim]
+            if position < shape[dim]:
+                parts.append(inner.float_zeros(_with_dim(shape, dim, shape[dim] - position),
                                                device, dtype))
-            part = materialize(piece.value)
-            parts.append(part)
-            position = piece.start + part.shape[dim]
-        if position < shape[dim]:
-            parts.append(inner.float_zeros(_with_dim(shape, dim, shape[dim] - position),
-                                           device, dtype))
-        value = parts[0] if len(parts) == 1 else inner.float_cat(parts, dim)
+            value = inner.float_cat(parts, dim)
     tensor.value = value
     tensor.unwritten = None
+
+
+#: Each inner backend's fuser's ``write_pieces`` (None without one), looked up once.
+_PIECE_WRITERS: dict[type[Backend], Callable[..., Any] | None] = {}
+
+
+def _piece_writer(inner: type[Backend]) -> Callable[..., Any] | None:
+    try:
+        return _PIECE_WRITERS[inner]
+    except KeyError:
+        writer = getattr(backend_fuser(inner), "write_pieces", None)
+        return _PIECE_WRITERS.setdefault(inner, writer)
 
 
 def _with_dim(shape: tuple[int, ...], dim: int, size: int) -> tuple[int, ...]:

@@ -42,6 +42,11 @@ kernel for independent groups (of one or more ops), called with all their inputs
 in order and returning all their outputs in order. ``compile_matmul(group, operand)``: one
 kernel computing a product and ``group``, which reads it as input ``operand``, as its epilogue,
 called as ``kernel([lhs, rhs, *other inputs], scalars)``. Each may return None to decline.
+``write_pieces(shape, dtype, dim, blocks)``: B's primitive of ``shape`` and ``dtype`` (B's
+form) holding ``blocks`` (``(start, primitive)`` pairs along ``dim``, sorted, disjoint, each
+spanning every other dim) and zeros elsewhere, laid out row-major whatever the blocks'
+layouts: an unwritten tensor is then written in one pass, where B's concatenation of
+swapped pieces keeps their layout and a reshape after it copies again.
 
 What a fuser returns
 --------------------

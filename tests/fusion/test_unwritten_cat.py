@@ -121,3 +121,25 @@ def test_zeros_stay_unwritten_from_their_own_floor_below_the_kernels() -> None:
         assert grad is not None
         found[backend] = grad.to_numpy()
     np.testing.assert_allclose(found[Autodiff(F)], found[Autodiff(CpuBackend)], rtol=1e-6)
+
+
+def test_swapped_pieces_are_written_row_major_in_one_pass() -> None:
+    """A chunk's padded gradients swapped back: written C-contiguous (the reshape reading
+    them is a view), with the values NumPy's concatenation gives."""
+    rng = np.random.default_rng(3)
+    grads = [rng.normal(size=(2, 3, 5, 4)).astype(np.float32) for _ in range(3)]
+    parts = [padded(F, g, 3 * i, 9, 1) for i, g in enumerate(grads)]
+    total = F.float_swap_dims(F.float_add(F.float_add(parts[0], parts[1]), parts[2]), 1, 2)
+    assert type(total) is FusionTensor and total.unwritten is not None
+    value = materialize(total)
+    assert value.flags.c_contiguous and value.shape == (2, 5, 9, 4)
+    np.testing.assert_array_equal(value, np.concatenate(grads, 1).swapaxes(1, 2))
+    flat = F.float_reshape(total, (2, 5, 36))
+    assert np.shares_memory(flat, value)
+
+
+def test_the_cpu_fuser_writes_pieces_over_zero_gaps() -> None:
+    a, b = np.ones((2, 2), np.float32), np.full((2, 1), 2.0, np.float32)
+    out = FUSER.write_pieces((2, 6), np.dtype(np.float32), 1, [(1, a), (4, b)])
+    np.testing.assert_array_equal(out, [[0, 1, 1, 0, 2, 0], [0, 1, 1, 0, 2, 0]])
+    assert out.dtype == np.float32 and out.flags.c_contiguous
