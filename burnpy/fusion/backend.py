@@ -277,6 +277,7 @@ _PIECE_WRITERS: dict[type[Backend], Callable[..., Any] | None] = {}
 
 
 def _piece_writer(inner: type[Backend]) -> Callable[..., Any] | None:
+    """``inner``'s fuser's ``write_pieces`` (see ``burnpy.fusion.fuser``), or None."""
     try:
         return _PIECE_WRITERS[inner]
     except KeyError:
