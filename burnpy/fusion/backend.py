@@ -239,7 +239,7 @@ def materialize(tensor: Any) -> Any:
 def _write(tensor: FusionTensor) -> None:
     """Build an ``Unwritten`` tensor on B: zeros, or its pieces concatenated with the zero
     gaps between them (written once, where padding each piece and adding would write every
-    element once per piece)."""
+    element once per piece), by the fuser's ``write_pieces`` where it has one."""
     unwritten = tensor.unwritten
     assert unwritten is not None
     inner, shape, device = unwritten.inner, tensor.shape, tensor.device
@@ -249,21 +249,40 @@ def _write(tensor: FusionTensor) -> None:
         value = inner.float_zeros(shape, device, dtype)
     else:
         dim = pieces[0].dim
-        parts: list[Any] = []
-        position = 0
-        for piece in pieces:
-            if piece.start > position:
-                parts.append(inner.float_zeros(_with_dim(shape, dim, piece.start - position),
+        blocks = [(piece.start, materialize(piece.value)) for piece in pieces]
+        writer = _piece_writer(inner)
+        if len(blocks) == 1 and blocks[0][1].shape[dim] == shape[dim]:
+            value = blocks[0][1]  # one piece covering every element: the piece itself
+        elif writer is not None:
+            value = writer(shape, tensor.dtype, dim, blocks)
+        else:
+            parts: list[Any] = []
+            position = 0
+            for start, part in blocks:
+                if start > position:
+                    parts.append(inner.float_zeros(_with_dim(shape, dim, start - position),
+                                                   device, dtype))
+                parts.append(part)
+                position = start + part.shape[dim]
+            if position < shape[dim]:
+                parts.append(inner.float_zeros(_with_dim(shape, dim, shape[dim] - position),
                                                device, dtype))
-            part = materialize(piece.value)
-            parts.append(part)
-            position = piece.start + part.shape[dim]
-        if position < shape[dim]:
-            parts.append(inner.float_zeros(_with_dim(shape, dim, shape[dim] - position),
-                                           device, dtype))
-        value = parts[0] if len(parts) == 1 else inner.float_cat(parts, dim)
+            value = inner.float_cat(parts, dim)
     tensor.value = value
     tensor.unwritten = None
+
+
+#: Each inner backend's fuser's ``write_pieces`` (None without one), looked up once.
+_PIECE_WRITERS: dict[type[Backend], Callable[..., Any] | None] = {}
+
+
+def _piece_writer(inner: type[Backend]) -> Callable[..., Any] | None:
+    """``inner``'s fuser's ``write_pieces`` (see ``burnpy.fusion.fuser``), or None."""
+    try:
+        return _PIECE_WRITERS[inner]
+    except KeyError:
+        writer = getattr(backend_fuser(inner), "write_pieces", None)
+        return _PIECE_WRITERS.setdefault(inner, writer)
 
 
 def _with_dim(shape: tuple[int, ...], dim: int, size: int) -> tuple[int, ...]:
@@ -327,11 +346,24 @@ def _checked_eager(name: str, generic: Callable[..., Any], inner_op: Callable[..
     signature = _Signature.of(name)
     if signature is None:
         return None
-    checks = [f"type({t}) is _FT" for t in signature.tensors] + [
-        f"_holds({t})" for t in signature.sequences]
-    return signature.generate(name, f"    if {' or '.join(checks) or 'False'}:\n"
-                                    f"        return _slow({signature.call})\n",
-                              generic, inner_op, stats, {})
+    return signature.generate(name, signature.handle_test(), generic, inner_op, stats, {})
+
+
+def _fronted(name: str, slow: Callable[..., Any], state: _State, gate: str = "",
+             shortcut: str = "", names: dict[str, Any] | None = None) -> Callable[..., Any]:
+    """``slow`` (an op with paths of its own for handles: unwritten tensors, views, a
+    matmul the fuser records) behind the generated check of ``_checked_eager``: a call
+    holding no handle for which ``gate`` (an expression of the parameters and ``names``)
+    holds runs B's op at once, in one frame, after ``shortcut`` (lines that may return
+    early); any other call goes to ``slow``. ``slow`` itself without a generated form."""
+    signature = _Signature.of(name)
+    if signature is None:
+        return slow
+    prologue = signature.handle_test()
+    if gate:
+        prologue += f"    if not ({gate}):\n        return _slow({signature.call})\n"
+    return signature.generate(name, prologue + shortcut, slow, getattr(state.inner, name),
+                              state.stats, names or {})
 
 
 class _Signature:
@@ -371,6 +403,18 @@ class _Signature:
                     self.optional.append(p.name)
         self.declared = ", ".join(declared)
         self.call = ", ".join(passed)
+
+    def handle_test(self) -> str:
+        """Generated lines returning ``_slow(...)`` when a tensor parameter, or an item of a
+        sequence of tensors, is a handle."""
+        lines = ""
+        if self.tensors:
+            checks = " or ".join(f"type({t}) is _FT" for t in self.tensors)
+            lines += f"    if {checks}:\n        return _slow({self.call})\n"
+        for sequence in self.sequences:
+            lines += (f"    for _t in {sequence}:\n        if type(_t) is _FT:\n"
+                      f"            return _slow({self.call})\n")
+        return lines
 
     @staticmethod
     def of(name: str) -> _Signature | None:
@@ -633,13 +677,22 @@ def _recorder(name: str, spec: Fusable, state: _State) -> Callable[..., Any]:
     return op
 
 
+def _unwritten_floor(fuser: Fuser | None) -> int:
+    """The fewest elements zeros must have to stay unwritten: the fuser's
+    ``unwritten_elements``, else its ``min_elements`` (none without a fuser)."""
+    if fuser is None:
+        return 1 << 62
+    floor: int = getattr(fuser, "unwritten_elements", getattr(fuser, "min_elements", 0))
+    return floor
+
+
 def _zeros(name: str, state: _State, eager: Callable[..., Any]) -> Callable[..., Any]:
-    """``float_zeros``: an unwritten handle where the fuser would take ops of its size (a
+    """``float_zeros``: an unwritten handle from the fuser's ``unwritten_elements`` on (a
     padded gradient: see ``Unwritten``), B's zeros otherwise."""
 
     def op(shape: Any, device: Device, dtype: DType) -> Any:
         fuser = state.fusers[0] if state.fusers else state.fuser()
-        if fuser is None or math.prod(shape) < getattr(fuser, "min_elements", 0):
+        if math.prod(shape) < _unwritten_floor(fuser):
             return eager(shape, device, dtype)
         return FusionTensor(tuple(shape), state.dtype_form(DType.of(dtype), device), device,
                             unwritten=Unwritten(state.inner, ()))
@@ -807,6 +860,32 @@ def _protocol_ops() -> list[str]:
     return sorted({*required_ops(Backend), *provided_ops(Backend)})
 
 
+def _fronted_op(name: str, state: _State) -> Callable[..., Any]:
+    """An op with paths of its own for handles (``LAZY_OPS``, ``_UNWRITTEN_OPS``,
+    ``float_cat``) behind its generated check (``_fronted``): a matmul of two values runs on B
+    at once once the fuser is known not to record it, zeros too small to stay unwritten
+    (``_unwritten_floor``) are B's own, and a reshape of one of B's primitives to its own
+    shape is that primitive."""
+    op = _eager(name, state)
+    gate, shortcut = "", ""
+    names: dict[str, Any] = {}
+    if name in LAZY_OPS:
+        listed: list[bool] = []
+        op = lazy_recorder(name, state, op, listed)
+        if name == "float_matmul":
+            gate, names = "_listed and not _listed[0]", {"_listed": listed}
+        elif name.endswith("_reshape"):
+            shortcut = "    if shape == tensor.shape:\n        return tensor\n"
+    if name in _UNWRITTEN_OPS:
+        op = _UNWRITTEN_OPS[name](name, state, op)
+    if name == "float_cat":
+        op = _cat(state, op)
+    if name == "float_zeros":
+        gate = "_fusers and _prod(shape) < _floor(_fusers[0])"
+        names = {"_prod": math.prod, "_floor": _unwritten_floor, "_fusers": state.fusers}
+    return _fronted(name, op, state, gate, shortcut, names)
+
+
 def _build(inner: type[Backend]) -> type[FusionBackend]:
     """The decorator class of ``inner``: every protocol op recorded, kept or forwarded."""
     state = _State(inner)
@@ -820,18 +899,12 @@ def _build(inner: type[Backend]) -> type[FusionBackend]:
                 inspect.getattr_static(inner, name))
             namespace[name] = classmethod(_composite(name, state, overridden))
             continue
-        if name in _UNWRITTEN_OPS or name in LAZY_OPS:
-            op = _eager(name, state)
-            if name in LAZY_OPS:
-                op = lazy_recorder(name, state, op)
-            if name in _UNWRITTEN_OPS:
-                op = _UNWRITTEN_OPS[name](name, state, op)
-            namespace[name] = staticmethod(op)
+        if name in _UNWRITTEN_OPS or name in LAZY_OPS or name == "float_cat":
+            namespace[name] = staticmethod(_fronted_op(name, state))
             continue
         spec = FUSABLE.get(name)
         if spec is None:
-            op = _eager(name, state)
-            namespace[name] = staticmethod(_cat(state, op) if name == "float_cat" else op)
+            namespace[name] = staticmethod(_eager(name, state))
             continue
         record = _recorder(name, spec, state)
         if name == "float_add":

@@ -23,7 +23,9 @@ scalars and earlier locals and producing one local of ``shape``; which locals mu
 Groups have at least two ops. A fuser may also have an int attribute ``min_elements``: an op
 whose loop (its result, or a reduction's input) has fewer elements then runs eagerly on ``B``
 at once, without being recorded (a kernel would not pay; recording and flushing would cost more
-than the op). And a frozenset ``own_ops``: composites of ``burnpy.ir.ELEMENTWISE_COMPOSITES``
+than the op); and an int ``unwritten_elements``: zeros of at least that many elements stay
+unwritten until read (pieces written over them are concatenated once; ``min_elements``
+when absent). And a frozenset ``own_ops``: composites of ``burnpy.ir.ELEMENTWISE_COMPOSITES``
 (``gelu``...) that ``B`` computes better itself (one kernel of its own): ``Fusion`` calls
 ``B``'s op for them instead of recording the protocol default's pieces. ``Fusion`` caches
 the result by the group (equal structure, same kernel), so ``compile`` runs once per distinct
@@ -40,6 +42,11 @@ kernel for independent groups (of one or more ops), called with all their inputs
 in order and returning all their outputs in order. ``compile_matmul(group, operand)``: one
 kernel computing a product and ``group``, which reads it as input ``operand``, as its epilogue,
 called as ``kernel([lhs, rhs, *other inputs], scalars)``. Each may return None to decline.
+``write_pieces(shape, dtype, dim, blocks)``: B's primitive of ``shape`` and ``dtype`` (B's
+form) holding ``blocks`` (``(start, primitive)`` pairs along ``dim``, sorted, disjoint, each
+spanning every other dim) and zeros elsewhere, laid out row-major whatever the blocks'
+layouts: an unwritten tensor is then written in one pass, where B's concatenation of
+swapped pieces keeps their layout and a reshape after it copies again.
 
 What a fuser returns
 --------------------

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from burnpy.fusion.stream import LazyNode, ir_dtype
-from burnpy.fusion.tensor import PLAIN, FusionTensor
+from burnpy.fusion.tensor import PLAIN
 
 if TYPE_CHECKING:
     from burnpy.fusion.backend import _State
@@ -70,27 +70,26 @@ def _result_shape(op: str, args: tuple[Any, ...],
     return (*batch, first.shape[-2], other.shape[-1])
 
 
-def lazy_recorder(name: str, state: _State, eager: Callable[..., Any]) -> Callable[..., Any]:
+def lazy_recorder(name: str, state: _State, eager: Callable[..., Any],
+                  listed: list[bool]) -> Callable[..., Any]:
     """The op ``name`` (one of ``LAZY_OPS``) recorded as an opaque node when B's fuser lists
     it in ``lazy_ops`` and (for a view) the tensor it reads is pending; ``eager`` (B's op
     now) otherwise. A reshape to the unchanged shape returns the tensor itself. A matmul is
     recorded even on computed operands: the elementwise ops reading it may run in its kernel.
+    ``listed`` receives, on first use, whether the fuser lists the op: the generated front
+    (``burnpy.fusion.backend._fronted``) then runs B's matmul of two values at once when it
+    does not; it runs B's view of one of B's primitives at once in any case, so a view
+    comes here with a handle only.
     """
     op = name.split("_", 1)[1]
     matmul = op == "matmul"
-    listed: list[bool] = []  # whether B's fuser lists the op, asked on first use
-    inner_op, stats = getattr(state.inner, name), state.stats
 
     def record(*args: Any) -> Any:
         first = args[0]
         if op == "reshape" and tuple(args[1]) == tuple(first.shape):
             return first
-        if not matmul:  # a view of a value that exists: B's view now, nothing to keep open
-            if type(first) is not FusionTensor:
-                stats.eager_ops += 1
-                return inner_op(*args)
-            if first.node is None:
-                return eager(*args)
+        if not matmul and first.node is None:  # a view of a computed handle: nothing pending
+            return eager(*args)
         if not listed:
             fuser = state.fusers[0] if state.fusers else state.fuser()
             listed.append(fuser is not None and name in getattr(fuser, "lazy_ops", ()))

@@ -16,9 +16,9 @@ def cpu_kernels_from_eight() -> Iterator[None]:
     """``Fusion(CpuBackend)`` records tensors of 8 elements and more (and leaves zeros that
     large unwritten), from a flushed stream and zeroed counters."""
     fused = Fusion(CpuBackend)
-    before = FUSER.min_elements
-    FUSER.min_elements = 8
+    before = FUSER.min_elements, FUSER.unwritten_elements
+    FUSER.min_elements = FUSER.unwritten_elements = 8
     fused.flush()
     fused.stats.reset()
     yield
-    FUSER.min_elements = before
+    FUSER.min_elements, FUSER.unwritten_elements = before

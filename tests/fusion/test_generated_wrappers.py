@@ -90,3 +90,31 @@ def test_a_sequence_holding_a_handle_is_materialized_for_b() -> None:
     out = F.float_cat([big, handle], 0)
     assert type(out) is np.ndarray
     np.testing.assert_array_equal(out, np.concatenate([big, big + 1]))
+
+
+def test_views_cat_zeros_and_matmul_of_values_are_bs_own_at_once() -> None:
+    """The ops with paths of their own for handles (views, unwritten zeros, a matmul the
+    fuser may record) run B's op in their generated front when no argument is a handle."""
+    a = np.arange(12, dtype=np.float32).reshape(3, 4)
+    F.float_matmul(a, a.T)  # the first call asks the fuser whether it records matmuls
+    F.stats.reset()
+    outs = [F.float_reshape(a, (4, 3)), F.float_swap_dims(a, 0, 1), F.float_permute(a, (1, 0)),
+            F.float_matmul(a, a.T), F.float_cat([a, a], 1), F.float_zeros((2, 2), DEVICE,
+                                                                          CpuBackend.float_dtype),
+            F.float_slice_assign(a, (slice(0, 1),), a[1:2])]
+    assert all(type(o) is np.ndarray for o in outs) and pending() == 0
+    assert F.stats.eager_ops == len(outs)
+    wants = [a.reshape(4, 3), a.T, a.T, a @ a.T, np.concatenate([a, a], 1), np.zeros((2, 2))]
+    for got, want in zip(outs, wants, strict=False):
+        np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(outs[-1], np.concatenate([a[1:2], a[1:]]))
+    assert F.float_reshape(a, (3, 4)) is a  # to its own shape: the array itself
+    assert type(F.float_zeros((4, 4), DEVICE, CpuBackend.float_dtype)) is FusionTensor  # 16 >= 8
+
+
+def test_a_view_of_a_handle_takes_the_general_path() -> None:
+    big = np.arange(16, dtype=np.float32)
+    handle = F.float_mul_scalar(big, 2.0)
+    assert F.float_reshape(handle, (16,)) is handle
+    view = F.float_swap_dims(F.float_reshape(handle, (4, 4)), 0, 1)
+    np.testing.assert_array_equal(materialize(view), (big * 2).reshape(4, 4).T)

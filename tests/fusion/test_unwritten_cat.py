@@ -11,6 +11,7 @@ import pytest
 from burnpy import Autodiff, Fusion, Tensor
 from burnpy.fusion import FusionTensor, materialize
 from burnpy_cpu import CpuBackend
+from burnpy_cpu.fuser import FUSER, MIN_ELEMENTS, UNWRITTEN_ELEMENTS
 
 F = Fusion(CpuBackend)
 DEVICE = CpuBackend.default_device()
@@ -96,3 +97,49 @@ def test_a_group_writing_every_result_runs_on_numpy() -> None:
     chained = F.float_add(F.float_add(a, b), c)  # the partial sum never written: one kernel
     np.testing.assert_array_equal(materialize(chained), a + b + c)
     assert (F.stats.kernels, F.stats.fallback_ops) == (1, 2)
+
+
+def test_zeros_stay_unwritten_from_their_own_floor_below_the_kernels() -> None:
+    """Under the CPU fuser's own floors, a chunk's padded gradients too small for a kernel
+    (8K values a piece) still sum to one unwritten tensor; smaller zeros are NumPy's."""
+    FUSER.min_elements, FUSER.unwritten_elements = MIN_ELEMENTS, UNWRITTEN_ELEMENTS
+    assert type(F.float_zeros((UNWRITTEN_ELEMENTS - 1,), DEVICE, FLOAT)) is np.ndarray
+    rng = np.random.default_rng(2)
+    grads = [rng.normal(size=(2, 4, 1024)).astype(np.float32) for _ in range(3)]
+    parts = [padded(F, g, 4 * i, 12, 1) for i, g in enumerate(grads)]
+    total = F.float_add(F.float_add(parts[0], parts[1]), parts[2])
+    assert type(total) is FusionTensor and total.unwritten is not None
+    assert len(total.unwritten.pieces) == 3
+    np.testing.assert_array_equal(materialize(total), np.concatenate(grads, 1))
+    data = rng.normal(size=(2, 12, 1024)).astype(np.float32)
+    found = {}
+    for backend in (Autodiff(F), Autodiff(CpuBackend)):
+        x = Tensor.from_data(data, backend=backend).require_grad()
+        q, k, v = x.swap_dims(1, 2).chunk(3, dim=-1)
+        loss = (q * 2.0).sum() + (k * k).sum() - v.sum()
+        grad = x.grad(loss.backward())
+        assert grad is not None
+        found[backend] = grad.to_numpy()
+    np.testing.assert_allclose(found[Autodiff(F)], found[Autodiff(CpuBackend)], rtol=1e-6)
+
+
+def test_swapped_pieces_are_written_row_major_in_one_pass() -> None:
+    """A chunk's padded gradients swapped back: written C-contiguous (the reshape reading
+    them is a view), with the values NumPy's concatenation gives."""
+    rng = np.random.default_rng(3)
+    grads = [rng.normal(size=(2, 3, 5, 4)).astype(np.float32) for _ in range(3)]
+    parts = [padded(F, g, 3 * i, 9, 1) for i, g in enumerate(grads)]
+    total = F.float_swap_dims(F.float_add(F.float_add(parts[0], parts[1]), parts[2]), 1, 2)
+    assert type(total) is FusionTensor and total.unwritten is not None
+    value = materialize(total)
+    assert value.flags.c_contiguous and value.shape == (2, 5, 9, 4)
+    np.testing.assert_array_equal(value, np.concatenate(grads, 1).swapaxes(1, 2))
+    flat = F.float_reshape(total, (2, 5, 36))
+    assert np.shares_memory(flat, value)
+
+
+def test_the_cpu_fuser_writes_pieces_over_zero_gaps() -> None:
+    a, b = np.ones((2, 2), np.float32), np.full((2, 1), 2.0, np.float32)
+    out = FUSER.write_pieces((2, 6), np.dtype(np.float32), 1, [(1, a), (4, b)])
+    np.testing.assert_array_equal(out, [[0, 1, 1, 0, 2, 0], [0, 1, 1, 0, 2, 0]])
+    assert out.dtype == np.float32 and out.flags.c_contiguous
