@@ -1,7 +1,7 @@
 """Kernel shapes chosen for CPU adapters (llvmpipe): parameter words hoisted into private
-variables, and fused ``map`` kernels looping over several elements per invocation. Both must
-leave every value as it was: checked against the unfused backend and NumPy at sizes whose
-last workgroup is partial."""
+variables, fused ``map`` kernels looping over several elements per invocation, and products
+sharing operand values between the lanes of a subgroup. All must leave every value as it
+was: checked against the unfused backend and NumPy at sizes whose last workgroup is partial."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from burnpy.testing import backends_available
 from burnpy_wgpu import WgpuBackend
 from burnpy_wgpu.fuser import CPU_MAP_MIN_GROUPS, CPU_MAP_PER_INVOCATION, _per_invocation
 from burnpy_wgpu.kernels.common import WG, header, hoist_params
+from burnpy_wgpu.kernels.matmul import SUBGROUP, subgroup_lanes
 from burnpy_wgpu.runtime import runtime_for
 
 if WgpuBackend not in backends_available():
@@ -24,6 +25,17 @@ if WgpuBackend not in backends_available():
 F = Fusion(WgpuBackend)
 DEV = WgpuBackend.default_device()
 RT = runtime_for(DEV)
+
+
+@pytest.fixture(params=["subgroup", "registers"])
+def cpu_matmul(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Each matmul kernel of CPU adapters in turn: lanes sharing the left operand through
+    subgroup broadcasts (where the adapter runs 8-lane subgroups), and the register tile."""
+    if request.param == "subgroup" and subgroup_lanes(RT) != SUBGROUP:
+        pytest.skip("this adapter has no 8-lane subgroups")
+    if request.param == "registers":
+        monkeypatch.setitem(RT.tables, "subgroup_lanes", 0)
+    return str(request.param)
 
 
 def _kernel(body: str, extra: str = "") -> str:
@@ -102,8 +114,8 @@ def test_a_looping_map_matches_unfused_and_numpy(n: int) -> None:
 
 @pytest.mark.parametrize("m,k,n", [(12, 16, 20), (64, 64, 40), (9, 16, 20), (12, 10, 8)])
 @pytest.mark.parametrize("ta,tb", [(False, False), (True, False), (False, True), (True, True)])
-def test_matmul_of_every_layout_matches_numpy(m: int, k: int, n: int, ta: bool, tb: bool
-                                              ) -> None:
+def test_matmul_of_every_layout_matches_numpy(m: int, k: int, n: int, ta: bool, tb: bool,
+                                              cpu_matmul: str) -> None:
     """Row-major and transposed operands (read as ``vec4``s along their unit-stride dim where
     sizes allow, scalar reads elsewhere), batched and broadcast, through a slice's offset."""
     rng = np.random.default_rng(m * k + n)
@@ -120,7 +132,7 @@ def test_matmul_of_every_layout_matches_numpy(m: int, k: int, n: int, ta: bool, 
     np.testing.assert_allclose((sliced @ bt).to_numpy(), a @ b, rtol=1e-4, atol=1e-4)
 
 
-def test_fused_matmul_epilogue_reads_vec4_operands() -> None:
+def test_fused_matmul_epilogue_reads_vec4_operands(cpu_matmul: str) -> None:
     rng = np.random.default_rng(7)
     x = rng.standard_normal((64, 32)).astype(np.float32)
     w = rng.standard_normal((32, 48)).astype(np.float32)
@@ -132,6 +144,30 @@ def test_fused_matmul_epilogue_reads_vec4_operands() -> None:
               + Tensor.from_data(bias, backend=WgpuBackend)).tanh() * 2.0).to_numpy()
     np.testing.assert_allclose(got, np.tanh(x @ w + bias) * 2.0, rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(got, plain, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("m,k,n", [(37, 10, 13), (9, 3, 5), (64, 257, 36), (16, 4, 4),
+                                   (17, 7, 33), (1, 1, 1)])
+def test_matmul_tails_match_numpy(m: int, k: int, n: int, cpu_matmul: str) -> None:
+    """Row and column counts that leave a tile part empty, reduced sizes that leave a
+    remainder after the unrolled steps; float32, float16 and a fused epilogue."""
+    rng = np.random.default_rng(m * 1000 + k * 10 + n)
+    a = rng.standard_normal((m, k)).astype(np.float32)
+    b = rng.standard_normal((k, n)).astype(np.float32)
+    bias = rng.standard_normal((n,)).astype(np.float32)
+    at = Tensor.from_data(a, backend=WgpuBackend)
+    bt = Tensor.from_data(np.ascontiguousarray(b.T), backend=WgpuBackend).swap_dims(0, 1)
+    np.testing.assert_allclose((at @ bt).to_numpy(), a @ b, rtol=1e-4, atol=1e-4)
+    if RT.has_f16:
+        a16, b16 = a.astype(np.float16), b.astype(np.float16)
+        got = (Tensor.from_data(a16, backend=WgpuBackend)
+               @ Tensor.from_data(b16, backend=WgpuBackend)).to_numpy()
+        want = a16.astype(np.float32) @ b16.astype(np.float32)
+        assert got.dtype == np.float16
+        np.testing.assert_allclose(got.astype(np.float32), want, rtol=2e-3, atol=2e-3)
+    fused = ((Tensor.from_data(a, backend=F) @ Tensor.from_data(b, backend=F)
+              + Tensor.from_data(bias, backend=F)).tanh() * 2.0).to_numpy()
+    np.testing.assert_allclose(fused, np.tanh(a @ b + bias) * 2.0, rtol=1e-4, atol=1e-5)
 
 
 def _live_slabs() -> int:
