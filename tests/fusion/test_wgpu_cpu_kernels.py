@@ -146,6 +146,39 @@ def test_fused_matmul_epilogue_reads_vec4_operands(cpu_matmul: str) -> None:
     np.testing.assert_allclose(got, plain, rtol=1e-5, atol=1e-6)
 
 
+def test_groups_of_very_different_sizes_share_one_dispatch() -> None:
+    """Small maps, a row reduction, and large maps that loop over several elements per
+    invocation (on CPU adapters: each on whole workgroups of its own, after a small segment
+    that ends inside a workgroup), one with a broadcast operand, one in float16."""
+    big = WG * CPU_MAP_PER_INVOCATION * CPU_MAP_MIN_GROUPS
+    rng = np.random.default_rng(11)
+    small = rng.standard_normal((7, 9)).astype(np.float32)
+    wide = rng.standard_normal((13, big // 13 + 9)).astype(np.float32)
+    row = rng.standard_normal((wide.shape[1],)).astype(np.float32)
+    long = rng.standard_normal((big + 77,)).astype(np.float32)
+    tail = rng.standard_normal((33,)).astype(np.float32)
+    half = RT.has_f16
+    ts = [Tensor.from_data(v, backend=F) for v in (small, wide, row, long, tail)]
+    if half:
+        ts[3] = ts[3].cast("float16")
+    F.sync(DEV)
+    F.stats.reset()
+    before = RT.stats["dispatches"]
+    outs = [(ts[0] * 1.5).exp() - ts[0], ts[1] * ts[2] + 0.5, (ts[0] + 2.0).sum(dim=1),
+            (ts[3] * 0.5).tanh(), ts[4] * ts[4] - 1.0]
+    F.sync(DEV)
+    assert RT.stats["dispatches"] - before == 1
+    assert F.stats.kernels == 1 and F.stats.fallback_ops == 0
+    assert _per_invocation(RT, "map", wide.size) == (CPU_MAP_PER_INVOCATION if RT.is_cpu else 1)
+    longv = long.astype(np.float16).astype(np.float32) if half else long
+    wants = [np.exp(small * 1.5) - small, wide * row + 0.5, (small + 2).sum(1),
+             np.tanh(longv * 0.5), tail * tail - 1]
+    for out, want in zip(outs, wants, strict=True):
+        got = out.to_numpy().astype(np.float32)
+        tol = 2e-3 if got.size == long.size and half else 1e-5
+        np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
+
+
 @pytest.mark.parametrize("m,k,n", [(37, 10, 13), (9, 3, 5), (64, 257, 36), (16, 4, 4),
                                    (17, 7, 33), (1, 1, 1)])
 def test_matmul_tails_match_numpy(m: int, k: int, n: int, cpu_matmul: str) -> None:
