@@ -153,8 +153,10 @@ def matmul_epilogue(lhs: WgpuTensor, rhs: WgpuTensor, key: Any, epilogue: Callab
     n_read, n_write = 2 + len(reads), len(writes)
     if rt.is_cpu and subgroup_lanes(rt) == SUBGROUP:
         sg = _subgroup_tile(m)
-        kernel = rt.kernel(("matmul_subgroup_epilogue", src, rank, sg, key),
-                           lambda: _subgroup_source(src, "", rank, epilogue(rank), sg),
+        vec = _vec_layout(lhs, rhs, a_bst, b_bst)
+        kernel = rt.kernel(("matmul_subgroup_epilogue", src, rank, sg, vec, key),
+                           lambda: _subgroup_source(src, "", rank, epilogue(rank), sg,
+                                                    vec),
                            n_read, n_write)
         grid_x, grid_y = -(-n // (SUBGROUP * sg.cols)), -(-m // sg.rows)
     elif rt.is_cpu:
@@ -296,12 +298,15 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
 {chr(10).join(lines)}
 }}
 """
-    if vec is not None:
-        source = source.replace("var<storage, read> in0: array<f32>;",
-                                "var<storage, read> in0: array<vec4<f32>>;", 1)
-        source = source.replace("var<storage, read> in1: array<f32>;",
-                                "var<storage, read> in1: array<vec4<f32>>;", 1)
-    return hoist_params(source)
+    return hoist_params(_bind_vec4(source) if vec is not None else source)
+
+
+def _bind_vec4(source: str) -> str:
+    """``source`` with the two float32 operands bound as ``vec4`` arrays."""
+    for name in ("in0", "in1"):
+        source = source.replace(f"var<storage, read> {name}: array<f32>;",
+                                f"var<storage, read> {name}: array<vec4<f32>>;", 1)
+    return source
 
 
 #: Lanes of a subgroup the subgroup kernel is written for (llvmpipe's 256-bit SIMD over f32);
@@ -380,13 +385,50 @@ def _subgroup_loop(tile: SubgroupTile, start: str, end: str, unroll: int, st: st
     return lines
 
 
+def _subgroup_vec_loop(tile: SubgroupTile, vec: tuple[str, str]) -> list[str]:
+    """The subgroup kernel's k loop in steps of 4 reading float32 ``vec4``s (``_vec_layout``):
+    the left operand along k (``"k"``, a lane's rows as in the scalar loop) or along m
+    (``"m"``, each lane 4 adjacent rows at one k), the right one along n (``"n"``, a lane's
+    4 columns at one k) or along k (``"k"``). llvmpipe reads a ``vec4`` for about the cost
+    of two scalars."""
+    rows, cols, lanes = tile.rows, tile.cols, SUBGROUP
+    lines = ["    for (var k = 0u; k < K; k = k + 4u) {"]
+    if vec[0] == "k":
+        lines += [f"        let xv{q} = in0[u32(ra{q} + i32(k)) / 4u];"
+                  for q in range(rows // lanes)]
+        lines += [f"        let av{i} = subgroupBroadcast(xv{i // lanes}, {i % lanes}u);"
+                  for i in range(rows)]
+        a = {(i, u): f"av{i}[{u}]" for i in range(rows) for u in range(4)}
+    else:
+        lines += [f"        let xm{u} = in0[u32(rg + i32(k + {u}u) * mi(5u)) / 4u];"
+                  for u in range(4)]
+        lines += [f"        let am{g}_{u} = subgroupBroadcast(xm{u}, {g}u);"
+                  for g in range(rows // 4) for u in range(4)]
+        a = {(i, u): f"am{i // 4}_{u}[{i % 4}]" for i in range(rows) for u in range(4)}
+    if vec[1] == "n":
+        lines += [f"        let bv{u} = in1[u32(cg + i32(k + {u}u) * mi(7u)) / 4u];"
+                  for u in range(4)]
+        b = {(j, u): f"bv{u}[{j}]" for j in range(cols) for u in range(4)}
+    else:
+        lines += [f"        let bv{j} = in1[u32(cb{j} + i32(k)) / 4u];" for j in range(cols)]
+        b = {(j, u): f"bv{j}[{u}]" for j in range(cols) for u in range(4)}
+    for i in range(rows):
+        for j in range(cols):
+            terms = " + ".join(f"{a[i, u]} * {b[j, u]}" for u in range(4))
+            lines.append(f"        acc{i}_{j} = acc{i}_{j} + {terms};")
+    lines.append("    }")
+    return lines
+
+
 def _subgroup_source(src: tuple[str, str], out_store: str, batch_rank: int,
-                     epilogue: Epilogue | None, tile: SubgroupTile) -> str:
+                     epilogue: Epilogue | None, tile: SubgroupTile,
+                     vec: tuple[str, str] | None = None) -> str:
     """The CPU-adapter kernel with subgroups: per k, each lane loads ``rows / 8`` values of
     the left operand and ``cols`` of the right one; the left ones reach every lane through
     ``subgroupBroadcast`` (a register shuffle on llvmpipe, where every memory load is a
     per-lane loop), so a lane loads 2-3x fewer values per multiply-add than the register
-    kernel. Out-of-range rows and columns read clamped positions and are not stored."""
+    kernel. Out-of-range rows and columns read clamped positions and are not stored. With
+    ``vec`` the operands are bound as ``vec4`` arrays (``_subgroup_vec_loop``)."""
     st, acc = src
     rows, cols, lanes = tile.rows, tile.cols, SUBGROUP
     zero = "0.0" if acc == "f32" else f"{acc}(0)"
@@ -399,10 +441,17 @@ def _subgroup_source(src: tuple[str, str], out_store: str, batch_rank: int,
     lines += [f"    let cb{j} = b_base + i32(min(n0 + {j}u, N - 1u)) * mi(8u);"
               for j in range(cols)]
     lines += [f"    var acc{i}_{j}: {acc} = {zero};" for i in range(rows) for j in range(cols)]
-    lines += [f"    let k_main = K - K % {tile.unroll}u;"]
-    lines += _subgroup_loop(tile, "0u", "k_main", tile.unroll, st, acc)
-    if tile.unroll > 1:
-        lines += _subgroup_loop(tile, "k_main", "K", 1, st, acc)
+    if vec is not None:  # first of 4 rows / columns (all in range or all out)
+        if vec[0] == "m":
+            lines.append(f"    let rg = a_base + i32(min(m0 + lane % {rows // 4}u * 4u, M - 4u));")
+        if vec[1] == "n":
+            lines.append("    let cg = b_base + i32(min(n0, N - 4u));")
+        lines += _subgroup_vec_loop(tile, vec)
+    else:
+        lines += [f"    let k_main = K - K % {tile.unroll}u;"]
+        lines += _subgroup_loop(tile, "0u", "k_main", tile.unroll, st, acc)
+        if tile.unroll > 1:
+            lines += _subgroup_loop(tile, "k_main", "K", 1, st, acc)
     if epilogue is None:
         lines += [f"    if (m0 + {i}u < M && n0 + {j}u < N) {{ "
                   + _store(f"acc{i}_{j}", f"(m0 + {i}u)", f"(n0 + {j}u)", out_store, acc, None)
@@ -421,7 +470,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
 {chr(10).join(lines)}
 }}
 """
-    return hoist_params(source)
+    return hoist_params(_bind_vec4(source) if vec is not None else source)
 
 
 def matmul(lhs: WgpuTensor, rhs: WgpuTensor, out_dtype: np.dtype[Any] | None = None,
@@ -445,8 +494,10 @@ def matmul(lhs: WgpuTensor, rhs: WgpuTensor, out_dtype: np.dtype[Any] | None = N
     rank = len(batch)
     if rt.is_cpu and subgroup_lanes(rt) == SUBGROUP:
         sg = _subgroup_tile(m)
-        kernel = rt.kernel(("matmul_subgroup", src, out_store, rank, sg),
-                           lambda: _subgroup_source(src, out_store, rank, None, sg), 2, 1)
+        vec = _vec_layout(lhs, rhs, a_bst, b_bst)
+        kernel = rt.kernel(("matmul_subgroup", src, out_store, rank, sg, vec),
+                           lambda: _subgroup_source(src, out_store, rank, None, sg, vec),
+                           2, 1)
         grid_x, grid_y = -(-n // (SUBGROUP * sg.cols)), -(-m // sg.rows)
     elif rt.is_cpu:
         tile = _CPU_SIDE * _CPU_REG
