@@ -146,6 +146,43 @@ def test_fused_matmul_epilogue_reads_vec4_operands(cpu_matmul: str) -> None:
     np.testing.assert_allclose(got, plain, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("shape", [(3, 343), (16, 256), (7, 5715)])
+def test_vector_maps_match_unfused_and_numpy(shape: tuple[int, int]) -> None:
+    """Maps of 4 elements per work item (``vmap``, CPU adapters), sizes not a multiple of 4,
+    one to four items per invocation: aligned contiguous inputs read as ``vec4``s next to a
+    slice starting off a ``vec4``, a broadcast row, a single value and a float16 input; float,
+    int and bool outputs written as ``vec4``s."""
+    rng = np.random.default_rng(shape[1])
+    n = shape[0] * shape[1]
+    x = rng.standard_normal(shape).astype(np.float32)
+    y = rng.standard_normal(n + 1).astype(np.float32)
+    row = rng.standard_normal(shape[1]).astype(np.float32)
+    one = rng.standard_normal(1).astype(np.float32)
+    half = rng.standard_normal(shape).astype(np.float16)
+
+    def chain(backend: type) -> list[np.ndarray]:
+        def t(v: np.ndarray) -> Tensor:
+            return Tensor.from_data(v, backend=backend)
+        a, b = t(x), t(y)[1:].reshape(shape)  # b: a view one element into its buffer
+        h = t(half) if RT.has_f16 else t(half.astype(np.float32))
+        s = a * b + t(row) - t(one) * 2.0 + h.cast("float32")
+        return [s.to_numpy(), (s * 3.0).cast("int32").to_numpy(), (s > a).to_numpy(),
+                (s.exp() * a).to_numpy()]
+
+    F.sync(DEV)
+    kernels = set(RT._kernels)
+    fused = chain(F)
+    new = [k for k in set(RT._kernels) - kernels if isinstance(k, tuple) and k[0] == "fused"]
+    if RT.is_cpu:
+        assert new and all(k[1] == "vmap" for k in new), new
+    plain = chain(WgpuBackend)
+    s = x * y[1:].reshape(shape) + row - one * 2 + half.astype(np.float32)
+    wants = [s, (s * 3).astype(np.int32), s > x, np.exp(s) * x]
+    for got, same, want in zip(fused, plain, wants, strict=True):
+        np.testing.assert_array_equal(got, same)
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
 def test_groups_of_very_different_sizes_share_one_dispatch() -> None:
     """Small maps, a row reduction, and large maps that loop over several elements per
     invocation (on CPU adapters: each on whole workgroups of its own, after a small segment
