@@ -55,6 +55,9 @@ CPU_TREE_MIN_SIZE = 8192
 #: computing every element its group fuses in on one core (maps keep ``WG``: more, smaller
 #: workgroups measured slower there).
 CPU_ROWS_WG = 32
+#: ... and in a batch, a reduction of at least this many elements takes that many
+#: invocations of each of its own workgroups (a small one shares one with its neighbours).
+CPU_BATCH_SPREAD = 4096
 #: Elements each invocation of a ``map`` kernel computes on CPU adapters, in a loop (lanes
 #: stay on consecutive elements): llvmpipe pays a fixed cost per workgroup, which one element
 #: per invocation pays once per 256 elements (measured 2-3x slower on 16K-64K elements).
@@ -297,17 +300,21 @@ class FusedProgram:
                                len(tensors), n_write)
             count = (groups_for(items[0], wg * per) if kind != "tree" else self.shapes[0][1])
             return _Plan(kernel, count if items[0] else 0, layouts, tails, [])
-        pers = tuple(_per_invocation(rt, kind, n)
-                     for (kind, _, _), n in zip(layouts, items, strict=True))
+        spans = tuple((_per_invocation(rt, kind, n),
+                       CPU_ROWS_WG if rt.is_cpu and kind == "rows"
+                       and numel(group.shape) >= CPU_BATCH_SPREAD else WG)
+                      for group, (kind, _, _), n in zip(self.groups, layouts, items,
+                                                        strict=True))
         segments = tuple(zip(self.groups, layouts, strict=True))
-        kernel = rt.kernel(("fused_batch", segments, pers),
-                           lambda: batch_source(segments, pers), len(tensors), n_write)
+        kernel = rt.kernel(("fused_batch", segments, spans),
+                           lambda: batch_source(segments, spans), len(tensors), n_write)
         ends: list[int] = []
-        for n, per in zip(items, pers, strict=True):
+        for n, (per, lanes) in zip(items, spans, strict=True):
             start = ends[-1] if ends else 0
-            if per > 1 and start % WG:  # a looping segment starts on a workgroup
+            if (per > 1 or lanes < WG) and start % WG:  # starts on a workgroup of its own
                 start = ends[-1] = start + WG - start % WG
-            ends.append(start + (n if per == 1 else groups_for(n, WG * per) * WG))
+            ends.append(start + (n if (per, lanes) == (1, WG) else
+                                 groups_for(n, lanes * per) * WG))
         return _Plan(kernel, groups_for(ends[-1], WG), layouts, tails, ends)
 
 
@@ -447,29 +454,33 @@ def wgsl_source(group: FusedGroup, kind: str, classes: str, rank: int, wg: int =
 
 
 def batch_source(segments: Sequence[tuple[FusedGroup, tuple[str, str, int]]],
-                 pers: Sequence[int]) -> str:
-    """The WGSL of several groups in one kernel, each a ``map`` or ``rows`` segment over its
-    own range of invocations: meta words 0.. hold the ranges' cumulative ends, then each
-    segment's words as ``wgsl_source`` lays them out. A segment of ``pers[i]`` > 1 (a
-    large map on a CPU adapter) starts on a workgroup and loops as ``wgsl_source``'s does;
-    the others take one item per invocation and may share a workgroup with a neighbour."""
+                 spans: Sequence[tuple[int, int]]) -> str:
+    """The WGSL of several groups in one kernel, each a ``map``, ``vmap`` or ``rows`` segment
+    over its own range of invocations: meta words 0.. hold the ranges' cumulative ends,
+    then each segment's words as ``wgsl_source`` lays them out. Segment ``i`` computes
+    ``per`` items on each of ``lanes`` invocations of a workgroup (``spans[i]``): one on
+    every invocation, sharing a workgroup with its neighbours, or (a large map looping as
+    ``wgsl_source``'s does, a large reduction on CPU adapters spread over more workgroups
+    as ``CPU_ROWS_WG`` spreads it alone) on whole workgroups of its own."""
     segs = []
     lines = []
     base, first_in, first_out = len(segments), 0, 0
-    for i, ((group, (kind, classes, rank)), per) in enumerate(zip(segments, pers,
-                                                                  strict=True)):
+    for i, ((group, (kind, classes, rank)), (per, lanes)) in enumerate(zip(segments, spans,
+                                                                            strict=True)):
         seg = _segment(group, kind, classes, rank, base, first_in, first_out, str(i))
         segs.append(seg)
         start = f"mu({i - 1}u)" if i else "0u"
         count = _count(kind, base)
         lines.append(f"    if (gid < mu({i}u)) {{")
-        if per == 1:
+        if (per, lanes) == (1, WG):
             lines += [f"        let item = gid - {start};",
                       f"        if (item < {count}) {{ seg{i}(item); }}", "        return;"]
         else:
-            lines += [f"        let first = (gid - {start}) / {WG}u * {WG * per}u + lid;",
+            if lanes < WG:
+                lines.append(f"        if (lid >= {lanes}u) {{ return; }}")
+            lines += [f"        let first = (gid - {start}) / {WG}u * {lanes * per}u + lid;",
                       f"        for (var e = 0u; e < {per}u; e = e + 1u) {{",
-                      f"            let item = first + e * {WG}u;",
+                      f"            let item = first + e * {lanes}u;",
                       f"            if (item >= {count}) {{ return; }}",
                       f"            seg{i}(item);", "        }", "        return;"]
         lines.append("    }")

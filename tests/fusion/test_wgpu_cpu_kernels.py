@@ -184,9 +184,10 @@ def test_vector_maps_match_unfused_and_numpy(shape: tuple[int, int]) -> None:
 
 
 def test_groups_of_very_different_sizes_share_one_dispatch() -> None:
-    """Small maps, a row reduction, and large maps that loop over several elements per
-    invocation (on CPU adapters: each on whole workgroups of its own, after a small segment
-    that ends inside a workgroup), one with a broadcast operand, one in float16."""
+    """Small maps, a small row reduction and a large one (on CPU adapters: spread over
+    workgroups of its own), and large maps that loop over several items per invocation (on
+    CPU adapters: each on whole workgroups of its own, after a small segment that ends
+    inside a workgroup), one with a broadcast operand, one in float16."""
     big = WG * CPU_MAP_PER_INVOCATION * CPU_MAP_MIN_GROUPS
     rng = np.random.default_rng(11)
     small = rng.standard_normal((7, 9)).astype(np.float32)
@@ -194,22 +195,23 @@ def test_groups_of_very_different_sizes_share_one_dispatch() -> None:
     row = rng.standard_normal((wide.shape[1],)).astype(np.float32)
     long = rng.standard_normal((big + 77,)).astype(np.float32)
     tail = rng.standard_normal((33,)).astype(np.float32)
+    tall = rng.standard_normal((64, 301)).astype(np.float32)
     half = RT.has_f16
-    ts = [Tensor.from_data(v, backend=F) for v in (small, wide, row, long, tail)]
+    ts = [Tensor.from_data(v, backend=F) for v in (small, wide, row, long, tail, tall)]
     if half:
         ts[3] = ts[3].cast("float16")
     F.sync(DEV)
     F.stats.reset()
     before = RT.stats["dispatches"]
     outs = [(ts[0] * 1.5).exp() - ts[0], ts[1] * ts[2] + 0.5, (ts[0] + 2.0).sum(dim=1),
-            (ts[3] * 0.5).tanh(), ts[4] * ts[4] - 1.0]
+            (ts[3] * 0.5).tanh(), ts[4] * ts[4] - 1.0, (ts[5] * ts[5]).sum(dim=0)]
     F.sync(DEV)
     assert RT.stats["dispatches"] - before == 1
     assert F.stats.kernels == 1 and F.stats.fallback_ops == 0
     assert _per_invocation(RT, "map", wide.size) == (CPU_MAP_PER_INVOCATION if RT.is_cpu else 1)
     longv = long.astype(np.float16).astype(np.float32) if half else long
     wants = [np.exp(small * 1.5) - small, wide * row + 0.5, (small + 2).sum(1),
-             np.tanh(longv * 0.5), tail * tail - 1]
+             np.tanh(longv * 0.5), tail * tail - 1, (tall * tall).sum(0)]
     for out, want in zip(outs, wants, strict=True):
         got = out.to_numpy().astype(np.float32)
         tol = 2e-3 if got.size == long.size and half else 1e-5
