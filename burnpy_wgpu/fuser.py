@@ -35,7 +35,7 @@ from burnpy_wgpu.dtypes import compute_type, storage_type
 from burnpy_wgpu.errors import WgpuError, WgpuLimitError
 from burnpy_wgpu.kernels.common import WG, entry, groups_for, header, hoist_params, load, store_cast
 from burnpy_wgpu.kernels.elementwise import alloc_tensor, classify, coalesce, strided_indices
-from burnpy_wgpu.kernels.matmul import Epilogue, matmul_epilogue, meta_words
+from burnpy_wgpu.kernels.matmul import Epilogue, matmul_epilogue, meta_words, vector_epilogues
 from burnpy_wgpu.kernels.reduce import IDENTITY
 from burnpy_wgpu.kernels.wgsl_math import library
 from burnpy_wgpu.runtime import WgpuRuntime, f32_bits, runtime_for
@@ -327,7 +327,7 @@ class FusedMatmul:
     def __init__(self, group: FusedGroup, operand: int) -> None:
         self.group = group
         self.operand = operand
-        self.plans: dict[tuple[Any, ...], tuple[str, int, list[int]]] = {}
+        self.plans: dict[tuple[Any, ...], tuple[str, int, list[int], bool]] = {}
 
     def __call__(self, inputs: Sequence[Any], scalars: Sequence[float | int | bool]
                  ) -> tuple[Any, ...]:
@@ -336,13 +336,18 @@ class FusedMatmul:
         rt: WgpuRuntime = lhs.runtime
         outs = [alloc_tensor(rt, group.shape, group.ops[j].dtype.numpy) for j in group.outputs]
         tensors: list[WgpuTensor | None] = [*rest[:operand], None, *rest[operand:]]
-        key = (rt.device_id, *[(t.shape, t.strides) for t in rest])
+        key = (rt.device_id, *[(t.shape, t.strides, t.offset & 3) for t in rest])
         layout = self.plans.get(key)
         if layout is None:
             if len(self.plans) >= _PLAN_CACHE:
                 self.plans.clear()
-            layout = self.plans[key] = _layout(group, tensors)
-        classes, rank, tail = layout
+            classes, rank, tail = _layout(group, tensors)
+            vector = (vector_epilogues(rt, group.shape[-1])
+                      and _vector_classes(group, classes, tensors) is not None)
+            if vector:
+                classes = _vector_classes(group, classes, tensors) or classes
+            layout = self.plans[key] = (classes, rank, tail, vector)
+        classes, rank, tail, vector = layout
         words = [f32_bits(float(x)) if dt.is_float else int(x)
                  for x, dt in zip(scalars, group.scalars, strict=True)]
         meta = [numel(group.shape), 1, 1, 1, *words,
@@ -356,14 +361,15 @@ class FusedMatmul:
             base = meta_words(batch_rank)
             if base + len(meta) > _META_WORDS:
                 raise WgpuLimitError(f"fused matmul needs {base + len(meta)} parameter words")
-            seg = _segment(group, "epilogue", classes, rank, base, 2, 0, "_e", operand)
+            seg = (_vector_segment(group, classes, rank, base, 2, 0, "_e", operand) if vector
+                   else _segment(group, "epilogue", classes, rank, base, 2, 0, "_e", operand))
             code = library(tuple(sorted(seg.funcs))) + seg.code  # f16 in it enables f16
-            return Epilogue(code, tuple(seg.reads), tuple(seg.writes))
+            return Epilogue(code, tuple(seg.reads), tuple(seg.writes), vector)
 
         if meta_words(len(lhs.shape) - 2) + len(meta) > _META_WORDS:
             raise WgpuLimitError("fused matmul: too many parameter words")
-        matmul_epilogue(lhs, rhs, (group, operand, classes, rank), epilogue, rest, outs,
-                        lambda _: meta)
+        matmul_epilogue(lhs, rhs, (group, operand, classes, rank, vector), epilogue, rest, outs,
+                        lambda _: meta, vector)
         return tuple(outs)
 
 
@@ -413,15 +419,17 @@ def _per_invocation(rt: WgpuRuntime, kind: str, items: int) -> int:
     return 1
 
 
-def _vector_classes(group: FusedGroup, classes: str, tensors: Sequence[WgpuTensor]
+def _vector_classes(group: FusedGroup, classes: str, tensors: Sequence[WgpuTensor | None]
                     ) -> str | None:
     """The layout classes of a ``vmap`` of ``group``: ``v`` for a contiguous 32-bit input
-    starting on a ``vec4`` (read 4 elements at a time), the others as they were; None when
-    an output is not 32-bit (outputs are written as ``vec4``s)."""
+    starting on a ``vec4`` (read 4 elements at a time), the others as they were (None, an
+    epilogue's product, too); None when an output is not 32-bit (outputs are written as
+    ``vec4``s)."""
     if any(_st(group.ops[j].dtype) == "f16" for j in group.outputs):
         return None
-    return "".join("v" if cls == "c" and _st(desc.dtype) != "f16" and t.offset % 4 == 0
-                   else cls for cls, t, desc in zip(classes, tensors, group.inputs, strict=True))
+    return "".join("v" if cls == "c" and t is not None and _st(desc.dtype) != "f16"
+                   and t.offset % 4 == 0 else cls
+                   for cls, t, desc in zip(classes, tensors, group.inputs, strict=True))
 
 
 def _count(kind: str, base: int) -> str:
@@ -602,11 +610,12 @@ def _op_lines(group: FusedGroup, values: dict[Ref, tuple[str, str]], funcs: set[
 
 
 def _vector_segment(group: FusedGroup, classes: str, rank: int, base: int, first_in: int,
-                    first_out: int, tag: str) -> _Seg:
+                    first_out: int, tag: str, given: int | None = None) -> _Seg:
     """``_segment`` for a ``vmap``: ``elem{tag}(q)`` computes elements ``4q .. 4q + 3`` (the
     last ``vec4`` past the end too: slabs are whole ``vec4``s and the output's own), reading
     inputs of class ``v`` (contiguous, ``vec4``-aligned, 32-bit) and writing every output as
-    one ``vec4``: llvmpipe moves a ``vec4`` for about the cost of two scalars."""
+    one ``vec4``: llvmpipe moves a ``vec4`` for about the cost of two scalars. With input
+    ``given`` (a product's 4 values, ``mm``) it is a vector epilogue: ``epi4(lin, mm)``."""
     scalar_base = base + _FIXED
     offset_base = scalar_base + len(group.scalars)
     shape_base = offset_base + len(group.inputs)
@@ -625,7 +634,13 @@ def _vector_segment(group: FusedGroup, classes: str, rank: int, base: int, first
     per_comp: list[dict[Ref, tuple[str, str]]] = [{} for _ in range(4)]
     for k, desc in enumerate(group.inputs):
         cls, st, ct = classes[k], _st(desc.dtype), _ct(desc.dtype)
-        buf = f"in{first_in + k}"
+        if k == given:  # rounded as storing the product's result would round it
+            for c in range(4):
+                value = f"f32(f16(mm[{c}]))" if desc.dtype is DType.float16 else f"mm[{c}]"
+                body.append(f"    let v{k}_{c} = {value};")
+                per_comp[c][Ref("input", k)] = (f"v{k}_{c}", ct)
+            continue
+        buf = f"in{first_in + k - (given is not None and k > given)}"
         reads.append(f"vec4<{st}>" if cls == "v" else st)
         if cls == "v":
             body.append(f"    let w{k} = {buf}[mu({offset_base + k}u) / 4u + q];")
@@ -650,8 +665,12 @@ def _vector_segment(group: FusedGroup, classes: str, rank: int, base: int, first
         parts = ", ".join(store_cast(f"t{j}_{c}", st, ct) for c in range(4))
         body.append(f"    out{first_out + slot}[q] = vec4<{st}>({parts});")
         writes.append(f"vec4<{st}>")
-    code = (f"\nfn elem{tag}(q: u32) {{\n" + "\n".join(body) + "\n}\n"
-            f"\nfn seg{tag}(q: u32) {{ elem{tag}(q); }}\n")
+    if given is None:
+        code = (f"\nfn elem{tag}(q: u32) {{\n" + "\n".join(body) + "\n}\n"
+                f"\nfn seg{tag}(q: u32) {{ elem{tag}(q); }}\n")
+    else:
+        code = (f"\nfn elem{tag}(q: u32, mm: vec4<f32>) {{\n" + "\n".join(body) + "\n}\n"
+                f"\nfn epi4(lin: u32, mm: vec4<f32>) {{ elem{tag}(lin / 4u, mm); }}\n")
     f16 = any(d.dtype is DType.float16 for d in group.inputs) or any(
         op.dtype is DType.float16 for op in group.ops)
     words = _FIXED + len(group.scalars) + len(group.inputs) + (rank * (1 + len(general))

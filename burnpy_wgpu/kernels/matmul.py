@@ -105,11 +105,14 @@ class Epilogue(NamedTuple):
     ``code`` defining ``fn epi(lin: u32, mm: f32)``, called with each output element's
     row-major index and value instead of storing it; the element types of the extra tensors
     it reads (bound from ``in2``) and writes (bound from ``out0``); its meta words follow
-    the product's (``meta_words``)."""
+    the product's (``meta_words``). A ``vector`` epilogue defines ``fn epi4(lin: u32, mm:
+    vec4<f32>)`` instead, for 4 adjacent elements of a row from ``lin`` (a multiple of 4;
+    the subgroup kernel, where the row length is a multiple of 4)."""
 
     code: str
     reads: tuple[str, ...]
     writes: tuple[str, ...]
+    vector: bool = False
 
 
 def meta_words(batch_rank: int) -> int:
@@ -134,11 +137,12 @@ def _header(st: str, out_store: str, extra: str, epilogue: Epilogue | None) -> s
 
 def matmul_epilogue(lhs: WgpuTensor, rhs: WgpuTensor, key: Any, epilogue: Callable[[int], Epilogue],
                     reads: Sequence[WgpuTensor], writes: Sequence[WgpuTensor],
-                    words: Callable[[int], list[int]]) -> None:
+                    words: Callable[[int], list[int]], vector: bool = False) -> None:
     """``lhs @ rhs`` (same ndim >= 2, contiguous-result order) with every output element
     handed to an epilogue instead of stored: ``epilogue(batch_rank)`` builds it (cached under
     ``key``), it reads ``reads`` and writes ``writes``, and ``words(batch_rank)`` gives its
-    meta words."""
+    meta words. A ``vector`` epilogue (``Epilogue.vector``) needs the subgroup kernel
+    (``vector_epilogues``)."""
     rt: WgpuRuntime = lhs.runtime
     m, k = lhs.shape[-2:]
     n = rhs.shape[-1]
@@ -151,6 +155,8 @@ def matmul_epilogue(lhs: WgpuTensor, rhs: WgpuTensor, key: Any, epilogue: Callab
     b_bst = broadcast_view(rhs.shape[:-2], rhs.strides[:-2], batch)
     src = (storage_type(lhs.dtype), compute_type(lhs.dtype))
     n_read, n_write = 2 + len(reads), len(writes)
+    if vector and not vector_epilogues(rt, n):
+        raise WgpuError("a vector epilogue needs the subgroup kernel and rows of 4k elements")
     if rt.is_cpu and subgroup_lanes(rt) == SUBGROUP:
         sg = _subgroup_tile(m)
         vec = _vec_layout(lhs, rhs, a_bst, b_bst)
@@ -324,6 +330,12 @@ class SubgroupTile(NamedTuple):
     unroll: int
 
 
+def vector_epilogues(rt: WgpuRuntime, n: int) -> bool:
+    """Whether a product of ``n`` columns on ``rt`` may take a ``vector`` epilogue: the
+    subgroup kernel runs it (a lane's 4 columns are adjacent) and rows hold whole ``vec4``s."""
+    return rt.is_cpu and n % 4 == 0 and subgroup_lanes(rt) == SUBGROUP
+
+
 def _subgroup_tile(m: int) -> SubgroupTile:
     """The subgroup kernel's tile for ``m`` rows: 32 rows (128 accumulators a lane measured
     best on llvmpipe), 16 for a short product where most of 32 would be clamped copies."""
@@ -456,6 +468,15 @@ def _subgroup_source(src: tuple[str, str], out_store: str, batch_rank: int,
         lines += [f"    if (m0 + {i}u < M && n0 + {j}u < N) {{ "
                   + _store(f"acc{i}_{j}", f"(m0 + {i}u)", f"(n0 + {j}u)", out_store, acc, None)
                   + " }" for i in range(rows) for j in range(cols)]
+    elif epilogue.vector:  # a loop over the tile's rows, each 4 adjacent elements at once
+        lines.append(f"    var tile: array<vec4<f32>, {rows}>;")
+        lines += [f"    tile[{i}] = vec4<f32>("
+                  + ", ".join(f"f32(acc{i}_{j})" for j in range(cols)) + ");"
+                  for i in range(rows)]
+        lines += [f"    for (var i = 0u; i < {rows}u; i = i + 1u) {{",
+                  "        let row = m0 + i;",
+                  "        if (row < M && n0 < N) { "
+                  "epi4((mu(10u) + wid.z) * M * N + row * N + n0, tile[i]); }", "    }"]
     else:  # a loop over the tile: the epilogue's code once, not inlined per element
         lines.append(f"    var tile: array<f32, {rows * cols}>;")
         lines += [f"    tile[{i * cols + j}] = f32(acc{i}_{j});"

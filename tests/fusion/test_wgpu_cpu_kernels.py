@@ -242,6 +242,43 @@ def test_matmul_tails_match_numpy(m: int, k: int, n: int, cpu_matmul: str) -> No
     np.testing.assert_allclose(fused, np.tanh(a @ b + bias) * 2.0, rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+@pytest.mark.parametrize(("a_shape", "b_shape"), [((2, 37, 12), (2, 12, 24)), ((5, 16), (16, 8)),
+                                                  ((64, 9), (9, 44))])
+def test_vector_epilogues_match_unfused_and_numpy(dtype: str, a_shape: tuple[int, ...],
+                                                  b_shape: tuple[int, ...]) -> None:
+    """A product whose rows are whole ``vec4``s hands its epilogue 4 adjacent elements at a
+    time (subgroup kernel): batched, rows not a multiple of the tile's, a bias broadcast
+    along the rows, a residual read as ``vec4``s, a slice off a ``vec4``; in float16 (not a
+    32-bit output: one element at a time)."""
+    if dtype == "float16" and not RT.has_f16:
+        pytest.skip("this WebGPU adapter lacks shader-f16")
+    rng = np.random.default_rng(sum(a_shape))
+    a = rng.standard_normal(a_shape).astype(dtype)
+    b = rng.standard_normal(b_shape).astype(dtype)
+    n = b_shape[-1]
+    bias = rng.standard_normal((n,)).astype(dtype)
+    out_shape = (*a_shape[:-1], n)
+    res = rng.standard_normal(out_shape).astype(dtype)
+    flat = rng.standard_normal(int(np.prod(out_shape)) + 1).astype(dtype)
+
+    def run(backend: type) -> list[np.ndarray]:
+        at, bt, biast, rest, flatt = (Tensor.from_data(v, backend=backend)
+                                      for v in (a, b, bias, res, flat))
+        first = ((at @ bt + biast).tanh() * 2.0 + rest).to_numpy()
+        second = ((at @ bt) * flatt[1:].reshape(out_shape) - 1.0).to_numpy()
+        return [first, second]
+
+    fused, plain = run(F), run(WgpuBackend)
+    prod = a.astype(np.float32) @ b.astype(np.float32)
+    wants = [np.tanh(prod + bias) * 2.0 + res, prod * flat[1:].reshape(out_shape) - 1.0]
+    tol = 2e-2 if dtype == "float16" else 1e-4
+    for got, same, want in zip(fused, plain, wants, strict=True):
+        np.testing.assert_allclose(got.astype(np.float32), same.astype(np.float32),
+                                   rtol=1e-3 if dtype == "float16" else 1e-6, atol=1e-3)
+        np.testing.assert_allclose(got.astype(np.float32), want, rtol=tol, atol=tol)
+
+
 def _live_slabs() -> int:
     pool = RT.pool
     return len(pool.slabs) - sum(map(len, pool.free.values())) - sum(
