@@ -10,6 +10,8 @@ value the closing reduction folds. Three entry points call it:
   several elements per invocation, and maps with 32-bit outputs run as ``vmap``s, each work
   item 4 adjacent elements moved as ``vec4``s;
 - ``rows``: one invocation per reduction output, looping over the reduced dim (many outputs);
+  on CPU adapters a float32 sum or mean whose outputs lie in adjacent fours runs as ``vrows``,
+  each work item 4 outputs folded as ``vec4``s;
 - ``tree``: one workgroup per reduction output, a strided loop per invocation and a tree in
   workgroup memory (few outputs, a full reduction).
 
@@ -264,8 +266,8 @@ class FusedProgram:
         tails: list[list[int]] = []
         items: list[int] = []
         t = 0
-        for group, (kind, n_out, size, _), (n_in, _) in zip(self.groups, self.shapes,
-                                                            self.counts, strict=True):
+        for group, (kind, n_out, size, inner), (n_in, _) in zip(self.groups, self.shapes,
+                                                                self.counts, strict=True):
             classes, rank, tail = _layout(group, tensors[t:t + n_in])
             t += n_in
             if kind == "tree" and (len(self.groups) > 1 or (rt.is_cpu and (
@@ -273,10 +275,12 @@ class FusedProgram:
                 kind = "rows"  # on a CPU adapter barriers are coroutine switches: a loop is
                 #                cheaper; in a batch every group is one invocation per item
             n = numel(group.shape)
-            if kind == "map" and rt.is_cpu and n >= CPU_VEC_MIN_ELEMENTS:
+            if rt.is_cpu and n >= CPU_VEC_MIN_ELEMENTS and (kind == "map" or (
+                    kind == "rows" and _vector_rows(group, inner))):
                 vector = _vector_classes(group, classes, tensors[t - n_in:t])
                 if vector is not None:
-                    kind, classes, n = "vmap", vector, -(-n // 4)
+                    kind, classes = "v" + kind, vector
+                    n, n_out = -(-n // 4), n_out // 4
             layouts.append((kind, classes, rank))
             tails.append(tail)
             items.append(n if kind in ("map", "vmap") else n_out)
@@ -293,7 +297,7 @@ class FusedProgram:
                                  f"this adapter allows {limit}")
         if len(self.groups) == 1:
             group, (kind, classes, rank) = self.groups[0], layouts[0]
-            wg = CPU_ROWS_WG if rt.is_cpu and kind == "rows" else WG
+            wg = CPU_ROWS_WG if rt.is_cpu and kind in ("rows", "vrows") else WG
             per = _per_invocation(rt, kind, items[0])
             kernel = rt.kernel(("fused", kind, group, classes, rank, wg, per),
                                lambda: wgsl_source(group, kind, classes, rank, wg, per),
@@ -301,7 +305,7 @@ class FusedProgram:
             count = (groups_for(items[0], wg * per) if kind != "tree" else self.shapes[0][1])
             return _Plan(kernel, count if items[0] else 0, layouts, tails, [])
         spans = tuple((_per_invocation(rt, kind, n),
-                       CPU_ROWS_WG if rt.is_cpu and kind == "rows"
+                       CPU_ROWS_WG if rt.is_cpu and kind in ("rows", "vrows")
                        and numel(group.shape) >= CPU_BATCH_SPREAD else WG)
                       for group, (kind, _, _), n in zip(self.groups, layouts, items,
                                                         strict=True))
@@ -434,19 +438,28 @@ def _vector_classes(group: FusedGroup, classes: str, tensors: Sequence[WgpuTenso
 
 def _count(kind: str, base: int) -> str:
     """The WGSL count of a segment's work items whose meta words start at ``base``."""
-    return {"map": f"mu({base}u)", "vmap": f"((mu({base}u) + 3u) / 4u)"}.get(
-        kind, f"mu({base + 1}u)")
+    return {"map": f"mu({base}u)", "vmap": f"((mu({base}u) + 3u) / 4u)",
+            "vrows": f"(mu({base + 1}u) / 4u)"}.get(kind, f"mu({base + 1}u)")
+
+
+def _vector_rows(group: FusedGroup, inner: int) -> bool:
+    """Whether ``group``'s closing reduction may run as ``vrows``: 4 adjacent outputs per
+    work item (``inner``, the size of the dims after the reduced one, a multiple of 4), a
+    float32 sum or mean (Kahan-compensated per lane as ``rows`` does)."""
+    red = group.reduction
+    return (red is not None and red.name in ("sum", "mean") and inner % 4 == 0
+            and _st(red.dtype) == "f32")
 
 
 def wgsl_source(group: FusedGroup, kind: str, classes: str, rank: int, wg: int = WG,
                 per: int = 1) -> str:
-    """The WGSL of ``group`` as a ``kind`` kernel (``map``, ``vmap``, ``rows`` or ``tree``)
-    whose inputs have layout ``classes`` (``c`` contiguous, ``v`` contiguous read as ``vec4``s,
-    ``s`` one element, ``g`` general over ``rank`` merged dims), ``wg`` invocations per
-    workgroup (``tree``: always ``WG``) and, for a ``map`` or ``vmap``, ``per`` items per
-    invocation (``wg`` apart, so lanes stay adjacent). Meta words:
-    element count, reduction outputs, reduced size, inner size, the scalars, the inputs'
-    offsets, then the merged shape and each general input's strides."""
+    """The WGSL of ``group`` as a ``kind`` kernel (``map``, ``vmap``, ``rows``, ``vrows`` or
+    ``tree``) whose inputs have layout ``classes`` (``c`` contiguous, ``v`` contiguous read
+    as ``vec4``s, ``s`` one element, ``g`` general over ``rank`` merged dims), ``wg``
+    invocations per workgroup (``tree``: always ``WG``) and, for a ``map`` or ``vmap``,
+    ``per`` items per invocation (``wg`` apart, so lanes stay adjacent). Meta words: element
+    count, reduction outputs, reduced size, inner size, the scalars, the inputs' offsets,
+    then the merged shape and each general input's strides."""
     seg = _segment(group, kind, classes, rank, 0, 0, 0, "")
     red = group.reduction
     if red is None and per > 1:
@@ -454,7 +467,7 @@ def wgsl_source(group: FusedGroup, kind: str, classes: str, rank: int, wg: int =
                 f"    for (var e = 0u; e < {per}u; e = e + 1u) {{\n"
                 f"        let i = first + e * {wg}u;\n"
                 f"        if (i >= {_count(kind, 0)}) {{ return; }}\n        seg(i);\n    }}")
-    elif red is None or kind == "rows":
+    elif red is None or kind in ("rows", "vrows"):
         main = f"    if (gid >= {_count(kind, 0)}) {{ return; }}\n    seg(gid);"
     else:
         main = _tree_entry(red.name, _ct(red.dtype), _st(red.dtype), f"out{len(seg.writes) - 1}")
@@ -528,7 +541,7 @@ def _segment(group: FusedGroup, kind: str, classes: str, rank: int, base: int,
     outputs from ``in{first_in}`` and ``out{first_out}``. Input ``given`` (a product's
     result) is not read from memory: it is ``epi(lin, mm)``'s argument ``mm`` (kind
     ``epilogue``), and the later inputs take its binding."""
-    if kind == "vmap":
+    if kind in ("vmap", "vrows"):
         return _vector_segment(group, classes, rank, base, first_in, first_out, tag)
     scalar_base = base + _FIXED
     offset_base = scalar_base + len(group.scalars)
@@ -665,7 +678,15 @@ def _vector_segment(group: FusedGroup, classes: str, rank: int, base: int, first
         parts = ", ".join(store_cast(f"t{j}_{c}", st, ct) for c in range(4))
         body.append(f"    out{first_out + slot}[q] = vec4<{st}>({parts});")
         writes.append(f"vec4<{st}>")
-    if given is None:
+    red = group.reduction
+    if red is not None:  # vrows: the 4 values the reduction folds
+        parts = ", ".join(_convert(*per_comp[c][red.operand], "f32") for c in range(4))
+        body.append(f"    return vec4<f32>({parts});")
+        writes.append("vec4<f32>")
+        code = (f"\nfn elem{tag}(q: u32) -> vec4<f32> {{\n" + "\n".join(body) + "\n}\n"
+                + _vector_rows_function(red.name, f"out{first_out + len(writes) - 1}", base,
+                                        tag))
+    elif given is None:
         code = (f"\nfn elem{tag}(q: u32) {{\n" + "\n".join(body) + "\n}\n"
                 f"\nfn seg{tag}(q: u32) {{ elem{tag}(q); }}\n")
     else:
@@ -757,6 +778,25 @@ def _rows_function(op: str, acc: str, store: str, out: str, base: int, tag: str)
             "    for (var r = 0u; r < size; r = r + 1u) {",
             f"        let v = elem{tag}(base + r * inner);", *step, "    }",
             f"    {out}[o] = {store_cast(f'({finish}){mean}', store, acc)};", "}"]
+    return "\n" + "\n".join(body) + "\n"
+
+
+def _vector_rows_function(op: str, out: str, base: int, tag: str) -> str:
+    """``seg{tag}(q)``: outputs ``4q .. 4q + 3`` of a float32 sum or mean, adjacent along
+    the dims after the reduced one, folding ``elem{tag}``'s ``vec4``s serially with the
+    Kahan compensation of ``_fold`` per lane."""
+    mean = f" / f32(mu({base + 2}u))" if op == "mean" else ""
+    body = [f"fn seg{tag}(q: u32) {{", f"    let inner = mu({base + 3}u);",
+            f"    let size = mu({base + 2}u);", "    let o = q * 4u;",
+            "    let base = (o / inner) * size * inner + o % inner;",
+            "    var total = vec4<f32>(0.0);", "    var comp = vec4<f32>(0.0);",
+            "    for (var r = 0u; r < size; r = r + 1u) {",
+            f"        let v = elem{tag}((base + r * inner) / 4u);",
+            "        let y = v - comp;", "        let t = total + y;",
+            "        let inf = (bitcast<vec4<u32>>(t) & vec4<u32>(0x7fffffffu)) == "
+            "vec4<u32>(0x7f800000u);",
+            "        comp = select((t - total) - y, vec4<f32>(0.0), inf);", "        total = t;",
+            "    }", f"    {out}[q] = (total - comp){mean};", "}"]
     return "\n" + "\n".join(body) + "\n"
 
 

@@ -38,6 +38,18 @@ def cpu_matmul(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) 
     return str(request.param)
 
 
+def _fused_kinds(keys: set[object]) -> list[str]:
+    """The kinds (``map``, ``vmap``, ``rows``...) of the fused kernels among the runtime's
+    kernel keys ``keys``, a batch's segments one by one."""
+    kinds = []
+    for key in keys:
+        if isinstance(key, tuple) and key[0] == "fused":
+            kinds.append(key[1])
+        elif isinstance(key, tuple) and key[0] == "fused_batch":
+            kinds += [layout[0] for _, layout in key[1]]
+    return kinds
+
+
 def _kernel(body: str, extra: str = "") -> str:
     return header(["f32"], ["f32"], extra) + f"""
 @compute @workgroup_size(64)
@@ -172,15 +184,50 @@ def test_vector_maps_match_unfused_and_numpy(shape: tuple[int, int]) -> None:
     F.sync(DEV)
     kernels = set(RT._kernels)
     fused = chain(F)
-    new = [k for k in set(RT._kernels) - kernels if isinstance(k, tuple) and k[0] == "fused"]
     if RT.is_cpu:
-        assert new and all(k[1] == "vmap" for k in new), new
+        assert set(_fused_kinds(set(RT._kernels) - kernels)) == {"vmap"}
     plain = chain(WgpuBackend)
     s = x * y[1:].reshape(shape) + row - one * 2 + half.astype(np.float32)
     wants = [s, (s * 3).astype(np.int32), s > x, np.exp(s) * x]
     for got, same, want in zip(fused, plain, wants, strict=True):
         np.testing.assert_array_equal(got, same)
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize(("shape", "dim"), [((64, 256), 0), ((3, 50, 12), 1), ((700, 4), 0),
+                                          ((9, 130, 8), 0)])
+def test_vector_row_sums_match_the_scalar_ones_and_numpy(shape: tuple[int, ...], dim: int,
+                                                         monkeypatch: pytest.MonkeyPatch
+                                                         ) -> None:
+    """Sums and means over a dim followed by a multiple of 4 elements fold 4 adjacent outputs
+    per work item (``vrows``, CPU adapters), Kahan-compensated per lane: bit for bit what
+    one output per item gives, with an elementwise output of the group written as ``vec4``s,
+    a broadcast input and a slice off a ``vec4``."""
+    rng = np.random.default_rng(sum(shape))
+    x = (rng.standard_normal(shape) * 10.0 ** rng.integers(-3, 4, shape)).astype(np.float32)
+    y = rng.standard_normal(int(np.prod(shape)) + 3).astype(np.float32)
+    row = rng.standard_normal(shape[-1]).astype(np.float32)
+
+    def run() -> list[np.ndarray]:
+        xt, yt, rt_ = (Tensor.from_data(v, backend=F) for v in (x, y, row))
+        g = xt * yt[3:].reshape(shape) + rt_
+        outs = [g.sum(dim=dim), (xt * 2.0).mean(dim=dim), g]
+        return [o.to_numpy() for o in outs]
+
+    F.sync(DEV)
+    kernels = set(RT._kernels)
+    vector = run()
+    if RT.is_cpu:
+        assert "vrows" in _fused_kinds(set(RT._kernels) - kernels)
+    monkeypatch.setattr("burnpy_wgpu.fuser._vector_rows", lambda group, inner: False)
+    F.clear_plans()
+    scalar = run()
+    for got, same in zip(vector, scalar, strict=True):
+        np.testing.assert_array_equal(got, same)
+    g = x.astype(np.float64) * y[3:].reshape(shape) + row
+    np.testing.assert_allclose(vector[0], g.sum(dim), rtol=1e-5, atol=1e-4)
+    np.testing.assert_allclose(vector[1], (x.astype(np.float64) * 2).mean(dim), rtol=1e-5,
+                               atol=1e-4)
 
 
 def test_groups_of_very_different_sizes_share_one_dispatch() -> None:
