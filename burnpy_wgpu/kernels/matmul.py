@@ -353,6 +353,8 @@ def subgroup_lanes(rt: WgpuRuntime) -> int:
 
 
 def _probe_subgroups(rt: WgpuRuntime) -> int:
+    """Run a kernel writing each invocation's subgroup lane and size; the size where lanes
+    follow the local index in runs of it, else 0 (one readback, once per runtime)."""
     source = header([], ["u32"]) + """
 @compute @workgroup_size(64)
 fn main(@builtin(local_invocation_index) lid: u32,
