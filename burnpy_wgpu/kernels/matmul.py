@@ -436,13 +436,15 @@ def _subgroup_vec_loop(tile: SubgroupTile, vec: tuple[str, str]) -> list[str]:
 
 def _subgroup_source(src: tuple[str, str], out_store: str, batch_rank: int,
                      epilogue: Epilogue | None, tile: SubgroupTile,
-                     vec: tuple[str, str] | None = None) -> str:
+                     vec: tuple[str, str] | None = None, vec_out: bool = False) -> str:
     """The CPU-adapter kernel with subgroups: per k, each lane loads ``rows / 8`` values of
     the left operand and ``cols`` of the right one; the left ones reach every lane through
     ``subgroupBroadcast`` (a register shuffle on llvmpipe, where every memory load is a
     per-lane loop), so a lane loads 2-3x fewer values per multiply-add than the register
     kernel. Out-of-range rows and columns read clamped positions and are not stored. With
-    ``vec`` the operands are bound as ``vec4`` arrays (``_subgroup_vec_loop``)."""
+    ``vec`` the operands are bound as ``vec4`` arrays (``_subgroup_vec_loop``); with
+    ``vec_out`` (float32 rows of whole ``vec4``s from a ``vec4``-aligned start) a lane stores
+    its 4 columns of a row as one ``vec4``."""
     st, acc = src
     rows, cols, lanes = tile.rows, tile.cols, SUBGROUP
     zero = "0.0" if acc == "f32" else f"{acc}(0)"
@@ -466,7 +468,11 @@ def _subgroup_source(src: tuple[str, str], out_store: str, batch_rank: int,
         lines += _subgroup_loop(tile, "0u", "k_main", tile.unroll, st, acc)
         if tile.unroll > 1:
             lines += _subgroup_loop(tile, "k_main", "K", 1, st, acc)
-    if epilogue is None:
+    if epilogue is None and vec_out:
+        lines += [f"    if (m0 + {i}u < M && n0 < N) {{ out0[(o_base + (m0 + {i}u) * N + n0) / 4u]"
+                  " = vec4<f32>(" + ", ".join(f"acc{i}_{j}" for j in range(cols)) + "); }"
+                  for i in range(rows)]
+    elif epilogue is None:
         lines += [f"    if (m0 + {i}u < M && n0 + {j}u < N) {{ "
                   + _store(f"acc{i}_{j}", f"(m0 + {i}u)", f"(n0 + {j}u)", out_store, acc, None)
                   + " }" for i in range(rows) for j in range(cols)]
@@ -493,6 +499,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
 {chr(10).join(lines)}
 }}
 """
+    if vec_out:
+        source = source.replace("var<storage, read_write> out0: array<f32>;",
+                                "var<storage, read_write> out0: array<vec4<f32>>;", 1)
     return hoist_params(_bind_vec4(source) if vec is not None else source)
 
 
@@ -518,9 +527,10 @@ def matmul(lhs: WgpuTensor, rhs: WgpuTensor, out_dtype: np.dtype[Any] | None = N
     if rt.is_cpu and subgroup_lanes(rt) == SUBGROUP:
         sg = _subgroup_tile(m)
         vec = _vec_layout(lhs, rhs, a_bst, b_bst)
-        kernel = rt.kernel(("matmul_subgroup", src, out_store, rank, sg, vec),
-                           lambda: _subgroup_source(src, out_store, rank, None, sg, vec),
-                           2, 1)
+        vec_out = out_store == "f32" and n % 4 == 0 and out_offset % 4 == 0
+        kernel = rt.kernel(("matmul_subgroup", src, out_store, rank, sg, vec, vec_out),
+                           lambda: _subgroup_source(src, out_store, rank, None, sg, vec,
+                                                    vec_out), 2, 1)
         grid_x, grid_y = -(-n // (SUBGROUP * sg.cols)), -(-m // sg.rows)
     elif rt.is_cpu:
         tile = _CPU_SIDE * _CPU_REG
