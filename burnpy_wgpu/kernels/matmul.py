@@ -11,8 +11,9 @@ memory and every ``workgroupBarrier`` is a coroutine switch per SIMD group, so s
 more than it saves: there each invocation accumulates an 8x8 register tile straight from the
 operands (measured 2-5x faster than the staged kernel on llvmpipe). Where the adapter runs
 8-lane subgroups (llvmpipe on AVX2), a subgroup kernel shares the left operand's values
-between lanes by ``subgroupBroadcast`` instead: llvmpipe loads memory one lane at a time, so
-fewer loads per multiply-add pay (measured 1.3-2.4x faster than the register tile on the
+between lanes by ``subgroupBroadcast`` instead, and reads and stores ``vec4``s where layouts
+allow: llvmpipe loads memory one lane at a time (a ``vec4`` for about two scalars' cost), so
+fewer loads per multiply-add pay (measured 1.5-3x faster than the register tile on the
 shapes of a 256-wide MLP and of the GPT example).
 
 Batch dims broadcast through stride-0 views and map to the grid's z dimension (split across
