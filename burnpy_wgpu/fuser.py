@@ -6,8 +6,12 @@ inputs (each broadcast to the shape in the shader, through its own offset and st
 the intermediates in registers, writes only the locals named in ``outputs`` and returns the
 value the closing reduction folds. Three entry points call it:
 
-- ``map``: one invocation per element (no reduction);
+- ``map``: one invocation per element (no reduction); on CPU adapters large maps loop over
+  several elements per invocation, and maps with 32-bit outputs run as ``vmap``s, each work
+  item 4 adjacent elements moved as ``vec4``s;
 - ``rows``: one invocation per reduction output, looping over the reduced dim (many outputs);
+  on CPU adapters a float32 sum or mean whose outputs lie in adjacent fours runs as ``vrows``,
+  each work item 4 outputs folded as ``vec4``s;
 - ``tree``: one workgroup per reduction output, a strided loop per invocation and a tree in
   workgroup memory (few outputs, a full reduction).
 
@@ -33,7 +37,7 @@ from burnpy_wgpu.dtypes import compute_type, storage_type
 from burnpy_wgpu.errors import WgpuError, WgpuLimitError
 from burnpy_wgpu.kernels.common import WG, entry, groups_for, header, hoist_params, load, store_cast
 from burnpy_wgpu.kernels.elementwise import alloc_tensor, classify, coalesce, strided_indices
-from burnpy_wgpu.kernels.matmul import Epilogue, matmul_epilogue, meta_words
+from burnpy_wgpu.kernels.matmul import Epilogue, matmul_epilogue, meta_words, vector_epilogues
 from burnpy_wgpu.kernels.reduce import IDENTITY
 from burnpy_wgpu.kernels.wgsl_math import library
 from burnpy_wgpu.runtime import WgpuRuntime, f32_bits, runtime_for
@@ -53,12 +57,22 @@ CPU_TREE_MIN_SIZE = 8192
 #: computing every element its group fuses in on one core (maps keep ``WG``: more, smaller
 #: workgroups measured slower there).
 CPU_ROWS_WG = 32
+#: ... and in a batch, a reduction of at least this many elements takes that many
+#: invocations of each of its own workgroups (a small one shares one with its neighbours).
+CPU_BATCH_SPREAD = 4096
 #: Elements each invocation of a ``map`` kernel computes on CPU adapters, in a loop (lanes
 #: stay on consecutive elements): llvmpipe pays a fixed cost per workgroup, which one element
 #: per invocation pays once per 256 elements (measured 2-3x slower on 16K-64K elements).
 CPU_MAP_PER_INVOCATION = 16
 #: ... but only while that leaves at least this many workgroups to spread over the threads.
 CPU_MAP_MIN_GROUPS = 8
+#: On CPU adapters a map of at least this many elements whose outputs are 32-bit runs as a
+#: ``vmap``: each work item 4 adjacent elements, contiguous inputs and the outputs moved as
+#: ``vec4``s (llvmpipe loads and stores one lane at a time, a ``vec4`` for about the cost of
+#: two scalars: a 13-op Adam update over 65536 values measured 0.37 -> 0.24 ms) ...
+CPU_VEC_MIN_ELEMENTS = 4 * WG
+#: ... and this many ``vec4``s per invocation while ``CPU_MAP_MIN_GROUPS`` workgroups remain.
+CPU_VEC_PER_INVOCATION = 4
 #: The adapter whose limits bound what a fused kernel may bind.
 _DEFAULT_DEVICE = Device("wgpu", 0)
 #: Parameter words of a dispatch (``runtime.META_SLOT`` bytes).
@@ -132,11 +146,6 @@ class WgslFuser:
     #: logits' bias add, the division with the loss gradient), where B's own run alone.
     composed_ops = frozenset({"softmax", "log_softmax"})
 
-    #: Groups of at most this many elements are batched into one dispatch (``Fusion`` runs
-    #: larger ones alone): a batch saves a dispatch's fixed cost, and on llvmpipe a large
-    #: group in a batch measured up to 2x slower per element than alone.
-    batch_max_elements = 8192
-
     @property
     def max_buffers(self) -> int:
         """Tensors one fused kernel may bind (inputs and outputs): the default adapter's limit
@@ -176,7 +185,10 @@ class WgslFuser:
 
     def compile_batch(self, groups: tuple[FusedGroup, ...]) -> FusedKernel | None:
         """One kernel computing independent ``groups`` (each may have a single op), each
-        over its own range of invocations; None when a group has no inputs."""
+        over its own range of invocations; None when a group has no inputs. Groups of any
+        size batch: a large map keeps its loop over several elements per invocation on its
+        own workgroups, and on llvmpipe a batch measured as fast as its groups alone less
+        the dispatches it saves (about 50 us each)."""
         if not all(g.inputs for g in groups):
             return None
         return FusedProgram(groups)
@@ -184,14 +196,15 @@ class WgslFuser:
 
 class _Plan:
     """A launch over given input layouts: the kernel, its workgroups and, per segment (one
-    group), its layout (input classes and merged rank), its meta tail and its work items."""
+    group), its layout (input classes and merged rank) and its meta tail; for a batch, the
+    cumulative end of each segment's range of workgroups."""
 
-    __slots__ = ("groups", "items", "kernel", "layouts", "tails")
+    __slots__ = ("ends", "groups", "kernel", "layouts", "tails")
 
     def __init__(self, kernel: Any, groups: int, layouts: list[tuple[str, str, int]],
-                 tails: list[list[int]], items: list[int]) -> None:
+                 tails: list[list[int]], ends: list[int]) -> None:
         self.kernel, self.groups, self.layouts = kernel, groups, layouts
-        self.tails, self.items = tails, items
+        self.tails, self.ends = tails, ends
 
 
 class FusedProgram:
@@ -226,12 +239,7 @@ class FusedProgram:
         plan = self._plan(rt, tensors)
         if plan.groups == 0:
             return tuple(outs)
-        meta: list[int] = []
-        if len(self.groups) > 1:
-            end = 0
-            for items in plan.items:
-                end += items
-                meta.append(end)
+        meta: list[int] = list(plan.ends)
         t = v = 0
         for group, (_, n_out, size, inner), tail, (n_in, n_sc) in zip(
                 self.groups, self.shapes, plan.tails, self.counts, strict=True):
@@ -245,7 +253,7 @@ class FusedProgram:
         return tuple(outs)
 
     def _plan(self, rt: WgpuRuntime, tensors: Sequence[WgpuTensor]) -> _Plan:
-        key = (rt.device_id, *[(t.shape, t.strides) for t in tensors])
+        key = (rt.device_id, *[(t.shape, t.strides, t.offset & 3) for t in tensors])
         plan = self.plans.get(key)
         if plan is None:
             if len(self.plans) >= _PLAN_CACHE:
@@ -258,17 +266,24 @@ class FusedProgram:
         tails: list[list[int]] = []
         items: list[int] = []
         t = 0
-        for group, (kind, n_out, size, _), (n_in, _) in zip(self.groups, self.shapes,
-                                                            self.counts, strict=True):
+        for group, (kind, n_out, size, inner), (n_in, _) in zip(self.groups, self.shapes,
+                                                                self.counts, strict=True):
             classes, rank, tail = _layout(group, tensors[t:t + n_in])
             t += n_in
             if kind == "tree" and (len(self.groups) > 1 or (rt.is_cpu and (
                     n_out > CPU_TREE_MAX_OUTPUTS or size < CPU_TREE_MIN_SIZE))):
                 kind = "rows"  # on a CPU adapter barriers are coroutine switches: a loop is
                 #                cheaper; in a batch every group is one invocation per item
+            n = numel(group.shape)
+            if rt.is_cpu and n >= CPU_VEC_MIN_ELEMENTS and (kind == "map" or (
+                    kind == "rows" and _vector_rows(group, inner))):
+                vector = _vector_classes(group, classes, tensors[t - n_in:t])
+                if vector is not None:
+                    kind, classes = "v" + kind, vector
+                    n, n_out = -(-n // 4), n_out // 4
             layouts.append((kind, classes, rank))
             tails.append(tail)
-            items.append(numel(group.shape) if kind == "map" else n_out)
+            items.append(n if kind in ("map", "vmap") else n_out)
         words = sum(_FIXED + len(g.scalars) + len(g.inputs) + len(tail)
                     for g, tail in zip(self.groups, tails, strict=True))
         words += len(self.groups) if len(self.groups) > 1 else 0
@@ -282,17 +297,29 @@ class FusedProgram:
                                  f"this adapter allows {limit}")
         if len(self.groups) == 1:
             group, (kind, classes, rank) = self.groups[0], layouts[0]
-            wg = CPU_ROWS_WG if rt.is_cpu and kind == "rows" else WG
+            wg = CPU_ROWS_WG if rt.is_cpu and kind in ("rows", "vrows") else WG
             per = _per_invocation(rt, kind, items[0])
             kernel = rt.kernel(("fused", kind, group, classes, rank, wg, per),
                                lambda: wgsl_source(group, kind, classes, rank, wg, per),
                                len(tensors), n_write)
             count = (groups_for(items[0], wg * per) if kind != "tree" else self.shapes[0][1])
-            return _Plan(kernel, count if items[0] else 0, layouts, tails, items)
+            return _Plan(kernel, count if items[0] else 0, layouts, tails, [])
+        spans = tuple((_per_invocation(rt, kind, n),
+                       CPU_ROWS_WG if rt.is_cpu and kind in ("rows", "vrows")
+                       and numel(group.shape) >= CPU_BATCH_SPREAD else WG)
+                      for group, (kind, _, _), n in zip(self.groups, layouts, items,
+                                                        strict=True))
         segments = tuple(zip(self.groups, layouts, strict=True))
-        kernel = rt.kernel(("fused_batch", segments), lambda: batch_source(segments),
-                           len(tensors), n_write)
-        return _Plan(kernel, groups_for(sum(items), WG), layouts, tails, items)
+        kernel = rt.kernel(("fused_batch", segments, spans),
+                           lambda: batch_source(segments, spans), len(tensors), n_write)
+        ends: list[int] = []
+        for n, (per, lanes) in zip(items, spans, strict=True):
+            start = ends[-1] if ends else 0
+            if (per > 1 or lanes < WG) and start % WG:  # starts on a workgroup of its own
+                start = ends[-1] = start + WG - start % WG
+            ends.append(start + (n if (per, lanes) == (1, WG) else
+                                 groups_for(n, lanes * per) * WG))
+        return _Plan(kernel, groups_for(ends[-1], WG), layouts, tails, ends)
 
 
 class FusedMatmul:
@@ -304,7 +331,7 @@ class FusedMatmul:
     def __init__(self, group: FusedGroup, operand: int) -> None:
         self.group = group
         self.operand = operand
-        self.plans: dict[tuple[Any, ...], tuple[str, int, list[int]]] = {}
+        self.plans: dict[tuple[Any, ...], tuple[str, int, list[int], bool]] = {}
 
     def __call__(self, inputs: Sequence[Any], scalars: Sequence[float | int | bool]
                  ) -> tuple[Any, ...]:
@@ -313,13 +340,18 @@ class FusedMatmul:
         rt: WgpuRuntime = lhs.runtime
         outs = [alloc_tensor(rt, group.shape, group.ops[j].dtype.numpy) for j in group.outputs]
         tensors: list[WgpuTensor | None] = [*rest[:operand], None, *rest[operand:]]
-        key = (rt.device_id, *[(t.shape, t.strides) for t in rest])
+        key = (rt.device_id, *[(t.shape, t.strides, t.offset & 3) for t in rest])
         layout = self.plans.get(key)
         if layout is None:
             if len(self.plans) >= _PLAN_CACHE:
                 self.plans.clear()
-            layout = self.plans[key] = _layout(group, tensors)
-        classes, rank, tail = layout
+            classes, rank, tail = _layout(group, tensors)
+            vector = (vector_epilogues(rt, group.shape[-1])
+                      and _vector_classes(group, classes, tensors) is not None)
+            if vector:
+                classes = _vector_classes(group, classes, tensors) or classes
+            layout = self.plans[key] = (classes, rank, tail, vector)
+        classes, rank, tail, vector = layout
         words = [f32_bits(float(x)) if dt.is_float else int(x)
                  for x, dt in zip(scalars, group.scalars, strict=True)]
         meta = [numel(group.shape), 1, 1, 1, *words,
@@ -333,14 +365,15 @@ class FusedMatmul:
             base = meta_words(batch_rank)
             if base + len(meta) > _META_WORDS:
                 raise WgpuLimitError(f"fused matmul needs {base + len(meta)} parameter words")
-            seg = _segment(group, "epilogue", classes, rank, base, 2, 0, "_e", operand)
+            seg = (_vector_segment(group, classes, rank, base, 2, 0, "_e", operand) if vector
+                   else _segment(group, "epilogue", classes, rank, base, 2, 0, "_e", operand))
             code = library(tuple(sorted(seg.funcs))) + seg.code  # f16 in it enables f16
-            return Epilogue(code, tuple(seg.reads), tuple(seg.writes))
+            return Epilogue(code, tuple(seg.reads), tuple(seg.writes), vector)
 
         if meta_words(len(lhs.shape) - 2) + len(meta) > _META_WORDS:
             raise WgpuLimitError("fused matmul: too many parameter words")
-        matmul_epilogue(lhs, rhs, (group, operand, classes, rank), epilogue, rest, outs,
-                        lambda _: meta)
+        matmul_epilogue(lhs, rhs, (group, operand, classes, rank, vector), epilogue, rest, outs,
+                        lambda _: meta, vector)
         return tuple(outs)
 
 
@@ -381,53 +414,100 @@ def _layout(group: FusedGroup, tensors: Sequence[WgpuTensor | None]
 
 # ---- WGSL generation -----------------------------------------------------------------------------
 def _per_invocation(rt: WgpuRuntime, kind: str, items: int) -> int:
-    """Elements per invocation of a ``map`` kernel over ``items`` (``CPU_MAP_PER_INVOCATION``
-    on a CPU adapter when enough workgroups remain, else 1)."""
-    if (kind == "map" and rt.is_cpu
-            and items >= WG * CPU_MAP_PER_INVOCATION * CPU_MAP_MIN_GROUPS):
-        return CPU_MAP_PER_INVOCATION
+    """Items per invocation of a ``map`` or ``vmap`` kernel over ``items``
+    (``CPU_MAP_PER_INVOCATION`` elements or ``CPU_VEC_PER_INVOCATION`` vec4s on a CPU
+    adapter when enough workgroups remain, else 1)."""
+    per = {"map": CPU_MAP_PER_INVOCATION, "vmap": CPU_VEC_PER_INVOCATION}.get(kind, 1)
+    if rt.is_cpu and per > 1 and items >= WG * per * CPU_MAP_MIN_GROUPS:
+        return per
     return 1
+
+
+def _vector_classes(group: FusedGroup, classes: str, tensors: Sequence[WgpuTensor | None]
+                    ) -> str | None:
+    """The layout classes of a ``vmap`` of ``group``: ``v`` for a contiguous 32-bit input
+    starting on a ``vec4`` (read 4 elements at a time), the others as they were (None, an
+    epilogue's product, too); None when an output is not 32-bit (outputs are written as
+    ``vec4``s)."""
+    if any(_st(group.ops[j].dtype) == "f16" for j in group.outputs):
+        return None
+    return "".join("v" if cls == "c" and t is not None and _st(desc.dtype) != "f16"
+                   and t.offset % 4 == 0 else cls
+                   for cls, t, desc in zip(classes, tensors, group.inputs, strict=True))
+
+
+def _count(kind: str, base: int) -> str:
+    """The WGSL count of a segment's work items whose meta words start at ``base``."""
+    return {"map": f"mu({base}u)", "vmap": f"((mu({base}u) + 3u) / 4u)",
+            "vrows": f"(mu({base + 1}u) / 4u)"}.get(kind, f"mu({base + 1}u)")
+
+
+def _vector_rows(group: FusedGroup, inner: int) -> bool:
+    """Whether ``group``'s closing reduction may run as ``vrows``: 4 adjacent outputs per
+    work item (``inner``, the size of the dims after the reduced one, a multiple of 4), a
+    float32 sum or mean (Kahan-compensated per lane as ``rows`` does)."""
+    red = group.reduction
+    return (red is not None and red.name in ("sum", "mean") and inner % 4 == 0
+            and _st(red.dtype) == "f32")
 
 
 def wgsl_source(group: FusedGroup, kind: str, classes: str, rank: int, wg: int = WG,
                 per: int = 1) -> str:
-    """The WGSL of ``group`` as a ``kind`` kernel (``map``, ``rows`` or ``tree``) whose inputs
-    have layout ``classes`` (``c`` contiguous, ``s`` one element, ``g`` general over ``rank``
-    merged dims), ``wg`` invocations per workgroup (``tree``: always ``WG``) and, for a
-    ``map``, ``per`` elements per invocation (``wg`` apart, so lanes stay adjacent). Meta words:
-    element count, reduction outputs, reduced size, inner size, the scalars, the inputs'
-    offsets, then the merged shape and each general input's strides."""
+    """The WGSL of ``group`` as a ``kind`` kernel (``map``, ``vmap``, ``rows``, ``vrows`` or
+    ``tree``) whose inputs have layout ``classes`` (``c`` contiguous, ``v`` contiguous read
+    as ``vec4``s, ``s`` one element, ``g`` general over ``rank`` merged dims), ``wg``
+    invocations per workgroup (``tree``: always ``WG``) and, for a ``map`` or ``vmap``,
+    ``per`` items per invocation (``wg`` apart, so lanes stay adjacent). Meta words: element
+    count, reduction outputs, reduced size, inner size, the scalars, the inputs' offsets,
+    then the merged shape and each general input's strides."""
     seg = _segment(group, kind, classes, rank, 0, 0, 0, "")
     red = group.reduction
     if red is None and per > 1:
         main = (f"    let first = group * {wg * per}u + lid;\n"
                 f"    for (var e = 0u; e < {per}u; e = e + 1u) {{\n"
                 f"        let i = first + e * {wg}u;\n"
-                "        if (i >= mu(0u)) { return; }\n        seg(i);\n    }")
-    elif red is None:
-        main = "    if (gid >= mu(0u)) { return; }\n    seg(gid);"
-    elif kind == "rows":
-        main = "    if (gid >= mu(1u)) { return; }\n    seg(gid);"
+                f"        if (i >= {_count(kind, 0)}) {{ return; }}\n        seg(i);\n    }}")
+    elif red is None or kind in ("rows", "vrows"):
+        main = f"    if (gid >= {_count(kind, 0)}) {{ return; }}\n    seg(gid);"
     else:
         main = _tree_entry(red.name, _ct(red.dtype), _st(red.dtype), f"out{len(seg.writes) - 1}")
     return _assemble([seg], entry(main, wg) if kind != "tree" else main)
 
 
-def batch_source(segments: Sequence[tuple[FusedGroup, tuple[str, str, int]]]) -> str:
-    """The WGSL of several groups in one kernel, each a ``map`` or ``rows`` segment over its
-    own range of invocations: meta words 0.. hold the ranges' cumulative ends, then each
-    segment's words as ``wgsl_source`` lays them out."""
+def batch_source(segments: Sequence[tuple[FusedGroup, tuple[str, str, int]]],
+                 spans: Sequence[tuple[int, int]]) -> str:
+    """The WGSL of several groups in one kernel, each a ``map``, ``vmap`` or ``rows`` segment
+    over its own range of invocations: meta words 0.. hold the ranges' cumulative ends,
+    then each segment's words as ``wgsl_source`` lays them out. Segment ``i`` computes
+    ``per`` items on each of ``lanes`` invocations of a workgroup (``spans[i]``): one on
+    every invocation, sharing a workgroup with its neighbours, or (a large map looping as
+    ``wgsl_source``'s does, a large reduction on CPU adapters spread over more workgroups
+    as ``CPU_ROWS_WG`` spreads it alone) on whole workgroups of its own."""
     segs = []
+    lines = []
     base, first_in, first_out = len(segments), 0, 0
-    for i, (group, (kind, classes, rank)) in enumerate(segments):
+    for i, ((group, (kind, classes, rank)), (per, lanes)) in enumerate(zip(segments, spans,
+                                                                            strict=True)):
         seg = _segment(group, kind, classes, rank, base, first_in, first_out, str(i))
         segs.append(seg)
+        start = f"mu({i - 1}u)" if i else "0u"
+        count = _count(kind, base)
+        lines.append(f"    if (gid < mu({i}u)) {{")
+        if (per, lanes) == (1, WG):
+            lines += [f"        let item = gid - {start};",
+                      f"        if (item < {count}) {{ seg{i}(item); }}", "        return;"]
+        else:
+            if lanes < WG:
+                lines.append(f"        if (lid >= {lanes}u) {{ return; }}")
+            lines += [f"        let first = (gid - {start}) / {WG}u * {lanes * per}u + lid;",
+                      f"        for (var e = 0u; e < {per}u; e = e + 1u) {{",
+                      f"            let item = first + e * {lanes}u;",
+                      f"            if (item >= {count}) {{ return; }}",
+                      f"            seg{i}(item);", "        }", "        return;"]
+        lines.append("    }")
         base += seg.words
         first_in += len(seg.reads)
         first_out += len(seg.writes)
-    lines = ["    if (gid < mu(0u)) { seg0(gid); return; }"]
-    lines += [f"    if (gid < mu({i}u)) {{ seg{i}(gid - mu({i - 1}u)); return; }}"
-              for i in range(1, len(segs))]
     return _assemble(segs, entry("\n".join(lines)))
 
 
@@ -461,6 +541,8 @@ def _segment(group: FusedGroup, kind: str, classes: str, rank: int, base: int,
     outputs from ``in{first_in}`` and ``out{first_out}``. Input ``given`` (a product's
     result) is not read from memory: it is ``epi(lin, mm)``'s argument ``mm`` (kind
     ``epilogue``), and the later inputs take its binding."""
+    if kind in ("vmap", "vrows"):
+        return _vector_segment(group, classes, rank, base, first_in, first_out, tag)
     scalar_base = base + _FIXED
     offset_base = scalar_base + len(group.scalars)
     shape_base = offset_base + len(group.inputs)
@@ -483,17 +565,8 @@ def _segment(group: FusedGroup, kind: str, classes: str, rank: int, base: int,
         binding = first_in + k - (given is not None and k > given)
         body.append(f"    let v{k} = "
                     f"{load(f'in{binding}', index, _st(desc.dtype), _ct(desc.dtype))};")
-    for i, dt in enumerate(group.scalars):
-        word = scalar_base + i
-        ct = _ct(dt)
-        values[Ref("scalar", i)] = ({"f32": f"mf({word}u)", "i32": f"mi({word}u)"}.get(
-            ct, f"mu({word}u)"), ct)
-    for j, op in enumerate(group.ops):
-        expr = _op_expr(op, [values[r] for r in op.operands], funcs)
-        if op.dtype is DType.float16:
-            expr = f"f32(f16({expr}))"
-        body.append(f"    let t{j} = {expr};")
-        values[Ref("local", j)] = (f"t{j}", _ct(op.dtype))
+    values.update(_scalar_values(group, scalar_base))
+    body += _op_lines(group, values, funcs, "")
     for slot, j in enumerate(group.outputs):
         dt = group.ops[j].dtype
         body.append(f"    out{first_out + slot}[lin] = {store_cast(f't{j}', _st(dt), _ct(dt))};")
@@ -522,6 +595,108 @@ def _segment(group: FusedGroup, kind: str, classes: str, rank: int, base: int,
                                                                  if rank else 0)
     return _Seg(code, frozenset(funcs), [_st(d.dtype) for k, d in enumerate(group.inputs)
                                          if k != given], writes, f16, words)
+
+
+def _scalar_values(group: FusedGroup, scalar_base: int) -> dict[Ref, tuple[str, str]]:
+    """The group's scalar arguments as WGSL reads of their meta words, by reference."""
+    values = {}
+    for i, dt in enumerate(group.scalars):
+        word = scalar_base + i
+        ct = _ct(dt)
+        values[Ref("scalar", i)] = ({"f32": f"mf({word}u)", "i32": f"mi({word}u)"}.get(
+            ct, f"mu({word}u)"), ct)
+    return values
+
+
+def _op_lines(group: FusedGroup, values: dict[Ref, tuple[str, str]], funcs: set[str],
+              sfx: str) -> list[str]:
+    """WGSL lines computing the group's ops into ``t{j}{sfx}`` from ``values`` (the inputs'
+    and scalars' names), adding each local to ``values``."""
+    lines = []
+    for j, op in enumerate(group.ops):
+        expr = _op_expr(op, [values[r] for r in op.operands], funcs)
+        if op.dtype is DType.float16:
+            expr = f"f32(f16({expr}))"
+        lines.append(f"    let t{j}{sfx} = {expr};")
+        values[Ref("local", j)] = (f"t{j}{sfx}", _ct(op.dtype))
+    return lines
+
+
+def _vector_segment(group: FusedGroup, classes: str, rank: int, base: int, first_in: int,
+                    first_out: int, tag: str, given: int | None = None) -> _Seg:
+    """``_segment`` for a ``vmap``: ``elem{tag}(q)`` computes elements ``4q .. 4q + 3`` (the
+    last ``vec4`` past the end too: slabs are whole ``vec4``s and the output's own), reading
+    inputs of class ``v`` (contiguous, ``vec4``-aligned, 32-bit) and writing every output as
+    one ``vec4``: llvmpipe moves a ``vec4`` for about the cost of two scalars. With input
+    ``given`` (a product's 4 values, ``mm``) it is a vector epilogue: ``epi4(lin, mm)``."""
+    scalar_base = base + _FIXED
+    offset_base = scalar_base + len(group.scalars)
+    shape_base = offset_base + len(group.inputs)
+    stride_base = shape_base + rank
+    funcs: set[str] = set()
+    general = [k for k, c in enumerate(classes) if c == "g"]
+    body = [f"    var x{k}_{c}: u32;" for k in general for c in range(4)]
+    for c in range(4):  # each element's general indices, in a block of its own
+        if general:
+            body.append("    {")
+            body += ["    " + line for line in strided_indices(
+                f"(q * 4u + {c}u)", classes, rank, offset_base, shape_base, stride_base)]
+            body += [f"        x{k}_{c} = x{k};" for k in general]
+            body.append("    }")
+    reads = []
+    per_comp: list[dict[Ref, tuple[str, str]]] = [{} for _ in range(4)]
+    for k, desc in enumerate(group.inputs):
+        cls, st, ct = classes[k], _st(desc.dtype), _ct(desc.dtype)
+        if k == given:  # rounded as storing the product's result would round it
+            for c in range(4):
+                value = f"f32(f16(mm[{c}]))" if desc.dtype is DType.float16 else f"mm[{c}]"
+                body.append(f"    let v{k}_{c} = {value};")
+                per_comp[c][Ref("input", k)] = (f"v{k}_{c}", ct)
+            continue
+        buf = f"in{first_in + k - (given is not None and k > given)}"
+        reads.append(f"vec4<{st}>" if cls == "v" else st)
+        if cls == "v":
+            body.append(f"    let w{k} = {buf}[mu({offset_base + k}u) / 4u + q];")
+        elif cls == "s":
+            body.append(f"    let v{k} = {load(buf, f'mu({offset_base + k}u)', st, ct)};")
+        for c in range(4):
+            if cls == "s":
+                per_comp[c][Ref("input", k)] = (f"v{k}", ct)
+                continue
+            index = (f"mu({offset_base + k}u) + q * 4u + {c}u" if cls == "c" else f"x{k}_{c}")
+            value = (_convert(f"w{k}[{c}]", st, ct) if cls == "v" else
+                     load(buf, index, st, ct))
+            body.append(f"    let v{k}_{c} = {value};")
+            per_comp[c][Ref("input", k)] = (f"v{k}_{c}", ct)
+    scalars = _scalar_values(group, scalar_base)
+    for c in range(4):
+        per_comp[c].update(scalars)
+        body += _op_lines(group, per_comp[c], funcs, f"_{c}")
+    writes = []
+    for slot, j in enumerate(group.outputs):
+        st, ct = _st(group.ops[j].dtype), _ct(group.ops[j].dtype)
+        parts = ", ".join(store_cast(f"t{j}_{c}", st, ct) for c in range(4))
+        body.append(f"    out{first_out + slot}[q] = vec4<{st}>({parts});")
+        writes.append(f"vec4<{st}>")
+    red = group.reduction
+    if red is not None:  # vrows: the 4 values the reduction folds
+        parts = ", ".join(_convert(*per_comp[c][red.operand], "f32") for c in range(4))
+        body.append(f"    return vec4<f32>({parts});")
+        writes.append("vec4<f32>")
+        code = (f"\nfn elem{tag}(q: u32) -> vec4<f32> {{\n" + "\n".join(body) + "\n}\n"
+                + _vector_rows_function(red.name, f"out{first_out + len(writes) - 1}", base,
+                                        tag))
+    elif given is None:
+        code = (f"\nfn elem{tag}(q: u32) {{\n" + "\n".join(body) + "\n}\n"
+                f"\nfn seg{tag}(q: u32) {{ elem{tag}(q); }}\n")
+    else:
+        code = (f"\nfn elem{tag}(q: u32, mm: vec4<f32>) {{\n" + "\n".join(body) + "\n}\n"
+                f"\nfn epi4(lin: u32, mm: vec4<f32>) {{ elem{tag}(lin / 4u, mm); }}\n")
+    f16 = any(d.dtype is DType.float16 for d in group.inputs) or any(
+        op.dtype is DType.float16 for op in group.ops)
+    words = _FIXED + len(group.scalars) + len(group.inputs) + (rank * (1 + len(general))
+                                                                 if rank else 0)
+    return _Seg(code, frozenset(funcs), reads, writes, f16, words)
 
 
 def _convert(value: str, src: str, dst: str) -> str:
@@ -603,6 +778,25 @@ def _rows_function(op: str, acc: str, store: str, out: str, base: int, tag: str)
             "    for (var r = 0u; r < size; r = r + 1u) {",
             f"        let v = elem{tag}(base + r * inner);", *step, "    }",
             f"    {out}[o] = {store_cast(f'({finish}){mean}', store, acc)};", "}"]
+    return "\n" + "\n".join(body) + "\n"
+
+
+def _vector_rows_function(op: str, out: str, base: int, tag: str) -> str:
+    """``seg{tag}(q)``: outputs ``4q .. 4q + 3`` of a float32 sum or mean, adjacent along
+    the dims after the reduced one, folding ``elem{tag}``'s ``vec4``s serially with the
+    Kahan compensation of ``_fold`` per lane."""
+    mean = f" / f32(mu({base + 2}u))" if op == "mean" else ""
+    body = [f"fn seg{tag}(q: u32) {{", f"    let inner = mu({base + 3}u);",
+            f"    let size = mu({base + 2}u);", "    let o = q * 4u;",
+            "    let base = (o / inner) * size * inner + o % inner;",
+            "    var total = vec4<f32>(0.0);", "    var comp = vec4<f32>(0.0);",
+            "    for (var r = 0u; r < size; r = r + 1u) {",
+            f"        let v = elem{tag}((base + r * inner) / 4u);",
+            "        let y = v - comp;", "        let t = total + y;",
+            "        let inf = (bitcast<vec4<u32>>(t) & vec4<u32>(0x7fffffffu)) == "
+            "vec4<u32>(0x7f800000u);",
+            "        comp = select((t - total) - y, vec4<f32>(0.0), inf);", "        total = t;",
+            "    }", f"    {out}[q] = (total - comp){mean};", "}"]
     return "\n" + "\n".join(body) + "\n"
 
 

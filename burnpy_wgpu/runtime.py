@@ -83,10 +83,13 @@ class WgpuRuntime:
         #: strategy by it.
         self.is_cpu = self.adapter.info["adapter_type"] == "CPU"
         self.has_f16 = "shader-f16" in features
+        #: Whether kernels may call subgroup builtins (the CPU adapter's matmul does).
+        self.has_subgroups = "subgroup" in features
         limits = dict(self.adapter.limits)
         wanted = {k: limits[k] for k in _WANTED_LIMITS if k in limits}
         self.device = self.adapter.request_device_sync(
-            required_features=["shader-f16"] if self.has_f16 else [], required_limits=wanted)
+            required_features=[f for f in ("shader-f16", "subgroup") if f in features],
+            required_limits=wanted)
         self.queue = self.device.queue
         lim = dict(self.device.limits)
         self.max_binding = min(lim["max-storage-buffer-binding-size"], lim["max-buffer-size"])

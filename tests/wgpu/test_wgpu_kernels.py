@@ -13,6 +13,7 @@ from burnpy import Tensor
 from burnpy.backend.dtype import DType
 from burnpy_wgpu import WgpuBackend, WgpuDTypeError
 from burnpy_wgpu.device import adapter_for
+from burnpy_wgpu.kernels.matmul import SUBGROUP, subgroup_lanes
 from burnpy_wgpu.runtime import runtime_for
 
 B = WgpuBackend
@@ -216,14 +217,20 @@ def test_transcendentals_are_accurate_in_relative_terms() -> None:
         np.testing.assert_allclose(got.to_numpy(), want, rtol=2e-6)
 
 
-@pytest.mark.parametrize("cpu_strategy", [True, False])
+@pytest.mark.parametrize("strategy", ["subgroup", "registers", "tiled"])
 @pytest.mark.parametrize(("a_shape", "b_shape"), [
     ((3, 4), (4, 5)), ((2, 1, 70, 33), (1, 3, 33, 65)), ((130, 17), (17, 129)), ((5, 0), (0, 3))])
-def test_matmul_strategies_on_broadcast_batches(cpu_strategy: bool, a_shape: tuple[int, ...],
+def test_matmul_strategies_on_broadcast_batches(strategy: str, a_shape: tuple[int, ...],
                                                b_shape: tuple[int, ...],
                                                monkeypatch: pytest.MonkeyPatch) -> None:
-    """Both the register kernel (CPU adapters) and the workgroup-tiled one (GPUs) run here."""
-    monkeypatch.setattr(runtime_for(DEV), "is_cpu", cpu_strategy)
+    """The CPU adapters' kernels (subgroup broadcasts where the adapter runs 8-lane subgroups,
+    else a register tile) and the GPUs' workgroup-tiled one all run here."""
+    rt = runtime_for(DEV)
+    if strategy == "subgroup" and subgroup_lanes(rt) != SUBGROUP:
+        pytest.skip("this adapter has no 8-lane subgroups")
+    monkeypatch.setattr(rt, "is_cpu", strategy != "tiled")
+    if strategy == "registers":
+        monkeypatch.setitem(rt.tables, "subgroup_lanes", 0)
     a = RNG.standard_normal(a_shape).astype(np.float32)
     b = RNG.standard_normal(b_shape).astype(np.float32)
     b_view = _t(np.ascontiguousarray(np.swapaxes(b, -1, -2))).swap_dims(-1, -2)
