@@ -13,6 +13,7 @@ release it before the handle's could recycle it.
 
 from __future__ import annotations
 
+import heapq
 import itertools
 from typing import Any
 
@@ -39,6 +40,10 @@ class Slab:
         self.size = size
         self.uid = next(_UIDS)
         self.host: np.ndarray | None = None
+
+    def __lt__(self, other: Slab) -> bool:
+        """Older first: a pool's free slabs are heaps by age (``BufferPool.acquire``)."""
+        return self.uid < other.uid
 
 
 class BufferHandle:
@@ -84,18 +89,21 @@ class BufferPool:
 
     def acquire(self, nbytes: int, for_upload: bool = False) -> Slab:
         """A slab of at least ``nbytes``: recycled when one of its size class is free, the
-        most recently freed first (its bind groups are likely cached)."""
+        oldest free one first. Which slabs are free then depends only on the work done, not
+        on the order tensors died in: a training step that repeats gets the same buffers at
+        each step, and its cached bind groups hit (taking the most recently freed slab, a
+        Fusion step's optimizer outputs wandered over a size class and missed 3 a step)."""
         size = size_class(nbytes)
         if not for_upload:
             bucket = self.pending.get(size)
             if bucket:
                 self.reused += 1
-                return bucket.pop()
+                return heapq.heappop(bucket)
         bucket = self.free.get(size)
         if bucket:
             self.free_bytes -= size
             self.reused += 1
-            return bucket.pop()
+            return heapq.heappop(bucket)
         self.allocated += 1
         slab = Slab(self.device.create_buffer(size=size, usage=self.usage), size)
         self.slabs[slab.uid] = slab
@@ -105,9 +113,9 @@ class BufferPool:
         """Take a slab back (called when its last tensor dies)."""
         slab.host = None
         if self.batch_open:
-            self.pending.setdefault(slab.size, []).append(slab)
+            heapq.heappush(self.pending.setdefault(slab.size, []), slab)
         else:
-            self.free.setdefault(slab.size, []).append(slab)
+            heapq.heappush(self.free.setdefault(slab.size, []), slab)
             self.free_bytes += slab.size
 
     def batch_submitted(self) -> bool:
@@ -116,7 +124,9 @@ class BufferPool:
         self.batch_open = False
         for size, slabs in self.pending.items():
             if slabs:
-                self.free.setdefault(size, []).extend(slabs)
+                bucket = self.free.setdefault(size, [])
+                bucket.extend(slabs)
+                heapq.heapify(bucket)
                 self.free_bytes += size * len(slabs)
                 slabs.clear()
         if self.free_bytes <= self.cap_bytes:
@@ -124,7 +134,7 @@ class BufferPool:
         for size in sorted(self.free, reverse=True):
             bucket = self.free[size]
             while bucket and self.free_bytes > self.cap_bytes // 2:
-                slab = bucket.pop()
+                slab = bucket.pop()  # a heap's last item: what remains is still a heap
                 del self.slabs[slab.uid]
                 slab.buffer.destroy()
                 self.free_bytes -= size
