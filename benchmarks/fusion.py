@@ -14,16 +14,14 @@ either backend against 15-18 ms with ``--pinned`` (``benchmarks._timing``'s thre
 arithmetic alone). After the chain section has freed its 16 MB arrays glibc's thresholds have
 risen, so the full run sits between the two.
 
-Final runs (four of each, 21 repeats, a loaded two-core machine; median and range of the ratio
-to CpuBackend): chain 6.07x CpuBackend (5.85-6.26) and 3.86x NumPy (3.77-3.98); gelu-tanh
-0.98x, sigmoid 1.05x, gelu-erf 0.96x; full run MLP 0.98x (0.97-1.00), GPT 0.97x (0.95-0.97),
-digits 0.97x (0.93-0.98); ``--only`` MLP 0.98x, GPT 0.95x, digits 0.96x; ``--pinned`` MLP
-0.98x (0.98-1.01), GPT 0.96x (0.96-0.97), digits 0.96x (0.95-0.99). Nothing in these steps
-reaches the fuser but four adds of the GPT backward (which it declines: both sums are kept,
-no write saved); CpuBackend runs the rest as compiled kernels of its own. What is left is
-Fusion's check per op (0.1-0.4 us, 30-370 ops a step) and, in the GPT step, the recorded
-adds' and unwritten gradients' bookkeeping (with the fuser's floor out of reach the GPT step
-measured 0.98-0.99x pinned, against 0.96-0.97x).
+Final runs (21 repeats, two-core machine; ratio to CpuBackend): chain 6.05-6.34x CpuBackend
+and 3.82-4.07x NumPy; gelu-tanh 0.96-0.97x, sigmoid 1.06-1.08x, gelu-erf 0.95x; full run MLP
+0.99-1.00x, GPT 0.99-1.00x, digits 0.96-0.97x; ``--only`` (a helper's four runs) MLP
+0.98-0.99x, GPT 1.01-1.03x, digits 0.94-0.97x. Nothing in these steps reaches a fused kernel:
+CpuBackend runs attention, GELU, layer norm, cross entropy and Adam as compiled kernels of its
+own, and matmuls are BLAS. The GPT step gains from unwritten zeros (from 8K elements: each
+layer's three padded q, k, v gradients sum into one tensor, written once as a row-major
+array); what is left against plain is one Python frame per op (1.5-3% of the digits step).
 """
 
 from __future__ import annotations

@@ -10,11 +10,11 @@ rate over the timed steps. ``--list`` prints every dispatch of one MLP step, unf
 (kernel and shape), to see what still costs a dispatch.
 Run: ``.venv/bin/python benchmarks/fusion_wgpu.py [--quick] [--list]``
 
-Measured (Mesa 22.3 lavapipe on llvmpipe, 2 shared cores, three runs, median ratio of each):
-the MLP step 82 -> 26 dispatches, 1.58x / 1.72x / 1.70x faster (2x not reached: the eight
-products, the same kernels on both sides, are about half of the fused step's device time, and
-Fusion's recording and flushing cost about 4 ms of Python per step); the MSE/SGD MLP step
-1.17-1.30x; the GPT step 461 -> 224 dispatches, 1.20-1.25x.
+Measured (Mesa 22.3 lavapipe on llvmpipe, 2 cores, the benchmark's median paired ratio over
+four final runs): the MLP step 82 -> 22 dispatches, 2.00x / 1.94x / 1.87x / 1.86x faster
+(fused 6.8-7.7 ms: about 3 ms of Python recording and flushing, the rest device time and the
+dispatches' fixed cost, ~30 us each on lavapipe); the MSE/SGD MLP step 1.28-1.34x; the GPT
+step 461 -> 193 dispatches, 1.33-1.49x.
 """
 
 from __future__ import annotations
