@@ -627,10 +627,20 @@ def _recorder(name: str, spec: Fusable, state: _State) -> Callable[..., Any]:
                 return first
             op_name, operands = ("clamp_max", (0, 2)) if args[1] is None else ("clamp_min",
                                                                                 (0, 1))
-        # the typing depends only on the operands' dtypes (a number's type stands for itself)
-        key = (op_name, *[type(a) if type(a) in PLAIN else a.dtype
-                          for a in [args[p] for p in operands]],
-               args[extra] if typed_by_arg else None)  # type: ignore[index]
+        # the typing depends only on the operands' dtypes (a number's type stands for itself);
+        # one plain loop (a comprehension is a function object per call in Python 3.11)
+        kinds: list[Any] = [op_name]
+        tensors = []
+        for p in operands:
+            a = args[p]
+            kind = type(a)
+            if kind in PLAIN:
+                kinds.append(kind)
+            else:
+                kinds.append(a.dtype)
+                tensors.append(a)
+        kinds.append(args[extra] if typed_by_arg else None)  # type: ignore[index]
+        key = tuple(kinds)
         try:
             typing = accepted[key]
         except KeyError:
@@ -639,7 +649,6 @@ def _recorder(name: str, spec: Fusable, state: _State) -> Callable[..., Any]:
             return eager(*args)
         dtype, first_dtype, handle_dtype = typing
         dim: int | None = None
-        tensors = [a for a in [args[p] for p in operands] if type(a) not in PLAIN]
         if expands:
             shape = tuple(args[extra])  # type: ignore[index]
             _broadcast([first.shape, shape])
@@ -655,9 +664,13 @@ def _recorder(name: str, spec: Fusable, state: _State) -> Callable[..., Any]:
                 shape = tuple(1 if i == dim else s for i, s in enumerate(first.shape))
         elif len(tensors) == 1:
             shape = tuple(tensors[0].shape)
+        elif len(tensors) == 2:
+            shape, second_shape = tuple(tensors[0].shape), tuple(tensors[1].shape)
+            if shape != second_shape:
+                shape = _broadcast([shape, second_shape])
         else:
             shape = _broadcast([tuple(t.shape) for t in tensors])
-        if math.prod(first.shape if reduces else shape) < floor:
+        if floor and prod(first.shape if reduces else shape) < floor:
             return eager(*args)  # too small for a kernel: no recording, no flush
         device = device_of(first)
         if multi_device:

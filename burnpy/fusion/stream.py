@@ -419,15 +419,21 @@ def _groups(nodes: list[LazyNode]) -> list[_Group]:
     groups: list[_Group] = []
     open_groups: dict[tuple[int, ...], _Group] = {}
     for node in nodes:
-        sources = {a.group for a in node.args if type(a) is LazyNode}
+        # plain loops: in Python 3.11 a comprehension is a function object per call
+        sources: set[_Group | None] = set()
+        for a in node.args:
+            if type(a) is LazyNode:
+                sources.add(a.group)
         if node.op is None:
             group = _Group(None)
         else:
             key = node.group_shape
             found = open_groups.get(key)
-            if found is not None and any(s is not found and s is not None and _reaches(s, found)
-                                         for s in sources):
-                found = None
+            if found is not None:
+                for s in sources:
+                    if s is not found and s is not None and _reaches(s, found):
+                        found = None
+                        break
             if found is None:
                 found = open_groups[key] = _Group(key)
             group = found
