@@ -15,9 +15,9 @@ arithmetic alone). After the chain section has freed its 16 MB arrays glibc's th
 risen, so the full run sits between the two.
 
 Final runs (21 repeats, two-core machine; ratio to CpuBackend): chain 6.05-6.34x CpuBackend
-and 3.82-4.07x NumPy; gelu-tanh 0.96-0.97x, sigmoid 1.06-1.08x, gelu-erf 0.95x; full run MLP
-0.99-1.00x, GPT 0.99-1.00x, digits 0.96-0.97x; ``--only`` (a helper's four runs) MLP
-0.98-0.99x, GPT 1.01-1.03x, digits 0.94-0.97x. Nothing in these steps reaches a fused kernel:
+and 3.78-4.07x NumPy; gelu-tanh 0.96-0.97x, sigmoid 1.03-1.08x, gelu-erf 0.95-0.96x; full run
+MLP 0.97-1.00x, GPT 0.99-1.01x, digits 0.96-0.98x; ``--only`` MLP 0.98-1.00x, GPT 1.01-1.03x,
+digits 0.94-0.97x. Nothing in these steps reaches a fused kernel:
 CpuBackend runs attention, GELU, layer norm, cross entropy and Adam as compiled kernels of its
 own, and matmuls are BLAS. The GPT step gains from unwritten zeros (from 8K elements: each
 layer's three padded q, k, v gradients sum into one tensor, written once as a row-major

@@ -10,11 +10,12 @@ rate over the timed steps. ``--list`` prints every dispatch of one MLP step, unf
 (kernel and shape), to see what still costs a dispatch.
 Run: ``.venv/bin/python benchmarks/fusion_wgpu.py [--quick] [--list]``
 
-Measured (Mesa 22.3 lavapipe on llvmpipe, 2 cores, the benchmark's median paired ratio over
-four final runs): the MLP step 82 -> 22 dispatches, 2.00x / 1.94x / 1.87x / 1.86x faster
-(fused 6.8-7.7 ms: about 3 ms of Python recording and flushing, the rest device time and the
-dispatches' fixed cost, ~30 us each on lavapipe); the MSE/SGD MLP step 1.28-1.34x; the GPT
-step 461 -> 193 dispatches, 1.33-1.49x.
+Measured (Mesa 22.3 lavapipe on llvmpipe, 2 cores, no other work on the machine, the median
+paired ratio of a run): the MLP step 82 -> 22 dispatches, 2.18x and 2.34x faster (fused 5.7
+ms: about 2.7 ms of Python recording and flushing, the rest device time, the dispatches' fixed
+cost of ~30 us each on lavapipe and one readback); before the recorder lost its per-call
+comprehensions, 1.86-2.00x over four runs. The MSE/SGD MLP step 1.40-1.45x; the GPT step
+461 -> 193 dispatches, 1.41-1.51x.
 """
 
 from __future__ import annotations
