@@ -10,7 +10,6 @@ by op on the inner backend when there is no kernel.
 
 from __future__ import annotations
 
-import math
 import sys
 import threading
 from dataclasses import dataclass
@@ -175,18 +174,14 @@ class Stream:
 
     def _run_level(self, level: list[_Group]) -> None:
         """Run groups that do not read each other: the fusable ones as few kernels as the
-        fuser's ``max_buffers`` allows (``compile_batch``), each opaque op alone, and a group
-        whose loop is larger than the fuser's ``batch_max_elements`` alone too (batching saves
-        a dispatch's fixed cost, which only matters against small loops)."""
+        fuser's ``max_buffers`` allows (``compile_batch``) and each opaque op alone."""
         limit: int = getattr(self.fuser, "max_buffers", 1 << 30)
-        largest: int = getattr(self.fuser, "batch_max_elements", 1 << 62)
         batch: list[tuple[_Group, Signed]] = []
         used = 0
         for group in level:
             if group.fused_into is not None:
                 continue  # runs inside its reader's kernel
-            if (group.key is None or group.product is not None
-                    or math.prod(group.key) > largest):
+            if group.key is None or group.product is not None:
                 self._run(group)
                 continue
             signed = _signature(group)
