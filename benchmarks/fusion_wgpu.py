@@ -11,11 +11,11 @@ rate over the timed steps. ``--list`` prints every dispatch of one MLP step, unf
 Run: ``.venv/bin/python benchmarks/fusion_wgpu.py [--quick] [--list]``
 
 Measured (Mesa 22.3 lavapipe on llvmpipe, 2 cores, no other work on the machine, the median
-paired ratio of a run): the MLP step 82 -> 22 dispatches, 2.18x and 2.34x faster (fused 5.7
-ms: about 2.7 ms of Python recording and flushing, the rest device time, the dispatches' fixed
-cost of ~30 us each on lavapipe and one readback); before the recorder lost its per-call
-comprehensions, 1.86-2.00x over four runs. The MSE/SGD MLP step 1.40-1.45x; the GPT step
-461 -> 193 dispatches, 1.41-1.51x.
+paired ratio of each of four runs): the MLP step 82 -> 22 dispatches, 2.18x, 2.34x, 2.34x
+and 2.29x faster (fused 5.2-5.7 ms: about 2.7 ms of Python recording and flushing, the rest
+device time, the dispatches' fixed cost of ~30 us each on lavapipe and one readback); before
+the recorder lost its per-call comprehensions, 1.86-2.00x over four runs. The MSE/SGD MLP
+step 1.40-1.49x; the GPT step 461 -> 193 dispatches, 1.41-1.56x.
 """
 
 from __future__ import annotations
