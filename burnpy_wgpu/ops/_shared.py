@@ -47,12 +47,12 @@ def into_data(tensor: T) -> TensorData:
         itemsize = store.itemsize
         arr = np.array(np.ndarray(tensor.shape, store, host, tensor.offset * itemsize,
                                   [s * itemsize for s in tensor.strides]))
-        return TensorData(arr != 0 if tensor.dtype.kind == "b" else arr)
-    if not tensor.is_contiguous() or (tensor.offset * store.itemsize) % 4:
-        tensor = indexing.copy(tensor)
-    raw = tensor.runtime.read(tensor.handle.slab, tensor.offset * store.itemsize,
-                              tensor.numel() * store.itemsize)
-    arr = np.frombuffer(raw, dtype=store).reshape(tensor.shape)
+    else:
+        if not tensor.is_contiguous() or (tensor.offset * store.itemsize) % 4:
+            tensor = indexing.copy(tensor)
+        raw = tensor.runtime.read(tensor.handle.slab, tensor.offset * store.itemsize,
+                                  tensor.numel() * store.itemsize)
+        arr = np.frombuffer(raw, dtype=store).reshape(tensor.shape)
     return TensorData(arr != 0 if tensor.dtype.kind == "b" else arr)
 
 
