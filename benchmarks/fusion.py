@@ -37,10 +37,14 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMBA_NUM_THREADS"):
 import numpy as np  # noqa: E402
 
 import burnpy.nn.functional as F  # noqa: E402
+from benchmarks._op_clock import OpClock  # noqa: E402
 from burnpy import Autodiff, Fusion, Tensor  # noqa: E402
 from burnpy.backend.base import Backend  # noqa: E402
 from burnpy.examples.digits import DigitsCNN  # noqa: E402
 from burnpy.examples.gpt_model import GPT, GPTConfig, decay_groups  # noqa: E402
+from burnpy.fusion.backend import UNWRITTEN_OPS  # noqa: E402
+from burnpy.fusion.lazy import LAZY_OPS  # noqa: E402
+from burnpy.ir.fused import ELEMENTWISE_COMPOSITES, FUSABLE  # noqa: E402
 from burnpy.nn import Module  # noqa: E402
 from burnpy.optim import Adam, AdamW, GradientClipping, Optimizer  # noqa: E402
 from burnpy_cpu import CpuBackend  # noqa: E402
@@ -66,15 +70,23 @@ def numpy_chain(x: np.ndarray) -> np.ndarray:
     return (y - np.float32(0.5)) * x
 
 
-def medians(runs: dict[str, Callable[[], object]], repeats: int) -> dict[str, float]:
-    """Median seconds of each run, alternating them."""
+def timed_rounds(runs: dict[str, Callable[[], object]], repeats: int) -> dict[str, np.ndarray]:
+    """Seconds of each run in each round, alternating them; the order rotates each round, so
+    that no run always follows the same one (whichever runs next finds the caches and the
+    allocator as the previous one left them)."""
     times: dict[str, list[float]] = {k: [] for k in runs}
-    for _ in range(repeats):
-        for name, run in runs.items():
+    names = list(runs)
+    for r in range(repeats):
+        for name in names[r % len(names):] + names[:r % len(names)]:
             start = time.process_time()
-            run()
+            runs[name]()
             times[name].append(time.process_time() - start)
-    return {k: float(np.median(v)) for k, v in times.items()}
+    return {k: np.array(v) for k, v in times.items()}
+
+
+def medians(runs: dict[str, Callable[[], object]], repeats: int) -> dict[str, float]:
+    """Median seconds of each run (see ``timed_rounds``)."""
+    return {k: float(np.median(v)) for k, v in timed_rounds(runs, repeats).items()}
 
 
 def mlp_step(backend: type, w1: Tensor, w2: Tensor, x: Tensor, y: Tensor) -> float:
@@ -152,9 +164,11 @@ def compare_steps(name: str, make: Callable[[type[Backend]], Step], repeats: int
     fused()
     print(f"{name}: first step under fusion (compiles) {time.process_time() - start:.3f} s, "
           f"{FUSED.stats.compiles} kernels compiled")
-    m = medians({"fusion": fused, "cpu": plain}, repeats)
-    print(f"{name} medians (s):", {k: round(v, 5) for k, v in m.items()})
-    print(f"{name}: fusion is {m['cpu'] / m['fusion']:.2f}x CpuBackend")
+    rounds = timed_rounds({"fusion": fused, "cpu": plain}, repeats)
+    print(f"{name} medians (s):", {k: round(float(np.median(v)), 5) for k, v in rounds.items()})
+    q1, q2, q3 = np.percentile(rounds["cpu"] / rounds["fusion"], [25, 50, 75])
+    print(f"{name}: fusion is {q2:.2f}x CpuBackend (median of the rounds' ratios; "
+          f"quartiles {q1:.2f}-{q3:.2f})")
     FUSED.stats.reset()
     for _ in range(100):
         fused()
@@ -165,11 +179,66 @@ def compare_steps(name: str, make: Callable[[type[Backend]], Step], repeats: int
           f"{s.fallback_ops / 100:.0f} ops one by one, {s.eager_ops / 100:.0f} eager ops a step")
 
 
+def fusion_share(op: str) -> str:
+    """What Fusion can change of an op B runs in a plain step: a "fusable" op joins a fused
+    kernel (``burnpy.ir``'s ``FUSABLE`` and ``ELEMENTWISE_COMPOSITES``), a "movement" op may
+    stay a view or unwritten (``LAZY_OPS`` but matmul, ``UNWRITTEN_OPS``, cat); any other op is
+    "kept": BLAS and B's own compiled kernels, which Fusion runs on B as plain runs them."""
+    if op in FUSABLE or op in ELEMENTWISE_COMPOSITES:
+        return "fusable"
+    if (op in LAZY_OPS and op != "float_matmul") or op in UNWRITTEN_OPS or op == "float_cat":
+        return "movement"
+    return "kept"
+
+
+def ceiling(name: str, make: Callable[[type[Backend]], Step], repeats: int) -> None:
+    """Where the plain step's time goes (each of CpuBackend's ops timed, see ``OpClock``) and
+    the most Fusion could gain on it: the step's time over its time without every fusable and
+    movement op, as if fusion removed them at no cost of its own (it cannot: a fused kernel
+    still reads its inputs and writes what is live, and recording costs a Python frame an op).
+    The clock's own ~0.5 us an op counts in the ops' time, so the ceiling errs high."""
+    step = make(CpuBackend)
+    for _ in range(3):
+        step()
+    shares: dict[str, list[float]] = {"kept": [], "fusable": [], "movement": [], "total": []}
+    by_op: dict[str, list[float]] = {}
+    calls: dict[str, int] = {}
+    for _ in range(repeats):
+        with OpClock(CpuBackend) as clock:
+            start = time.perf_counter()
+            step()
+            shares["total"].append(time.perf_counter() - start)
+        for kind in ("kept", "fusable", "movement"):
+            shares[kind].append(sum(t for op, t in clock.seconds.items()
+                                    if fusion_share(op) == kind))
+        for op, t in clock.seconds.items():
+            by_op.setdefault(op, []).append(t)
+            calls[op] = clock.calls[op]
+    ms = {k: float(np.median(v)) * 1e3 for k, v in shares.items()}
+    outside = ms["total"] - ms["kept"] - ms["fusable"] - ms["movement"]
+    print(f"{name} ceiling: plain step {ms['total']:.2f} ms = kept {ms['kept']:.2f} "
+          f"(BLAS and B's compiled kernels) + fusable {ms['fusable']:.2f} + movement "
+          f"{ms['movement']:.2f} + outside the backend {outside:.2f} (autodiff, optimizer, "
+          f"modules)")
+    for kind in ("kept", "fusable", "movement"):
+        ops = sorted((op for op in by_op if fusion_share(op) == kind),
+                     key=lambda op: -float(np.median(by_op[op])))[:6]
+        print(f"  {kind}: " + ", ".join(
+            f"{op} {float(np.median(by_op[op])) * 1e3:.2f} ms x{calls[op]}" for op in ops))
+    removable = ms["fusable"] + ms["movement"]
+    print(f"{name} ceiling: {ms['total'] / (ms['total'] - removable):.2f}x if every fusable and "
+          f"movement op cost nothing; 1.1x needs {ms['total'] * (1 - 1 / 1.1) / removable:.0%} "
+          f"of their time gone, with nothing added")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--repeats", type=int, default=15)
     parser.add_argument("--only", default="chain,mlp,gpt,digits",
                         help="comma-separated sections to run")
+    parser.add_argument("--ceiling", action="store_true",
+                        help="for each training step, where the plain step's time goes and the "
+                             "most fusion could gain on it (see ``ceiling``)")
     parser.add_argument("--pinned", action="store_true",
                         help="keep freed buffers in the process (benchmarks._timing's glibc "
                              "thresholds): the steps' arithmetic without page faults")
@@ -198,6 +267,8 @@ def main() -> None:
     for name, make in (("mlp", mlp), ("gpt", gpt_step), ("digits", digits_step)):
         if name in sections:
             compare_steps(name, make, args.repeats)
+            if args.ceiling:
+                ceiling(name, make, args.repeats)
 
 
 if __name__ == "__main__":

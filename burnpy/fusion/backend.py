@@ -865,7 +865,7 @@ def _promote(dtypes: list[DType]) -> DType | None:
 
 
 #: Ops that keep values unwritten (see ``Unwritten``).
-_UNWRITTEN_OPS = {"float_zeros": _zeros, "float_slice_assign": _slice_assign,
+UNWRITTEN_OPS = {"float_zeros": _zeros, "float_slice_assign": _slice_assign,
                   "float_swap_dims": _swap_dims}
 
 
@@ -874,7 +874,7 @@ def _protocol_ops() -> list[str]:
 
 
 def _fronted_op(name: str, state: _State) -> Callable[..., Any]:
-    """An op with paths of its own for handles (``LAZY_OPS``, ``_UNWRITTEN_OPS``,
+    """An op with paths of its own for handles (``LAZY_OPS``, ``UNWRITTEN_OPS``,
     ``float_cat``) behind its generated check (``_fronted``): a matmul of two values runs on B
     at once once the fuser is known not to record it, zeros too small to stay unwritten
     (``_unwritten_floor``) are B's own, and a reshape of one of B's primitives to its own
@@ -889,8 +889,8 @@ def _fronted_op(name: str, state: _State) -> Callable[..., Any]:
             gate, names = "_listed and not _listed[0]", {"_listed": listed}
         elif name.endswith("_reshape"):
             shortcut = "    if shape == tensor.shape:\n        return tensor\n"
-    if name in _UNWRITTEN_OPS:
-        op = _UNWRITTEN_OPS[name](name, state, op)
+    if name in UNWRITTEN_OPS:
+        op = UNWRITTEN_OPS[name](name, state, op)
     if name == "float_cat":
         op = _cat(state, op)
     if name == "float_zeros":
@@ -912,7 +912,7 @@ def _build(inner: type[Backend]) -> type[FusionBackend]:
                 inspect.getattr_static(inner, name))
             namespace[name] = classmethod(_composite(name, state, overridden))
             continue
-        if name in _UNWRITTEN_OPS or name in LAZY_OPS or name == "float_cat":
+        if name in UNWRITTEN_OPS or name in LAZY_OPS or name == "float_cat":
             namespace[name] = staticmethod(_fronted_op(name, state))
             continue
         spec = FUSABLE.get(name)
