@@ -153,6 +153,32 @@ def test_int_and_bool_chains_follow_python_semantics() -> None:
     np.testing.assert_array_equal(flags, (a > 0) ^ (a < 6))
 
 
+#: float32 values whose comparisons IEEE fixes: both zeros, infinities, NaN, extremes.
+_SPECIAL = np.array([0.0, -0.0, 1.0, -1.0, 2.5, np.inf, -np.inf, np.nan, 1e-30, -3e38],
+                    dtype=np.float32)
+
+
+@pytest.mark.parametrize("rows", [1, 16], ids=["scalar-items", "vec4-items"])
+@pytest.mark.parametrize("op", ["__eq__", "__ne__", "__gt__", "__ge__", "__lt__", "__le__"])
+def test_float32_comparisons_in_one_kernel_keep_ieee_semantics(op: str, rows: int) -> None:
+    """Every pair of special values, and ``x`` against ``x + c`` computed in the same kernel:
+    a shader compiler may fold that comparison to ``c`` against 0 as if nothing were infinite
+    (Mesa's OpenGL adapter made ``inf == inf + 1.0`` false). 1,600 elements run as vec4
+    items on CPU adapters."""
+    x, y = (np.broadcast_to(v, (rows, 10, 10)).copy() for v in np.meshgrid(_SPECIAL, _SPECIAL))
+    xt, yt = Tensor.from_data(x, backend=F), Tensor.from_data(y, backend=F)
+    F.sync(DEV)
+    F.stats.reset()
+    before = RT.stats["dispatches"]
+    pairs = getattr(xt * 1.0, op)(yt).to_numpy()  # a group of one would run B's own op
+    shifted = getattr(xt, op)(xt + yt * 0.001).to_numpy()
+    assert RT.stats["dispatches"] - before == 2
+    assert (F.stats.kernels, F.stats.fallback_ops) == (2, 0), F.stats
+    with np.errstate(invalid="ignore"):
+        np.testing.assert_array_equal(pairs, getattr(x, op)(y))
+        np.testing.assert_array_equal(shifted, getattr(x, op)(x + y * np.float32(0.001)))
+
+
 def test_fuser_declines_what_webgpu_cannot_hold() -> None:
     fuser = WgslFuser()
     f32, f16, i32 = DType.float32, DType.float16, DType.int32
