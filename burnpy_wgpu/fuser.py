@@ -573,6 +573,7 @@ def _segment(group: FusedGroup, kind: str, classes: str, rank: int, base: int,
         body.append(f"    let v{k} = "
                     f"{load(f'in{binding}', index, _st(desc.dtype), _ct(desc.dtype))};")
     values.update(_scalar_values(group, scalar_base))
+    body.append(_opaque_zero(base))
     body += _op_lines(group, values, funcs, "")
     for slot, j in enumerate(group.outputs):
         dt = group.ops[j].dtype
@@ -615,15 +616,28 @@ def _scalar_values(group: FusedGroup, scalar_base: int) -> dict[Ref, tuple[str, 
     return values
 
 
+def _opaque_zero(base: int) -> str:
+    """A WGSL line defining ``zero_bits``, 0 at run time though no compiler can know it: the
+    segment's element count (meta word ``base``) shifted right by 31 (a binding holds under
+    2^31 elements of 2 or more bytes). See ``_op_lines``."""
+    return f"    let zero_bits = mu({base}u) >> 31u;"
+
+
 def _op_lines(group: FusedGroup, values: dict[Ref, tuple[str, str]], funcs: set[str],
               sfx: str) -> list[str]:
     """WGSL lines computing the group's ops into ``t{j}{sfx}`` from ``values`` (the inputs'
-    and scalars' names), adding each local to ``values``."""
+    and scalars' names), adding each local to ``values``. WGSL lets a compiler assume no
+    value is infinite or NaN, and lavapipe's does: ``(x + c) - x`` became ``c``, turning an
+    infinite or NaN x into a finite result. Each float local is therefore its bits XORed with
+    ``zero_bits`` (``_opaque_zero``), one integer op that no float algebra can see through,
+    so every op rounds and propagates infinities and NaN as it does alone."""
     lines = []
     for j, op in enumerate(group.ops):
         expr = _op_expr(op, [values[r] for r in op.operands], funcs)
         if op.dtype is DType.float16:
             expr = f"f32(f16({expr}))"
+        if _ct(op.dtype) == "f32":
+            expr = f"bitcast<f32>(bitcast<u32>({expr}) ^ zero_bits)"
         lines.append(f"    let t{j}{sfx} = {expr};")
         values[Ref("local", j)] = (f"t{j}{sfx}", _ct(op.dtype))
     return lines
@@ -676,6 +690,7 @@ def _vector_segment(group: FusedGroup, classes: str, rank: int, base: int, first
             body.append(f"    let v{k}_{c} = {value};")
             per_comp[c][Ref("input", k)] = (f"v{k}_{c}", ct)
     scalars = _scalar_values(group, scalar_base)
+    body.append(_opaque_zero(base))
     for c in range(4):
         per_comp[c].update(scalars)
         body += _op_lines(group, per_comp[c], funcs, f"_{c}")

@@ -179,6 +179,37 @@ def test_float32_comparisons_in_one_kernel_keep_ieee_semantics(op: str, rows: in
         np.testing.assert_array_equal(shifted, getattr(x, op)(x + y * np.float32(0.001)))
 
 
+#: Chains a compiler may simplify only by assuming no infinity or NaN (WGSL allows it, and
+#: lavapipe turned ``(x + c) - x`` into ``c``), with NumPy's float32 results.
+_ALGEBRA: dict[str, tuple[Chain, Callable[[np.ndarray, np.ndarray], np.ndarray]]] = {
+    "(x+c)-x": (lambda x, c: (x + c) - x, lambda x, c: (x + c) - x),
+    "x-x": (lambda x, c: x * 1.0 - x, lambda x, c: x - x),
+    "y*0": (lambda x, c: (x + 0.5) * 0.0, lambda x, c: (x + np.float32(0.5)) * np.float32(0)),
+    "y/y": (lambda x, c: (x * c) / (x * c), lambda x, c: (x * c) / (x * c)),
+    "y+0": (lambda x, c: (x * c) + 0.0, lambda x, c: (x * c) + np.float32(0)),
+    "(y*c)/c": (lambda x, c: (x * c) / c, lambda x, c: (x * c) / c),
+    "x-(x-c)": (lambda x, c: x - (x - c), lambda x, c: x - (x - c)),
+}
+
+
+@pytest.mark.parametrize("rows", [1, 512], ids=["scalar-items", "vec4-items"])
+@pytest.mark.parametrize("name", list(_ALGEBRA))
+def test_fused_float32_algebra_keeps_infinities_nan_and_signed_zeros(name: str,
+                                                                      rows: int) -> None:
+    chain, reference = _ALGEBRA[name]
+    x = np.tile(np.array([0.0, -0.0, 1.5, np.inf, -np.inf, np.nan, -2.0, 1e30],
+                         dtype=np.float32), rows)
+    c = np.tile(np.array([1.0, 2.0, -1.0, 3.0, 0.5, 1.0, 2.0, -1.0], dtype=np.float32), rows)
+    F.stats.reset()
+    got = np.asarray(chain(Tensor.from_data(x, backend=F), Tensor.from_data(c, backend=F))
+                     .to_numpy())
+    assert F.stats.kernels == 1 and F.stats.fallback_ops == 0, F.stats
+    with np.errstate(all="ignore"):
+        want = reference(x, c)
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+
+
 def test_fuser_declines_what_webgpu_cannot_hold() -> None:
     fuser = WgslFuser()
     f32, f16, i32 = DType.float32, DType.float16, DType.int32
