@@ -29,6 +29,14 @@ def njit_cached(**options: Any) -> Callable[[Callable[..., Any]], Any]:
     return decorate
 
 
+#: The float freedoms every kernel here is compiled with: reordering sums (what vectorizes a
+#: reduction) and fusing multiply-adds, but no assumption that values are finite or non-NaN
+#: (numba's ``fastmath=True`` adds those: LLVM may then fold away a NaN's or an infinity's
+#: effect), and NumPy's division semantics (x / 0 is inf or NaN, where numba's default error
+#: model raised ZeroDivisionError from batch norm over a channel holding a NaN).
+KERNEL_OPTIONS: dict[str, Any] = {"fastmath": {"contract", "reassoc"}, "error_model": "numpy",
+                                  "nogil": True}
+
 #: The float dtypes the elementwise kernels here are used for.
 COMPILED_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 
@@ -56,14 +64,14 @@ def int8_linear_kernel() -> Int8Linear:
     # The dots are a separate (inlined) function over whole slices, indexed from 0: written
     # as a loop over ``range(lo, hi)`` inside the row loop, LLVM cannot prove the indices
     # non-negative and leaves the reduction scalar, 20x slower.
-    @njit_cached(fastmath=True, nogil=True, inline="always")
+    @njit_cached(**KERNEL_OPTIONS, inline="always")
     def dot(a: Any, b: Any) -> Any:
         acc = np.float32(0.0)
         for t in range(a.shape[0]):
             acc += a[t] * np.float32(b[t])
         return acc
 
-    @njit_cached(fastmath=True, nogil=True, boundscheck=False)
+    @njit_cached(**KERNEL_OPTIONS, boundscheck=False)
     def kernel(x: Any, w: Any, scales: Any, bias: Any, out: Any) -> None:
         n, k = w.shape
         x, out = x.reshape((-1, k)), out.reshape((-1, n))
@@ -96,7 +104,7 @@ BatchNormBackward = Callable[[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np
 @functools.cache
 def _batch_norm_backward_kernel() -> BatchNormBackward:
 
-    @njit_cached(fastmath=True, nogil=True, boundscheck=False)
+    @njit_cached(**KERNEL_OPTIONS, boundscheck=False)
     def kernel(x: Any, g: Any, mean: Any, invstd: Any, scale: Any, dx: Any, sums: Any) -> None:
         n, c, p = x.shape
         for ch in range(c):
@@ -143,7 +151,7 @@ ReluBackward = Callable[[np.ndarray, np.ndarray, np.ndarray], None]
 @functools.cache
 def _relu_backward_kernel() -> ReluBackward:
 
-    @njit_cached(nogil=True, boundscheck=False)
+    @njit_cached(**KERNEL_OPTIONS, boundscheck=False)
     def kernel(output: Any, grad: Any, out: Any) -> None:
         zero = out.dtype.type(0)
         for i in range(out.shape[0]):
@@ -168,7 +176,7 @@ PlaneScatterAdd = Callable[[np.ndarray, np.ndarray, np.ndarray], None]
 @functools.cache
 def _plane_scatter_add_kernel() -> PlaneScatterAdd:
 
-    @njit_cached(nogil=True, boundscheck=False)
+    @njit_cached(**KERNEL_OPTIONS, boundscheck=False)
     def kernel(indices: Any, values: Any, out: Any) -> None:
         for r in range(indices.shape[0]):
             plane = out[r]
@@ -199,7 +207,7 @@ BatchNorm = Callable[[np.ndarray, np.ndarray, np.ndarray, float, np.ndarray, np.
 @functools.cache
 def _batch_norm_kernel() -> BatchNorm:
 
-    @njit_cached(fastmath=True, nogil=True, boundscheck=False)
+    @njit_cached(**KERNEL_OPTIONS, boundscheck=False)
     def kernel(x: Any, weight: Any, bias: Any, eps: float, y: Any, stats: Any) -> None:
         n, c, p = x.shape
         count = n * p
@@ -250,7 +258,7 @@ Col2Im = Callable[[np.ndarray, int, int, int, int, int, int, int, int, np.ndarra
 @functools.cache
 def _col2im_kernel() -> Col2Im:
 
-    @njit_cached(nogil=True, boundscheck=False)
+    @njit_cached(**KERNEL_OPTIONS, boundscheck=False)
     def kernel(cols: Any, kh: int, kw: int, sh: int, sw: int, ph: int, pw: int, dh: int,
                dw: int, out: Any) -> None:
         b, _, o, ih, iw = cols.shape
@@ -316,7 +324,7 @@ def _channel_gather() -> Callable[..., None]:
     ``range(*cols)`` of ``pad`` reading the plane ``ph`` rows and ``pw`` columns earlier:
     channels innermost, so each tile's 16 lanes are contiguous for the transforms."""
 
-    @njit_cached(fastmath=True, nogil=True, inline="always")
+    @njit_cached(**KERNEL_OPTIONS, inline="always")
     def gather(flat: Any, start: int, plane: int, w: int, lanes: int, rows: Any, cols: Any,
                ph: int, pw: int, pad: Any) -> None:
         for yy in range(rows[0], rows[1]):
@@ -338,7 +346,7 @@ def _winograd_input_kernel() -> WinogradInput:
 
     gather = _channel_gather()
 
-    @njit_cached(nogil=True, boundscheck=False, fastmath=True)
+    @njit_cached(**KERNEL_OPTIONS, boundscheck=False)
     def kernel(x: Any, ph: int, pw: int, th: int, tw: int, cpad: int, v: Any) -> None:
         b, c, h, w = x.shape
         hp, per = 2 * th + 2, th * tw
@@ -411,7 +419,7 @@ def winograd_input(x: np.ndarray, padding: tuple[int, ...], tiles: tuple[int, in
 @functools.cache
 def _winograd_output_kernel() -> WinogradOutput:
 
-    @njit_cached(nogil=True, boundscheck=False, fastmath=True)
+    @njit_cached(**KERNEL_OPTIONS, boundscheck=False)
     def kernel(m: Any, kpad: int, th: int, tw: int, out: Any) -> None:
         b, k, h, w = out.shape
         per = th * tw
@@ -467,7 +475,7 @@ def _winograd_grad_output_kernel() -> WinogradGradOutput:
 
     gather = _channel_gather()
 
-    @njit_cached(nogil=True, boundscheck=False, fastmath=True)
+    @njit_cached(**KERNEL_OPTIONS, boundscheck=False)
     def kernel(grad: Any, th: int, tw: int, kpad: int, m: Any) -> None:
         b, k, h, w = grad.shape
         per = th * tw
@@ -518,7 +526,7 @@ def winograd_grad_output(grad: np.ndarray, tiles: tuple[int, int], kpad: int,
 @functools.cache
 def _winograd_weight_kernel() -> WinogradWeight:
 
-    @njit_cached(nogil=True, boundscheck=False, fastmath=True)
+    @njit_cached(**KERNEL_OPTIONS, boundscheck=False)
     def kernel(weight: Any, slab: int, u: Any) -> None:
         k, c = weight.shape[:2]
         half = u.dtype.type(0.5)

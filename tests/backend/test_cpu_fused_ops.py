@@ -191,6 +191,31 @@ def test_compiled_batch_norm_matches_torch(shape: tuple[int, ...], dtype: str,
         np.testing.assert_allclose(ours, want, rtol=rtol, atol=rtol * np.abs(want).max())
 
 
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_compiled_batch_norm_propagates_nan_and_infinity_as_torch(dtype: str) -> None:
+    """A NaN or an infinity in a channel makes that channel's statistics, outputs and
+    gradients NaN, as torch's, and leaves the other channels exact; a NaN in the output
+    gradient reaches its channel's gradients only. (The kernels once assumed finite values:
+    a NaN raised ZeroDivisionError from the forward.)"""
+    x, grad = _draw((6, 4, 5), dtype), _draw((6, 4, 5), dtype, seed=1)
+    x[2, 1, 3], x[0, 2, 0], grad[1, 3, 2] = np.nan, np.inf, np.nan
+    weight, bias = _draw((4,), dtype, seed=2), _draw((4,), dtype, seed=3)
+    y, mean, var = CpuBackend.batch_norm(x, weight, bias, 1e-5)
+    got = CpuBackend.batch_norm_backward(x, weight, grad, 1e-5, mean, var)
+    tx, tw, tb = (torch.tensor(a, requires_grad=True) for a in (x, weight, bias))
+    ty = torch.nn.functional.batch_norm(tx, None, None, tw, tb, training=True)
+    ty.backward(torch.tensor(grad))
+    with np.errstate(invalid="ignore"):
+        want_mean, want_var = x.mean(axis=(0, 2)), x.var(axis=(0, 2))
+    rtol = {"float64": 1e-10, "float32": 1e-4}[dtype]
+    for ours, ref in zip((y, mean, var, *got),
+                         (ty.detach().numpy(), want_mean, want_var, tx.grad.numpy(),
+                          tw.grad.numpy(), tb.grad.numpy()), strict=True):
+        np.testing.assert_array_equal(np.isnan(ours), np.isnan(ref))
+        np.testing.assert_allclose(ours, ref, rtol=rtol, atol=rtol * 10)
+    assert np.isnan(y[:, 1]).all() and np.isfinite(y[:, [0, 3]]).all()
+
+
 # ---- layer norm ----------------------------------------------------------------------------------
 @pytest.mark.parametrize(("shape", "ndim"), [((3, 4, 5), 1), ((2, 3, 4), 2), ((7, 6), 1)])
 @pytest.mark.parametrize("dtype", ["float64", "float32", "float16"])
