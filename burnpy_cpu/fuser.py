@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from burnpy.backend.dtype import DType
-from burnpy.fusion.fuser import FusedKernel
+from burnpy.fusion.fuser import FusedKernel, composites_calling
 from burnpy.ir.fused import FusedGroup, Ref
 from burnpy_cpu.array_ops._shared import float32_kernels
 
@@ -86,12 +86,26 @@ class CpuFuser:
         self.unwritten_elements = unwritten_elements
         #: Float ops left to NumPy (``NUMPY_FASTER``); an empty set fuses every op.
         self.declined = declined
-        #: Composites CpuBackend computes as one kernel of its own (see burnpy.fusion.fuser):
-        #: gelu and its backward are compiled float32 loops there (``_float32_kernels``),
-        #: faster than their compositions fused, as erf and tanh would run on NumPy apart.
-        self.own_ops: frozenset[str] = frozenset({"gelu", "gelu_backward"})
+        self._own_ops: frozenset[str] | None = None
         self._kernels: dict[str, Callable[..., Any]] = {}
         self._lock = threading.Lock()
+
+    @property
+    def own_ops(self) -> frozenset[str]:
+        """Composites CpuBackend computes as one pass of its own (see burnpy.fusion.fuser):
+        those whose composition calls an op in ``declined`` (sigmoid's exp and log1p would
+        run on NumPy one by one: 4M float32 values took 86 ms so against 41 for CpuBackend's
+        sigmoid), found from the compositions once, on first use; and gelu, a compiled
+        float32 loop there (``_float32_kernels``), faster than its composition fused."""
+        if self._own_ops is None:
+            from burnpy_cpu.backend import CpuBackend  # which imports this module
+
+            self._own_ops = frozenset({"gelu"}) | composites_calling(CpuBackend, self.declined)
+        return self._own_ops
+
+    @own_ops.setter
+    def own_ops(self, ops: frozenset[str]) -> None:
+        self._own_ops = ops
 
     def accepts(self, op: str, dtypes: tuple[DType, ...]) -> bool:
         """Every vocabulary op on numba's dtypes; float-only functions on floats only;

@@ -60,11 +60,14 @@ one by one on ``B``, as it also does when a kernel raises (so an error names the
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol, TypeAlias
 
+from burnpy.backend.base import Backend
 from burnpy.backend.dtype import DType
-from burnpy.ir.fused import FusedGroup
+from burnpy.backend.ops._marker import is_provided
+from burnpy.ir.fused import ELEMENTWISE_COMPOSITES, FUSABLE, FusedGroup
 
 #: ``kernel(inputs, scalars) -> outputs``: B's primitives in, fresh B primitives out.
 FusedKernel: TypeAlias = Callable[[Sequence[Any], Sequence[float | int | bool]], tuple[Any, ...]]
@@ -87,3 +90,56 @@ def backend_fuser(backend: type) -> Fuser | None:
     """``backend``'s fuser, from its ``fuser()`` classmethod, or None when it declares none."""
     declare: Callable[[], Fuser | None] | None = getattr(backend, "fuser", None)
     return None if declare is None else declare()
+
+
+class _Spy:
+    """Stands in for a backend class while a protocol default runs: each op is the backend's
+    own, and the name of each op called is noted in ``called``."""
+
+    def __init__(self, backend: type[Backend], called: set[str]) -> None:
+        self._backend, self._called = backend, called
+
+    def __getattr__(self, name: str) -> Any:
+        found = getattr(self._backend, name)
+        if not callable(found) or (name not in FUSABLE and name not in ELEMENTWISE_COMPOSITES):
+            return found
+        called = self._called
+
+        def op(*args: Any, **kwargs: Any) -> Any:
+            called.add(name)
+            return found(*args, **kwargs)
+
+        return op
+
+
+def _called_by_default(backend: type[Backend], name: str) -> set[str]:
+    """The fusable ops and composites that the protocol default of composite ``name`` calls,
+    run once on two float32 values of ``backend`` (its other arguments: their defaults, else
+    0.5)."""
+    default = inspect.getattr_static(Backend, name).__func__
+    sample = backend.float_add_scalar(
+        backend.float_zeros((2,), backend.default_device(), DType.float32), 0.5)
+    parameters = list(inspect.signature(default).parameters.values())[1:]
+    args = [sample if "Primitive" in str(p.annotation) else
+            0.5 if p.default is p.empty else p.default for p in parameters]
+    called: set[str] = set()
+    default(_Spy(backend, called), *args)
+    return called
+
+
+def composites_calling(backend: type[Backend], declined: frozenset[str]) -> frozenset[str]:
+    """The composites of ``ELEMENTWISE_COMPOSITES`` that ``backend`` overrides and whose
+    protocol default calls a vocabulary op in ``declined``, or such a composite: a fuser that
+    declines those ops gains nothing by recording the default (its pieces would run one by one
+    on B, where B's own op is one pass), so it lists them in ``own_ops``."""
+    overridden = [name for name in sorted(ELEMENTWISE_COMPOSITES)
+                  if not is_provided(inspect.getattr_static(backend, name))]
+    calls = {name: _called_by_default(backend, name) for name in overridden}
+    own = {name for name, called in calls.items()
+           if any(op in FUSABLE and FUSABLE[op].op in declined for op in called)}
+    grown = True
+    while grown:  # a composite calling one of B's own (silu calls sigmoid) is B's own too
+        more = {name for name, called in calls.items() if called & own} - own
+        own |= more
+        grown = bool(more)
+    return frozenset(own)

@@ -15,8 +15,9 @@ import pytest
 import burnpy as bp
 from burnpy import Autodiff, ForwardAD, Fusion, Tensor
 from burnpy.fusion import FusionTensor
+from burnpy.fusion.fuser import composites_calling
 from burnpy_cpu import CpuBackend
-from burnpy_cpu.fuser import FUSER, NUMPY_FASTER
+from burnpy_cpu.fuser import FUSER, NUMPY_FASTER, CpuFuser
 
 F = Fusion(CpuBackend)
 
@@ -255,6 +256,26 @@ def test_composites_the_fuser_owns_run_as_the_inner_backends_op() -> None:
     FUSER.own_ops = frozenset()
     Tensor.from_data(data, backend=F).gelu().to_numpy()
     assert F.stats.kernels == 1
+
+
+def test_composites_calling_declined_ops_are_the_cpu_fusers_own() -> None:
+    """A composite whose composition needs an op the fuser leaves to NumPy (sigmoid's exp and
+    log1p) runs as CpuBackend's one pass, bit for bit; one of fusable ops alone stays composed
+    (it fuses with its neighbours); nothing is the fuser's own when it declines nothing."""
+    derived = composites_calling(CpuBackend, NUMPY_FASTER)
+    assert {"sigmoid", "silu", "softplus", "log_sigmoid", "log_sigmoid_backward"} <= derived
+    assert not derived & {"relu", "relu_backward", "sigmoid_backward", "leaky_relu",
+                          "hard_sigmoid", "float_square", "float_recip"}
+    assert composites_calling(CpuBackend, frozenset()) == frozenset()
+    FUSER.min_elements, FUSER.declined = 0, NUMPY_FASTER  # the fixture restores them
+    FUSER.own_ops = CpuFuser().own_ops
+    data = np.linspace(-30, 30, 4096, dtype=np.float32)
+    for name in ("sigmoid", "silu"):
+        want = getattr(Tensor.from_data(data), name)().to_numpy()
+        F.stats.reset()
+        got = getattr(Tensor.from_data(data, backend=F), name)().to_numpy()
+        np.testing.assert_array_equal(got, want)
+        assert F.stats.kernels == 0 and F.stats.eager_ops == 3  # from_data, the op, into_data
 
 
 def test_binary_comparison_where_cast_and_reductions_in_kernels() -> None:
