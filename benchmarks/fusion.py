@@ -3,8 +3,9 @@ values, transcendental chains (GELU-tanh, sigmoid), and training steps under Aut
 MLP, the GPT example's model with AdamW and clipping, the digits CNN with Adam); one thread,
 alternating, medians.
 
-``python -m benchmarks.fusion [--repeats N] [--only chain,mlp,gpt,digits] [--pinned]``. Prints each
-median, the ratios, the first step's compile time and the plan-cache hit rate over 100 steps.
+``python -m benchmarks.fusion [--repeats N] [--only chain,mlp,gpt,digits] [--pinned]
+[--ceiling]``. Prints each median, the ratios, the first step's compile time and the
+plan-cache hit rate over 100 steps.
 Times are the process's CPU time (one thread), which other processes on a shared machine do
 not inflate as they do wall-clock time.
 
