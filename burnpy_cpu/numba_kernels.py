@@ -29,11 +29,13 @@ def njit_cached(**options: Any) -> Callable[[Callable[..., Any]], Any]:
     return decorate
 
 
-#: The float freedoms every kernel here is compiled with: reordering sums (what vectorizes a
-#: reduction) and fusing multiply-adds, but no assumption that values are finite or non-NaN
-#: (numba's ``fastmath=True`` adds those: LLVM may then fold away a NaN's or an infinity's
-#: effect), and NumPy's division semantics (x / 0 is inf or NaN, where numba's default error
-#: model raised ZeroDivisionError from batch norm over a channel holding a NaN).
+#: The float freedoms of the kernels here that reduce (batch norm, Winograd, the int8 dots):
+#: reordering sums (what vectorizes a reduction) and fusing multiply-adds, but no assumption
+#: that values are finite or non-NaN (numba's ``fastmath=True`` adds those: LLVM may then fold
+#: away a NaN's or an infinity's effect), and NumPy's division semantics (x / 0 is inf or NaN,
+#: where numba's default error model raised ZeroDivisionError from batch norm over a channel
+#: holding a NaN). The scatters (col2im, plane scatter-add) and relu's backward keep IEEE
+#: order: reordered, col2im's sums drifted 2.5e-5 from torch's on a near-cancelling value.
 KERNEL_OPTIONS: dict[str, Any] = {"fastmath": {"contract", "reassoc"}, "error_model": "numpy",
                                   "nogil": True}
 
@@ -151,7 +153,7 @@ ReluBackward = Callable[[np.ndarray, np.ndarray, np.ndarray], None]
 @functools.cache
 def _relu_backward_kernel() -> ReluBackward:
 
-    @njit_cached(**KERNEL_OPTIONS, boundscheck=False)
+    @njit_cached(nogil=True, boundscheck=False)
     def kernel(output: Any, grad: Any, out: Any) -> None:
         zero = out.dtype.type(0)
         for i in range(out.shape[0]):
@@ -176,7 +178,7 @@ PlaneScatterAdd = Callable[[np.ndarray, np.ndarray, np.ndarray], None]
 @functools.cache
 def _plane_scatter_add_kernel() -> PlaneScatterAdd:
 
-    @njit_cached(**KERNEL_OPTIONS, boundscheck=False)
+    @njit_cached(nogil=True, boundscheck=False)
     def kernel(indices: Any, values: Any, out: Any) -> None:
         for r in range(indices.shape[0]):
             plane = out[r]
@@ -258,7 +260,7 @@ Col2Im = Callable[[np.ndarray, int, int, int, int, int, int, int, int, np.ndarra
 @functools.cache
 def _col2im_kernel() -> Col2Im:
 
-    @njit_cached(**KERNEL_OPTIONS, boundscheck=False)
+    @njit_cached(nogil=True, boundscheck=False)
     def kernel(cols: Any, kh: int, kw: int, sh: int, sw: int, ph: int, pw: int, dh: int,
                dw: int, out: Any) -> None:
         b, _, o, ih, iw = cols.shape
