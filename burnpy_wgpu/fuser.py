@@ -110,18 +110,11 @@ _UINT = {
 _ARITH = {"f32": _FLOAT, "i32": _INT, "u32": _UINT}
 _COMPARE = {"equal": "a == b", "not_equal": "!(a == b)", "greater": "a > b",
             "greater_equal": "a >= b", "lower": "a < b", "lower_equal": "a <= b"}
-#: f32 comparisons on the values' bits (``wgsl_math``'s ``f32_eq``): inside one kernel the
-#: operands may come from one expression, which a shader compiler may simplify as if no value
-#: were infinite (``a == a + c`` to ``c == 0.0``); plain kernels read buffers and keep ``==``.
-_COMPARE_F32 = {"equal": "f32_eq(a, b)", "not_equal": "!f32_eq(a, b)",
-                "greater": "f32_lt(b, a)", "greater_equal": "f32_le(b, a)",
-                "lower": "f32_lt(a, b)", "lower_equal": "f32_le(a, b)"}
 _LOGIC = {"not": "1u - a", "and": "a & b", "or": "a | b", "xor": "a ^ b"}
 _TESTS = {"is_nan": "is_nan(a)", "is_inf": "is_inf(a)"}
-_LIBRARY = ("f32_eq", "f32_lt", "f32_le", "fmod_py", "pow_acc", "atan2_acc", "log_acc",
-            "log1p_acc", "sinh_acc", "cosh_acc", "tanh_acc", "asin_acc", "acos_acc", "atan_acc",
-            "asinh_acc", "acosh_acc", "atanh_acc", "erf_acc", "floordiv_i32", "mod_i32",
-            "powi_i32", "powi_u32")
+_LIBRARY = ("fmod_py", "pow_acc", "atan2_acc", "log_acc", "log1p_acc", "sinh_acc", "cosh_acc",
+            "tanh_acc", "asin_acc", "acos_acc", "atan_acc", "asinh_acc", "acosh_acc",
+            "atanh_acc", "erf_acc", "floordiv_i32", "mod_i32", "powi_i32", "powi_u32")
 _REDUCE_DTYPES = {"sum": DTYPES - {DType.bool_}, "prod": DTYPES - {DType.bool_},
                   "max": DTYPES - {DType.bool_}, "min": DTYPES - {DType.bool_},
                   "mean": frozenset({DType.float32, DType.float16})}
@@ -627,8 +620,9 @@ def _op_lines(group: FusedGroup, values: dict[Ref, tuple[str, str]], funcs: set[
               sfx: str) -> list[str]:
     """WGSL lines computing the group's ops into ``t{j}{sfx}`` from ``values`` (the inputs'
     and scalars' names), adding each local to ``values``. WGSL lets a compiler assume no
-    value is infinite or NaN, and lavapipe's does: ``(x + c) - x`` became ``c``, turning an
-    infinite or NaN x into a finite result. Each float local is therefore its bits XORed with
+    value is infinite or NaN, and Mesa's do: lavapipe made ``(x + c) - x`` ``c``, turning an
+    infinite or NaN x into a finite result, and the OpenGL adapter made ``a == a + c``
+    ``c == 0.0``, so inf == inf + 1 was false. Each float local is therefore its bits XORed with
     ``zero_bits`` (``_opaque_zero``), one integer op that no float algebra can see through,
     so every op rounds and propagates infinities and NaN as it does alone."""
     lines = []
@@ -745,10 +739,6 @@ def _op_expr(op: FusedOp, operands: list[tuple[str, str]], funcs: set[str]) -> s
         kinds = {ct for _, ct in operands}
         work = "f32" if "f32" in kinds else "i32" if "i32" in kinds else "u32"
         a, b = (_convert(v, ct, work) for v, ct in operands)
-        if work == "f32":
-            template = _COMPARE_F32[name]
-            funcs.update(f for f in _LIBRARY if f + "(" in template)
-            return f"select(0u, 1u, {_subst(template, a, b)})"
         return f"select(0u, 1u, {_subst(_COMPARE[name], a, b)})"
     if name in _TESTS:
         return f"select(0u, 1u, {_subst(_TESTS[name], _convert(*operands[0], 'f32'))})"

@@ -292,28 +292,6 @@ fn powi_i32(x: i32, e: u32) -> i32 {
     }
     return acc;
 }""", ()),
-    # f32 comparisons on the values' bits: a shader compiler may rewrite float comparisons
-    # as if no value were infinite (Mesa's OpenGL adapters turn ``a == a + c`` into
-    # ``c == 0.0``, so inf == inf + 1 came out false in a fused kernel); integer comparisons
-    # of keys ordered as the floats cannot be rewritten so. NaN compares unequal and
-    # unordered, and both zeros share one key, as IEEE says.
-    "f32_key": ("""
-fn f32_key(x: f32) -> u32 {
-    let bits = select(bitcast<u32>(x), 0u, (bitcast<u32>(x) & 0x7fffffffu) == 0u);
-    return select(bits | 0x80000000u, ~bits, (bits & 0x80000000u) != 0u);
-}""", ()),
-    "f32_eq": ("""
-fn f32_eq(a: f32, b: f32) -> bool {
-    return !is_nan(a) && !is_nan(b) && f32_key(a) == f32_key(b);
-}""", ("f32_key",)),
-    "f32_lt": ("""
-fn f32_lt(a: f32, b: f32) -> bool {
-    return !is_nan(a) && !is_nan(b) && f32_key(a) < f32_key(b);
-}""", ("f32_key",)),
-    "f32_le": ("""
-fn f32_le(a: f32, b: f32) -> bool {
-    return !is_nan(a) && !is_nan(b) && f32_key(a) <= f32_key(b);
-}""", ("f32_key",)),
     "powi_u32": ("""
 fn powi_u32(x: u32, e: u32) -> u32 {
     var acc = 1u;
