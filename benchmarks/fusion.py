@@ -213,9 +213,9 @@ def ceiling(name: str, make: Callable[[type[Backend]], Step], repeats: int) -> N
             step()
             shares["total"].append(time.perf_counter() - start)
         for kind in ("kept", "fusable", "movement"):
-            shares[kind].append(sum(t for op, t in clock.seconds.items()
-                                    if fusion_share(op) == kind))
+            shares[kind].append(0.0)
         for op, t in clock.seconds.items():
+            shares[fusion_share(op)][-1] += t
             by_op.setdefault(op, []).append(t)
             calls[op] = clock.calls[op]
     ms = {k: float(np.median(v)) * 1e3 for k, v in shares.items()}

@@ -112,13 +112,10 @@ class _Spy:
         return op
 
 
-def _called_by_default(backend: type[Backend], name: str) -> set[str]:
+def _called_by_default(backend: type[Backend], name: str, sample: Any) -> set[str]:
     """The fusable ops and composites that the protocol default of composite ``name`` calls,
-    run once on two float32 values of ``backend`` (its other arguments: their defaults, else
-    0.5)."""
+    run once on ``sample`` (its other arguments: their defaults, else 0.5)."""
     default = inspect.getattr_static(Backend, name).__func__
-    sample = backend.float_add_scalar(
-        backend.float_zeros((2,), backend.default_device(), DType.float32), 0.5)
     parameters = list(inspect.signature(default).parameters.values())[1:]
     args = [sample if "Primitive" in str(p.annotation) else
             0.5 if p.default is p.empty else p.default for p in parameters]
@@ -134,7 +131,9 @@ def composites_calling(backend: type[Backend], declined: frozenset[str]) -> froz
     on B, where B's own op is one pass), so it lists them in ``own_ops``."""
     overridden = [name for name in sorted(ELEMENTWISE_COMPOSITES)
                   if not is_provided(inspect.getattr_static(backend, name))]
-    calls = {name: _called_by_default(backend, name) for name in overridden}
+    sample = backend.float_add_scalar(
+        backend.float_zeros((2,), backend.default_device(), DType.float32), 0.5)
+    calls = {name: _called_by_default(backend, name, sample) for name in overridden}
     own = {name for name, called in calls.items()
            if any(op in FUSABLE and FUSABLE[op].op in declined for op in called)}
     grown = True

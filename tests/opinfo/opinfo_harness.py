@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import importlib
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from importlib.machinery import PathFinder
@@ -388,12 +388,10 @@ def check_sample(entry: str, fn: Call, sample: Any, dtype: torch.dtype) -> None:
     want = _reference(op, sample)
     if dtype == torch.float32 and entry in FLOAT64_FORWARD_REFERENCE:
         with torch.no_grad():
-            exact = _flat(op(*_upcast((sample.input, *sample.args), {}),
-                             **_upcast(sample.kwargs, {})))
-        largest = max(float(t.abs().max()) if t.numel() else 0.0 for t in exact)
+            exact = _float64_call(op, sample, {})
         rounded = tuple(t.float() for t in exact) if isinstance(want, tuple | list) else (
             exact[0].float())
-        compare(got, rounded, max(rtol, float(np.finfo(np.float32).eps) * largest), "forward")
+        compare(got, rounded, _float32_rtol(rtol, exact), "forward")
     else:
         compare(got, want, rtol, "forward")
     if not op.supports_autograd or factory:
@@ -417,8 +415,7 @@ def check_sample(entry: str, fn: Call, sample: Any, dtype: torch.dtype) -> None:
     assert loss_b is not None
     if dtype == torch.float32 and entry in FLOAT64_GRADIENT_REFERENCE:
         torch_grads = _float64_gradients(op, sample, diff, [t for t, _ in leaves])
-        largest = max(float(t.detach().abs().max()) if t.numel() else 0.0 for t, _ in leaves)
-        rtol = max(rtol, float(np.finfo(np.float32).eps) * largest)
+        rtol = _float32_rtol(rtol, [t for t, _ in leaves])
     else:
         torch_grads = torch.autograd.grad(loss_t, [t for t, _ in leaves], allow_unused=True)
     grads = loss_b.backward()
@@ -447,12 +444,24 @@ def _upcast(value: Any, up: dict[int, torch.Tensor]) -> Any:
     return value
 
 
+def _float64_call(op: Any, sample: Any, up: dict[int, torch.Tensor]) -> list[Any]:
+    """torch's outputs of the sample with its float32 tensors cast to float64 (``_upcast``)."""
+    return _flat(op(*_upcast((sample.input, *sample.args), up), **_upcast(sample.kwargs, up)))
+
+
+def _float32_rtol(rtol: float, tensors: Sequence[torch.Tensor]) -> float:
+    """``rtol``, or float32's epsilon times the largest magnitude among ``tensors`` where
+    that is larger: what rounding float32 sums of such values may leave."""
+    largest = max((float(t.detach().abs().max()) for t in tensors if t.numel()), default=0.0)
+    return max(rtol, float(np.finfo(np.float32).eps) * largest)
+
+
 def _float64_gradients(op: Any, sample: Any, diff: list[int],
                        leaves: list[torch.Tensor]) -> tuple[torch.Tensor | None, ...]:
     """torch's gradients of the sample's float32 ``leaves`` computed in float64 (the sample's
     float32 tensors cast up, the same cotangents), cast back to float32."""
     up: dict[int, torch.Tensor] = {}
-    out = _flat(op(*_upcast((sample.input, *sample.args), up), **_upcast(sample.kwargs, up)))
+    out = _float64_call(op, sample, up)
     loss = torch.zeros((), dtype=torch.float64)
     for i in diff:
         cot = _cotangent(tuple(out[i].shape), i, torch.float32)
