@@ -453,8 +453,8 @@ def unique(input: Tensor, sorted: bool = True, return_inverse: bool = False,
     rows, d = _rows(x, dim, "unique")
     order = _positions(rows, 0).slice_dim(1, 0, 1).reshape(-1)
     for c in reversed(range(rows.shape[1])):  # stable sorts, least significant column first
-        order = order.gather(0, rows.select(1, [c]).reshape(-1).gather(0, order).sort(0).indices)
-    keys = rows.select(0, order)
+        order = order.gather(0, rows.select(1, c).gather(0, order).sort(0).indices)
+    keys = rows.index_select(0, order)
     out = _runs(keys, _run_starts(keys), order, (input.shape[d],), return_inverse,
                 return_counts)
     if isinstance(out, tuple):

@@ -1811,17 +1811,27 @@ class Tensor:
                 0, indices.reshape(-1), values.reshape(-1)))
         return scatter_into(self, dim, indices, values, "scatter_add")
 
-    def select(self, dim: int, indices: Tensor | Sequence[int]) -> Tensor:
-        """Slices along ``dim`` at 1-d ``indices`` (torch.index_select; Burn's select)."""
-        if self.ndim == 0:
-            return as_vector(self, "select", dim, lambda v: v.select(0, indices))
-        d, idx = select_args(self, dim, indices, "select")
-        return new(self.backend, kind_op(self, "select")(self.primitive, d, idx.primitive),
-                   self.kind)
+    def select(self, dim: int, index: int) -> Tensor:
+        """The slice at ``index`` along ``dim``, that dim removed (torch.select; a negative
+        index counts from the end). Burn's ``select`` is ``index_select`` here."""
+        d = normalize_dim("select", dim, self.ndim)
+        size = self.shape[d]
+        if isinstance(index, (bool, float)) or not hasattr(index, "__index__"):
+            raise InvalidArgumentError(f"select: index must be an int, got {index!r}")
+        i = index.__index__()
+        if not -size <= i < size:
+            raise IndexOutOfBoundsError(f"select: index {i} is out of bounds for dim {dim} with "
+                                        f"size {size} (shape {describe(self.shape)})")
+        i += size if i < 0 else 0
+        return self.slice_dim(d, i, i + 1).squeeze(d)
 
     def index_select(self, dim: int, indices: Tensor | Sequence[int]) -> Tensor:
-        """torch's name for ``select``."""
-        return self.select(dim, indices)
+        """Slices along ``dim`` at 1-d ``indices`` (torch.index_select; Burn's select)."""
+        if self.ndim == 0:
+            return as_vector(self, "index_select", dim, lambda v: v.index_select(0, indices))
+        d, idx = select_args(self, dim, indices, "index_select")
+        return new(self.backend, kind_op(self, "select")(self.primitive, d, idx.primitive),
+                   self.kind)
 
     def select_assign(self, dim: int, indices: Tensor | Sequence[int],
                       values: Tensor) -> Tensor:

@@ -600,8 +600,8 @@ case("index_select_dim1", lambda x, i: x.index_select(1, i), F(3, 4, contiguous=
      I(3, high=4), dtypes=FD)
 case("index_select_3d", lambda x, i: x.index_select(-1, i), F(2, 3, 4), I(6, high=4),
      dtypes=FD)
-case("select_burn", lambda x, i: x.select(1, i), F(3, 4), I(2, high=4),
-     torch_fn=lambda x, i: x.index_select(1, i), dtypes=FD)
+case("select", _method("select", 1, 2), F(3, 4), dtypes=FD)
+case("select_neg", _method("select", -1, -3), F(2, 3, 4), dtypes=FD)
 case("select_list", lambda x: x.index_select(0, [2, 0, 2]), F(3, 4),
      torch_fn=lambda x: x.index_select(0, torch.tensor([2, 0, 2])), dtypes=F64_32)
 case("select_assign_dim0", lambda x, i, v: x.select_assign(0, i, v), F(4, 3),

@@ -227,13 +227,20 @@ def test_gather_index_out_of_range() -> None:
 
 
 def test_select_index_out_of_range() -> None:
-    with raises(IndexOutOfBoundsError, "select: index 3 is out of bounds for dim 0 with size 2"):
-        f(2, 2).select(0, [0, 3])
+    with raises(IndexOutOfBoundsError,
+                "index_select: index 3 is out of bounds for dim 0 with size 2"):
+        f(2, 2).index_select(0, [0, 3])
 
 
 def test_select_negative_index_out_of_range() -> None:
+    with raises(IndexOutOfBoundsError,
+                "index_select: index -4 is out of bounds for dim 1 with size 3"):
+        f(2, 3).index_select(1, [-4])
+
+
+def test_select_int_index_out_of_range() -> None:
     with raises(IndexOutOfBoundsError, "select: index -4 is out of bounds for dim 1 with size 3"):
-        f(2, 3).select(1, [-4])
+        f(2, 3).select(1, -4)
 
 
 def test_getitem_int_out_of_range() -> None:

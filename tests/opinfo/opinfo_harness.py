@@ -92,7 +92,6 @@ OVERRIDES: dict[str, Call] = {
     "div.no_rounding_mode": _method("div"),
     "div.floor_rounding": lambda x, other, rounding_mode: x.floor_div(other),
     "masked_fill": _method("masked_fill"),
-    "select": lambda x, dim, index: x[(slice(None),) * (dim % max(x.ndim, 1)) + (index,)],
     "nn.functional.embedding": lambda weight, idx, **kwargs: F.embedding(idx, weight, **kwargs),
     "nn.functional.logsigmoid": lambda x: F.logsigmoid(x),
     "ones": _factory(lambda shape, backend, dtype=None: Tensor.ones(shape, backend=backend,
