@@ -128,11 +128,19 @@ class ArrayTransformerOps:
             scores = xp.matmul(k, scaled_qt)  # overwritten: start again, per column
         if is_causal:  # key position > query position: -inf (torch's top-left alignment)
             scores += xp.tril(xp.full((lk, lq), -xp.inf, dtype=dtype), -1)
-        if mask is not None:
-            xp.copyto(scores, dtype.type(-xp.inf), where=~mask)
-        scores -= _column_max(xp, scores)
+        if mask is None:
+            scores -= _column_max(xp, scores)
+            xp.exp(scores, out=scores)
+            scores /= _column_sum(xp, scores)
+            return scores
+        xp.copyto(scores, dtype.type(-xp.inf), where=~mask)
+        top = _column_max(xp, scores)
+        dead = top == -xp.inf  # every key masked: zero weights, as torch's (not NaN)
+        scores -= xp.where(dead, dtype.type(0), top)
         xp.exp(scores, out=scores)
-        scores /= _column_sum(xp, scores)
+        sums = _column_sum(xp, scores)
+        xp.copyto(sums, dtype.type(1), where=dead)
+        scores /= sums
         return scores
 
     @classmethod

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from burnpy.backend.ops._marker import backend_classmethod
-from burnpy.backend.ops.module_ops import InterpolateMode, Ints
+from burnpy.backend.ops.module_ops import InterpolateMode, Ints, attention_softmax
 from burnpy_wgpu.kernels import conv as convolution
 from burnpy_wgpu.kernels import pool, resample
 from burnpy_wgpu.kernels.elementwise import launch_map
@@ -126,4 +126,4 @@ class WgpuModuleOps:
             scores = cls.float_mask_fill(scores, future, float("-inf"))
         if mask is not None:
             scores = cls.float_mask_fill(scores, cls.bool_not(mask), float("-inf"))
-        return cls.softmax(scores, len(scores.shape) - 1)
+        return attention_softmax(cls, scores, mask is not None)

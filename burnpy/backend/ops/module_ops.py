@@ -453,7 +453,7 @@ class ModuleOps:
             scores = cls.float_mask_fill(scores, _causal_mask(cls, query, key), float("-inf"))
         if mask is not None:
             scores = cls.float_mask_fill(scores, cls.bool_not(mask), float("-inf"))
-        return cls.softmax(scores, len(scores.shape) - 1)
+        return attention_softmax(cls, scores, mask is not None)
 
     @provided
     def attention_backward(cls: type[Backend], query: FloatPrimitive, key: FloatPrimitive,
@@ -477,6 +477,19 @@ class ModuleOps:
         grad_query = cls.float_matmul(grad_scores, key)
         grad_key = cls.float_matmul(_transposed(cls, grad_scores), query)
         return grad_query, grad_key, grad_value
+
+
+def attention_softmax(cls: type[Backend], scores: FloatPrimitive,
+                      masked: bool) -> FloatPrimitive:
+    """The softmax of attention ``scores`` over the keys (the last dim). With a mask, a row
+    whose every key is masked (all ``-inf``) gets zero weights, as torch's, not NaN."""
+    dim = len(scores.shape) - 1
+    if not masked:
+        return cls.softmax(scores, dim)
+    dead = cls.bool_expand(cls.float_equal_elem(cls.float_max_dim(scores, dim), float("-inf")),
+                           scores.shape)
+    weights = cls.softmax(cls.float_mask_fill(scores, dead, 0.0), dim)
+    return cls.float_mask_fill(weights, dead, 0.0)
 
 
 def _transposed(cls: type[Backend], x: FloatPrimitive) -> FloatPrimitive:
