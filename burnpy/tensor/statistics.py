@@ -423,18 +423,19 @@ def _run_starts(keys: Tensor) -> Tensor:
 
 
 def _rows(input: Tensor, dim: int, op: str) -> tuple[Tensor, int]:
-    """``input`` with ``dim`` first and the rest flattened: one row per slice along ``dim``."""
+    """``input`` with ``dim`` moved first (the others keep their order, so rows compare as
+    torch's slices do) and the rest flattened: one row per slice along ``dim``."""
     d = normalize_dim(op, dim, input.ndim)
-    moved = input.swap_dims(0, d) if d else input
-    return moved.reshape(input.shape[d], -1), d
+    rest = input.shape[:d] + input.shape[d + 1:]
+    if 0 in rest:
+        raise ShapeError(f"{op}: the slices along dim {dim} of shape {describe(input.shape)} "
+                         "are empty (a zero-size dim other than dim), as torch refuses too")
+    return input.movedim(d, 0).reshape(input.shape[d], math.prod(rest)), d
 
 
 def _unslice(rows: Tensor, input: Tensor, d: int) -> Tensor:
-    shape = list(input.shape)
-    shape[0], shape[d] = shape[d], shape[0]
-    shape[0] = rows.shape[0]
-    out = rows.reshape(shape)
-    return out.swap_dims(0, d) if d else out
+    rest = input.shape[:d] + input.shape[d + 1:]
+    return rows.reshape(rows.shape[0], *rest).movedim(0, d)
 
 
 def unique(input: Tensor, sorted: bool = True, return_inverse: bool = False,
