@@ -1,4 +1,5 @@
-"""``MultiHeadAttention``: torch.nn.MultiheadAttention's semantics with ``batch_first=True``.
+"""``MultiHeadAttention``: torch.nn.MultiheadAttention's semantics, torch's ``(L, N, E)``
+layout by default (``batch_first=True`` for ``(N, L, E)``), unbatched ``(L, E)`` inputs too.
 
 Parameters are named as torch's (``in_proj_weight``, ``in_proj_bias``, ``out_proj``; with
 ``kdim``/``vdim`` different from ``embed_dim``: ``q_proj_weight``, ``k_proj_weight``,
@@ -25,20 +26,23 @@ if TYPE_CHECKING:
 
 
 class MultiHeadAttention(Module):
-    """Attention over ``[batch, seq, embed_dim]`` split into ``num_heads`` heads.
+    """Attention split into ``num_heads`` heads over ``[L, batch, embed_dim]`` inputs (torch's
+    default layout), ``[batch, L, embed_dim]`` with ``batch_first=True``, or unbatched
+    ``[L, embed_dim]``.
 
     Masks follow torch's MultiheadAttention: a bool ``attn_mask``/``key_padding_mask`` is True
     where attention is **not** allowed; a float mask is added to the scores.
     """
 
     def __init__(self, embed_dim: int, num_heads: int, dropout: float = 0.0, bias: bool = True,
-                 kdim: int | None = None, vdim: int | None = None, *,
+                 *, kdim: int | None = None, vdim: int | None = None, batch_first: bool = False,
                  backend: type[Backend] | None = None, device: Device | None = None,
                  dtype: DTypeLike | None = None) -> None:
         if num_heads < 1 or embed_dim % num_heads:
             raise InvalidArgumentError(f"MultiHeadAttention: embed_dim={embed_dim} must be "
                                        f"divisible by num_heads={num_heads}")
         self.embed_dim, self.num_heads, self.dropout = embed_dim, num_heads, dropout
+        self.batch_first = batch_first
         self.head_dim = embed_dim // num_heads
         self.kdim = embed_dim if kdim is None else kdim
         self.vdim = embed_dim if vdim is None else vdim
@@ -54,7 +58,8 @@ class MultiHeadAttention(Module):
         if bias:
             self.out_proj.bias = init.zeros((embed_dim,), **kw)
 
-    def _project(self, query: Tensor, key: Tensor, value: Tensor) -> tuple[Tensor, ...]:
+    def _project(self, query: Tensor, key: Tensor, value: Tensor,
+                 same: bool) -> tuple[Tensor, ...]:
         e = self.embed_dim
         b = self.in_proj_bias
         bq, bk, bv = (None, None, None) if b is None else (b[:e], b[e:2 * e], b[2 * e:])
@@ -62,7 +67,7 @@ class MultiHeadAttention(Module):
             return (F.linear(query, self.q_proj_weight, bq), F.linear(key, self.k_proj_weight, bk),
                     F.linear(value, self.v_proj_weight, bv))
         w = self.in_proj_weight
-        if query is key and key is value:
+        if same:
             return tuple(F.linear(query, w, b).chunk(3, dim=-1))
         return (F.linear(query, w[:e], bq), F.linear(key, w[e:2 * e], bk),
                 F.linear(value, w[2 * e:], bv))
@@ -71,18 +76,27 @@ class MultiHeadAttention(Module):
                 key_padding_mask: Tensor | None = None, need_weights: bool = True,
                 attn_mask: Tensor | None = None, average_attn_weights: bool = True,
                 is_causal: bool = False) -> tuple[Tensor, Tensor | None]:
-        """``(output [batch, L, embed_dim], weights)`` for query ``[batch, L, embed_dim]`` and
-        key/value ``[batch, S, kdim/vdim]``.
+        """``(output, weights)``: query ``[L, batch, embed_dim]``, key/value ``[S, batch,
+        kdim/vdim]`` give output ``[L, batch, embed_dim]`` (batch first with ``batch_first``;
+        no batch dim for unbatched inputs, then ``key_padding_mask`` is ``[S]``).
 
         ``weights`` is ``[batch, L, S]`` averaged over heads (``[batch, heads, L, S]`` with
         ``average_attn_weights=False``), or None when ``need_weights`` is False.
         ``is_causal`` without ``attn_mask`` masks future positions.
         """
         self._check(query, key, value)
+        same = query is key and key is value
+        unbatched = query.ndim == 2
+        if unbatched:
+            query, key, value = query.unsqueeze(0), key.unsqueeze(0), value.unsqueeze(0)
+            if key_padding_mask is not None and key_padding_mask.ndim == 1:
+                key_padding_mask = key_padding_mask.unsqueeze(0)
+        elif not self.batch_first:
+            query, key, value = query.swap_dims(0, 1), key.swap_dims(0, 1), value.swap_dims(0, 1)
         n, tgt, _ = query.shape
         src = key.shape[1]
         h, d = self.num_heads, self.head_dim
-        q, k, v = self._project(query, key, value)
+        q, k, v = self._project(query, key, value, same)
         q = q.reshape(n, tgt, h, d).permute(0, 2, 1, 3) * (1.0 / math.sqrt(d))
         k = k.reshape(n, src, h, d).permute(0, 2, 3, 1)
         v = v.reshape(n, src, h, d).permute(0, 2, 1, 3)
@@ -93,20 +107,31 @@ class MultiHeadAttention(Module):
         weights = dropout(scores.softmax(-1), self.dropout, self.training)
         out = (weights @ v).permute(0, 2, 1, 3).reshape(n, tgt, self.embed_dim)
         out = self.out_proj(out)
+        if unbatched:
+            out = out[0]
+        elif not self.batch_first:
+            out = out.swap_dims(0, 1)
         if not need_weights:
             return out, None
-        return out, weights.mean(1) if average_attn_weights else weights
+        weights = weights.mean(1) if average_attn_weights else weights
+        return out, weights[0] if unbatched else weights
 
     def _check(self, query: Tensor, key: Tensor, value: Tensor) -> None:
-        if query.ndim != 3 or query.shape[2] != self.embed_dim:
-            raise ShapeError(f"MultiHeadAttention: query must be [batch, L, {self.embed_dim}], "
-                             f"got {describe(query.shape)}")
-        if (key.ndim != 3 or value.ndim != 3 or key.shape[2] != self.kdim
-                or value.shape[2] != self.vdim or key.shape[:2] != value.shape[:2]
-                or key.shape[0] != query.shape[0]):
-            raise ShapeError(f"MultiHeadAttention: key must be [batch, S, {self.kdim}] and value "
-                             f"[batch, S, {self.vdim}] with the query's batch, got key "
-                             f"{describe(key.shape)}, value {describe(value.shape)}")
+        layout = "[batch, L, E]" if self.batch_first else "[L, batch, E]"
+        batch = 0 if self.batch_first else 1
+        if query.ndim not in (2, 3) or query.shape[-1] != self.embed_dim:
+            raise ShapeError(f"MultiHeadAttention: query must be {layout} or unbatched [L, E] "
+                             f"with E={self.embed_dim}, got {describe(query.shape)}")
+        ok = (key.ndim == value.ndim == query.ndim and key.shape[-1] == self.kdim
+              and value.shape[-1] == self.vdim and key.shape[:-1] == value.shape[:-1])
+        if ok and query.ndim == 3:
+            ok = key.shape[batch] == query.shape[batch]
+        if not ok:
+            raise ShapeError(f"MultiHeadAttention: key and value must be laid out as the query "
+                             f"({layout}, or unbatched) with kdim={self.kdim}, vdim={self.vdim}, "
+                             f"the same S and the query's batch, got query "
+                             f"{describe(query.shape)}, key {describe(key.shape)}, value "
+                             f"{describe(value.shape)}")
 
     def _mask_bias(self, like: Tensor, key_padding_mask: Tensor | None,
                    attn_mask: Tensor | None, is_causal: bool, n: int, tgt: int,
@@ -136,7 +161,8 @@ class MultiHeadAttention(Module):
         return bias
 
     def extra_repr(self) -> str:
-        return f"embed_dim={self.embed_dim}, num_heads={self.num_heads}, dropout={self.dropout}"
+        return (f"embed_dim={self.embed_dim}, num_heads={self.num_heads}, "
+                f"dropout={self.dropout}, batch_first={self.batch_first}")
 
 
 MultiheadAttention = MultiHeadAttention

@@ -26,7 +26,8 @@ _ACTIVATIONS: dict[str, Callable[[Tensor], Tensor]] = {
 
 
 class TransformerEncoderLayer(Module):
-    """torch.nn.TransformerEncoderLayer with ``batch_first=True``: ``[batch, seq, d_model]``.
+    """torch.nn.TransformerEncoderLayer: ``[seq, batch, d_model]`` (torch's default layout),
+    ``[batch, seq, d_model]`` with ``batch_first=True``, or unbatched ``[seq, d_model]``.
 
     ``norm_first`` applies LayerNorm before each block (pre-norm) instead of after it.
     Sub-modules are named as torch's (``self_attn``, ``linear1``, ``norm1``...).
@@ -34,7 +35,8 @@ class TransformerEncoderLayer(Module):
 
     def __init__(self, d_model: int, nhead: int, dim_feedforward: int = 2048,
                  dropout: float = 0.1, activation: str | Callable[[Tensor], Tensor] = "relu",
-                 layer_norm_eps: float = 1e-5, norm_first: bool = False, bias: bool = True, *,
+                 layer_norm_eps: float = 1e-5, batch_first: bool = False,
+                 norm_first: bool = False, bias: bool = True, *,
                  backend: type[Backend] | None = None, device: Device | None = None,
                  dtype: DTypeLike | None = None) -> None:
         if isinstance(activation, str):
@@ -44,7 +46,8 @@ class TransformerEncoderLayer(Module):
                                            f"{activation!r}")
             activation = _ACTIVATIONS[activation]
         kw = init.Placement(backend=backend, device=device, dtype=dtype)
-        self.self_attn = MultiHeadAttention(d_model, nhead, dropout, bias, **kw)
+        self.self_attn = MultiHeadAttention(d_model, nhead, dropout, bias,
+                                            batch_first=batch_first, **kw)
         self.linear1 = Linear(d_model, dim_feedforward, bias, **kw)
         self.dropout = Dropout(dropout)
         self.linear2 = Linear(dim_feedforward, d_model, bias, **kw)
@@ -57,7 +60,7 @@ class TransformerEncoderLayer(Module):
 
     def forward(self, src: Tensor, src_mask: Tensor | None = None,
                 src_key_padding_mask: Tensor | None = None, is_causal: bool = False) -> Tensor:
-        """``[batch, seq, d_model] -> [batch, seq, d_model]``; masks as MultiHeadAttention's."""
+        """``src`` in the layer's layout to the same shape; masks as MultiHeadAttention's."""
         x = src
         if self.norm_first:
             x = x + self._attention(self.norm1(x), src_mask, src_key_padding_mask, is_causal)

@@ -200,7 +200,7 @@ def _mha_call(masks: dict[str, np.ndarray], kwargs: dict[str, Any]) -> Callable[
     ({"attn_mask": RNG.standard_normal((2 * 2, 4, 6))}, {}),
 ])
 def test_multi_head_attention(masks: dict[str, np.ndarray], kwargs: dict[str, Any]) -> None:
-    ours = nn.MultiHeadAttention(8, 2, **F64)
+    ours = nn.MultiHeadAttention(8, 2, batch_first=True, **F64)
     ref = torch.nn.MultiheadAttention(8, 2, batch_first=True).double()
     inputs = (_x(2, 4, 8), _x(2, 6, 8), _x(2, 6, 8))
     check_layer(ours, ref, *inputs, call=_mha_call(masks, kwargs))
@@ -210,7 +210,7 @@ def test_multi_head_attention(masks: dict[str, np.ndarray], kwargs: dict[str, An
 
 
 def test_multi_head_attention_kdim_vdim_weights_and_self() -> None:
-    ours = nn.MultiHeadAttention(6, 3, kdim=4, vdim=5, **F64)
+    ours = nn.MultiHeadAttention(6, 3, kdim=4, vdim=5, batch_first=True, **F64)
     ref = torch.nn.MultiheadAttention(6, 3, kdim=4, vdim=5, batch_first=True).double()
     _copy_weights(ours, ref)
     q, k, v = _x(2, 3, 6), _x(2, 7, 4), _x(2, 7, 5)
@@ -220,7 +220,7 @@ def test_multi_head_attention_kdim_vdim_weights_and_self() -> None:
     _close(w, ref_w, "weights")
     check_layer(ours, ref, q, k, v)
     x = _x(2, 5, 8)
-    self_attn = nn.MultiHeadAttention(8, 4, **F64)
+    self_attn = nn.MultiHeadAttention(8, 4, batch_first=True, **F64)
     ref_self = torch.nn.MultiheadAttention(8, 4, batch_first=True).double()
     check_layer(self_attn, ref_self, x,
                 call=lambda layer, xs: layer(xs[0], xs[0], xs[0], need_weights=False))
@@ -232,7 +232,7 @@ def test_multi_head_attention_kdim_vdim_weights_and_self() -> None:
 @pytest.mark.parametrize(("norm_first", "activation"), [(False, "relu"), (True, "gelu")])
 def test_transformer_encoder_layer(norm_first: bool, activation: str) -> None:
     ours = nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, activation=activation,
-                                      norm_first=norm_first, **F64)
+                                      norm_first=norm_first, batch_first=True, **F64)
     ref = torch.nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, activation=activation,
                                            norm_first=norm_first, batch_first=True).double()
     check_layer(ours, ref, _x(2, 5, 8))
