@@ -8,6 +8,8 @@ counter, so its whole state is one integer. Schedulers compose in time with ``Se
 Torch's spelling works too: built on an optimizer (``StepLR(opt, step_size=...)``) instead of
 a rate, a scheduler drives every parameter group from its own base rate (its ``initial_lr``,
 torch's ``base_lrs``): ``opt.step(model, grads)`` then ``sched.step()`` each iteration.
+Argument names, order and defaults are torch's (``ConstantLR(factor=1/3, total_iters=5)``,
+``CosineAnnealingLR(T_max=)``, ``SequentialLR(optimizer, schedulers, milestones)``).
 """
 
 from __future__ import annotations
@@ -28,13 +30,14 @@ class LrScheduler(ABC):
     #: What a record of a scheduler holds (``burnpy.record.Stateful``).
     record_kind: ClassVar[str] = "scheduler"
 
-    def __init__(self, lr: float | Optimizer) -> None:
+    def __init__(self, optimizer: float | Optimizer) -> None:
         self.last_step = 0
-        self.optimizer = lr if isinstance(lr, Optimizer) else None
-        if isinstance(lr, Optimizer):
-            self.base_lrs = [float(g.setdefault("initial_lr", g["lr"])) for g in lr.param_groups]
+        self.optimizer = optimizer if isinstance(optimizer, Optimizer) else None
+        if isinstance(optimizer, Optimizer):
+            self.base_lrs = [float(g.setdefault("initial_lr", g["lr"]))
+                             for g in optimizer.param_groups]
         else:
-            self.base_lrs = [float(lr)]
+            self.base_lrs = [float(optimizer)]
         self.base_lr = self.base_lrs[0]
 
     @abstractmethod
@@ -50,6 +53,10 @@ class LrScheduler(ABC):
     def lr(self) -> float:
         """The learning rate the next ``step()`` returns."""
         return self.lr_at(self.last_step)
+
+    def get_last_lr(self) -> list[float]:
+        """The rate of each group at the current step (torch's ``get_last_lr``)."""
+        return [self.rate(base, self.last_step) for base in self.base_lrs]
 
     def step(self) -> float:
         """The current learning rate; advances to the next step."""
@@ -84,21 +91,27 @@ def _positive(name: str, value: float) -> None:
 
 
 class ConstantLR(LrScheduler):
-    """The same rate every step."""
+    """``lr * factor`` for the first ``total_iters`` steps, then ``lr`` (torch's defaults:
+    a third of the rate for five steps)."""
 
-    def __init__(self, lr: float | Optimizer) -> None:
-        super().__init__(lr)
+    def __init__(self, optimizer: float | Optimizer, factor: float = 1.0 / 3,
+                 total_iters: int = 5) -> None:
+        super().__init__(optimizer)
+        if not 0.0 <= factor <= 1.0 or total_iters < 0:
+            raise InvalidArgumentError(f"ConstantLR: need factor in [0, 1] and total_iters >= 0, "
+                                       f"got {factor}, {total_iters}")
+        self.factor, self.total_iters = factor, total_iters
         self._set_groups()
 
     def rate(self, base_lr: float, step: int) -> float:
-        return base_lr
+        return base_lr * self.factor if step < self.total_iters else base_lr
 
 
 class StepLR(LrScheduler):
     """``lr * gamma ** (step // step_size)``."""
 
-    def __init__(self, lr: float | Optimizer, step_size: int, gamma: float = 0.1) -> None:
-        super().__init__(lr)
+    def __init__(self, optimizer: float | Optimizer, step_size: int, gamma: float = 0.1) -> None:
+        super().__init__(optimizer)
         _positive("StepLR: step_size", step_size)
         self.step_size, self.gamma = step_size, gamma
         self._set_groups()
@@ -110,8 +123,8 @@ class StepLR(LrScheduler):
 class ExponentialLR(LrScheduler):
     """``lr * gamma ** step``."""
 
-    def __init__(self, lr: float | Optimizer, gamma: float) -> None:
-        super().__init__(lr)
+    def __init__(self, optimizer: float | Optimizer, gamma: float) -> None:
+        super().__init__(optimizer)
         self.gamma = gamma
         self._set_groups()
 
@@ -120,17 +133,18 @@ class ExponentialLR(LrScheduler):
 
 
 class CosineAnnealingLR(LrScheduler):
-    """Half a cosine from ``lr`` down to ``eta_min`` over ``t_max`` steps (torch's closed form;
-    it rises again after ``t_max``, as torch's does)."""
+    """Half a cosine from ``lr`` down to ``eta_min`` over ``T_max`` steps (torch's closed form;
+    it rises again after ``T_max``, as torch's does)."""
 
-    def __init__(self, lr: float | Optimizer, t_max: int, eta_min: float = 0.0) -> None:
-        super().__init__(lr)
-        _positive("CosineAnnealingLR: t_max", t_max)
-        self.t_max, self.eta_min = t_max, eta_min
+    def __init__(self, optimizer: float | Optimizer, T_max: int,  # noqa: N803 (torch's name)
+                 eta_min: float = 0.0) -> None:
+        super().__init__(optimizer)
+        _positive("CosineAnnealingLR: T_max", T_max)
+        self.T_max, self.eta_min = T_max, eta_min
         self._set_groups()
 
     def rate(self, base_lr: float, step: int) -> float:
-        cos = (1.0 + math.cos(math.pi * step / self.t_max)) / 2.0
+        cos = (1.0 + math.cos(math.pi * step / self.T_max)) / 2.0
         return self.eta_min + (base_lr - self.eta_min) * cos
 
 
@@ -138,9 +152,9 @@ class LinearLR(LrScheduler):
     """``lr`` times a factor moving linearly from ``start_factor`` to ``end_factor`` over
     ``total_iters`` steps, then constant: a linear warm-up with ``start_factor < 1``."""
 
-    def __init__(self, lr: float | Optimizer, start_factor: float = 1.0 / 3,
+    def __init__(self, optimizer: float | Optimizer, start_factor: float = 1.0 / 3,
                  end_factor: float = 1.0, total_iters: int = 5) -> None:
-        super().__init__(lr)
+        super().__init__(optimizer)
         _positive("LinearLR: total_iters", total_iters)
         if not 0.0 < start_factor <= 1.0 or not 0.0 <= end_factor <= 1.0:
             raise InvalidArgumentError(f"LinearLR: need start_factor in (0, 1] and end_factor in "
@@ -157,13 +171,20 @@ class LinearLR(LrScheduler):
 class SequentialLR(LrScheduler):
     """``schedulers[i]`` from ``milestones[i - 1]`` on, each restarted at its own step 0.
 
-    It drives the optimizer its first scheduler was built on, if any (torch's spelling)."""
+    ``optimizer`` is the one every scheduler was built on (torch's spelling), or the base
+    rate of schedulers built on rates (Burn's)."""
 
-    def __init__(self, schedulers: Sequence[LrScheduler], milestones: Sequence[int]) -> None:
-        if not schedulers:
-            raise InvalidArgumentError("SequentialLR: needs at least one scheduler")
-        first = schedulers[0]
-        super().__init__(first.optimizer if first.optimizer is not None else first.base_lr)
+    def __init__(self, optimizer: float | Optimizer, schedulers: Sequence[LrScheduler],
+                 milestones: Sequence[int]) -> None:
+        if not isinstance(optimizer, (Optimizer, int, float)) or not schedulers:
+            raise InvalidArgumentError(f"SequentialLR: takes torch's (optimizer or base rate, "
+                                       f"schedulers, milestones), got {type(optimizer).__name__} "
+                                       f"and {len(schedulers)} scheduler(s)")
+        wanted = optimizer if isinstance(optimizer, Optimizer) else None
+        if any(s.optimizer is not wanted for s in schedulers):
+            raise InvalidArgumentError("SequentialLR: every scheduler must be built on the "
+                                       "optimizer given to SequentialLR (or all on rates)")
+        super().__init__(optimizer)
         if len(milestones) != len(schedulers) - 1 or list(milestones) != sorted(milestones):
             raise InvalidArgumentError(f"SequentialLR: need {len(schedulers) - 1} increasing "
                                        f"milestones for {len(schedulers)} schedulers, got "
@@ -186,6 +207,6 @@ def warmup_cosine(lr: float | Optimizer, warmup_steps: int, total_steps: int, et
     if not 0 < warmup_steps < total_steps:
         raise InvalidArgumentError(f"warmup_cosine: need 0 < warmup_steps < total_steps, got "
                                    f"{warmup_steps}, {total_steps}")
-    return SequentialLR([LinearLR(lr, start_factor, 1.0, warmup_steps),
-                         CosineAnnealingLR(lr, total_steps - warmup_steps, eta_min)],
+    return SequentialLR(lr, [LinearLR(lr, start_factor, 1.0, warmup_steps),
+                             CosineAnnealingLR(lr, total_steps - warmup_steps, eta_min)],
                         [warmup_steps])

@@ -36,13 +36,22 @@ def _torch_rates(make: TorchFactory, steps: int = 40) -> list[float]:
      lambda o: torch.optim.lr_scheduler.LinearLR(o, 0.1, 1.0, 8)),
     (lambda: optim.LinearLR(0.5, 1.0, 0.2, 10),
      lambda o: torch.optim.lr_scheduler.LinearLR(o, 1.0, 0.2, 10)),
-    (lambda: optim.SequentialLR([optim.LinearLR(0.5, 0.2, 1.0, 5),
-                                 optim.CosineAnnealingLR(0.5, 20)], [5]),
+    (lambda: optim.ConstantLR(0.5),  # torch's defaults: factor 1/3 for 5 steps
+     lambda o: torch.optim.lr_scheduler.ConstantLR(o)),
+    (lambda: optim.ConstantLR(0.5, factor=0.25, total_iters=7),
+     lambda o: torch.optim.lr_scheduler.ConstantLR(o, factor=0.25, total_iters=7)),
+    (lambda: optim.CosineAnnealingLR(0.5, T_max=12),
+     lambda o: torch.optim.lr_scheduler.CosineAnnealingLR(o, T_max=12)),
+    (lambda: optim.LinearLR(0.5),
+     lambda o: torch.optim.lr_scheduler.LinearLR(o)),
+    (lambda: optim.SequentialLR(0.5, [optim.LinearLR(0.5, 0.2, 1.0, 5),
+                                      optim.CosineAnnealingLR(0.5, 20)], [5]),
      lambda o: torch.optim.lr_scheduler.SequentialLR(o, [
          torch.optim.lr_scheduler.LinearLR(o, 0.2, 1.0, 5),
          torch.optim.lr_scheduler.CosineAnnealingLR(o, 20)], [5])),
-    (lambda: optim.SequentialLR([optim.ConstantLR(0.5), optim.StepLR(0.5, 4, 0.5),
-                                 optim.ExponentialLR(0.5, 0.95)], [3, 20]),
+    (lambda: optim.SequentialLR(0.5, [optim.ConstantLR(0.5, 1.0, 3),
+                                      optim.StepLR(0.5, 4, 0.5),
+                                      optim.ExponentialLR(0.5, 0.95)], [3, 20]),
      lambda o: torch.optim.lr_scheduler.SequentialLR(o, [
          torch.optim.lr_scheduler.ConstantLR(o, 1.0, 3),
          torch.optim.lr_scheduler.StepLR(o, 4, 0.5),
@@ -67,8 +76,37 @@ def test_state_round_trip_and_current_lr() -> None:
 
 def test_invalid_configurations() -> None:
     with pytest.raises(bp.InvalidArgumentError, match="milestones"):
-        optim.SequentialLR([optim.ConstantLR(0.1), optim.ConstantLR(0.2)], [])
-    with pytest.raises(bp.InvalidArgumentError, match="t_max"):
+        optim.SequentialLR(0.1, [optim.ConstantLR(0.1), optim.ConstantLR(0.2)], [])
+    with pytest.raises(bp.InvalidArgumentError, match="T_max"):
         optim.CosineAnnealingLR(0.1, 0)
     with pytest.raises(bp.InvalidArgumentError, match="warmup_steps"):
         optim.warmup_cosine(0.1, 10, 5)
+
+
+def test_torch_spelling_on_an_optimizer_matches_torch_step_by_step() -> None:
+    """torch's program as written: schedulers built on the optimizer with torch's defaults and
+    keyword names, SequentialLR(optimizer, schedulers, milestones), get_last_lr()."""
+    ours_opt = optim.SGD(lr=0.1)
+    ref_opt = torch.optim.SGD([torch.zeros(1, requires_grad=True)], lr=0.1)
+    ours = optim.SequentialLR(ours_opt, [optim.ConstantLR(ours_opt),
+                                         optim.CosineAnnealingLR(ours_opt, T_max=10)],
+                              milestones=[6])
+    ref = torch.optim.lr_scheduler.SequentialLR(ref_opt, [
+        torch.optim.lr_scheduler.ConstantLR(ref_opt),
+        torch.optim.lr_scheduler.CosineAnnealingLR(ref_opt, T_max=10)], milestones=[6])
+    for _ in range(20):
+        assert ours_opt.param_groups[0]["lr"] == pytest.approx(ref_opt.param_groups[0]["lr"],
+                                                               rel=1e-12)
+        assert ours.get_last_lr() == pytest.approx(ref.get_last_lr(), rel=1e-12)
+        ref_opt.step()
+        ours.step()
+        ref.step()
+    assert optim.ConstantLR(0.1).get_last_lr() == pytest.approx([0.1 / 3])
+
+
+def test_sequential_lr_needs_the_schedulers_optimizer() -> None:
+    opt = optim.SGD(lr=0.1)
+    with pytest.raises(bp.InvalidArgumentError, match="built on the optimizer"):
+        optim.SequentialLR(opt, [optim.ConstantLR(0.1)], [])
+    with pytest.raises(bp.InvalidArgumentError, match="torch's"):
+        optim.SequentialLR([optim.ConstantLR(0.1)], [], [])  # type: ignore[arg-type]
