@@ -10,7 +10,7 @@ DOC_MODULES := burnpy burnpy.tensor burnpy.nn burnpy.nn.functional burnpy.func b
 	burnpy.record burnpy.train burnpy.data burnpy.autodiff burnpy.backend burnpy.quantization \
 	burnpy.testing burnpy_cpu burnpy_cuda burnpy_wgpu
 
-.PHONY: demo test lint typecheck docs bench clean pinn gpt
+.PHONY: demo test lint typecheck docs bench clean pinn gpt gpu-check gpu-prepare
 
 $(VENV)/.installed: pyproject.toml
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "need $(PYTHON) on PATH"; exit 1; }
@@ -62,3 +62,19 @@ pinn: $(VENV)/.installed
 
 gpt: $(VENV)/.installed
 	$(PY) -m burnpy.examples.gpt --out runs/gpt
+
+# The prepared GPU check (scripts/gpu_check.py; README: "Checking on a GPU"). On the device
+# machine, with .gpu/ carried: `make gpu-check` (or `bash scripts/gpu_check.sh` where there is
+# no make). Here, without a GPU: `make gpu-check DRY=1` runs the same logic (tests only
+# collected, commands failing fast) into out/gpu-check.
+gpu-check:
+ifeq ($(DRY),1)
+	$(MAKE) --no-print-directory $(VENV)/.installed-test
+	PY=$(PY) bash scripts/gpu_check.sh --dry-run --out out/gpu-check
+else
+	bash scripts/gpu_check.sh
+endif
+
+# Fetch into .gpu/ what the device image lacks (the wgpu wheels, the Vulkan loader).
+gpu-prepare: $(VENV)/.installed-test
+	bash scripts/gpu_prepare.sh $(PY)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 import torch
-from cuda_timing import alternate_synced, fmt, require_gpu
+from cuda_timing import alternate_synced, fmt, record, require_gpu
 
 from burnpy import Tensor
 from burnpy_cuda import CudaBackend
@@ -49,6 +49,8 @@ def main() -> None:
     theirs = med["torch CUDA a + b"]
     print(f"  burnpy Tensor / torch: {med['burnpy Tensor a + b'] / theirs:.2f}x, "
           f"raw CuPy / torch: {med['raw CuPy a + b'] / theirs:.2f}x")
+    record("cuda_overhead", size=SIZE, seconds_per_op=med,
+           ratio=med["burnpy Tensor a + b"] / theirs, target="<= 2.0")
 
 
 if __name__ == "__main__":

@@ -1,8 +1,11 @@
-"""Shared helpers of the CUDA benchmarks: a clear exit where no GPU can run them, and timings
-that wait for the device (a CUDA call returns once the kernel is queued, not done)."""
+"""Shared helpers of the GPU benchmarks: a clear exit where no GPU can run them, timings that
+wait for the device (a CUDA call returns once the kernel is queued, not done), and the figures
+as JSON for the prepared GPU check (``scripts/gpu_check.py``)."""
 
 from __future__ import annotations
 
+import json
+import os
 import statistics
 import sys
 import time
@@ -11,6 +14,18 @@ from collections.abc import Callable
 from burnpy_cuda import cuda_available, unavailable_reason
 
 Sync = Callable[[], None]
+
+#: Where ``record`` appends its JSON lines (set by the GPU check; unset, nothing is written).
+FIGURES_ENV = "BURNPY_BENCH_JSON"
+
+
+def record(benchmark: str, **figures: object) -> None:
+    """Append ``{"benchmark": ..., **figures}`` as one JSON line to the file named by
+    ``$BURNPY_BENCH_JSON``, so that a run's printed figures also reach a machine reader."""
+    path = os.environ.get(FIGURES_ENV)
+    if path:
+        with open(path, "a", encoding="utf-8") as out:
+            out.write(json.dumps({"benchmark": benchmark, **figures}) + "\n")
 
 
 def require_gpu(name: str) -> None:

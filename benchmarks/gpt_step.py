@@ -85,7 +85,7 @@ class TorchGPT(nn.Module):
     def forward(self, idx: torch.Tensor,
                 cache: list[list[torch.Tensor]] | None = None) -> torch.Tensor:
         start = 0 if not cache or not cache[0] else cache[0][0].shape[2]
-        x = self.tok(idx) + self.pos(torch.arange(start, start + idx.shape[1]))
+        x = self.tok(idx) + self.pos(torch.arange(start, start + idx.shape[1], device=idx.device))
         for i, block in enumerate(self.blocks):
             x = block(x, None if cache is None else cache[i])
         return nn.functional.linear(self.ln_f(x), self.tok.weight)
@@ -115,37 +115,45 @@ def batches(config: GPTConfig, n: int, seed: int = 0) -> list[tuple[np.ndarray, 
 
 
 class BurnpyStep:
-    """The example's training step on ``Autodiff(CpuBackend)``."""
+    """The example's training step on ``Autodiff(CpuBackend)``, or on the backend given."""
 
-    def __init__(self, model: GPT, data: list[tuple[np.ndarray, np.ndarray]]) -> None:
+    def __init__(self, model: GPT, data: list[tuple[np.ndarray, np.ndarray]],
+                 backend: type | None = None) -> None:
         self.model, self.data, self.i = model, data, 0
-        self.backend = Autodiff(CpuBackend)
+        self.backend = Autodiff(CpuBackend) if backend is None else backend
         self.optim = AdamW(decay_groups(model, WEIGHT_DECAY), lr=LR, betas=(0.9, 0.99),
                            grad_clipping=GradientClipping.norm(CLIP))
 
-    def __call__(self) -> float:
+    def step(self) -> Tensor:
+        """One step; the loss stays on the device (no host read)."""
         x, y = self.data[self.i % len(self.data)]
         self.i += 1
         loss = self.model.loss(Tensor.from_data(x, backend=self.backend),
                                Tensor.from_data(y, backend=self.backend))
         grads = loss.backward()
         self.optim.step(self.model, grads, LR)
-        return float(loss.item())
+        return loss
+
+    def __call__(self) -> float:
+        return float(self.step().item())
 
 
 class TorchStep:
-    """The same step in torch eager mode."""
+    """The same step in torch eager mode, on the CPU or the device given."""
 
-    def __init__(self, model: TorchGPT, data: list[tuple[np.ndarray, np.ndarray]]) -> None:
-        self.model, self.i = model, 0
-        self.data = [(torch.from_numpy(x), torch.from_numpy(y)) for x, y in data]
+    def __init__(self, model: TorchGPT, data: list[tuple[np.ndarray, np.ndarray]],
+                 device: str = "cpu") -> None:
+        self.model, self.i = model.to(device), 0
+        self.data = [(torch.from_numpy(x).to(device), torch.from_numpy(y).to(device))
+                     for x, y in data]
         params = list(model.named_parameters())
         groups = [{"params": [p for _, p in params if p.ndim >= 2],
                    "weight_decay": WEIGHT_DECAY},
                   {"params": [p for _, p in params if p.ndim < 2], "weight_decay": 0.0}]
         self.optim = torch.optim.AdamW(groups, lr=LR, betas=(0.9, 0.99))
 
-    def __call__(self) -> float:
+    def step(self) -> torch.Tensor:
+        """One step; the loss stays on the device (no host read)."""
         x, y = self.data[self.i % len(self.data)]
         self.i += 1
         logits = self.model(x)
@@ -154,7 +162,10 @@ class TorchStep:
         loss.backward()
         nn.utils.clip_grad_norm_(self.model.parameters(), CLIP)
         self.optim.step()
-        return float(loss.item())
+        return loss
+
+    def __call__(self) -> float:
+        return float(self.step().item())
 
 
 def main() -> None:

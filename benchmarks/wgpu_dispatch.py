@@ -44,11 +44,10 @@ def _timed(step: Callable[[object], object], start: object, after_each: Callable
     return statistics.median(samples)
 
 
-def main() -> None:
+def measure() -> dict[str, float]:
+    """Median seconds per op of each way of issuing the chain, on the default adapter."""
     device = B.default_device()
     rt = runtime_for(device)
-    info = list_adapters()[0]
-    print(f"adapter: {info.name} ({info.backend_type}, {info.adapter_type})")
     prim = B.float_from_data(TensorData(np.ones(1024, np.float32)), device)
     tensor = Tensor.from_data(np.ones(1024, np.float32), backend=B)
 
@@ -63,13 +62,19 @@ def main() -> None:
 
     step(prim)
     sync()
-    rows = {
+    return {
         "batched (1 submit / chain)": _timed(step, prim, lambda: None, sync),
         "1 submit per op": _timed(step, prim, rt.flush, sync),
         "1 blocking readback per op": _timed(step, prim, read_one, sync),
         "Tensor API, batched": _timed(lambda t: t + 1.0, tensor, lambda: None, sync),
     }
-    submits = rt.stats["submits"]
+
+
+def main() -> None:
+    info = list_adapters()[0]
+    print(f"adapter: {info.name} ({info.backend_type}, {info.adapter_type})")
+    rows = measure()
+    submits = runtime_for(B.default_device()).stats["submits"]
     for name, seconds in rows.items():
         print(f"{name:<30}{fmt(seconds):>12} per op")
     batched, per_submit = rows["batched (1 submit / chain)"], rows["1 submit per op"]
