@@ -2,6 +2,8 @@
 are interchangeable; capabilities such as autodiff are decorator backends wrapping any backend.
 """
 
+from typing import TYPE_CHECKING
+
 from burnpy.autodiff import (
     Autodiff,
     BalancedCheckpointing,
@@ -46,6 +48,9 @@ from burnpy.backend.errors import GradAccessError
 from burnpy.quantization import QuantScheme
 from burnpy.tensor import Tensor, ValuesIndices, cat, stack
 
+if TYPE_CHECKING:
+    import numpy as np
+
 
 def where(condition: Tensor, input: Tensor, other: Tensor) -> Tensor:
     """``input`` where ``condition`` is true, else ``other`` (torch.where)."""
@@ -54,9 +59,22 @@ def where(condition: Tensor, input: Tensor, other: Tensor) -> Tensor:
 
 def tensor(data: object, *, backend: type[Backend] | None = None, device: Device | None = None,
            dtype: DTypeLike | None = None) -> Tensor:
-    """Shorthand for ``Tensor.from_data`` (torch.tensor's spelling): nested lists, a scalar,
-    a NumPy array or ``TensorData``, on ``backend`` (CpuBackend by default)."""
+    """Shorthand for ``Tensor.from_data`` (torch.tensor's spelling): a copy of nested lists, a
+    scalar, a NumPy array or ``TensorData``, on ``backend`` (CpuBackend by default)."""
     return Tensor.from_data(data, backend=backend, device=device, dtype=dtype)
+
+
+def from_numpy(array: "np.ndarray", *, backend: type[Backend] | None = None) -> Tensor:
+    """torch.from_numpy: a tensor sharing ``array``'s memory, on CpuBackend (by default) or
+    Autodiff(CpuBackend); see ``Tensor.from_numpy`` for the contract."""
+    return Tensor.from_numpy(array, backend=backend)
+
+
+def from_dlpack(obj: object, *, backend: type[Backend] | None = None,
+                device: Device | None = None) -> Tensor:
+    """torch.from_dlpack: a tensor sharing the memory of ``obj`` (anything with ``__dlpack__``)
+    where the backend can import it; see ``Tensor.from_dlpack``."""
+    return Tensor.from_dlpack(obj, backend=backend, device=device)
 
 
 __all__ = [
@@ -66,7 +84,7 @@ __all__ = [
     "NoCheckpointing", "QuantScheme", "RecordError", "ShapeError", "Tensor", "TensorData",
     "UnsupportedDTypeError", "ValuesIndices",
     "bfloat16", "bool_", "cat", "float16", "float32", "float64", "int16", "int32", "int64", "int8",
-    "stack", "tensor", "uint32", "uint8", "where",
+    "from_dlpack", "from_numpy", "stack", "tensor", "uint32", "uint8", "where",
     "Function", "GradFn",
 ]
 

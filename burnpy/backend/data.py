@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -43,7 +43,11 @@ class TensorData:
     def __init__(self, array: np.ndarray, dtype: DType | None = None,
                  quant: QuantParams | None = None) -> None:
         if dtype is None:  # the array's own dtype: it stores it, and it is never quantized
-            dt = dtype_of_numpy(array.dtype)
+            try:
+                dt = dtype_of_numpy(array.dtype)
+            except KeyError:
+                raise DTypeError(f"TensorData: NumPy dtype {array.dtype} is not supported (native "
+                                 "byte order only; TensorData.from_any converts)") from None
         else:
             dt = dtype
             if array.dtype != dt.numpy:
@@ -57,23 +61,32 @@ class TensorData:
     @staticmethod
     def from_any(value: Any, dtype: DTypeLike | None = None, *,
                  default_float: DType = DType.float32,
-                 default_int: DType = DType.int64) -> TensorData:
-        """Build from a NumPy array (keeps its dtype), nested lists or a scalar (backend defaults).
+                 default_int: DType = DType.int64, copy: bool = True) -> TensorData:
+        """Build from a NumPy array (keeps its dtype, in native byte order), ``TensorData``,
+        nested lists or a scalar (backend defaults).
 
-        Ragged nested lists raise ``ShapeError`` rather than producing object arrays.
+        The values are always the result's own memory, as ``torch.tensor`` copies: later writes
+        to the caller's array never reach it. ``copy=False`` is burnpy's internal path for
+        arrays it made itself and nothing else holds (a ``DataLoader``'s batches): no copy
+        beyond a dtype or layout conversion. Ragged nested lists raise ``ShapeError`` rather
+        than producing object arrays.
         """
         if isinstance(value, TensorData):
-            return value if dtype is None else value.convert(DType.of(dtype))
+            if dtype is not None and DType.of(dtype) is not value.dtype:
+                return value.convert(DType.of(dtype))  # a new array
+            return value.copy() if copy else value
         if isinstance(value, np.ndarray | np.generic):
             arr = np.asarray(value)
             if dtype is None:
                 try:
-                    target = dtype_of_numpy(arr.dtype)
+                    target = dtype_of_numpy(arr.dtype.newbyteorder("="))
                 except KeyError:
                     raise DTypeError(
                         f"from_data: NumPy dtype {arr.dtype} is not supported") from None
             else:
                 target = DType.of(dtype)
+            if copy:
+                return TensorData(np.array(arr, dtype=target.numpy, order="C", copy=True), target)
             return TensorData(contiguous(arr.astype(target.numpy, copy=False)), target)
         try:
             arr = np.array(value)
@@ -93,6 +106,14 @@ class TensorData:
         else:
             raise DTypeError(f"from_data: values of NumPy kind {arr.dtype} are not supported")
         return TensorData(contiguous(arr.astype(target.numpy, copy=False)), target)
+
+    def copy(self) -> TensorData:
+        """The same values (and quantization parameters) in memory of their own."""
+        quant = self.quant
+        if quant is not None:
+            quant = replace(quant, scales=quant.scales.copy(), tensor_scale=None
+                            if quant.tensor_scale is None else quant.tensor_scale.copy())
+        return TensorData(self.array.copy(order="C"), self.dtype, quant)
 
     @property
     def shape(self) -> tuple[int, ...]:

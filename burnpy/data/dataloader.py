@@ -12,6 +12,7 @@ from burnpy.backend.device import Device
 from burnpy.backend.errors import InvalidArgumentError
 from burnpy.data.dataset import Dataset
 from burnpy.tensor import Tensor
+from burnpy.tensor.tensor import from_owned_data
 
 if TYPE_CHECKING:
     from burnpy.backend.base import Backend
@@ -33,7 +34,9 @@ class DataLoader:
     With ``shuffle``, epoch ``e`` visits the samples in the order drawn from ``(seed, e)``:
     iterating again moves to the next epoch, and ``set_epoch`` picks one, which is how a
     resumed run sees the same batches as an uninterrupted one. A ``sampler`` (such as
-    ``burnpy.distributed.DistributedSampler``) gives each epoch's indices instead.
+    ``burnpy.distributed.DistributedSampler``) gives each epoch's indices instead. Each batch's
+    tensors hold their own memory (a dataset may refill the arrays it returned), except where
+    the dataset sets ``fresh_batches = True`` (``ArrayDataset`` does): those are taken over.
     """
 
     def __init__(self, dataset: Dataset, batch_size: int = 1, shuffle: bool = False,
@@ -76,6 +79,9 @@ class DataLoader:
             yield tuple(self._tensor(field) for field in self.dataset.get_batch(indices))
 
     def _tensor(self, field: np.ndarray) -> Tensor:
-        """A batch field as a tensor; integer fields (labels) take the backend's int dtype."""
+        """A batch field as a tensor; integer fields (labels) take the backend's int dtype.
+        The field is copied unless the dataset says its batches are new arrays."""
         dtype = self.backend.int_dtype if field.dtype.kind in "iu" else None
-        return Tensor.from_data(field, backend=self.backend, device=self.device, dtype=dtype)
+        make = from_owned_data if getattr(self.dataset, "fresh_batches", False) \
+            else Tensor.from_data
+        return make(field, backend=self.backend, device=self.device, dtype=dtype)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import ClassVar, Protocol
 
 import numpy as np
 
@@ -21,6 +21,10 @@ class Dataset(Protocol):
 
 class ArrayDataset:
     """Samples are rows of aligned NumPy arrays: ``ArrayDataset(images, labels)``."""
+
+    #: ``get_batch`` gathers new arrays on every call, so a ``DataLoader``'s tensors take them
+    #: over without a copy (any dataset whose batches are new arrays may say so too).
+    fresh_batches: ClassVar[bool] = True
 
     def __init__(self, *arrays: np.ndarray) -> None:
         if not arrays:

@@ -39,8 +39,8 @@ from burnpy.distributed.errors import DistributedError
 from burnpy.distributed.group import ProcessGroup, current_group
 from burnpy.distributed.host import wire_dtype
 from burnpy.nn.module import Module
-from burnpy.tensor import Tensor
 from burnpy.tensor._core import FLOAT, new
+from burnpy.tensor.tensor import from_owned_data
 
 if TYPE_CHECKING:
     from mpi4py import MPI
@@ -223,7 +223,7 @@ class GradientSync:
         array = array.astype(dtype, copy=False)
         if self.host_native:
             return array
-        return Tensor.from_data(array, backend=self.backend).primitive
+        return from_owned_data(array, backend=self.backend).primitive
 
     def close(self) -> None:
         """Unhook the parameters."""
@@ -268,7 +268,7 @@ class DistributedDataParallel(Module):
                 if group.rank != 0:
                     if slot.is_param and slot.tensor.is_require_grad():
                         value.require_grad()
-                    slot.assign(value)
+                    slot.write(value)
         object.__setattr__(self, "_sync", GradientSync(
             group, _buckets(module, bucket_cap_mb * 2**20), log_events,
             find_unused_parameters))

@@ -19,6 +19,7 @@ import numpy as np
 
 from burnpy.tensor import Tensor
 from burnpy.tensor._core import new
+from burnpy.tensor.tensor import from_owned_data
 
 
 def peel(t: Tensor) -> tuple[Tensor, list[type]]:
@@ -63,7 +64,7 @@ def from_host(array: np.ndarray, like: Tensor) -> Tensor:
     if isinstance(p, np.ndarray):
         return new(like.backend, array if array.dtype == p.dtype else array.astype(p.dtype),
                    like.kind)
-    return Tensor.from_data(array, backend=like.backend, device=like.device, dtype=like.dtype)
+    return from_owned_data(array, backend=like.backend, device=like.device, dtype=like.dtype)
 
 
 class ReceiveBuffers:

@@ -108,8 +108,9 @@ class BFloat16Producer:
 
 
 def host_values(obj: Any) -> Any:
-    """A NumPy copy of a host DLPack producer's values (torch's bfloat16 included); anything
-    else (lists, NumPy arrays, CUDA tensors) is returned as it is."""
+    """A NumPy view of a host DLPack producer's values (torch's bfloat16 included), which
+    ``TensorData.from_any`` then copies; anything else (lists, NumPy arrays, CUDA tensors) is
+    returned as it is."""
     if isinstance(obj, np.ndarray | np.generic) or not hasattr(obj, "__dlpack__"):
         return obj
     try:
@@ -119,4 +120,4 @@ def host_values(obj: Any) -> Any:
     if not on_host:
         return obj
     producer = BFloat16Producer(obj)
-    return np.array(producer.restore(np.from_dlpack(producer)), copy=True)
+    return producer.restore(np.from_dlpack(producer))

@@ -12,9 +12,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from burnpy.backend.errors import DTypeError, ShapeError, article, describe
+from burnpy.backend.errors import (
+    DTypeError,
+    InvalidArgumentError,
+    ShapeError,
+    article,
+    describe,
+)
 from burnpy.tensor._core import FLOAT, INT
 from burnpy.tensor.checks import broadcast_shapes
 from burnpy.tensor.indexing import checked_indices
@@ -31,6 +37,9 @@ def write_in_place(target: Tensor, what: str, compute: Callable[[Tensor], Tensor
     ``target`` came from basic indexing, the write goes through to its base too (torch's
     views): the view is first re-read if the base was written since, then written back.
     """
+    shared = getattr(target, "_shares", None)
+    if shared is not None:
+        _check_shared(target, shared, what)
     view = getattr(target, "_view_of", None)
     if view is not None:
         base, key, seen = view
@@ -50,7 +59,24 @@ def write_in_place(target: Tensor, what: str, compute: Callable[[Tensor], Tensor
         write_in_place(base, what, lambda b: b._assigned(key, result))
         target._view_of = (base, key, base.primitive)
     _rebind(target, what, result)
+    if shared is not None:  # into the shared array, which the tensor keeps holding
+        shared[...] = target.primitive
+        target.primitive = shared
     return target
+
+
+def _check_shared(target: Tensor, shared: Any, what: str) -> None:
+    """Refuse a write that cannot reach the array ``target`` shares (``from_numpy``)."""
+    if not isinstance(target.primitive, type(shared)):
+        raise InvalidArgumentError(
+            f"{what}: this tensor shares an array's memory (from_numpy / from_dlpack) on "
+            f"{target.backend.name()}, whose in-place writes cannot reach the array; write into "
+            "the array itself, or into a copy (t.clone())")
+    if not getattr(shared.flags, "writeable", True):  # CuPy's flags have no such field
+        raise InvalidArgumentError(
+            f"{what}: this tensor shares the memory of a read-only array (shape "
+            f"{describe(tuple(shared.shape))}, from_numpy / from_dlpack); write into a copy "
+            "(t.clone())")
 
 
 def _rebind(target: Tensor, what: str, result: Tensor) -> None:

@@ -70,7 +70,14 @@ from burnpy.tensor.arithmetic import (
     scalar_like,
     signed_unary,
 )
-from burnpy.tensor.checks import broadcast_shapes, infer_shape, normalize_dim, normalize_dims, numel
+from burnpy.tensor.checks import (
+    broadcast_shapes,
+    infer_shape,
+    normalize_dim,
+    normalize_dims,
+    numel,
+    python_int,
+)
 from burnpy.tensor.clamp_bounds import clamp_tensor_bounds
 from burnpy.tensor.dlpack import BFloat16Producer, export_bfloat16, host_values
 from burnpy.tensor.grad_method import GradMethod
@@ -133,12 +140,15 @@ class Tensor:
 
     #: ``_view_of`` is set only on results of basic indexing: ``(base, key, base's primitive
     #: when read)``, so an in-place write to the result also writes into the base (torch's views).
-    __slots__ = ("__weakref__", "_view_of", "backend", "kind", "primitive")
+    __slots__ = ("__weakref__", "_shares", "_view_of", "backend", "kind", "primitive")
 
     backend: type[Backend]
     primitive: Any
     kind: str
     _view_of: tuple[Tensor, tuple[Any, ...], Any]
+    #: ``_shares`` is set only by ``from_numpy`` and ``from_dlpack``'s zero-copy import: the
+    #: array whose memory the tensor shares, which its in-place writes also write into.
+    _shares: Any
 
     def __init__(self, backend: type[Backend], primitive: Any, kind: str) -> None:
         """Wrap ``primitive`` of ``backend`` as a tensor of ``kind``; ops build tensors through
@@ -154,13 +164,13 @@ class Tensor:
     @staticmethod
     def from_data(data: Any, *, backend: type[Backend] | None = None,
                   device: Device | None = None, dtype: DTypeLike | None = None) -> Tensor:
-        """From nested lists, a scalar, a NumPy array (dtype kept), ``TensorData`` or a host
-        DLPack producer such as a torch CPU tensor (copied, its dtype kept, bfloat16 too)."""
-        b = backend or _default_backend()
-        data = data.into_data() if isinstance(data, Tensor) else host_values(data)
-        td = TensorData.from_any(data, dtype, default_float=b.float_dtype,
-                                 default_int=b.int_dtype)
-        return _from_tensor_data(b, td, device, "from_data")
+        """From nested lists, a scalar, a NumPy array (dtype kept), ``TensorData``, a tensor or a
+        host DLPack producer such as a torch CPU tensor (its dtype kept, bfloat16 too).
+
+        Always a copy, as ``torch.tensor``: later writes to the source never reach the tensor
+        (``bp.from_numpy`` and ``Tensor.from_dlpack`` share the source's memory instead).
+        """
+        return _from_values(data, backend, device, dtype, copy=True)
 
     @staticmethod
     def empty(shape: Sequence[int] | int, *, backend: type[Backend] | None = None,
@@ -335,7 +345,48 @@ class Tensor:
             dt = dtype_of_numpy(arr.dtype)
         except KeyError:
             raise DTypeError(f"from_dlpack: dtype {arr.dtype} is not supported") from None
-        return new(b, arr, _kind_of(dt))
+        t = new(b, arr, _kind_of(dt))
+        t._shares = arr
+        return t
+
+    @staticmethod
+    def from_numpy(array: np.ndarray, *, backend: type[Backend] | None = None) -> Tensor:
+        """``torch.from_numpy``: a tensor sharing ``array``'s memory (any strides, dtype kept).
+
+        Writes into the array show in the tensor (in views of it and in values saved for
+        backward too, as torch's do; ``clone()`` copies), and its in-place ops (``t[i] = v``,
+        ``add_``) write into the array. Only host backends can share: ``CpuBackend`` and
+        ``Autodiff(CpuBackend)`` (which refuses in-place writes to such a tensor); others, and
+        lazy ``Fusion``, raise: ``Tensor.from_data`` copies, as ``from_numpy(a).to(device)``.
+        """
+        from burnpy.fusion.backend import FusionBackend
+
+        b = backend or _default_backend()
+        if not isinstance(array, np.ndarray):
+            raise InvalidArgumentError(
+                f"from_numpy: expected a NumPy array, got {type(array).__name__}")
+        try:
+            dt = dtype_of_numpy(array.dtype)
+        except KeyError:
+            raise DTypeError(
+                f"from_numpy: NumPy dtype {array.dtype} (shape {describe(array.shape)}) cannot "
+                "be shared (a supported dtype in native byte order can); copy it with "
+                "Tensor.from_data") from None
+        inner = getattr(b, "InnerBackend", None)
+        if inner is not None and not issubclass(b, FusionBackend):
+            t = Tensor.from_inner(Tensor.from_numpy(array, backend=inner), backend=b)
+        else:
+            t = _from_tensor_data(b, TensorData(array, dt), None, "from_numpy")
+            p = t.primitive
+            if inner is not None or not (isinstance(p, np.ndarray) and (
+                    p is array or np.may_share_memory(p, array) or not array.size)):
+                raise InvalidArgumentError(
+                    f"from_numpy: backend {b.name()} cannot share a NumPy array's memory (only "
+                    "CpuBackend and Autodiff(CpuBackend) can; Fusion would read it lazily); "
+                    "copy it with Tensor.from_data(array, backend=...), as torch's "
+                    "from_numpy(a).to(device) does")
+        t._shares = array
+        return t
 
     # ---- attributes --------------------------------------------------------------------------
     @property
@@ -1331,10 +1382,11 @@ class Tensor:
             return self
         return new(self.backend, kind_op(self, "flip")(self.primitive, axes), self.kind)
 
-    def narrow(self, dim: int, start: int, length: int) -> Tensor:
-        """``length`` elements from ``start`` along ``dim``."""
+    def narrow(self, dim: int, start: int | Tensor, length: int) -> Tensor:
+        """``length`` elements from ``start`` (an int or a 0-d int tensor) along ``dim``."""
         d = normalize_dim("narrow", dim, self.ndim)
         size = self.shape[d]
+        start = python_int("narrow", "start", start)
         if start < 0:
             start += size
         if not (0 <= start <= size and length >= 0 and start + length <= size):
@@ -1692,10 +1744,16 @@ class Tensor:
         return write_in_place(self, "index_put_", lambda t: accumulated(t, key, values))
 
     def clone(self) -> Tensor:
-        """A copy that in-place writes to cannot reach this tensor (differentiable)."""
-        if self.kind is FLOAT and self.is_require_grad():
-            return self * 1.0  # a node of its own, so writes to the copy leave this one valid
-        return new(self.backend, self.primitive, self.kind)  # primitives are never mutated
+        """A copy in memory of its own, as torch's (differentiable): neither in-place writes to
+        either tensor nor writes into an array this one shares (``from_numpy``) reach the other.
+        """
+        if self.kind is FLOAT:
+            return self * 1.0  # also a node of its own, so writes to the copy leave this valid
+        if self.kind is INT:
+            return self * 1
+        if self.kind is BOOL:
+            return self.logical_not().logical_not()
+        return new(self.backend, self.primitive, self.kind)  # quantized values are never shared
 
     def index_put(self, key: Any, value: Any, accumulate: bool = False) -> Tensor:
         """A copy with ``self[key] = value`` applied (the functional form of ``__setitem__``);
@@ -1811,14 +1869,12 @@ class Tensor:
                 0, indices.reshape(-1), values.reshape(-1)))
         return scatter_into(self, dim, indices, values, "scatter_add")
 
-    def select(self, dim: int, index: int) -> Tensor:
+    def select(self, dim: int, index: int | Tensor) -> Tensor:
         """The slice at ``index`` along ``dim``, that dim removed (torch.select; a negative
         index counts from the end). Burn's ``select`` is ``index_select`` here."""
         d = normalize_dim("select", dim, self.ndim)
         size = self.shape[d]
-        if isinstance(index, (bool, float)) or not hasattr(index, "__index__"):
-            raise InvalidArgumentError(f"select: index must be an int, got {index!r}")
-        i = index.__index__()
+        i = python_int("select", "index", index)
         if not -size <= i < size:
             raise IndexOutOfBoundsError(f"select: index {i} is out of bounds for dim {dim} with "
                                         f"size {size} (shape {describe(self.shape)})")
@@ -2172,7 +2228,7 @@ class Tensor:
         """The elements as a 1-d tensor."""
         return self.reshape(-1)
 
-    def narrow_copy(self, dim: int, start: int, length: int) -> Tensor:
+    def narrow_copy(self, dim: int, start: int | Tensor, length: int) -> Tensor:
         """``narrow``'s elements (primitives are immutable: the slice is already a copy)."""
         return self.narrow(dim, start, length)
 
@@ -2504,6 +2560,22 @@ def _varargs_shape(shape: tuple[Any, ...]) -> tuple[int, ...]:
     if len(shape) == 1 and isinstance(shape[0], Sequence):
         return tuple(shape[0])
     return tuple(shape)
+
+
+def from_owned_data(data: np.ndarray | TensorData, *, backend: type[Backend],
+                    device: Device | None = None, dtype: DTypeLike | None = None) -> Tensor:
+    """``Tensor.from_data`` without its copy, for burnpy's own code only: ``data`` is an array
+    burnpy made that nothing else holds or writes (a batch a ``DataLoader`` gathered)."""
+    return _from_values(data, backend, device, dtype, copy=False)
+
+
+def _from_values(data: Any, backend: type[Backend] | None, device: Device | None,
+                 dtype: DTypeLike | None, copy: bool) -> Tensor:
+    b = backend or _default_backend()
+    data = data.into_data() if isinstance(data, Tensor) else host_values(data)
+    td = TensorData.from_any(data, dtype, default_float=b.float_dtype, default_int=b.int_dtype,
+                             copy=copy)
+    return _from_tensor_data(b, td, device, "from_data")
 
 
 def _from_tensor_data(b: type[Backend], td: TensorData, device: Device | None, op: str) -> Tensor:
