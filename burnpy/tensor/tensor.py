@@ -127,6 +127,15 @@ def _default_backend() -> type[Backend]:
     return CpuBackend
 
 
+def _names_a_dtype(name: str) -> bool:
+    """Whether ``name`` is a dtype's name (``"float16"``) rather than a device's."""
+    try:
+        DType.of(name)
+    except (DTypeError, KeyError, ValueError, TypeError):
+        return False
+    return True
+
+
 def _kind_of(dtype: DType) -> str:
     return dtype.kind
 
@@ -525,24 +534,55 @@ class Tensor:
             return prim
         return self.to_numpy()
 
-    def to(self, target: Device | DTypeLike) -> Tensor:
-        """Move to a device, or cast to a dtype (torch's ``to``)."""
-        if isinstance(target, Device):
-            if target not in self.backend.devices():
-                raise DeviceMismatchError(f"to: device {target} is not available on backend "
-                                          f"{self.backend.name()} (devices: "
-                                          f"{[str(d) for d in self.backend.devices()]})")
-            b, kind, p = self.backend, self.kind, self.primitive
-            if kind is FLOAT:
-                moved = b.float_to_device(p, target)
-            elif kind is INT:
-                moved = b.int_to_device(p, target)
-            elif kind is BOOL:
-                moved = b.bool_to_device(p, target)
+    def to(self, *args: Device | DTypeLike | Tensor, dtype: DTypeLike | None = None,
+           device: Device | str | None = None, non_blocking: bool = False,
+           copy: bool = False) -> Tensor:
+        """Move to a device and/or cast to a dtype, with torch's forms: ``to(dtype)``,
+        ``to(device)``, ``to(device, dtype)``, ``to(other)`` (its device and dtype), and the
+        keywords ``dtype=``, ``device=`` and ``copy=`` (a new tensor even when nothing
+        changes). ``non_blocking`` is accepted for torch's sake (transfers already queue)."""
+        for arg in args:
+            if isinstance(arg, Tensor):
+                device, dtype = arg.device, arg.dtype
+            elif isinstance(arg, Device | str) and not (isinstance(arg, str) and
+                                                        _names_a_dtype(arg)):
+                device = arg
             else:
-                moved = b.q_to_device(p, target)
-            return new(b, moved, kind)
-        return self.cast(target)
+                dtype = arg
+        out = self if device is None else self._to_device(self._device_named(device))
+        if dtype is not None:
+            out = out.cast(dtype)
+        return out.clone() if copy and out is self else out
+
+    def _device_named(self, device: Device | str) -> Device:
+        """``device``, or the backend's device whose name (``str(device)``) it is."""
+        if isinstance(device, Device):
+            return device
+        for candidate in self.backend.devices():
+            if str(candidate) == device:
+                return candidate
+        raise DeviceMismatchError(f"to: no device named {device!r} on backend "
+                                  f"{self.backend.name()} (devices: "
+                                  f"{[str(d) for d in self.backend.devices()]})")
+
+    def _to_device(self, target: Device) -> Tensor:
+        """This tensor on ``target``, one of its backend's devices."""
+        if target == self.device:
+            return self
+        if target not in self.backend.devices():
+            raise DeviceMismatchError(f"to: device {target} is not available on backend "
+                                      f"{self.backend.name()} (devices: "
+                                      f"{[str(d) for d in self.backend.devices()]})")
+        b, kind, p = self.backend, self.kind, self.primitive
+        if kind is FLOAT:
+            moved = b.float_to_device(p, target)
+        elif kind is INT:
+            moved = b.int_to_device(p, target)
+        elif kind is BOOL:
+            moved = b.bool_to_device(p, target)
+        else:
+            moved = b.q_to_device(p, target)
+        return new(b, moved, kind)
 
     def to_backend(self, backend: type[Backend], device: Device | None = None) -> Tensor:
         """The same values on another backend type (through the host)."""
