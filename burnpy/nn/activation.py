@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 from burnpy.backend.ops.activation_ops import GeluApproximate
 from burnpy.nn.module import Module
 from burnpy.tensor import Tensor
@@ -87,25 +89,33 @@ class Hardsigmoid(Module):
 
 
 class Softmax(Module):
-    """Softmax along ``dim`` (default: the last)."""
+    """Softmax along ``dim``; without one, torch's deprecated implicit choice (dim 0 for 0-,
+    1- and 3-d inputs, else dim 1), with torch's warning."""
 
-    def __init__(self, dim: int = -1) -> None:
+    def __init__(self, dim: int | None = None) -> None:
         self.dim = dim
+
+    def _dim(self, x: Tensor) -> int:
+        if self.dim is not None:
+            return self.dim
+        warnings.warn(f"Implicit dimension choice for {type(self).__name__} has been deprecated."
+                      " Change the call to include dim=X as an argument.", stacklevel=3)
+        return 0 if x.ndim in (0, 1, 3) else 1
 
     def forward(self, x: Tensor) -> Tensor:
         """Probabilities along ``dim`` (summing to 1); any shape."""
-        return x.softmax(self.dim)
+        return x.softmax(self._dim(x))
 
     def extra_repr(self) -> str:
         return f"dim={self.dim}"
 
 
 class LogSoftmax(Softmax):
-    """Log-softmax along ``dim`` (default: the last), for NLL losses."""
+    """Log-softmax along ``dim`` (implicit without one, as Softmax), for NLL losses."""
 
     def forward(self, x: Tensor) -> Tensor:
         """log(softmax(x)) along ``dim``, computed stably; any shape."""
-        return x.log_softmax(self.dim)
+        return x.log_softmax(self._dim(x))
 
 
 class Identity(Module):

@@ -720,7 +720,7 @@ def pairwise_distance(x1: Tensor, x2: Tensor, p: float = 2.0, eps: float = 1e-6,
 
 
 # ---- losses ---------------------------------------------------------------------------------
-def kl_div(input: Tensor, target: Tensor, reduction: str = "mean",
+def kl_div(input: Tensor, target: Tensor, *, reduction: str = "mean",
            log_target: bool = False) -> Tensor:
     """KL divergence ``target * (log target - input)`` of log-probabilities ``input``
     (``reduction="batchmean"``: the sum divided by the batch size; 0 where target is 0)."""
@@ -736,7 +736,7 @@ def kl_div(input: Tensor, target: Tensor, reduction: str = "mean",
     return _reduce(loss, reduction)
 
 
-def smooth_l1_loss(input: Tensor, target: Tensor, reduction: str = "mean",
+def smooth_l1_loss(input: Tensor, target: Tensor, *, reduction: str = "mean",
                    beta: float = 1.0) -> Tensor:
     """``0.5 d^2 / beta`` for ``|d| < beta``, ``|d| - beta / 2`` beyond (beta = 0: L1)."""
     op = "smooth_l1_loss"
@@ -752,7 +752,7 @@ def smooth_l1_loss(input: Tensor, target: Tensor, reduction: str = "mean",
 
 
 def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
-                         reduction: str = "mean") -> Tensor:
+                         *, reduction: str = "mean") -> Tensor:
     """``-[y log x + (1 - y) log(1 - x)]`` of probabilities ``x``, each log clamped at -100
     (torch's)."""
     op = "binary_cross_entropy"
@@ -766,7 +766,7 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
 
 
 def poisson_nll_loss(input: Tensor, target: Tensor, log_input: bool = True,
-                     full: bool = False, eps: float = 1e-8,
+                     full: bool = False, *, eps: float = 1e-8,
                      reduction: str = "mean") -> Tensor:
     """Poisson negative log likelihood: ``exp(x) - y x`` for a log rate (``log_input``),
     ``x - y log(x + eps)`` for a rate; ``full`` adds Stirling's ``log(y!)`` term for y > 1."""
@@ -802,7 +802,7 @@ def gaussian_nll_loss(input: Tensor, target: Tensor, var: Tensor, full: bool = F
 
 
 def margin_ranking_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: float = 0.0,
-                        reduction: str = "mean") -> Tensor:
+                        *, reduction: str = "mean") -> Tensor:
     """``max(0, -y (x1 - x2) + margin)`` for labels ``y`` in {1, -1}."""
     _check("margin_ranking_loss", reduction, input1)
     return _reduce((-target * (input1 - input2) + margin).clamp(min=0.0), reduction)
@@ -810,7 +810,7 @@ def margin_ranking_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: 
 
 def triplet_margin_loss(anchor: Tensor, positive: Tensor, negative: Tensor,
                         margin: float = 1.0, p: float = 2.0, eps: float = 1e-6,
-                        swap: bool = False, reduction: str = "mean") -> Tensor:
+                        swap: bool = False, *, reduction: str = "mean") -> Tensor:
     """``max(d(a, p) - d(a, n) + margin, 0)`` with the ``p``-norm pairwise distance
     (``swap``: d(a, n) replaced by d(p, n) where smaller)."""
     _check("triplet_margin_loss", reduction, anchor)
@@ -822,7 +822,7 @@ def triplet_margin_loss(anchor: Tensor, positive: Tensor, negative: Tensor,
 
 
 def cosine_embedding_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: float = 0.0,
-                          reduction: str = "mean") -> Tensor:
+                          *, reduction: str = "mean") -> Tensor:
     """``1 - cos(x1, x2)`` where ``y = 1``, ``max(0, cos(x1, x2) - margin)`` where
     ``y = -1`` (cosine along the last dim, torch's 1e-12 guard)."""
     _check("cosine_embedding_loss", reduction, input1)

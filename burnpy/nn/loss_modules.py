@@ -13,7 +13,7 @@ from burnpy.tensor import Tensor
 class _Loss(Module):
     """A loss with torch's ``reduction`` ("mean", "sum" or "none")."""
 
-    def __init__(self, reduction: str = "mean") -> None:
+    def __init__(self, *, reduction: str = "mean") -> None:
         self.reduction = reduction
 
     def extra_repr(self) -> str:
@@ -25,7 +25,7 @@ class L1Loss(_Loss):
 
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
         """``|input - target|``, reduced."""
-        return F.l1_loss(input, target, self.reduction)
+        return F.l1_loss(input, target, reduction=self.reduction)
 
 
 class MSELoss(_Loss):
@@ -33,92 +33,95 @@ class MSELoss(_Loss):
 
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
         """``(input - target)^2``, reduced."""
-        return F.mse_loss(input, target, self.reduction)
+        return F.mse_loss(input, target, reduction=self.reduction)
 
 
 class CrossEntropyLoss(_Loss):
     """Cross entropy of logits against class indices or probabilities."""
 
-    def __init__(self, weight: Tensor | None = None, ignore_index: int = -100,
+    def __init__(self, weight: Tensor | None = None, *, ignore_index: int = -100,
                  reduction: str = "mean", label_smoothing: float = 0.0) -> None:
-        super().__init__(reduction)
+        super().__init__(reduction=reduction)
         self.weight, self.ignore_index, self.label_smoothing = (weight, ignore_index,
                                                                 label_smoothing)
 
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
         """Logits ``[N, C, *]`` against targets ``[N, *]`` (or probabilities)."""
-        return F.cross_entropy(input, target, self.weight, self.ignore_index, self.reduction,
-                               self.label_smoothing)
+        return F.cross_entropy(input, target, self.weight, ignore_index=self.ignore_index,
+                               reduction=self.reduction,
+                               label_smoothing=self.label_smoothing)
 
 
 class NLLLoss(_Loss):
     """Negative log likelihood of log-probabilities at class indices."""
 
-    def __init__(self, weight: Tensor | None = None, ignore_index: int = -100,
+    def __init__(self, weight: Tensor | None = None, *, ignore_index: int = -100,
                  reduction: str = "mean") -> None:
-        super().__init__(reduction)
+        super().__init__(reduction=reduction)
         self.weight, self.ignore_index = weight, ignore_index
 
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
         """Log-probabilities ``[N, C, *]`` against class indices ``[N, *]``."""
-        return F.nll_loss(input, target, self.weight, self.ignore_index, self.reduction)
+        return F.nll_loss(input, target, self.weight, ignore_index=self.ignore_index,
+                          reduction=self.reduction)
 
 
 class BCELoss(_Loss):
     """Binary cross entropy of probabilities."""
 
-    def __init__(self, weight: Tensor | None = None, reduction: str = "mean") -> None:
-        super().__init__(reduction)
+    def __init__(self, weight: Tensor | None = None, *, reduction: str = "mean") -> None:
+        super().__init__(reduction=reduction)
         self.weight = weight
 
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
         """Probabilities against targets in [0, 1], same shape."""
-        return F.binary_cross_entropy(input, target, self.weight, self.reduction)
+        return F.binary_cross_entropy(input, target, self.weight, reduction=self.reduction)
 
 
 class BCEWithLogitsLoss(_Loss):
     """Binary cross entropy of logits (stable), with optional ``pos_weight``."""
 
-    def __init__(self, weight: Tensor | None = None, reduction: str = "mean",
+    def __init__(self, weight: Tensor | None = None, *, reduction: str = "mean",
                  pos_weight: Tensor | None = None) -> None:
-        super().__init__(reduction)
+        super().__init__(reduction=reduction)
         self.weight, self.pos_weight = weight, pos_weight
 
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
         """Logits against targets in [0, 1], same shape."""
-        return F.binary_cross_entropy_with_logits(input, target, self.weight, self.reduction,
-                                                  self.pos_weight)
+        return F.binary_cross_entropy_with_logits(input, target, self.weight,
+                                                  reduction=self.reduction,
+                                                  pos_weight=self.pos_weight)
 
 
 class KLDivLoss(_Loss):
     """KL divergence of log-probabilities from a target distribution."""
 
-    def __init__(self, reduction: str = "mean", log_target: bool = False) -> None:
-        super().__init__(reduction)
+    def __init__(self, *, reduction: str = "mean", log_target: bool = False) -> None:
+        super().__init__(reduction=reduction)
         self.log_target = log_target
 
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
         """Log-probabilities against probabilities (log-probabilities with log_target)."""
-        return F.kl_div(input, target, self.reduction, self.log_target)
+        return F.kl_div(input, target, reduction=self.reduction, log_target=self.log_target)
 
 
 class SmoothL1Loss(_Loss):
     """Quadratic below ``beta``, L1 beyond."""
 
-    def __init__(self, reduction: str = "mean", beta: float = 1.0) -> None:
-        super().__init__(reduction)
+    def __init__(self, *, reduction: str = "mean", beta: float = 1.0) -> None:
+        super().__init__(reduction=reduction)
         self.beta = beta
 
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
         """The smooth L1 error, reduced."""
-        return F.smooth_l1_loss(input, target, self.reduction, self.beta)
+        return F.smooth_l1_loss(input, target, reduction=self.reduction, beta=self.beta)
 
 
 class HuberLoss(_Loss):
     """Quadratic below ``delta``, linear beyond."""
 
     def __init__(self, reduction: str = "mean", delta: float = 1.0) -> None:
-        super().__init__(reduction)
+        super().__init__(reduction=reduction)
         self.delta = delta
 
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
@@ -129,15 +132,15 @@ class HuberLoss(_Loss):
 class PoissonNLLLoss(_Loss):
     """Poisson negative log likelihood."""
 
-    def __init__(self, log_input: bool = True, full: bool = False, eps: float = 1e-8,
+    def __init__(self, log_input: bool = True, full: bool = False, *, eps: float = 1e-8,
                  reduction: str = "mean") -> None:
-        super().__init__(reduction)
+        super().__init__(reduction=reduction)
         self.log_input, self.full, self.eps = log_input, full, eps
 
     def forward(self, log_input: Tensor, target: Tensor) -> Tensor:
         """Rates (or log rates) against counts."""
-        return F.poisson_nll_loss(log_input, target, self.log_input, self.full, self.eps,
-                                  self.reduction)
+        return F.poisson_nll_loss(log_input, target, self.log_input, self.full, eps=self.eps,
+                                  reduction=self.reduction)
 
 
 class GaussianNLLLoss(_Loss):
@@ -145,7 +148,7 @@ class GaussianNLLLoss(_Loss):
 
     def __init__(self, *, full: bool = False, eps: float = 1e-6,
                  reduction: str = "mean") -> None:
-        super().__init__(reduction)
+        super().__init__(reduction=reduction)
         self.full, self.eps = full, eps
 
     def forward(self, input: Tensor, target: Tensor, var: Tensor) -> Tensor:
@@ -156,39 +159,41 @@ class GaussianNLLLoss(_Loss):
 class MarginRankingLoss(_Loss):
     """``max(0, -y (x1 - x2) + margin)``."""
 
-    def __init__(self, margin: float = 0.0, reduction: str = "mean") -> None:
-        super().__init__(reduction)
+    def __init__(self, margin: float = 0.0, *, reduction: str = "mean") -> None:
+        super().__init__(reduction=reduction)
         self.margin = margin
 
     def forward(self, input1: Tensor, input2: Tensor, target: Tensor) -> Tensor:
         """Scores ranked by labels in {1, -1}."""
-        return F.margin_ranking_loss(input1, input2, target, self.margin, self.reduction)
+        return F.margin_ranking_loss(input1, input2, target, self.margin,
+                                     reduction=self.reduction)
 
 
 class TripletMarginLoss(_Loss):
     """``max(d(a, p) - d(a, n) + margin, 0)``."""
 
     def __init__(self, margin: float = 1.0, p: float = 2.0, eps: float = 1e-6,
-                 swap: bool = False, reduction: str = "mean") -> None:
-        super().__init__(reduction)
+                 swap: bool = False, *, reduction: str = "mean") -> None:
+        super().__init__(reduction=reduction)
         self.margin, self.norm, self.eps, self.swap = margin, p, eps, swap
 
     def forward(self, anchor: Tensor, positive: Tensor, negative: Tensor) -> Tensor:
         """Embeddings ``[N, D]`` (or ``[D]``) of anchors, positives and negatives."""
         return F.triplet_margin_loss(anchor, positive, negative, self.margin, self.norm,
-                                     self.eps, self.swap, self.reduction)
+                                     self.eps, self.swap, reduction=self.reduction)
 
 
 class CosineEmbeddingLoss(_Loss):
     """``1 - cos`` for similar pairs, ``max(0, cos - margin)`` for dissimilar ones."""
 
-    def __init__(self, margin: float = 0.0, reduction: str = "mean") -> None:
-        super().__init__(reduction)
+    def __init__(self, margin: float = 0.0, *, reduction: str = "mean") -> None:
+        super().__init__(reduction=reduction)
         self.margin = margin
 
     def forward(self, input1: Tensor, input2: Tensor, target: Tensor) -> Tensor:
         """Pairs ``[N, D]`` with labels in {1, -1}."""
-        return F.cosine_embedding_loss(input1, input2, target, self.margin, self.reduction)
+        return F.cosine_embedding_loss(input1, input2, target, self.margin,
+                                       reduction=self.reduction)
 
 
 class CTCLoss(_Loss):
@@ -196,7 +201,7 @@ class CTCLoss(_Loss):
 
     def __init__(self, blank: int = 0, reduction: str = "mean",
                  zero_infinity: bool = False) -> None:
-        super().__init__(reduction)
+        super().__init__(reduction=reduction)
         self.blank, self.zero_infinity = blank, zero_infinity
 
     def forward(self, log_probs: Tensor, targets: Tensor,

@@ -49,7 +49,7 @@ def _class_weight(weight: Tensor, ndim: int) -> Tensor:
 
 
 def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,
-             ignore_index: int = -100, reduction: str = "mean") -> Tensor:
+             *, ignore_index: int = -100, reduction: str = "mean") -> Tensor:
     """Negative log likelihood of log-probabilities ``input [N, C, *]`` at int ``target [N, *]``
     (or unbatched: ``input [C]``, a 0-d ``target``).
 
@@ -59,7 +59,8 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,
     op = "nll_loss"
     _check(op, reduction, input)
     if input.ndim == 1:
-        out = nll_loss(input.unsqueeze(0), target.unsqueeze(0), weight, ignore_index, reduction)
+        out = nll_loss(input.unsqueeze(0), target.unsqueeze(0), weight,
+                       ignore_index=ignore_index, reduction=reduction)
         return out.squeeze(0) if reduction == "none" else out
     picked, _ = _class_weights(op, input, target, weight, ignore_index)
     loss = -(input * picked)
@@ -99,7 +100,7 @@ def _class_weights(op: str, logp: Tensor, target: Tensor, weight: Tensor | None,
 
 
 def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
-                  ignore_index: int = -100, reduction: str = "mean",
+                  *, ignore_index: int = -100, reduction: str = "mean",
                   label_smoothing: float = 0.0) -> Tensor:
     """Cross entropy of logits ``input [N, C, *]`` (or ``[C]``) against int class indices
     ``[N, *]`` or class probabilities shaped like ``input`` (torch's formula, including
@@ -110,8 +111,9 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
         raise InvalidArgumentError(f"{op}: label_smoothing must be in [0, 1], got "
                                    f"{label_smoothing}")
     if input.ndim == 1:
-        out = cross_entropy(input.unsqueeze(0), target.unsqueeze(0), weight, ignore_index,
-                            reduction, label_smoothing)
+        out = cross_entropy(input.unsqueeze(0), target.unsqueeze(0), weight,
+                            ignore_index=ignore_index, reduction=reduction,
+                            label_smoothing=label_smoothing)
         return out.squeeze(0) if reduction == "none" else out
     c = input.shape[1]
     if (target.kind == "int" and weight is None and not label_smoothing and input.ndim == 2
@@ -174,14 +176,14 @@ def _fused_cross_entropy(logits: Tensor, target: Tensor, ignore_index: int,
     return total * (1.0 / kept) if kept else total * math.nan
 
 
-def mse_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
+def mse_loss(input: Tensor, target: Tensor, *, reduction: str = "mean") -> Tensor:
     """Squared error ``(input - target)^2``."""
     _check("mse_loss", reduction, input)
     _check_same_shape("mse_loss", input, target)
     return _reduce((input - target).square(), reduction)
 
 
-def l1_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
+def l1_loss(input: Tensor, target: Tensor, *, reduction: str = "mean") -> Tensor:
     """Absolute error ``|input - target|``."""
     _check("l1_loss", reduction, input)
     _check_same_shape("l1_loss", input, target)
@@ -202,7 +204,7 @@ def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean",
 
 
 def binary_cross_entropy_with_logits(input: Tensor, target: Tensor,
-                                     weight: Tensor | None = None, reduction: str = "mean",
+                                     weight: Tensor | None = None, *, reduction: str = "mean",
                                      pos_weight: Tensor | None = None) -> Tensor:
     """``-[p y log sigmoid(x) + (1 - y) log(1 - sigmoid(x))]``, computed stably from logits.
 

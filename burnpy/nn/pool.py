@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from burnpy.nn import functional as F
 from burnpy.nn.module import Module
 from burnpy.tensor import Tensor
@@ -14,14 +16,16 @@ class MaxPool1d(Module):
 
     def __init__(self, kernel_size: IntOrTuple, stride: IntOrTuple | None = None,
                  padding: IntOrTuple = 0, dilation: IntOrTuple = 1,
-                 ceil_mode: bool = False) -> None:
+                 return_indices: bool = False, ceil_mode: bool = False) -> None:
         self.kernel_size, self.stride, self.padding = kernel_size, stride, padding
         self.dilation, self.ceil_mode = dilation, ceil_mode
+        self.return_indices = return_indices
 
-    def forward(self, x: Tensor) -> Tensor:
-        """``[batch, channels, length]`` -> the windows' maxima."""
+    def forward(self, x: Tensor) -> Any:
+        """``[batch, channels, length]`` -> the windows' maxima (and their flat indices with
+        ``return_indices``, torch's)."""
         return F.max_pool1d(x, self.kernel_size, self.stride, self.padding, self.dilation,
-                            self.ceil_mode)
+                            ceil_mode=self.ceil_mode, return_indices=self.return_indices)
 
     def extra_repr(self) -> str:
         return (f"kernel_size={self.kernel_size}, stride={self.stride or self.kernel_size}, "
@@ -31,10 +35,10 @@ class MaxPool1d(Module):
 class MaxPool2d(MaxPool1d):
     """2-d max pool."""
 
-    def forward(self, x: Tensor) -> Tensor:
-        """``[batch, channels, h, w]`` -> the windows' maxima."""
+    def forward(self, x: Tensor) -> Any:
+        """``[batch, channels, h, w]`` -> the windows' maxima (and indices, as MaxPool1d)."""
         return F.max_pool2d(x, self.kernel_size, self.stride, self.padding, self.dilation,
-                            self.ceil_mode)
+                            ceil_mode=self.ceil_mode, return_indices=self.return_indices)
 
 
 class AvgPool1d(Module):

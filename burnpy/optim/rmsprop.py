@@ -18,7 +18,8 @@ class RMSprop(Optimizer):
 
     def __init__(self, params: Params | None = None, lr: float = 1e-2, alpha: float = 0.99,
                  eps: float = 1e-8, weight_decay: float = 0.0, momentum: float = 0.0,
-                 centered: bool = False, grad_clipping: GradientClipping | None = None) -> None:
+                 centered: bool = False, *,
+                 grad_clipping: GradientClipping | None = None) -> None:
         super().__init__(params, {"lr": lr, "alpha": alpha, "eps": eps,
                                   "weight_decay": weight_decay, "momentum": momentum,
                                   "centered": centered}, grad_clipping)

@@ -103,13 +103,13 @@ def test_layer_matches_torch(make: Callable[[], Any], make_torch: Callable[[], A
 
 LOSSES: list[tuple[str, Callable[[], Any], Callable[[], Any], list[np.ndarray]]] = [
     ("L1Loss", nn.L1Loss, torch.nn.L1Loss, [RNG.normal(size=(3, 4)), RNG.normal(size=(3, 4))]),
-    ("MSELoss", lambda: nn.MSELoss("sum"), lambda: torch.nn.MSELoss(reduction="sum"),
+    ("MSELoss", lambda: nn.MSELoss(reduction="sum"), lambda: torch.nn.MSELoss(reduction="sum"),
      [RNG.normal(size=(3, 4)), RNG.normal(size=(3, 4))]),
     ("BCELoss", nn.BCELoss, torch.nn.BCELoss,
      [RNG.uniform(0.1, 0.9, size=(3, 4)), RNG.uniform(size=(3, 4))]),
     ("BCEWithLogitsLoss", nn.BCEWithLogitsLoss, torch.nn.BCEWithLogitsLoss,
      [RNG.normal(size=(3, 4)), RNG.uniform(size=(3, 4))]),
-    ("KLDivLoss", lambda: nn.KLDivLoss("batchmean"),
+    ("KLDivLoss", lambda: nn.KLDivLoss(reduction="batchmean"),
      lambda: torch.nn.KLDivLoss(reduction="batchmean"),
      [RNG.normal(size=(3, 4)), RNG.uniform(size=(3, 4))]),
     ("SmoothL1Loss", lambda: nn.SmoothL1Loss(beta=0.5), lambda: torch.nn.SmoothL1Loss(beta=0.5),
@@ -243,7 +243,7 @@ def test_one_hot_values_and_errors() -> None:
     (lambda x: F.pixel_shuffle(x, 2), "pixel_shuffle"),
     (lambda x: F.grid_sample(x, x), "grid"),
     (lambda x: F.group_norm(x, 4), "num_groups"),
-    (lambda x: F.avg_pool3d(x, 2), "avg_pool3d"),
+    (lambda x: F.avg_pool3d(x, 4), "avg_pool3d: kernel"),
     (lambda x: F.smooth_l1_loss(x, x, beta=-1.0), "beta"),
     (lambda x: F.kl_div(x, x, reduction="avg"), "reduction"),
 ])
