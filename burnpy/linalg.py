@@ -571,14 +571,20 @@ def matrix_norm(A: Tensor, ord: float | str = "fro",  # noqa: N803
         value = svdvals(a).sum(-1)
     elif ord in (2, -2):
         s = svdvals(a)
-        value = s.amax(-1) if ord == 2 else s.amin(-1)
+        value = _largest(s) if ord == 2 else s.amin(-1)
     elif ord in (1, -1, math.inf, -math.inf):
         sums = a.abs().sum(-2 if ord in (1, -1) else -1)
-        value = sums.amax(-1) if ord in (1, math.inf) else sums.amin(-1)
+        value = _largest(sums) if ord in (1, math.inf) else sums.amin(-1)
     else:
         raise InvalidArgumentError(f"linalg.matrix_norm: ord must be 'fro', 'nuc', 1, -1, 2, "
                                    f"-2, inf or -inf, got {ord!r}")
     return _restore(value, dims, keepdim)
+
+
+def _largest(values: Tensor) -> Tensor:
+    """The largest of the non-negative ``values`` along the last dim; 0 over an empty one,
+    as torch's matrix norms answer an empty matrix."""
+    return values.amax(-1) if values.shape[-1] else values.sum(-1)
 
 
 def norm(A: Tensor, ord: float | str | None = None,  # noqa: N803

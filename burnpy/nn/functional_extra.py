@@ -66,9 +66,13 @@ def _spatial(op: str, x: Tensor, n: int) -> None:
 
 
 def _host(x: Tensor, values: np.ndarray) -> Tensor:
-    """A host array (an index map, a mask) as a tensor on ``x``'s backend and device."""
+    """A host array (an index map, a mask) as a tensor on ``x``'s backend and device: floats in
+    ``x``'s dtype, ints in the backend's int dtype (int32 on WebGPU, which has no int64)."""
     if values.dtype.kind == "f":
         return Tensor.from_data(values, backend=x.backend, device=x.device, dtype=x.dtype)
+    if values.dtype.kind in "iu":
+        return Tensor.from_data(values, backend=x.backend, device=x.device,
+                                dtype=x.backend.int_dtype)
     return Tensor.from_data(values, backend=x.backend, device=x.device)
 
 
@@ -221,7 +225,8 @@ def _pad_index(mode: str, size: int, before: int, after: int) -> list[int]:
 def pad(input: Tensor, pad: Sequence[int], mode: str = "constant",
         value: float | None = None) -> Tensor:
     """Pad the trailing dims by ``(last_before, last_after, prev_before, ...)``: with
-    ``value`` (negative widths crop), or by reflection, replication or wrapping."""
+    ``value``, or by reflection, replication or wrapping (negative widths crop, except in
+    the wrapping mode, as torch's)."""
     op = "pad"
     widths = tuple(pad)
     if len(widths) % 2 or len(widths) // 2 > input.ndim:
@@ -254,9 +259,12 @@ def pad(input: Tensor, pad: Sequence[int], mode: str = "constant",
             if before > 0 or after > 0:
                 out = Tensor.cat([parts[0], out, parts[1]], dim)
             continue
-        if before < 0 or after < 0:
-            raise InvalidArgumentError(f"{op}: mode {mode!r} needs non-negative widths, got "
+        if mode == "circular" and (before < 0 or after < 0):
+            raise InvalidArgumentError(f"{op}: mode 'circular' needs non-negative widths, got "
                                        f"{widths!r}")
+        if size + before + after < 1:  # a negative width crops, as torch's
+            raise ShapeError(f"{op}: {mode} widths {widths!r} leave dim {dim} of "
+                             f"{describe(input.shape)} empty")
         if mode == "reflect" and (before >= size or after >= size):
             raise ShapeError(f"{op}: reflect widths {widths!r} must be smaller than the "
                              f"padded dims of {describe(input.shape)}")
@@ -291,8 +299,8 @@ def _norm(x: Tensor, p: float, dim: int, keepdim: bool) -> Tensor:
 
 
 def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
-    """``[*, num_classes]`` int64 with a 1 at each index of the int ``tensor`` (``-1``: one
-    more than the largest index)."""
+    """``[*, num_classes]`` ints (the backend's int dtype: int64 as torch's on CPU, int32 on
+    WebGPU) with a 1 at each index of the int ``tensor`` (``-1``: one more than the largest)."""
     op = "one_hot"
     if tensor.kind is not INT:
         raise KindError(f"{op}: expects an int tensor of class indices, got {tensor.kind}")
@@ -308,7 +316,7 @@ def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
         raise InvalidArgumentError(f"{op}: class values must be in [0, {num_classes}), got "
                                    f"[{lo}, {hi}]")
     classes = Tensor.arange(num_classes, backend=tensor.backend, device=tensor.device)
-    return (tensor.unsqueeze(-1) == classes).cast("int64")
+    return (tensor.unsqueeze(-1) == classes).int()
 
 
 def _affine(op: str, y: Tensor, weight: Tensor | None, bias: Tensor | None) -> Tensor:
@@ -335,7 +343,7 @@ def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None,
         raise ShapeError(f"{op}: input [n, c, *] {describe(input.shape)} needs c divisible "
                          f"by num_groups={num_groups}")
     n = input.shape[0]
-    grouped = input.reshape(n, num_groups, -1)
+    grouped = input.reshape(n, num_groups, math.prod(input.shape[1:]) // num_groups)
     centered = grouped - grouped.mean(2, keepdim=True)
     y = centered * (centered.square().mean(2, keepdim=True) + eps).rsqrt()
     return _affine(op, y.reshape(input.shape), weight, bias)
@@ -543,8 +551,12 @@ def _windows(op: str, x: Tensor, n: int, kernel_size: IntOrTuple, stride: IntOrT
 def avg_pool3d(input: Tensor, kernel_size: IntOrTuple, stride: IntOrTuple | None = None,
                padding: IntOrTuple = 0, ceil_mode: bool = False,
                count_include_pad: bool = True, divisor_override: int | None = None) -> Tensor:
-    """3-d average pool of ``[n, c, d, h, w]`` (torch's defaults: stride = kernel)."""
+    """3-d average pool of ``[n, c, d, h, w]`` or unbatched ``[c, d, h, w]`` (torch's
+    defaults: stride = kernel)."""
     op = "avg_pool3d"
+    if input.ndim == 4:  # unbatched [c, d, h, w], as torch: a batch of one
+        return avg_pool3d(input.unsqueeze(0), kernel_size, stride, padding, ceil_mode,
+                          count_include_pad, divisor_override).squeeze(0)
     win, extras, (k, s, p, _) = _windows(op, input, 3, kernel_size, stride, padding, 1,
                                          ceil_mode, 0.0)
     total = win.sum((-3, -2, -1))
@@ -572,9 +584,14 @@ def _divisor(x: Tensor, k: tuple[int, ...], s: tuple[int, ...], p: tuple[int, ..
 def max_pool3d(input: Tensor, kernel_size: IntOrTuple, stride: IntOrTuple | None = None,
                padding: IntOrTuple = 0, dilation: IntOrTuple = 1, ceil_mode: bool = False,
                return_indices: bool = False) -> Any:
-    """3-d max pool of ``[n, c, d, h, w]``; with ``return_indices`` also the flat index of
-    each max within the input's ``d * h * w`` volume."""
+    """3-d max pool of ``[n, c, d, h, w]`` or unbatched ``[c, d, h, w]``; with
+    ``return_indices`` also the flat index of each max within the input's ``d * h * w`` volume
+    (in the backend's int dtype, as ``max_pool2d``'s)."""
     op = "max_pool3d"
+    if input.ndim == 4:  # unbatched [c, d, h, w], as torch: a batch of one
+        out = max_pool3d(input.unsqueeze(0), kernel_size, stride, padding, dilation, ceil_mode,
+                         return_indices)
+        return (out[0].squeeze(0), out[1].squeeze(0)) if return_indices else out.squeeze(0)
     win, _, (k, s, p, d) = _windows(op, input, 3, kernel_size, stride, padding, dilation,
                                     ceil_mode, -math.inf)
     n, c, od, oh, ow = win.shape[:5]

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from burnpy.backend.errors import IndexOutOfBoundsError, ShapeError, describe
+from burnpy.backend.errors import IndexOutOfBoundsError, InvalidArgumentError, ShapeError, describe
 
 Shape = tuple[int, ...]
 
@@ -44,6 +44,15 @@ def normalize_dim(op: str, dim: int, ndim: int, *, inserting: bool = False) -> i
     raise IndexOutOfBoundsError(
         f"{op}: dim {dim} is out of range for a tensor of {ndim} dim(s) "
         f"(expected -{bound} <= dim < {bound})")
+
+
+def python_int(op: str, name: str, value: object) -> int:
+    """``value`` as a Python int: an int, or anything with ``__index__`` (a 0-d int tensor,
+    which torch takes for an index or a start too); never a float or a bool."""
+    index = getattr(value, "__index__", None)
+    if isinstance(value, bool | float) or index is None:
+        raise InvalidArgumentError(f"{op}: {name} must be an int, got {value!r}")
+    return int(index())
 
 
 def normalize_dims(op: str, dims: Sequence[int], ndim: int) -> tuple[int, ...]:

@@ -243,7 +243,7 @@ def test_one_hot_values_and_errors() -> None:
     (lambda x: F.pixel_shuffle(x, 2), "pixel_shuffle"),
     (lambda x: F.grid_sample(x, x), "grid"),
     (lambda x: F.group_norm(x, 4), "num_groups"),
-    (lambda x: F.avg_pool3d(x, 2), "avg_pool3d"),
+    (lambda x: F.avg_pool3d(x, 4), "avg_pool3d: kernel"),
     (lambda x: F.smooth_l1_loss(x, x, beta=-1.0), "beta"),
     (lambda x: F.kl_div(x, x, reduction="avg"), "reduction"),
 ])

@@ -3,6 +3,7 @@ meaning, unique over a moved or empty dim, and the rest listed in the issue's it
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -10,6 +11,7 @@ import pytest
 import torch
 
 import burnpy as bp
+import burnpy.nn.functional as F
 from burnpy import Autodiff, BurnpyError, Tensor
 from burnpy_cpu import CpuBackend
 
@@ -87,3 +89,108 @@ def test_unique_refuses_empty_slices_as_torch() -> None:
         torch.unique(torch.zeros(2, 0), dim=0)
     with pytest.raises(BurnpyError, match=r"unique: the slices along dim 0 of shape \(2, 0\)"):
         bp.unique(Tensor.zeros((2, 0)), dim=0)
+
+
+# ---- refusals where torch answers -----------------------------------------------------------
+
+def _pair(shape: tuple[int, ...]) -> tuple[torch.Tensor, Tensor]:
+    x = RNG.standard_normal(shape)
+    return torch.tensor(x, requires_grad=True), Tensor.from_data(x, backend=AD).require_grad()
+
+
+def _check(tfn: Any, bfn: Any, *shapes: tuple[int, ...]) -> None:
+    """Forward and gradients of float64 inputs against torch."""
+    pairs = [_pair(s) for s in shapes]
+    want, got = tfn(*(t for t, _ in pairs)), bfn(*(b for _, b in pairs))
+    _same(got, want)
+    cot = RNG.uniform(0.5, 1.5, tuple(want.shape))
+    tg = torch.autograd.grad((want * torch.tensor(cot)).sum(), [t for t, _ in pairs],
+                             allow_unused=True, materialize_grads=True)
+    grads = (got * Tensor.from_data(cot, backend=AD)).sum().backward()
+    for (_, b), g in zip(pairs, tg, strict=True):
+        gb = b.grad(grads)
+        np.testing.assert_allclose(np.zeros(b.shape) if gb is None else gb.to_numpy(),
+                                   g.numpy(), rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("shape", [(0, 2), (0, 4, 3)])
+def test_group_norm_on_an_empty_batch(shape: tuple[int, ...]) -> None:
+    c = shape[1]
+    _check(lambda x, w, b: torch.nn.functional.group_norm(x, 2 if c == 4 else 1, w, b),
+           lambda x, w, b: F.group_norm(x, 2 if c == 4 else 1, w, b), shape, (c,), (c,))
+
+
+@pytest.mark.parametrize("ord", [2, math.inf, 1, -math.inf, "fro", "nuc"])
+@pytest.mark.parametrize("shape", [(0, 0), (3, 0), (2, 0, 4)])
+def test_matrix_norm_of_an_empty_matrix(ord: float | str, shape: tuple[int, ...]) -> None:
+    try:
+        want = torch.linalg.matrix_norm(torch.zeros(shape, dtype=torch.float64), ord)
+    except IndexError:  # the smallest of no values: torch refuses, and so must burnpy
+        with pytest.raises(BurnpyError):
+            bp.linalg.matrix_norm(Tensor.zeros(shape, dtype="float64"), ord)
+        return
+    _same(bp.linalg.matrix_norm(Tensor.zeros(shape, dtype="float64"), ord), want)
+    if len(shape) == 2:
+        _same(bp.linalg.norm(Tensor.zeros(shape, dtype="float64"), ord),
+              torch.linalg.norm(torch.zeros(shape, dtype=torch.float64), ord))
+
+
+@pytest.mark.parametrize("indices", [False, True])
+def test_3d_pools_take_unbatched_input(indices: bool) -> None:
+    def pool(x: Tensor) -> Tensor:
+        if indices:
+            return F.max_pool3d(x, 3, 2, 1, ceil_mode=True, return_indices=True)[0]
+        return F.max_pool3d(x, 3, 2, 1, ceil_mode=True)
+    _check(lambda x: torch.nn.functional.max_pool3d(x, 3, 2, 1, ceil_mode=True), pool,
+           (2, 3, 6, 5))
+    _check(lambda x: torch.nn.functional.avg_pool3d(x, 2, 1, ceil_mode=indices),
+           lambda x: F.avg_pool3d(x, 2, 1, ceil_mode=indices), (2, 3, 4, 5))
+    x = RNG.standard_normal((2, 3, 6, 5))
+    want = torch.nn.functional.max_pool3d(torch.tensor(x), 3, 2, 1, return_indices=True)
+    _same(F.max_pool3d(Tensor.from_data(x), 3, 2, 1, return_indices=True), want)
+
+
+@pytest.mark.parametrize("mode", ["reflect", "replicate"])
+@pytest.mark.parametrize("widths", [(-1, 1, -2, 1), (2, -1, 0, 0), (-3, 3, 1, -3)])
+def test_reflect_and_replicate_crop_at_negative_widths(mode: str,
+                                                       widths: tuple[int, ...]) -> None:
+    _check(lambda x: torch.nn.functional.pad(x, widths, mode=mode),
+           lambda x: F.pad(x, widths, mode=mode), (1, 3, 4, 5))
+
+
+def test_pad_refuses_what_torch_refuses() -> None:
+    with pytest.raises(BurnpyError, match="leave dim 2"):
+        F.pad(Tensor.zeros((1, 2, 5)), (-2, -3), mode="reflect")
+    with pytest.raises(BurnpyError, match="'circular' needs non-negative widths"):
+        F.pad(Tensor.zeros((1, 2, 5)), (-1, 2), mode="circular")
+
+
+# ---- int dtypes on WebGPU, and tensor arguments under Autodiff --------------------------------
+
+def test_narrow_takes_a_0d_int_tensor_start_under_autodiff() -> None:
+    _check(lambda x: x.narrow(1, torch.tensor(1), 2),
+           lambda x: x.narrow(1, bp.tensor(1), 2), (3, 4))
+    with pytest.raises(BurnpyError, match="narrow: start must be an int"):
+        Tensor.zeros((3, 4)).narrow(1, 1.0, 2)  # type: ignore[arg-type]
+
+
+def test_int_results_on_webgpu_use_its_int_dtype() -> None:
+    wgpu = pytest.importorskip("burnpy_wgpu")
+    w = wgpu.WgpuBackend
+    x = RNG.standard_normal((1, 2, 4, 5, 6)).astype(np.float32)
+    want_v, want_i = torch.nn.functional.max_pool3d(torch.tensor(x), 2, return_indices=True)
+    values, index = F.max_pool3d(Tensor.from_data(x, backend=w), 2, return_indices=True)
+    _, index2d = F.max_pool2d(Tensor.from_data(x[0], backend=w), 2, return_indices=True)
+    assert index.dtype == index2d.dtype == bp.int32
+    np.testing.assert_array_equal(values.to_numpy(), want_v.numpy())
+    np.testing.assert_array_equal(index.to_numpy(), want_i.numpy())
+    classes = Tensor.from_data(np.array([0, 2, 1]), backend=w, dtype="int32")
+    hot = F.one_hot(classes, 4)
+    assert hot.dtype == bp.int32
+    np.testing.assert_array_equal(hot.to_numpy(),
+                                  torch.nn.functional.one_hot(torch.tensor([0, 2, 1]), 4))
+    ad = Autodiff(w)
+    xs = Tensor.from_data(x[0, 0, 0], backend=ad).require_grad()
+    grad = xs.grad(xs.narrow(1, bp.tensor(1), 2).sum().backward())
+    assert grad is not None
+    np.testing.assert_array_equal(grad.to_numpy(), np.pad(np.ones((5, 2)), ((0, 0), (1, 3))))
