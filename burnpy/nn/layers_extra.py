@@ -329,12 +329,13 @@ class CircularPad3d(CircularPad1d):
 
 # ---- normalization --------------------------------------------------------------------------
 class _InstanceNorm(ChannelNorm):
-    """Normalizes each channel of each sample over its spatial dims."""
+    """Normalizes each channel of each sample over its spatial dims. As torch's, training
+    never counts ``num_batches_tracked`` (kept for torch's state dicts), and ``momentum=None``
+    (no cumulative average here) leaves the running statistics as they are."""
 
     _rank = 3
-    momentum: float  # instance norm has no cumulative-average mode (torch's ``None``)
 
-    def __init__(self, num_features: int, eps: float = 1e-5, momentum: float = 0.1,
+    def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1,
                  affine: bool = False, track_running_stats: bool = False, *,
                  backend: type[Backend] | None = None, device: Device | None = None,
                  dtype: DTypeLike | None = None) -> None:
@@ -342,15 +343,20 @@ class _InstanceNorm(ChannelNorm):
                             init.Placement(backend=backend, device=device, dtype=dtype))
 
     def forward(self, x: Tensor) -> Tensor:
-        """``x [batch, channels, *spatial]`` normalized per sample and channel; same shape."""
+        """``x [batch, channels, *spatial]`` (or, unbatched, ``[channels, *spatial]``)
+        normalized per sample and channel; same shape."""
+        if x.ndim == self._rank - 1 and x.shape[0] == self.num_features:
+            return self.forward(x.unsqueeze(0)).squeeze(0)
         if x.ndim != self._rank or x.shape[1] != self.num_features:
             raise ShapeError(f"{type(self).__name__}({self.num_features}): expected a "
-                             f"{self._rank}-d input with {self.num_features} channels in "
-                             f"dim 1, got {describe(x.shape)}")
+                             f"{self._rank}-d input (or an unbatched {self._rank - 1}-d one) "
+                             f"with {self.num_features} channels in dim 1, got "
+                             f"{describe(x.shape)}")
         tracked = self.track_running_stats
         return F.instance_norm(x, self.running_mean if tracked else None,
                                self.running_var if tracked else None, self.weight, self.bias,
-                               self.training or not tracked, self.momentum, self.eps)
+                               self.training or not tracked,
+                               0.0 if self.momentum is None else self.momentum, self.eps)
 
     def extra_repr(self) -> str:
         return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "

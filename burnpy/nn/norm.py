@@ -23,7 +23,8 @@ if TYPE_CHECKING:
 
 class ChannelNorm(Module):
     """What batch and instance norms share: their settings, per-channel affine parameters
-    (ones and zeros) and, with ``track_running_stats``, running statistics (zeros and ones)."""
+    (ones and zeros) and, with ``track_running_stats``, running statistics (zeros and ones)
+    and the ``num_batches_tracked`` count, torch's buffers and state-dict keys."""
 
     num_features: int
     eps: float
@@ -34,6 +35,7 @@ class ChannelNorm(Module):
     bias: Tensor | None
     running_mean: Tensor  # the buffers, present with ``track_running_stats``
     running_var: Tensor
+    num_batches_tracked: Tensor
 
     def _init_channels(self, num_features: int, eps: float, momentum: float | None,
                        affine: bool, track_running_stats: bool, kw: init.Placement) -> None:
@@ -44,13 +46,14 @@ class ChannelNorm(Module):
         if track_running_stats:
             self.register_buffer("running_mean", init.zeros((num_features,), **kw))
             self.register_buffer("running_var", init.ones((num_features,), **kw))
+            self.register_buffer("num_batches_tracked", Tensor.full(
+                (), 0, backend=kw["backend"], device=kw["device"]))
 
 
 class _BatchNorm(ChannelNorm):
     """Normalizes each channel (dim 1) over the batch and spatial dims."""
 
     _ranks: tuple[int, ...] = (4,)
-    num_batches_tracked: Tensor  # a buffer, present with ``track_running_stats``
 
     def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1,
                  affine: bool = True, track_running_stats: bool = True, *,
@@ -58,9 +61,6 @@ class _BatchNorm(ChannelNorm):
                  dtype: DTypeLike | None = None) -> None:
         kw = init.Placement(backend=backend, device=device, dtype=dtype)
         self._init_channels(num_features, eps, momentum, affine, track_running_stats, kw)
-        if track_running_stats:
-            self.register_buffer("num_batches_tracked",
-                                 Tensor.full((), 0, backend=backend, device=device))
 
     def forward(self, x: Tensor) -> Tensor:
         if x.ndim not in self._ranks or x.shape[1] != self.num_features:
