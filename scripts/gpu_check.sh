@@ -4,8 +4,8 @@
 #   bash scripts/gpu_check.sh                  # results in $OUT
 # Here, without a GPU:  make gpu-check DRY=1   (PY=.venv/bin/python bash scripts/gpu_check.sh --dry-run)
 # Before the check it installs what the device image lacks, only where it is missing: the
-# carried wgpu wheels (into /tmp, on PYTHONPATH) and the Vulkan loader (carried .deb files),
-# and points Vulkan at the NVIDIA driver's ICD.
+# carried wgpu wheels and MPICH (into /tmp, on PYTHONPATH) and the Vulkan loader (carried .deb
+# files), and points Vulkan at the NVIDIA driver's ICD.
 set -u
 cd "$(dirname "$0")/.."
 PY="${PY:-python3}"
@@ -13,16 +13,22 @@ CARRIED=.gpu
 DRY=0
 for arg in "$@"; do [ "$arg" = "--dry-run" ] && DRY=1; done
 
-if ! "$PY" -c "import wgpu" >/dev/null 2>&1; then
-    if ls "$CARRIED"/wheels/*.whl >/dev/null 2>&1; then
-        echo "gpu-check: installing the carried wheels: $(cd "$CARRIED/wheels" && echo *.whl)"
-        "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
-            --target /tmp/gpu-check-site "$CARRIED"/wheels/*.whl \
-            && export PYTHONPATH="/tmp/gpu-check-site${PYTHONPATH:+:$PYTHONPATH}"
-    else
-        echo "gpu-check: wgpu is missing and no wheels were carried (scripts/gpu_prepare.sh)"
+# install_if_missing IMPORT DIR: install DIR's carried wheels when IMPORT fails.
+install_if_missing() {
+    if "$PY" -c "$1" >/dev/null 2>&1; then
+        return
     fi
-fi
+    if ls "$CARRIED/$2"/*.whl >/dev/null 2>&1; then
+        echo "gpu-check: installing the carried $(cd "$CARRIED/$2" && echo *.whl)"
+        "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+            --target /tmp/gpu-check-site "$CARRIED/$2"/*.whl
+        export PYTHONPATH="/tmp/gpu-check-site${PYTHONPATH:+:$PYTHONPATH}"
+    else
+        echo "gpu-check: '$1' fails and no wheels were carried in $CARRIED/$2 (gpu_prepare.sh)"
+    fi
+}
+install_if_missing "import wgpu" wheels
+install_if_missing "from mpi4py import MPI" mpi
 if ! ldconfig -p 2>/dev/null | grep -q 'libvulkan\.so\.1'; then
     if [ "$DRY" = "0" ] && ls "$CARRIED"/debs/*.deb >/dev/null 2>&1; then
         echo "gpu-check: unpacking the carried Vulkan loader"
