@@ -185,7 +185,7 @@ def _advanced_positions(t: Tensor, key: tuple[Any, ...]) -> tuple[tuple[slice, .
                 raise ShapeError(f"index: mask of shape {describe(p.shape)} does not match "
                                  f"the indexed dims {describe(mshape)} of "
                                  f"{describe(t.shape)}")
-            for j, col in enumerate(p.nonzero()):
+            for j, col in enumerate(p.nonzero(as_tuple=True)):
                 dims.append(dim + j)
                 indices.append(col)
                 basic.append(slice(None))

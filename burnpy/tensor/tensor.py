@@ -1803,7 +1803,7 @@ class Tensor:
             indices: list[Tensor] = []
             for i in key if isinstance(key, tuple | list) else (key,):
                 if isinstance(i, Tensor) and i.kind is BOOL:  # a mask: its k-d positions
-                    indices.extend(i.nonzero())
+                    indices.extend(i.nonzero(as_tuple=True))
                 else:
                     indices.append(i)
             return accumulated(self, tuple(indices), value)
@@ -1955,16 +1955,22 @@ class Tensor:
         m = self if self.kind is BOOL else self != 0
         return new(self.backend, self.backend.bool_argwhere(m.primitive), INT)
 
-    def nonzero(self, *, as_tuple: bool = True) -> list[Tensor]:
-        """One int tensor of indices per dim (NumPy's nonzero, torch's ``as_tuple=True``; a 0-d
-        tensor counts as one dim of size 1, as torch). ``argwhere`` is the single-tensor form."""
+    @overload
+    def nonzero(self, *, as_tuple: Literal[False] = ...) -> Tensor: ...
+
+    @overload
+    def nonzero(self, *, as_tuple: Literal[True]) -> tuple[Tensor, ...]: ...
+
+    def nonzero(self, *, as_tuple: bool = False) -> Tensor | tuple[Tensor, ...]:
+        """torch.nonzero: the indices of the non-zero elements as ``[n, ndim]`` (``argwhere``);
+        with ``as_tuple=True`` one int tensor per dim (a 0-d tensor counts as one dim of size 1,
+        as torch's)."""
         if not as_tuple:
-            raise InvalidArgumentError("nonzero: burnpy returns one index tensor per dim "
-                                       "(as_tuple=True); use argwhere() for the [n, ndim] tensor")
+            return self.argwhere()
         if self.ndim == 0:
-            return self.reshape(1).nonzero()
+            return self.reshape(1).nonzero(as_tuple=True)
         m = self if self.kind is BOOL else self != 0
-        return [new(self.backend, p, INT) for p in self.backend.bool_nonzero(m.primitive)]
+        return tuple(new(self.backend, p, INT) for p in self.backend.bool_nonzero(m.primitive))
 
     # ---- special functions and elementwise math (issue 16) ----------------------------------
     # Float-valued math takes int and bool tensors too, promoted to the default float (torch).

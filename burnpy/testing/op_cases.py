@@ -887,8 +887,8 @@ case("bool_gather", lambda a, i: a.gather(0, i), B(3, 4), I(2, 4, high=3), dtype
      grad=False)
 case("argwhere", lambda a: a.argwhere(), B(3, 4), torch_fn=lambda x: torch.argwhere(x), dtypes=BOOL,
      grad=False)
-case("nonzero", lambda a: a.nonzero(), B(2, 3, 4),
-     torch_fn=lambda a: a.nonzero(as_tuple=True), dtypes=BOOL, grad=False)
+case("nonzero", lambda a: a.nonzero(), B(2, 3, 4), dtypes=BOOL, grad=False)
+case("nonzero_tuple", lambda a: a.nonzero(as_tuple=True), B(2, 3, 4), dtypes=BOOL, grad=False)
 case("argwhere_float", lambda x: x.relu().argwhere(), F(3, 4), dtypes=FD, grad=False)
 case("bool_unfold", lambda a: a.unfold(1, 2, 2), B(3, 4), dtypes=BOOL, grad=False)
 

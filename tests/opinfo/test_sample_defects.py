@@ -194,3 +194,17 @@ def test_int_results_on_webgpu_use_its_int_dtype() -> None:
     grad = xs.grad(xs.narrow(1, bp.tensor(1), 2).sum().backward())
     assert grad is not None
     np.testing.assert_array_equal(grad.to_numpy(), np.pad(np.ones((5, 2)), ((0, 0), (1, 3))))
+
+
+# ---- torch's meaning --------------------------------------------------------------------------
+
+@pytest.mark.parametrize("data", [[[0.0, 1.5], [2.0, 0.0]], 3.0, 0.0, [[[1, 0, 2]]]])
+def test_nonzero_is_torchs_index_matrix_by_default(data: Any) -> None:
+    want = torch.tensor(data).nonzero()
+    got = bp.tensor(data).nonzero()
+    assert isinstance(got, Tensor)
+    _same(got, want)
+    want_t = torch.tensor(data).nonzero(as_tuple=True)
+    got_t = bp.tensor(data).nonzero(as_tuple=True)
+    assert isinstance(got_t, tuple)
+    _same(got_t, want_t)
