@@ -376,8 +376,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", "out/gpu-check")),
                    help="output folder (default $OUT, else out/gpu-check)")
     p.add_argument("--python", default=sys.executable, help="the Python that runs the parts")
-    p.add_argument("--deadline", type=float, default=540,
-                   help="seconds for the whole check (the device allows 600 a command)")
+    p.add_argument("--deadline", type=float, default=420,
+                   help="seconds for the whole check (default 420: with a machine's start, it "
+                        "leaves a session's 15 device minutes room for one rerun of --only parts)")
     p.add_argument("--dry-run", action="store_true",
                    help="no GPU needed: pytest parts only collect, commands fail fast")
     p.add_argument("--only", nargs="+", choices=[part.name for part in PARTS],
