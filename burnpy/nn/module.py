@@ -97,6 +97,12 @@ class ParamSlot:
                 holder[key] = value
         self.tensor = value
 
+    def write(self, value: Tensor) -> None:
+        """Give the slot's tensor ``value``'s backend and contents, keeping the Python object
+        every holder and an optimizer refer to (torch's ``param.data = value``)."""
+        self.tensor.backend = value.backend
+        self.tensor.primitive = value.primitive
+
 
 def _set_tracked(t: Tensor) -> Tensor:
     """Track ``t`` when its backend records gradients (a no-op elsewhere)."""
@@ -271,9 +277,10 @@ class Module:
     def to(self, backend: type[Backend] | None = None, device: Device | None = None,
            dtype: DTypeLike | None = None) -> Module:
         """Move every tensor to ``backend``/``device`` and cast float ones to ``dtype``, in
-        place (torch's convention). A converted parameter is a fresh leaf, tracked on an
+        place (torch's convention: each tensor stays the same object, so an optimizer built
+        before keeps its parameters). A converted parameter is a fresh leaf, tracked on an
         autodiff backend unless it was frozen (``require_grad(False)``) before: the cast
-        itself is not recorded, so gradients reach the new tensors."""
+        itself is not recorded, so gradients reach the converted values."""
         target_dtype = None if dtype is None else DType.of(dtype)
         for slot in self.slots():
             t = slot.tensor
@@ -291,7 +298,7 @@ class Module:
                     t.require_grad()
             elif t.kind is FLOAT:
                 t = t.detach()
-            slot.assign(t)
+            slot.write(t)
         return self
 
     def valid(self) -> Module:
@@ -343,8 +350,11 @@ class Module:
                         strict: bool = True) -> IncompatibleKeys:
         """Replace tensors with ``state``'s values; returns ``(missing_keys, unexpected_keys)``.
 
-        As torch's: values are cast to each tensor's dtype (a bfloat16 file into a float32
-        model) and kept on the module's backends and devices; a tied tensor may be given under
+        As torch's: values are copied into the module's tensors, which stay the same objects
+        (an optimizer built before keeps its parameters, and a caller's array or live torch
+        tensor written later does not reach the module), cast to each tensor's dtype (a
+        bfloat16 file into a float32 model), kept on its backend and device; a tied tensor may
+        be given under
         any of its names; shapes must match. With ``strict`` (the default) any missing or
         unexpected name raises ``StateDictError``; otherwise they are only returned. Loads a
         PyTorch checkpoint saved with ``safetensors.torch.save_file`` (same names, same
@@ -388,8 +398,8 @@ class Module:
             was = slot.tensor
             t = Tensor.from_data(data, backend=was.backend, device=was.device)
             if slot.is_param and was.is_require_grad():
-                t.require_grad()  # a fresh leaf, as trainable as the tensor it replaces
-            slot.assign(t)
+                t.require_grad()  # a fresh leaf, as trainable as the value it replaces
+            slot.write(t)
         return IncompatibleKeys(missing, unexpected)
 
     def save(self, path: str | Path) -> Path:
@@ -424,8 +434,11 @@ def _items(container: list[Any] | dict[Any, Any]) -> Iterator[tuple[str | int, A
 
 
 def _tensor_data(value: Tensor | TensorData | np.ndarray) -> TensorData:
+    """A state dict entry as host data of its own: an array or a torch tensor is copied, since
+    the caller may write it later (a live ``torch_model.state_dict()`` changes as torch's
+    optimizer steps)."""
     if isinstance(value, Tensor):
         return value.into_data()
     if isinstance(value, TensorData):
-        return value
-    return TensorData.from_any(np.asarray(value))
+        return TensorData(value.array.copy(), value.dtype, value.quant)
+    return TensorData.from_any(np.asarray(value).copy())

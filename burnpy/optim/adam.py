@@ -33,10 +33,11 @@ class Adam(Optimizer):
             raise InvalidArgumentError(f"{type(self).__name__}: betas must be in [0, 1), got "
                                        f"{tuple(betas)}")
 
-    def update(self, name: str, param: Tensor, grad: Tensor, group: Mapping[str, Any]) -> Tensor:
-        return self._update_group([name], [param], [grad], group)[0]
+    def update(self, key: Tensor, param: Tensor, grad: Tensor,
+               group: Mapping[str, Any]) -> Tensor:
+        return self._update_group([key], [param], [grad], group)[0]
 
-    def update_many(self, names: list[str], params: list[Tensor], grads: list[Tensor],
+    def update_many(self, keys: list[Tensor], params: list[Tensor], grads: list[Tensor],
                     group: Mapping[str, Any]) -> list[Tensor]:
         """Parameters alike in backend, dtypes, device, step count and state in use are
         concatenated and stepped by one ``adam_step`` (the rule is elementwise, so every value
@@ -44,49 +45,49 @@ class Adam(Optimizer):
         (``Fusion(B)``), where each parameter's update is one kernel and copies would cost."""
         fuses = getattr(params[0].backend if params else None, "fuses_elementwise", None)
         if fuses is not None and fuses():  # each update is one fused kernel: no concatenation
-            return [self._update_group([n], [p], [g], group)[0]
-                    for n, p, g in zip(names, params, grads, strict=True)]
+            return [self._update_group([k], [p], [g], group)[0]
+                    for k, p, g in zip(keys, params, grads, strict=True)]
         amsgrad = group["amsgrad"]
         alike: dict[tuple[Any, ...], list[int]] = {}
-        for i, (name, p, g) in enumerate(zip(names, params, grads, strict=True)):
-            state = self.state.get(name, {})
-            key = (p.backend, p.dtype, g.dtype, p.device, self.steps[name],
-                   "exp_avg" in state and "exp_avg_sq" in state,
-                   amsgrad and "max_exp_avg_sq" in state)
-            alike.setdefault(key, []).append(i)
+        for i, (key, p, g) in enumerate(zip(keys, params, grads, strict=True)):
+            state = self.state.get(key, {})
+            kind = (p.backend, p.dtype, g.dtype, p.device, self.steps[key],
+                    "exp_avg" in state and "exp_avg_sq" in state,
+                    amsgrad and "max_exp_avg_sq" in state)
+            alike.setdefault(kind, []).append(i)
         out: list[Tensor | None] = [None] * len(params)
         for members in alike.values():
-            news = self._update_group([names[i] for i in members], [params[i] for i in members],
+            news = self._update_group([keys[i] for i in members], [params[i] for i in members],
                                       [grads[i] for i in members], group)
             for i, new in zip(members, news, strict=True):
                 out[i] = new
         return out  # type: ignore[return-value]
 
-    def _update_group(self, names: list[str], params: list[Tensor], grads: list[Tensor],
+    def _update_group(self, keys: list[Tensor], params: list[Tensor], grads: list[Tensor],
                       group: Mapping[str, Any]) -> list[Tensor]:
         """One ``adam_step`` over the concatenation of ``params`` (alike, see
         ``update_many``; a lone parameter is only reshaped), split back into each parameter's
         value and state."""
         b = params[0].backend
-        states = [self._state(n, p, "exp_avg", "exp_avg_sq", "max_exp_avg_sq")
-                  for n, p in zip(names, params, strict=True)]
+        states = [self._state(k, p, "exp_avg", "exp_avg_sq", "max_exp_avg_sq")
+                  for k, p in zip(keys, params, strict=True)]
         flat = [None if any(c is None for c in columns) else concat_flat(b, list(columns))
                 for columns in zip(*states, strict=True)]
         amsgrad, betas = group["amsgrad"], group["betas"]
         new, exp_avg, exp_avg_sq, peak = b.adam_step(
             concat_flat(b, [p.primitive for p in params]),
             concat_flat(b, [g.primitive for g in grads]), flat[0], flat[1],
-            flat[2] if amsgrad else None, step=self.steps[names[0]], lr=group["lr"],
+            flat[2] if amsgrad else None, step=self.steps[keys[0]], lr=group["lr"],
             beta1=float(betas[0]), beta2=float(betas[1]), eps=group["eps"],
             weight_decay=group["weight_decay"], decoupled=self.decoupled_weight_decay,
             amsgrad=amsgrad)
         shapes = [p.shape for p in params]
         pieces = [None if a is None else split_flat(b, a, shapes)
                   for a in (exp_avg, exp_avg_sq, peak)]
-        for k, name in enumerate(names):
-            self._store(name, b, **{key: None if piece is None else piece[k] for key, piece in
-                                    zip(("exp_avg", "exp_avg_sq", "max_exp_avg_sq"), pieces,
-                                        strict=True)})
+        for i, key in enumerate(keys):
+            self._store(key, b, **{name: None if piece is None else piece[i] for name, piece in
+                                   zip(("exp_avg", "exp_avg_sq", "max_exp_avg_sq"), pieces,
+                                       strict=True)})
         return [wrap(b, p, FLOAT) for p in split_flat(b, new, shapes)]
 
 

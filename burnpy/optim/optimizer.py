@@ -1,29 +1,52 @@
-"""``Optimizer``: Burn's step protocol, ``optim.step(model, grads, lr=None)``.
+"""``Optimizer``: Burn's step protocol, ``optim.step(model, grads, lr=None)``, over torch's
+parameter identity.
 
 Each step reads every parameter's gradient from the ``Gradients`` of ``loss.backward()``,
 computes the update on the inner backend (``param.inner()``, ``param.grad(grads)``), for the
 built-in optimizers with one fused backend op per parameter (``Backend.adam_step``...), and
-writes the result back as a fresh tracked leaf
-(``Tensor.from_inner(new, backend=B).require_grad()``), so no graph grows across steps. The
-module keeps its identity; its parameter attributes are replaced.
+writes the result into the parameter itself: the ``Tensor`` the module holds gets a fresh
+tracked leaf as its primitive, so no graph grows across steps and the Python object stays
+the one the module's holders, the optimizer and the user hold (torch's ``Parameter``).
+``Module.load_state_dict``, ``Module.to``, ``copy_`` and writes under ``no_grad`` keep the
+object too (``ParamSlot.write``), so an optimizer built before them keeps its parameters.
 
-State layout: ``state[param_name][key]`` holds inner-backend tensors (``"momentum_buffer"``,
-``"exp_avg"``...) and ``steps[param_name]`` the per-parameter step count, keyed by the
-parameter's dotted name so a record of it survives a restart.
+Parameter identity: state is keyed by the parameter ``Tensor`` (which hashes by identity, as
+torch's): ``state[param][key]`` holds inner-backend tensors (``"momentum_buffer"``,
+``"exp_avg"``...) and ``steps[param]`` the parameter's step count. Why the object rather
+than a dotted name or an id carried through replacements (Burn's ``ParamId``): a name is
+relative to the module stepped, so two modules that both have ``fc.weight`` shared one state;
+an id would have to be copied by every path that builds a replacement tensor, and one missed
+path loses the state, where writing in place leaves nothing to copy; and a step costs one
+dict lookup per parameter.
 
 Parameter groups, as torch's: ``AdamW([{"params": decay, "weight_decay": 0.01},
-{"params": no_decay, "weight_decay": 0.0}], lr=1e-3)``. A group names its parameters by
-their dotted names, by ``(name, tensor)`` pairs (``model.named_parameters()``) or by the
-tensors themselves; tensors are matched to the model's parameters by identity at the first
-``step`` and from then on named (a step replaces every parameter tensor, so names are what
-lasts). ``opt.param_groups`` is a list of dicts, readable and writable (``g["lr"] = ...``),
-saved and restored with the state. Without ``params`` there is one group holding every
-parameter of the model stepped (Burn's ``optim.step(model, grads)``).
+{"params": no_decay, "weight_decay": 0.0}], lr=1e-3)``. A group holds tensors (from any
+modules: ``Adam(list(enc.parameters()) + list(dec.parameters()))``), ``(name, tensor)``
+pairs (``model.named_parameters()``) or dotted names, which are resolved to the tensors of
+the model given to the first ``step``. ``opt.param_groups`` is a list of dicts, readable and
+writable (``g["lr"] = ...``), saved and restored with the state. Without ``params`` there is
+one group holding every parameter of the models stepped (Burn's ``optim.step(model, grads)``).
+
+``step(model, grads)`` updates the optimizer's parameters that are in ``model`` and have a
+gradient, so one optimizer may step several modules (``opt.step(enc, g); opt.step(dec, g)``).
+A parameter the step cannot find raises ``InvalidArgumentError`` naming it: one that was in
+``model`` at an earlier step and is not now (a tensor or module assigned over it, which torch
+would silently stop training); so does a ``model`` that holds none of the optimizer's
+parameters. Without ``params`` a parameter gone from its model leaves the optimizer instead
+(Burn's: the model is the truth).
+
+State dicts follow torch: ``param_groups[i]["params"]`` lists positions (0, 1, ... over the
+groups in order) and ``state``/``steps`` are keyed by position (as strings, a record's keys),
+so a state dict loads into a fresh optimizer over fresh parameters, in a new process, built
+the same way. Loaded state whose parameter is not known yet (a name not yet resolved, Burn's
+group filled at the first step) waits and is bound at the first step; so is the state of
+records written before this layout, keyed by dotted names.
 """
 
 from __future__ import annotations
 
 import math
+import weakref
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -176,10 +199,17 @@ class Optimizer(ABC):
                                        f"rate as lr={params}")
         self.defaults: dict[str, Any] = dict(defaults)
         self.grad_clipping = grad_clipping
-        self.state: dict[str, dict[str, Tensor]] = {}
-        self.steps: dict[str, int] = {}
+        self.state: dict[Tensor, dict[str, Tensor]] = {}
+        self.steps: dict[Tensor, int] = {}
         #: True when built without ``params``: every stepped parameter joins group 0.
         self._all_params = params is None
+        #: True while a group holds dotted names, resolved at the next step.
+        self._named = False
+        #: Loaded (steps, buffers) waiting for their parameter, by position or dotted name.
+        self._pending: dict[int | str, tuple[int | None, dict[str, Tensor]]] = {}
+        #: Each model stepped -> the optimizer's parameters it held then, with their names.
+        self._found: weakref.WeakKeyDictionary[Module, dict[Tensor, str]] = (
+            weakref.WeakKeyDictionary())
         self.param_groups: list[dict[str, Any]] = []
         self.check_group(self.defaults)
         if params is None:
@@ -209,16 +239,17 @@ class Optimizer(ABC):
         refs = group["params"]
         refs = [refs] if isinstance(refs, Tensor | str) else list(refs)
         params = [_param_ref(op, ref) for ref in refs]
-        taken = {id(p) if isinstance(p, Tensor) else p
-                 for g in self.param_groups for p in g["params"]}
+        taken = {_ref_key(p) for g in self.param_groups for p in g["params"]}
         for p in params:
-            if (id(p) if isinstance(p, Tensor) else p) in taken:
+            if _ref_key(p) in taken:
                 raise InvalidArgumentError(f"{op}: parameter {_ref_text(p)} appears in more "
-                                           "than one group")
+                                           "than one group, or twice in one")
+            taken.add(_ref_key(p))
         full = {**self.defaults, **{k: v for k, v in group.items() if k != "params"},
                 "params": params}
         self.check_group(full)
         self.param_groups.append(full)
+        self._named = self._named or any(isinstance(p, str) for p in params)
 
     def check_group(self, group: Mapping[str, Any]) -> None:
         """Raise ``InvalidArgumentError`` when a group's options are invalid (subclasses
@@ -240,54 +271,110 @@ class Optimizer(ABC):
             group["lr"] = value
 
     @abstractmethod
-    def update(self, name: str, param: Tensor, grad: Tensor, group: Mapping[str, Any]) -> Tensor:
-        """The new value of parameter ``name`` (inner-backend tensors in and out) under its
-        group's options (``group["lr"]`` is the rate of this step)."""
+    def update(self, key: Tensor, param: Tensor, grad: Tensor,
+               group: Mapping[str, Any]) -> Tensor:
+        """The new value of a parameter under its group's options (``group["lr"]`` is the
+        rate of this step): ``key`` is the parameter as the module holds it (its state's
+        key), ``param``, ``grad`` and the result are inner-backend tensors."""
 
-    def update_many(self, names: list[str], params: list[Tensor], grads: list[Tensor],
+    def update_many(self, keys: list[Tensor], params: list[Tensor], grads: list[Tensor],
                     group: Mapping[str, Any]) -> list[Tensor]:
         """The new values of several parameters of one group (inner-backend tensors in and
         out): one ``update`` each. Optimizers with an elementwise rule override it to update
         many parameters in one backend call (``Adam``)."""
-        return [self.update(n, p, g, group) for n, p, g in zip(names, params, grads, strict=True)]
+        return [self.update(k, p, g, group) for k, p, g in zip(keys, params, grads, strict=True)]
 
     def hyperparameters(self) -> dict[str, Any]:
         """The default options (saved with the state for inspection; tuples as lists)."""
         return {k: list(v) if isinstance(v, tuple) else v for k, v in self.defaults.items()}
 
-    def _group_of(self, model: Module, every: list[ParamSlot]) -> dict[str, int]:
-        """Parameter name -> group index over ``every`` slot of ``model``; tensors given by
-        identity are named here."""
-        slots = [s for s in every if s.is_param]
-        by_id = {id(s.tensor): s.name for s in slots}
-        known = {s.name for s in slots}
-        out: dict[str, int] = {}
-        for i, group in enumerate(self.param_groups):
-            names = []
-            for ref in group["params"]:
-                if isinstance(ref, Tensor):
-                    name = by_id.get(id(ref))
-                    if name is None:
-                        raise InvalidArgumentError(
-                            f"{type(self).__name__}.step: param_groups[{i}] holds a tensor of "
-                            f"shape {ref.shape} and dtype {ref.dtype!r} that is not a parameter "
-                            "of the model (tensors are matched by identity before the first "
-                            "step; name parameters instead, e.g. with "
-                            "model.named_parameters())")
-                    ref = name
-                elif ref not in known:
-                    raise InvalidArgumentError(f"{type(self).__name__}.step: param_groups[{i}] "
-                                               f"names '{ref}', which is not a parameter of "
-                                               f"{type(model).__name__}")
-                names.append(ref)
-                out[ref] = i
-            group["params"] = names
-        if self._all_params:
-            group0 = self.param_groups[0]["params"]
-            for name in (s.name for s in slots if s.name not in out):
-                group0.append(name)
-                out[name] = 0
+    def _group_of(self, model: Module, every: list[ParamSlot]) -> dict[Tensor, int]:
+        """The group index of each of the optimizer's parameters in ``model`` (whose slots
+        are ``every``): names are resolved, Burn's group 0 takes the model's new parameters,
+        waiting loaded state is bound, and a parameter gone from the model is reported."""
+        names = {s.tensor: s.name for s in every if s.is_param}
+        if self._named:
+            self._resolve(model, names)
+        out = {p: i for i, group in enumerate(self.param_groups) for p in group["params"]
+               if p in names}
+        if self._all_params and len(out) < len(names):
+            new = [p for p in names if p not in out]
+            self.param_groups[0]["params"].extend(new)
+            out.update(dict.fromkeys(new, 0))
+        seen = self._found.get(model)
+        if seen is None or seen.keys() != out.keys():
+            self._check_found(model, out, seen)
+            self._found[model] = {p: names[p] for p in out}
+        if self._pending:
+            self._bind(names)
         return out
+
+    def _resolve(self, model: Module, names: Mapping[Tensor, str]) -> None:
+        """Replace the dotted names in the groups by ``model``'s tensors of those names."""
+        tensors = {name: p for p, name in names.items()}
+        for i, group in enumerate(self.param_groups):
+            resolved = []
+            for ref in group["params"]:
+                if isinstance(ref, str):
+                    found = tensors.get(ref)
+                    if found is None:
+                        raise InvalidArgumentError(
+                            f"{type(self).__name__}.step: param_groups[{i}] names '{ref}', "
+                            f"which is not a parameter of {type(model).__name__}")
+                    ref = found
+                resolved.append(ref)
+            group["params"] = resolved
+        self._named = False
+
+    def _check_found(self, model: Module, out: Mapping[Tensor, int],
+                     seen: Mapping[Tensor, str] | None) -> None:
+        """Raise when a parameter that was in ``model`` at an earlier step is not now, or
+        when ``model`` holds none of the optimizer's parameters; without ``params``, drop
+        the parameters gone from ``model`` instead."""
+        op = f"{type(self).__name__}.step"
+        gone = {p: name for p, name in (seen or {}).items() if p not in out}
+        if gone and self._all_params:
+            for group in self.param_groups:
+                group["params"] = [p for p in group["params"] if p not in gone]
+            for p in gone:
+                self.state.pop(p, None)
+                self.steps.pop(p, None)
+        elif gone:
+            p, name = next(iter(gone.items()))
+            raise InvalidArgumentError(
+                f"{op}: parameter '{name}' (shape {p.shape}, {p.dtype!r}) was in "
+                f"{type(model).__name__} at an earlier step but is not now (a tensor or module "
+                "was assigned over it; torch would silently stop training it); build the "
+                "optimizer again, or take it out of param_groups and add the new parameters "
+                "with add_param_group")
+        first = next(((i, p) for i, g in enumerate(self.param_groups) for p in g["params"]),
+                     None)
+        if not out and not self._all_params and first is not None:
+            i, p = first
+            raise InvalidArgumentError(
+                f"{op}: none of the optimizer's parameters is in {type(model).__name__}: "
+                f"param_groups[{i}] holds a tensor of shape {p.shape} and dtype {p.dtype!r} "
+                f"that is not a parameter of {type(model).__name__} (step the module that "
+                "holds the optimizer's parameters)")
+
+    def _bind(self, names: Mapping[Tensor, str]) -> None:
+        """Give loaded state to the known parameters it waits for: by position in the groups,
+        or by dotted name (``names``: a model's parameters) for records keyed by names."""
+        position = 0
+        for group in self.param_groups:
+            for p in group["params"]:
+                if isinstance(p, Tensor):
+                    entry = self._pending.pop(position, None)
+                    name = names.get(p)
+                    if entry is None and name is not None:
+                        entry = self._pending.pop(name, None)
+                    if entry is not None:
+                        steps, buffers = entry
+                        if steps is not None:
+                            self.steps[p] = steps
+                        if buffers:
+                            self.state[p] = buffers
+                position += 1
 
     def _rate(self, group: Mapping[str, Any], lr: float | None) -> float:
         """The group's rate this step: its own ``lr``, or an explicit ``lr`` scaled by the
@@ -300,106 +387,142 @@ class Optimizer(ABC):
 
     def step(self, model: Module, grads: Any, lr: float | None = None) -> Module:
         """Update every parameter of ``model`` that is in a group and has a gradient in
-        ``grads``; returns the model (the same object, with new parameter tensors). ``lr``,
-        when given, overrides the rate (scaled per group, see ``_rate``)."""
+        ``grads``, in place; returns the model. ``lr``, when given, overrides the rate
+        (scaled per group, see ``_rate``)."""
         every = model.slots()  # walked once: the walk is a large part of a small step
+        group_of = self._group_of(model, every)
         pairs = _tracked_grads(every, grads, "step")
         if self.grad_clipping is not None and pairs:
             clipped = self.grad_clipping.apply([g for _, g in pairs])
             pairs = [(slot, g) for (slot, _), g in zip(pairs, clipped, strict=True)]
-        group_of = self._group_of(model, every)
-        members: dict[int, list[tuple[ParamSlot, Tensor]]] = {}
+        members: dict[int, list[tuple[Tensor, Tensor]]] = {}
         for slot, g in pairs:
-            index = group_of.get(slot.name)
+            index = group_of.get(slot.tensor)
             if index is not None:
-                members.setdefault(index, []).append((slot, g))
+                members.setdefault(index, []).append((slot.tensor, g))
         steps = self.steps
         for index, chosen in sorted(members.items()):
             group = self.param_groups[index]
             options = {**group, "lr": self._rate(group, lr)}
-            names, params = [], []
-            for slot, _ in chosen:
-                param = slot.tensor
+            values = []
+            for param, _ in chosen:
                 ad = _autodiff(param.backend)
-                steps[slot.name] = steps.get(slot.name, 0) + 1
-                names.append(slot.name)
-                params.append(wrap(ad.InnerBackend, ad.inner(param.primitive), FLOAT))
-            news = self.update_many(names, params, [g for _, g in chosen], options)
-            for (slot, _), new in zip(chosen, news, strict=True):
-                b = _autodiff(slot.tensor.backend)
+                steps[param] = steps.get(param, 0) + 1
+                values.append(wrap(ad.InnerBackend, ad.inner(param.primitive), FLOAT))
+            news = self.update_many([p for p, _ in chosen], values, [g for _, g in chosen],
+                                    options)
+            for (param, _), new in zip(chosen, news, strict=True):
+                b = _autodiff(param.backend)
                 if new.backend is not b.InnerBackend:
                     raise BackendMismatchError(f"{type(self).__name__}.update: expected a "
                                                f"tensor of {b.InnerBackend.name()}, got one of "
                                                f"{new.backend.name()}")
-                # Tensor.from_inner(new).require_grad() minus the Tensor layer: a new leaf.
-                leaf = b.float_set_require_grad(b.from_inner(new.primitive), True)
-                slot.assign(wrap(b, leaf, FLOAT))
+                # A new leaf, written into the parameter itself (see the module docstring).
+                param.primitive = b.float_set_require_grad(b.from_inner(new.primitive), True)
         return model
 
-    def _state(self, name: str, like: Tensor, *keys: str) -> list[Any]:
-        """The primitives of state ``keys`` of parameter ``name`` (None before its first step),
+    def _state(self, key: Tensor, like: Tensor, *keys: str) -> list[Any]:
+        """The primitives of state ``keys`` of parameter ``key`` (None before its first step),
         each moved to ``like``'s backend first if it was loaded elsewhere."""
-        state = self.state.get(name)
+        state = self.state.get(key)
         if state is None:
             return [None] * len(keys)
         out = []
-        for key in keys:
-            t = state.get(key)
+        for name in keys:
+            t = state.get(name)
             if t is not None and t.backend is not like.backend:
-                t = state[key] = t.to_backend(like.backend, like.device)
+                t = state[name] = t.to_backend(like.backend, like.device)
             out.append(None if t is None else t.primitive)
         return out
 
-    def _store(self, name: str, backend: type[Backend], **primitives: Any) -> None:
-        """Keep float ``primitives`` of ``backend`` as parameter ``name``'s state (None values
+    def _store(self, key: Tensor, backend: type[Backend], **primitives: Any) -> None:
+        """Keep float ``primitives`` of ``backend`` as parameter ``key``'s state (None values
         are skipped: that buffer is not in use)."""
-        kept = {key: wrap(backend, p, FLOAT) for key, p in primitives.items() if p is not None}
+        kept = {name: wrap(backend, p, FLOAT) for name, p in primitives.items() if p is not None}
         if kept:
-            self.state.setdefault(name, {}).update(kept)
+            self.state.setdefault(key, {}).update(kept)
 
     # ---- records -----------------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:
         """``{"type", "hyperparameters", "param_groups", "steps", "state"}``: everything a
-        resume needs (groups name their parameters)."""
-        groups = []
-        for i, group in enumerate(self.param_groups):
-            pending = [p for p in group["params"] if isinstance(p, Tensor)]
-            if pending:
-                raise OptimizerStateError(f"state_dict: param_groups[{i}] holds tensors not yet "
-                                          "matched to names (they are at the first step); name "
-                                          "the parameters, or step once first")
-            groups.append({k: list(v) if isinstance(v, tuple | list) else v
+        resume needs, torch's layout (parameters by position over the groups)."""
+        steps: dict[str, int] = {}
+        state: dict[str, dict[str, Tensor]] = {}
+        for key, (count, buffers) in self._pending.items():
+            if count is not None:
+                steps[str(key)] = count
+            if buffers:
+                state[str(key)] = dict(buffers)
+        groups, position = [], 0
+        for group in self.param_groups:
+            positions = []
+            for p in group["params"]:
+                if isinstance(p, Tensor):
+                    if p in self.steps:
+                        steps[str(position)] = self.steps[p]
+                    if p in self.state:
+                        state[str(position)] = dict(self.state[p])
+                positions.append(position)
+                position += 1
+            groups.append({k: positions if k == "params" else
+                           list(v) if isinstance(v, tuple | list) else v
                            for k, v in group.items()})
         return {"type": type(self).__name__, "hyperparameters": self.hyperparameters(),
-                "param_groups": groups, "steps": dict(self.steps),
-                "state": {n: dict(s) for n, s in self.state.items()}}
+                "param_groups": groups, "steps": steps, "state": state}
 
     def load_state_dict(self, state: Mapping[str, Any]) -> Optimizer:
-        """Restore steps, buffers and parameter groups (options and names, as torch does)
-        saved by ``state_dict``. Buffers may be tensors or host ``TensorData`` (from a record);
-        each moves to its parameter's backend at the next step."""
+        """Restore steps, buffers and group options saved by ``state_dict``, as torch does:
+        the i-th parameter's state goes to this optimizer's i-th parameter (so each group
+        must have the saved size). Buffers may be tensors or host ``TensorData`` (from a
+        record); each moves to its parameter's backend at the next step. Records keyed by
+        dotted names (earlier releases) are bound by name at the next step."""
         kind = state.get("type")
         if kind != type(self).__name__:
             raise OptimizerStateError(f"load_state_dict: the state is for {kind}, not "
                                       f"{type(self).__name__}")
         saved = state.get("param_groups")
         if saved is not None:
-            if len(saved) != len(self.param_groups):
-                raise OptimizerStateError(f"load_state_dict: the state has {len(saved)} "
-                                          f"parameter group(s), this {type(self).__name__} has "
-                                          f"{len(self.param_groups)}")
-            groups = []
-            for group in saved:
-                restored = {str(k): (tuple(v) if isinstance(v, list) and k != "params" else v)
-                            for k, v in group.items()}
-                restored["params"] = [str(p) for p in group["params"]]
-                self.check_group(restored)
-                groups.append(restored)
-            self.param_groups = groups
-        self.steps = {str(k): int(v) for k, v in state.get("steps", {}).items()}
-        self.state = {str(n): {str(k): _as_tensor(t) for k, t in s.items()}
-                      for n, s in state.get("state", {}).items()}
+            self.param_groups = self._restored_groups(saved)
+        steps = {_position(k): int(v) for k, v in state.get("steps", {}).items()}
+        buffers = {_position(n): {str(k): _as_tensor(t) for k, t in s.items()}
+                   for n, s in state.get("state", {}).items()}
+        if not self._all_params and not self._named:
+            count = sum(len(g["params"]) for g in self.param_groups)
+            beyond = sorted(k for k in {*steps, *buffers} if isinstance(k, int) and k >= count)
+            if beyond:
+                raise OptimizerStateError(f"load_state_dict: the state has parameter "
+                                          f"{beyond[0]}, this {type(self).__name__} has "
+                                          f"{count} parameter(s)")
+        self.steps, self.state = {}, {}
+        self._pending = {k: (steps.get(k), buffers.get(k, {})) for k in {*steps, *buffers}}
+        self._bind({})
         return self
+
+    def _restored_groups(self, saved: list[Mapping[str, Any]]) -> list[dict[str, Any]]:
+        """The saved groups' options over this optimizer's parameters (positions), or over
+        the saved dotted names (records of earlier releases)."""
+        if len(saved) != len(self.param_groups):
+            raise OptimizerStateError(f"load_state_dict: the state has {len(saved)} parameter "
+                                      f"group(s), this {type(self).__name__} has "
+                                      f"{len(self.param_groups)}")
+        groups = []
+        for i, (group, mine) in enumerate(zip(saved, self.param_groups, strict=True)):
+            restored = {str(k): (tuple(v) if isinstance(v, list) else v)
+                        for k, v in group.items() if k != "params"}
+            refs = list(group["params"])
+            if any(isinstance(p, str) and not p.isdigit() for p in refs):
+                restored["params"] = [str(p) for p in refs]  # names: resolved at the step
+                self._named = True
+            elif len(refs) == len(mine["params"]) or (self._all_params and i == 0):
+                restored["params"] = mine["params"]
+            else:
+                raise OptimizerStateError(f"load_state_dict: param_groups[{i}] of the state "
+                                          f"has {len(refs)} parameter(s), this "
+                                          f"{type(self).__name__}'s has "
+                                          f"{len(mine['params'])}")
+            self.check_group(restored)
+            groups.append(restored)
+        return groups
 
     def __repr__(self) -> str:
         args = ", ".join(f"{k}={v}" for k, v in self.hyperparameters().items())
@@ -407,9 +530,9 @@ class Optimizer(ABC):
 
 
 def _param_ref(op: str, ref: Any) -> str | Tensor:
-    """A group entry as kept: a name, or a float tensor to be named at the first step."""
+    """A group entry as kept: the float tensor, or a name resolved at the first step."""
     if isinstance(ref, tuple) and len(ref) == 2 and isinstance(ref[0], str):
-        return ref[0]
+        ref = ref[1]
     if isinstance(ref, str):
         return ref
     if isinstance(ref, Tensor) and ref.kind is FLOAT:
@@ -419,8 +542,19 @@ def _param_ref(op: str, ref: Any) -> str | Tensor:
                                + (f" of dtype {ref.dtype!r}" if isinstance(ref, Tensor) else ""))
 
 
+def _ref_key(ref: str | Tensor) -> str | int:
+    """What tells group entries apart: a name, or a tensor's identity."""
+    return id(ref) if isinstance(ref, Tensor) else ref
+
+
 def _ref_text(ref: str | Tensor) -> str:
     return f"'{ref}'" if isinstance(ref, str) else f"(a tensor of shape {ref.shape})"
+
+
+def _position(key: int | str) -> int | str:
+    """A state dict's parameter key: a position (an int, or its digits as a record keeps
+    them), or a dotted name (records of earlier releases)."""
+    return int(key) if isinstance(key, int) or key.isdigit() else key
 
 
 def _as_tensor(value: Tensor | TensorData) -> Tensor:

@@ -30,14 +30,15 @@ class RMSprop(Optimizer):
             raise InvalidArgumentError(f"RMSprop: need alpha in [0, 1] and momentum >= 0, got "
                                        f"alpha={group['alpha']}, momentum={group['momentum']}")
 
-    def update(self, name: str, param: Tensor, grad: Tensor, group: Mapping[str, Any]) -> Tensor:
+    def update(self, key: Tensor, param: Tensor, grad: Tensor,
+               group: Mapping[str, Any]) -> Tensor:
         b = param.backend
         centered, momentum = group["centered"], group["momentum"]
-        square_avg, grad_avg, buf = self._state(name, param, "square_avg", "grad_avg",
+        square_avg, grad_avg, buf = self._state(key, param, "square_avg", "grad_avg",
                                                 "momentum_buffer")
         new, square_avg, grad_avg, buf = b.rmsprop_step(
             param.primitive, grad.primitive, square_avg, grad_avg if centered else None,
             buf if momentum else None, lr=group["lr"], alpha=group["alpha"], eps=group["eps"],
             weight_decay=group["weight_decay"], momentum=momentum, centered=centered)
-        self._store(name, b, square_avg=square_avg, grad_avg=grad_avg, momentum_buffer=buf)
+        self._store(key, b, square_avg=square_avg, grad_avg=grad_avg, momentum_buffer=buf)
         return wrap(b, new, FLOAT)

@@ -33,12 +33,13 @@ class SGD(Optimizer):
             raise InvalidArgumentError(f"SGD: momentum ({group['momentum']}) and weight_decay "
                                        f"({group['weight_decay']}) must be >= 0")
 
-    def update(self, name: str, param: Tensor, grad: Tensor, group: Mapping[str, Any]) -> Tensor:
+    def update(self, key: Tensor, param: Tensor, grad: Tensor,
+               group: Mapping[str, Any]) -> Tensor:
         b = param.backend
         momentum = group["momentum"]
-        buf = self._state(name, param, "momentum_buffer")[0] if momentum else None
+        buf = self._state(key, param, "momentum_buffer")[0] if momentum else None
         new, buf = b.sgd_step(param.primitive, grad.primitive, buf, lr=group["lr"],
                               momentum=momentum, dampening=group["dampening"],
                               weight_decay=group["weight_decay"], nesterov=group["nesterov"])
-        self._store(name, b, momentum_buffer=buf)
+        self._store(key, b, momentum_buffer=buf)
         return wrap(b, new, FLOAT)

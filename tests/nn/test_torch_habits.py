@@ -42,7 +42,7 @@ def test_to_float64_gives_trainable_leaves_with_torch_gradients() -> None:
         np.testing.assert_allclose(gb.to_numpy(), ref.bias.grad.numpy(), rtol=1e-12)
     opt = optim.SGD(lr=0.1)
     opt.step(m, grads)
-    assert set(opt.steps) == {"weight", "bias"}
+    assert set(opt.steps) == {m.weight, m.bias}
 
 
 def test_to_keeps_frozen_parameters_frozen_and_converts_buffers() -> None:

@@ -13,6 +13,7 @@ import burnpy.nn as nn
 import burnpy.nn.functional as F
 from burnpy import Tensor, optim, record
 from burnpy.autodiff import Autodiff
+from burnpy.backend.errors import RecordError
 from burnpy_cpu import CpuBackend
 
 AD = Autodiff(CpuBackend)
@@ -92,8 +93,11 @@ def test_adamw_two_groups_and_step_lr_match_torch() -> None:
         _step(ours, opt, sched, x, y)
     assert lrs[:5] == [[0.03, 0.01], [0.03, 0.01], [0.015, 0.005], [0.015, 0.005],
                        [0.0075, 0.0025]]
-    assert opt.param_groups[0]["params"] == ["fc1.weight", "fc2.weight"]
-    assert opt.param_groups[1]["params"] == ["fc1.bias", "norm.weight", "norm.bias", "fc2.bias"]
+    # The groups hold the parameters themselves (the names were resolved at the first step).
+    held = [[id(p) for p in g["params"]] for g in opt.param_groups]
+    assert held == [[id(ours.fc1.weight), id(ours.fc2.weight)],
+                    [id(p) for p in (ours.fc1.bias, ours.norm.weight, ours.norm.bias,
+                                     ours.fc2.bias)]]
     _assert_same(ours, _torch_run())
 
 
@@ -106,11 +110,14 @@ def test_save_and_load_mid_training_continues_identically(tmp_path: Path) -> Non
     opt.param_groups[1]["eps"] = 1e-8  # a written option travels with the record too
     record.save(opt, tmp_path / "opt.safetensors")
     record.save(sched, tmp_path / "sched.safetensors")
-    # A fresh optimizer spelled differently (one group, other options) takes the saved groups.
-    again = optim.AdamW([{"params": ["fc1.weight"]}, {"params": ["fc2.bias"]}], lr=0.5)
+    # A fresh optimizer with other options takes the saved ones; its parameters are its own
+    # (torch's rule: the i-th saved parameter's state goes to its i-th parameter).
+    again = optim.AdamW([{"params": g["params"]} for g in _groups(ours)], lr=0.5)
     record.load(again, tmp_path / "opt.safetensors")
-    assert again.param_groups[0]["params"] == ["fc1.weight", "fc2.weight"]
     assert [g["weight_decay"] for g in again.param_groups] == [0.1, 0.0]
+    other = optim.AdamW([{"params": ["fc1.weight"]}, {"params": ["fc2.bias"]}], lr=0.5)
+    with pytest.raises(RecordError, match=r"param_groups\[0\] of the state has 2 parameter"):
+        record.load(other, tmp_path / "opt.safetensors")
     resumed = record.load(optim.StepLR(again, step_size=2, gamma=0.5),
                           tmp_path / "sched.safetensors")
     assert [g["lr"] for g in again.param_groups] == [0.015, 0.005]
@@ -137,7 +144,7 @@ def test_groups_written_by_hand_drive_the_update() -> None:
                                before["fc1.weight"] - 0.1 * g1.to_numpy(), rtol=1e-14)
     for name in ("fc2.weight", "fc2.bias", "norm.weight"):
         np.testing.assert_array_equal(model.state_dict()[name].to_numpy(), before[name])
-    assert set(opt.steps) == {"fc1.weight", "fc1.bias", "fc2.weight"}
+    assert set(opt.steps) == {model.fc1.weight, model.fc1.bias, model.fc2.weight}
 
 
 def test_burn_style_rate_scales_each_group() -> None:

@@ -72,10 +72,12 @@ def test_optimizer_and_scheduler_round_trip(tmp_path: Path) -> None:
     record.save(opt, tmp_path / "opt.safetensors")
     loaded = record.load(optim.RMSprop(lr=0.01, momentum=0.9, centered=True),
                          tmp_path / "opt.safetensors")
-    assert loaded.steps == opt.steps == {"weight": 3, "bias": 3}
-    for name, buffers in opt.state.items():
+    saved, again = opt.state_dict(), loaded.state_dict()
+    assert again["steps"] == saved["steps"] == {"0": 3, "1": 3}
+    for position, buffers in saved["state"].items():
         for key, t in buffers.items():
-            np.testing.assert_array_equal(loaded.state[name][key].to_numpy(), t.to_numpy())
+            np.testing.assert_array_equal(again["state"][position][key].to_numpy(),
+                                          t.to_numpy())
     sched = optim.StepLR(0.1, 3)
     sched.step()
     record.save(sched, tmp_path / "sched.safetensors")
@@ -155,16 +157,22 @@ def test_first_release_files_still_load(tmp_path: Path, monkeypatch: pytest.Monk
     ``<param>/<buffer>``, and a checkpoint holding both) load into today's objects."""
     from burnpy.record import format as fmt
 
+    def grads(m: nn.Linear) -> bp.Gradients:
+        return m(bp.Tensor.ones((4, 3), backend=AD)).square().sum().backward()
+
     model = nn.Linear(3, 2, backend=AD)
     opt = optim.Adam(lr=0.01)
     for _ in range(2):
-        opt.step(model, model(bp.Tensor.ones((4, 3), backend=AD)).square().sum().backward())
+        opt.step(model, grads(model))
     weights = {n: t.into_data() for n, t in model.state_dict().items()}
-    state = opt.state_dict()
-    buffers = {f"{n}/{k}": t.into_data() for n, b in state["state"].items() for k, t in b.items()}
+    state = opt.state_dict()  # parameters by position; those files named them
+    names = {"0": "weight", "1": "bias"}
+    buffers = {f"{names[n]}/{k}": t.into_data() for n, b in state["state"].items()
+               for k, t in b.items()}
     old_module = fmt.Record("module", weights, {"type": "Linear"})
-    old_opt = fmt.Record("optimizer", buffers, {"type": "Adam", "steps": state["steps"],
-                                                "hyperparameters": state["hyperparameters"]})
+    old_opt = fmt.Record("optimizer", buffers, {
+        "type": "Adam", "steps": {names[n]: s for n, s in state["steps"].items()},
+        "hyperparameters": state["hyperparameters"]})
     monkeypatch.setattr(fmt, "VERSION", 1)
     fmt.write_record(tmp_path / "m.safetensors", old_module)
     fmt.write_record(tmp_path / "o.safetensors", old_opt)
@@ -172,13 +180,16 @@ def test_first_release_files_still_load(tmp_path: Path, monkeypatch: pytest.Monk
         "checkpoint", {"model": old_module, "optimizer": old_opt}))
     monkeypatch.undo()
 
+    # The third step of the run, from the state of today's layout: what a loaded file gives.
+    expected = nn.Linear(3, 2, backend=AD)
+    expected.load_state_dict(weights)
+    optim.Adam(lr=0.01).load_state_dict(state).step(expected, grads(expected))
+
     def check(loaded_model: nn.Linear, loaded_opt: optim.Adam) -> None:
         _same(model, loaded_model)
-        assert loaded_opt.steps == opt.steps == {"weight": 2, "bias": 2}
-        for name, bufs in opt.state.items():
-            for key, t in bufs.items():
-                np.testing.assert_array_equal(loaded_opt.state[name][key].to_numpy(),
-                                              t.to_numpy())
+        loaded_opt.step(loaded_model, grads(loaded_model))  # the names find their moments
+        assert set(loaded_opt.steps.values()) == {3}
+        _same(expected, loaded_model)
 
     check(nn.Linear(3, 2, backend=AD).load(tmp_path / "m.safetensors"),
           record.load(optim.Adam(lr=0.01), tmp_path / "o.safetensors"))
