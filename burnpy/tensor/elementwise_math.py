@@ -77,6 +77,27 @@ def xlogy(t: Tensor, other: Tensor | float) -> Tensor:
     return x * y.mask_fill(zeroed, 1.0).log()
 
 
+def div_rounded(t: Tensor, other: Tensor | float, rounding_mode: str) -> Tensor:
+    """torch's ``div`` with a ``rounding_mode``: "floor" is ``floor_div``; "trunc" rounds the
+    true quotient toward zero, and between ints is C's integer division (an int result; an int
+    division by zero is an error, as ``floor_div``'s)."""
+    if rounding_mode not in ("trunc", "floor"):
+        raise InvalidArgumentError(f"div: rounding_mode must be None, 'trunc' or 'floor', got "
+                                   f"{rounding_mode!r}")
+    kind = getattr(other, "kind", None)
+    other_int = kind is not FLOAT if kind is not None else isinstance(other, int)
+    if rounding_mode == "floor":
+        # An int tensor by a Python float divides in the default float dtype, as torch's.
+        return (t if other_int or kind is not None else t.float()).floor_div(other)
+    if t.kind is FLOAT or not other_int:
+        return (t / other).trunc()
+    o = operand(t, other, "div")
+    q = t.floor_div(o)
+    # Floor went one below zero's side where the division is inexact and the signs differ.
+    moved = (t.remainder(o) != 0) & ((t < 0) != (o < 0))
+    return q.mask_where(moved, q + 1)
+
+
 def fmod(t: Tensor, other: Tensor | float) -> Tensor:
     """C's ``fmod``: the remainder with the dividend's sign, from Python's remainder (whose
     sign is the divisor's) moved by one divisor where the signs differ."""

@@ -767,11 +767,18 @@ class Tensor:
 
     __mul__ = __rmul__ = mul
 
-    def div(self, other: Tensor | float) -> Tensor:
-        """Elementwise true division; int operands give a float result (as torch)."""
-        return _binary(self, other, DIV)
+    def div(self, other: Tensor | float, *,
+            rounding_mode: Literal["trunc", "floor"] | None = None) -> Tensor:
+        """Elementwise true division (int operands give a float result, as torch); with
+        torch's ``rounding_mode`` the quotient rounded toward zero ("trunc") or down
+        ("floor"), an int result between ints."""
+        if rounding_mode is None:
+            return _binary(self, other, DIV)
+        return elementwise_math.div_rounded(self, other, rounding_mode)
 
-    __truediv__ = div
+    def __truediv__(self, other: Tensor | float) -> Tensor:
+        """``self / other``: true division."""
+        return _binary(self, other, DIV)
 
     def __rtruediv__(self, other: float) -> Tensor:
         """``other / self`` for a Python number ``other``."""

@@ -208,3 +208,26 @@ def test_nonzero_is_torchs_index_matrix_by_default(data: Any) -> None:
     got_t = bp.tensor(data).nonzero(as_tuple=True)
     assert isinstance(got_t, tuple)
     _same(got_t, want_t)
+
+
+@pytest.mark.parametrize("mode", ["trunc", "floor", None])
+def test_div_rounding_mode_as_torch(mode: Any) -> None:
+    a, b = [7, -7, 7, -7, 0, 5], [2, 2, -2, -2, 3, 5]
+    ints = (torch.tensor(a), torch.tensor(b))
+    floats = (torch.tensor([7.5, -7.5, 1.0, -1.0, 0.0, 3.0], dtype=torch.float64),
+              torch.tensor([2.0, 2.0, 0.0, 0.0, 0.0, -2.0], dtype=torch.float64))
+    for x, y in (ints, floats, (ints[0], 2), (ints[0], 2.5), (floats[0], 2)):
+        want = x.div(y, rounding_mode=mode)
+        by = Tensor.from_data(y.numpy()) if isinstance(y, torch.Tensor) else y
+        _same(Tensor.from_data(x.numpy()).div(by, rounding_mode=mode), want)
+    _check(lambda x, y: x.div(y, rounding_mode=mode), lambda x, y: x.div(y, rounding_mode=mode),
+           (3, 4), (3, 4))
+
+
+def test_int_div_by_zero_with_rounding_refuses_as_torch() -> None:
+    with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+        torch.tensor([1]).div(0, rounding_mode="trunc")
+    with pytest.raises(BurnpyError, match="division by zero"):
+        Tensor.from_data(np.array([1])).div(0, rounding_mode="trunc")
+    with pytest.raises(BurnpyError, match="rounding_mode"):
+        Tensor.from_data(np.array([1.0])).div(2.0, rounding_mode="round")  # type: ignore[arg-type]
