@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from burnpy.backend.dtype import DTypeLike
 from burnpy.backend.errors import (
     DTypeError,
     InvalidArgumentError,
@@ -741,14 +742,16 @@ def hardsigmoid(x: Tensor) -> Tensor:
     return x.hard_sigmoid(1 / 6, 0.5)
 
 
-def softmax(x: Tensor, dim: int) -> Tensor:
-    """exp(x) normalized to sum 1 along ``dim`` (max-subtracted for stability)."""
-    return x.softmax(dim)
+def softmax(x: Tensor, dim: int, *, dtype: DTypeLike | None = None) -> Tensor:
+    """exp(x) normalized to sum 1 along ``dim`` (max-subtracted for stability; in ``dtype``
+    when given: the input is cast first)."""
+    return x.softmax(dim, dtype)
 
 
-def log_softmax(x: Tensor, dim: int) -> Tensor:
-    """log(softmax(x, dim)), computed stably along ``dim``."""
-    return x.log_softmax(dim)
+def log_softmax(x: Tensor, dim: int, *, dtype: DTypeLike | None = None) -> Tensor:
+    """log(softmax(x, dim)), computed stably along ``dim`` (in ``dtype`` when given: the
+    input is cast first)."""
+    return x.log_softmax(dim, dtype)
 
 
 # The rest of torch.nn.functional's surface (issue 16), composed from Tensor ops.

@@ -210,18 +210,21 @@ class Tensor:
             dtype = (backend or _default_backend()).int_dtype
         return _filled("full", shape, fill_value, backend, device, dtype)
 
-    def zeros_like(self) -> Tensor:
-        """Zeros of this shape, dtype, backend and device."""
-        return Tensor.zeros(self.shape, backend=self.backend, device=self.device, dtype=self.dtype)
+    def zeros_like(self, *, dtype: DTypeLike | None = None) -> Tensor:
+        """Zeros of this shape, backend and device, in this dtype or ``dtype``."""
+        return Tensor.zeros(self.shape, backend=self.backend, device=self.device,
+                            dtype=self.dtype if dtype is None else dtype)
 
-    def ones_like(self) -> Tensor:
-        """Ones of this shape, dtype, backend and device."""
-        return Tensor.ones(self.shape, backend=self.backend, device=self.device, dtype=self.dtype)
+    def ones_like(self, *, dtype: DTypeLike | None = None) -> Tensor:
+        """Ones of this shape, backend and device, in this dtype or ``dtype``."""
+        return Tensor.ones(self.shape, backend=self.backend, device=self.device,
+                           dtype=self.dtype if dtype is None else dtype)
 
-    def full_like(self, fill_value: float) -> Tensor:
-        """A tensor of this shape, dtype, backend and device filled with ``fill_value``."""
+    def full_like(self, fill_value: float, *, dtype: DTypeLike | None = None) -> Tensor:
+        """A tensor of this shape, backend and device filled with ``fill_value``, in this
+        dtype or ``dtype``."""
         return Tensor.full(self.shape, fill_value, backend=self.backend, device=self.device,
-                           dtype=self.dtype)
+                           dtype=self.dtype if dtype is None else dtype)
 
     @staticmethod
     def random(shape: Sequence[int] | int, distribution: Distribution | None = None, *,
@@ -1094,16 +1097,22 @@ class Tensor:
         require_float(self, "softplus")
         return new(self.backend, self.backend.softplus(self.primitive, float(beta)), FLOAT)
 
-    def softmax(self, dim: int) -> Tensor:
-        """exp(x) normalized along ``dim``."""
+    def softmax(self, dim: int, dtype: DTypeLike | None = None) -> Tensor:
+        """exp(x) normalized along ``dim`` (computed in ``dtype`` when given: the input is
+        cast first, as torch's)."""
+        if dtype is not None:
+            return self.cast(dtype).softmax(dim)
         require_float(self, "softmax")
         if self.ndim == 0:
             return as_vector(self, "softmax", dim, lambda v: v.softmax(0))
         d = normalize_dim("softmax", dim, self.ndim)
         return new(self.backend, self.backend.softmax(self.primitive, d), FLOAT)
 
-    def log_softmax(self, dim: int) -> Tensor:
-        """x - logsumexp(x) along ``dim``."""
+    def log_softmax(self, dim: int, dtype: DTypeLike | None = None) -> Tensor:
+        """x - logsumexp(x) along ``dim`` (computed in ``dtype`` when given: the input is
+        cast first, as torch's)."""
+        if dtype is not None:
+            return self.cast(dtype).log_softmax(dim)
         require_float(self, "log_softmax")
         if self.ndim == 0:
             return as_vector(self, "log_softmax", dim, lambda v: v.log_softmax(0))
@@ -1512,16 +1521,27 @@ class Tensor:
 
     # ---- reductions ------------------------------------------------------------------------------
 
-    def sum(self, dim: Dims = None, keepdim: bool = False) -> Tensor:
-        """Sum over ``dim`` (an int, several, or all); ints and bools sum in int64."""
+    def sum(self, dim: Dims = None, keepdim: bool = False, *,
+            dtype: DTypeLike | None = None) -> Tensor:
+        """Sum over ``dim`` (an int, several, or all); ints and bools sum in int64. With
+        ``dtype`` the input is cast to it first (torch's meaning)."""
+        if dtype is not None:
+            return self.cast(dtype).sum(dim, keepdim)
         return reduce(numeric(self, "sum"), "sum", dim, keepdim)
 
-    def prod(self, dim: Dims = None, keepdim: bool = False) -> Tensor:
-        """Product over ``dim`` (an int, several, or all); bools multiply as ints."""
+    def prod(self, dim: Dims = None, keepdim: bool = False, *,
+             dtype: DTypeLike | None = None) -> Tensor:
+        """Product over ``dim`` (an int, several, or all); bools multiply as ints. With
+        ``dtype`` the input is cast to it first (torch's meaning)."""
+        if dtype is not None:
+            return self.cast(dtype).prod(dim, keepdim)
         return reduce(numeric(self, "prod"), "prod", dim, keepdim)
 
-    def mean(self, dim: Dims = None, keepdim: bool = False) -> Tensor:
-        """Arithmetic mean (float tensors only, as in torch)."""
+    def mean(self, dim: Dims = None, keepdim: bool = False, *,
+             dtype: DTypeLike | None = None) -> Tensor:
+        """Arithmetic mean (float tensors, or any cast to a float ``dtype``, as in torch)."""
+        if dtype is not None:
+            return self.cast(dtype).mean(dim, keepdim)
         if self.kind is not FLOAT:
             raise KindError(f"mean: expects a float tensor, got {self.kind} ({self.dtype!r}); "
                             "use .float() first")
@@ -1649,17 +1669,17 @@ class Tensor:
         """The number of non-zero (true) elements, overall or along ``dim``, as an int tensor."""
         return as_bool(self).int().sum(dim)
 
-    def cumsum(self, dim: int) -> Tensor:
-        """Running sum along ``dim``."""
-        t = numeric(self, "cumsum")
+    def cumsum(self, dim: int, *, dtype: DTypeLike | None = None) -> Tensor:
+        """Running sum along ``dim`` (in ``dtype`` when given: the input is cast first)."""
+        t = numeric(self if dtype is None else self.cast(dtype), "cumsum")
         if t.ndim == 0:
             return as_vector(t, "cumsum", dim, lambda v: v.cumsum(0))
         d = normalize_dim("cumsum", dim, t.ndim)
         return new(t.backend, kind_op(t, "cumsum")(t.primitive, d), t.kind)
 
-    def cumprod(self, dim: int) -> Tensor:
-        """Running product along ``dim``."""
-        t = numeric(self, "cumprod")
+    def cumprod(self, dim: int, *, dtype: DTypeLike | None = None) -> Tensor:
+        """Running product along ``dim`` (in ``dtype`` when given: the input is cast first)."""
+        t = numeric(self if dtype is None else self.cast(dtype), "cumprod")
         if t.ndim == 0:
             return as_vector(t, "cumprod", dim, lambda v: v.cumprod(0))
         d = normalize_dim("cumprod", dim, t.ndim)
