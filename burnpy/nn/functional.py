@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from burnpy.autodiff.function import Function, FunctionCtx
+from burnpy.autodiff.modes import no_grad
 from burnpy.backend.dtype import DTypeLike
 from burnpy.backend.errors import (
     DTypeError,
@@ -417,13 +419,47 @@ def interpolate(x: Tensor, size: IntOrTuple | None = None,
 _HOST_BOUNDS_CHECK = 4096
 
 
-def embedding(indices: Tensor, weight: Tensor) -> Tensor:
-    """Rows of ``weight [vocab, dim]`` picked by int ``indices`` of any shape. A quantized
-    weight (``Module.quantize_weights``) has the picked rows selected while still quantized
-    and only those dequantized, not the whole table."""
+class _RowGradScale(Function):
+    """Identity forward; each picked row's gradient times its factor (``embedding``'s
+    ``padding_idx`` and ``scale_grad_by_freq``, as torch's backward applies them)."""
+
+    @staticmethod
+    def forward(ctx: FunctionCtx, x: Tensor, *, factor: Tensor) -> Tensor:
+        """``x`` itself; ``factor`` is kept for the backward."""
+        ctx.save_for_backward(factor)
+        return x
+
+    @staticmethod
+    def backward(ctx: FunctionCtx, grad: Tensor) -> tuple[Tensor]:
+        """The gradient times the factor."""
+        (factor,) = ctx.saved_tensors
+        assert factor is not None
+        return (grad * factor,)
+
+    @staticmethod
+    def jvp(ctx: FunctionCtx, tangent: Tensor) -> Tensor:
+        """The tangent as it is (the forward is the identity)."""
+        return tangent
+
+
+def embedding(indices: Tensor, weight: Tensor, padding_idx: int | None = None,
+              max_norm: float | None = None, norm_type: float = 2.0,
+              scale_grad_by_freq: bool = False, sparse: bool = False) -> Tensor:
+    """Rows of ``weight [vocab, dim]`` picked by int ``indices`` of any shape, with torch's
+    options: the ``padding_idx`` row gets no gradient; ``max_norm`` first rescales, in place
+    and untracked, each referenced row whose ``norm_type``-norm exceeds it; with
+    ``scale_grad_by_freq`` each row's gradient is divided by its count in ``indices``.
+    A quantized weight (``Module.quantize_weights``) has the picked rows selected while still
+    quantized and only those dequantized, not the whole table."""
     op = "embedding"
     check_same_backend(op, weight, indices)
+    if sparse:
+        raise InvalidArgumentError(f"{op}: sparse=True asks for a sparse gradient, and "
+                                   "burnpy's gradients are dense")
     if weight.kind is QUANTIZED and weight.ndim == 2 and indices.kind is INT:
+        if padding_idx is not None or max_norm is not None or scale_grad_by_freq:
+            raise InvalidArgumentError(f"{op}: padding_idx, max_norm and scale_grad_by_freq "
+                                       "need a float weight, not a quantized one")
         _check_vocabulary(op, indices, weight.shape[0])
         b = weight.backend
         picked = b.q_select(weight.primitive, 0,
@@ -437,8 +473,42 @@ def embedding(indices: Tensor, weight: Tensor) -> Tensor:
         raise ShapeError(f"{op}: weight must be a 2-d float tensor, got {weight.kind} "
                          f"{describe(weight.shape)}")
     _check_vocabulary(op, indices, weight.shape[0])
-    return new(weight.backend, weight.backend.embedding(weight.primitive, indices.primitive),
+    if padding_idx is not None:
+        vocab = weight.shape[0]
+        if not -vocab <= padding_idx < vocab:
+            raise InvalidArgumentError(f"{op}: padding_idx {padding_idx} is outside the "
+                                       f"{vocab} rows of the weight")
+        padding_idx %= vocab
+    if max_norm is not None:
+        _renormalize_rows(weight, indices, max_norm, norm_type)
+    rows = new(weight.backend, weight.backend.embedding(weight.primitive, indices.primitive),
                FLOAT)
+    if padding_idx is None and not scale_grad_by_freq:
+        return rows
+    factor = Tensor.ones(indices.shape, backend=weight.backend, device=weight.device,
+                         dtype=weight.dtype)
+    if scale_grad_by_freq:
+        counts = indices.flatten().bincount(minlength=weight.shape[0])
+        factor = factor / counts.gather(0, indices.flatten()).reshape(indices.shape).cast(
+            weight.dtype)
+    if padding_idx is not None:
+        factor = factor.mask_fill(indices == padding_idx, 0.0)
+    result: Tensor = _RowGradScale.apply(rows, factor=factor.unsqueeze(-1).detach())
+    return result
+
+
+def _renormalize_rows(weight: Tensor, indices: Tensor, max_norm: float,
+                      norm_type: float) -> None:
+    """torch's ``embedding_renorm_``: each row of ``weight`` that ``indices`` references and
+    whose norm exceeds ``max_norm`` is scaled to ``max_norm`` (over ``norm + 1e-7``), in
+    place and untracked."""
+    with no_grad():
+        referenced = indices.flatten().unique()
+        assert isinstance(referenced, Tensor)  # no inverse or counts asked for
+        rows = weight.detach().index_select(0, referenced)
+        norms = rows.abs().pow(norm_type).sum(1, keepdim=True).pow(1.0 / norm_type)
+        scale = (max_norm / (norms + 1e-7)).mask_fill(norms <= max_norm, 1.0)
+        weight[referenced] = rows * scale
 
 
 def _check_vocabulary(op: str, indices: Tensor, vocab: int) -> None:

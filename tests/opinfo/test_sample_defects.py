@@ -260,3 +260,24 @@ def test_functional_softmax_and_like_creators_take_dtype() -> None:
     _same(b.zeros_like(dtype="int64"), torch.zeros_like(t, dtype=torch.int64))
     _same(b.ones_like(dtype="float64"), torch.ones_like(t, dtype=torch.float64))
     _same(b.full_like(2.5, dtype="float64"), torch.full_like(t, 2.5, dtype=torch.float64))
+
+
+@pytest.mark.parametrize("kwargs", [
+    {"padding_idx": 1}, {"padding_idx": -2}, {"scale_grad_by_freq": True},
+    {"padding_idx": 0, "scale_grad_by_freq": True}, {"max_norm": 1.0},
+    {"max_norm": 0.5, "norm_type": 1.0, "padding_idx": 2}])
+def test_embedding_options_as_torch(kwargs: dict[str, Any]) -> None:
+    w = RNG.standard_normal((5, 3)) * 2
+    idx = np.array([[0, 1, 2, 1], [4, 1, 0, 3]])
+    tw = torch.tensor(w, requires_grad=True)
+    bw = Tensor.from_data(w, backend=AD).require_grad()
+    want = torch.nn.functional.embedding(torch.tensor(idx), tw, **kwargs)
+    got = F.embedding(Tensor.from_data(idx, backend=AD), bw, **kwargs)
+    _same(got, want)
+    # max_norm rescales the referenced rows of the weight itself, as torch's does
+    np.testing.assert_allclose(bw.to_numpy(), tw.detach().numpy(), rtol=1e-12, atol=1e-12)
+    cot = RNG.uniform(0.5, 1.5, tuple(want.shape))
+    (tg,) = torch.autograd.grad((want * torch.tensor(cot)).sum(), tw)
+    gb = bw.grad((got * Tensor.from_data(cot, backend=AD)).sum().backward())
+    assert gb is not None
+    np.testing.assert_allclose(gb.to_numpy(), tg.numpy(), rtol=1e-12, atol=1e-12)
