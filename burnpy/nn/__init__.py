@@ -1,7 +1,7 @@
 """Neural-network building blocks: ``Module`` and its layers, initializers (``init``), losses
 and ``burnpy.nn.functional`` (torch's signatures)."""
 
-from burnpy.nn import functional, init
+from burnpy.nn import functional, init, utils
 from burnpy.nn.activation import (
     GELU,
     Flatten,
@@ -99,6 +99,7 @@ from burnpy.nn.pool import (
     MaxPool1d,
     MaxPool2d,
 )
+from burnpy.nn.rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase
 from burnpy.nn.transformer import TransformerEncoderLayer
 
 __all__ = [
@@ -124,3 +125,6 @@ __all__ += [
     "ReplicationPad3d", "SELU", "SmoothL1Loss", "Softmin", "Softshrink", "Softsign", "Tanhshrink",
     "Threshold", "TripletMarginLoss", "Unfold", "ZeroPad1d", "ZeroPad2d", "ZeroPad3d",
 ]
+# Recurrent layers and torch.nn.utils (issue 29).
+__all__ += ["GRU", "LSTM", "RNN", "GRUCell", "LSTMCell", "RNNBase", "RNNCell", "RNNCellBase",
+            "utils"]
