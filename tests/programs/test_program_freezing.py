@@ -2,7 +2,9 @@
 parameter while the encoder is frozen for three of seven steps (a frozen parameter gets no
 gradient, so neither its Adam state nor weight decay moves), and fine-tuning (an optimizer over
 the trainable parameters only, then the unfrozen encoder added as a parameter group with its
-own rate); burnpy's port against torch's after every step."""
+own rate). The frozen encoder's BatchNorm is put in eval mode (``model.encoder.eval()``: running
+statistics, not updated) until ``model.train()``; burnpy's port against torch's after every
+step."""
 
 from __future__ import annotations
 
@@ -29,7 +31,8 @@ DATA = [(rng.standard_normal((BATCH, IN)), rng.integers(0, CLASSES, BATCH)) for 
 class TorchNet(torch.nn.Module):
     def __init__(self) -> None:
         super().__init__()
-        self.encoder = torch.nn.Sequential(torch.nn.Linear(IN, HIDDEN), torch.nn.Tanh())
+        self.encoder = torch.nn.Sequential(torch.nn.Linear(IN, HIDDEN),
+                                           torch.nn.BatchNorm1d(HIDDEN), torch.nn.Tanh())
         self.head = torch.nn.Linear(HIDDEN, CLASSES)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -45,6 +48,7 @@ def torch_run(style: str) -> Iterator[Snapshot]:
     model = torch_model()
     if style == "fine-tune":
         model.encoder.requires_grad_(False)
+        model.encoder.eval()
         opt = torch.optim.AdamW(filter(lambda p: p.requires_grad, model.parameters()),
                                 lr=1e-2, weight_decay=0.1)
     else:
@@ -52,8 +56,10 @@ def torch_run(style: str) -> Iterator[Snapshot]:
     for step, (x, y) in enumerate(DATA):
         if step == FREEZE and style == "freeze":
             model.encoder.requires_grad_(False)
+            model.encoder.eval()  # frozen BatchNorm: running statistics, not updated
         if step == UNFREEZE:
             model.encoder.requires_grad_(True)
+            model.train()
             if style == "fine-tune":
                 opt.add_param_group({"params": model.encoder.parameters(), "lr": 1e-3})
         opt.zero_grad()
@@ -66,7 +72,7 @@ def torch_run(style: str) -> Iterator[Snapshot]:
 # ---- the burnpy port ----------------------------------------------------------------------------
 class Net(nn.Module):
     def __init__(self) -> None:
-        self.encoder = nn.Sequential(nn.Linear(IN, HIDDEN), nn.Tanh())
+        self.encoder = nn.Sequential(nn.Linear(IN, HIDDEN), nn.BatchNorm1d(HIDDEN), nn.Tanh())
         self.head = nn.Linear(HIDDEN, CLASSES)
 
     def forward(self, x: Tensor) -> Tensor:
@@ -83,6 +89,7 @@ def burnpy_run(style: str) -> Iterator[Snapshot]:
     model = copy_from(Net().to(backend=AD, dtype=bp.float64), torch_model())
     if style == "fine-tune":
         set_requires_grad(model.encoder, False)
+        model.encoder.eval()
         opt = optim.AdamW([p for p in model.parameters() if p.requires_grad],
                           lr=1e-2, weight_decay=0.1)
     else:
@@ -90,8 +97,10 @@ def burnpy_run(style: str) -> Iterator[Snapshot]:
     for step, (x, y) in enumerate(DATA):
         if step == FREEZE and style == "freeze":
             set_requires_grad(model.encoder, False)
+            model.encoder.eval()
         if step == UNFREEZE:
             set_requires_grad(model.encoder, True)
+            model.train()
             if style == "fine-tune":
                 opt.add_param_group({"params": model.encoder.parameters(), "lr": 1e-3})
         loss = F.cross_entropy(model(bp.tensor(x, backend=AD)), bp.tensor(y, backend=AD))

@@ -1,7 +1,8 @@
 """LR schedulers with torch's defaults driving SGD over two parameter groups with their own
-rates, ``opt.step()`` then ``sched.step()`` each of ten steps. Each scheduler is built by the
-same line of code in both programs (only the module differs), so an argument name, order or
-default burnpy reads otherwise shows as a different rate and different weights."""
+rates, ``opt.step()`` then ``sched.step()`` each of ten steps, and a warm-up written by hand
+into ``opt.param_groups``. Each scheduler is built by the same line of code in both programs
+(only the module differs), so an argument name, order or default burnpy reads otherwise shows
+as a different rate and different weights."""
 
 from __future__ import annotations
 
@@ -37,6 +38,17 @@ SCHEDULERS: dict[str, Callable[[ModuleType, Any], Any]] = {
 }
 
 
+#: No scheduler: the program writes each group's rate itself before each step.
+BY_HAND = "warm-up by hand"
+
+
+def warm_up(opt: Any, step: int) -> None:
+    """A linear warm-up over four steps written into ``opt.param_groups`` (torch's habit; the
+    same code for both)."""
+    for group, base in zip(opt.param_groups, (0.1, 0.05), strict=True):
+        group["lr"] = base * min(1.0, (step + 1) / 4)
+
+
 def torch_model() -> torch.nn.Sequential:
     torch.manual_seed(9)
     return torch.nn.Sequential(torch.nn.Linear(IN, HIDDEN), torch.nn.Tanh(),
@@ -47,15 +59,19 @@ def torch_run(name: str) -> Iterator[Snapshot]:
     model = torch_model()
     opt = torch.optim.SGD([{"params": model[0].parameters()},
                            {"params": model[2].parameters(), "lr": 0.05}], lr=0.1, momentum=0.9)
-    sched = SCHEDULERS[name](torch.optim.lr_scheduler, opt)
+    sched = None if name == BY_HAND else SCHEDULERS[name](torch.optim.lr_scheduler, opt)
     for step, (x, y) in enumerate(DATA):
+        if sched is None:
+            warm_up(opt, step)
         opt.zero_grad()
         loss = torch.nn.functional.mse_loss(model(torch.tensor(x)), torch.tensor(y))
         loss.backward()
         opt.step()
-        sched.step()
-        yield observe(f"step {step}", loss=loss, last_lr=sched.get_last_lr(),
-                      group_lr=[g["lr"] for g in opt.param_groups], model=model)
+        rates = [g["lr"] for g in opt.param_groups]
+        if sched is not None:
+            sched.step()
+            rates = sched.get_last_lr()
+        yield observe(f"step {step}", loss=loss, lr=rates, model=model)
 
 
 def burnpy_run(name: str) -> Iterator[Snapshot]:
@@ -63,15 +79,19 @@ def burnpy_run(name: str) -> Iterator[Snapshot]:
     model = copy_from(model.to(backend=AD, dtype=bp.float64), torch_model())
     opt = optim.SGD([{"params": model[0].parameters()},
                      {"params": model[2].parameters(), "lr": 0.05}], lr=0.1, momentum=0.9)
-    sched = SCHEDULERS[name](optim, opt)
+    sched = None if name == BY_HAND else SCHEDULERS[name](optim, opt)
     for step, (x, y) in enumerate(DATA):
+        if sched is None:
+            warm_up(opt, step)
         loss = F.mse_loss(model(bp.tensor(x, backend=AD)), bp.tensor(y, backend=AD))
         opt.step(model, loss.backward())
-        sched.step()
-        yield observe(f"step {step}", loss=loss, last_lr=sched.get_last_lr(),
-                      group_lr=[g["lr"] for g in opt.param_groups], model=model)
+        rates = [g["lr"] for g in opt.param_groups]
+        if sched is not None:
+            sched.step()
+            rates = sched.get_last_lr()
+        yield observe(f"step {step}", loss=loss, lr=rates, model=model)
 
 
-@pytest.mark.parametrize("name", list(SCHEDULERS))
+@pytest.mark.parametrize("name", [*SCHEDULERS, BY_HAND])
 def test_scheduled_training_matches_torch(name: str) -> None:
     side_by_side(torch_run(name), burnpy_run(name))
