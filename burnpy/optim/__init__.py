@@ -1,6 +1,9 @@
 """Optimizers (Burn's ``optim.step(model, grads)``), gradient clipping and LR schedulers."""
 
 from burnpy.optim.adam import Adam, AdamW
+from burnpy.optim.adaptive import Adadelta, Adafactor, Adagrad, Adamax, NAdam, RAdam, SparseAdam
+from burnpy.optim.asgd import ASGD
+from burnpy.optim.lbfgs import LBFGS
 from burnpy.optim.lr_scheduler import (
     ConstantLR,
     CosineAnnealingLR,
@@ -11,6 +14,7 @@ from burnpy.optim.lr_scheduler import (
     StepLR,
     warmup_cosine,
 )
+from burnpy.optim.muon import Muon
 from burnpy.optim.optimizer import (
     GradientClipping,
     Optimizer,
@@ -21,10 +25,12 @@ from burnpy.optim.optimizer import (
     total_norm,
 )
 from burnpy.optim.rmsprop import RMSprop
+from burnpy.optim.rprop import Rprop
 from burnpy.optim.sgd import SGD
 
 __all__ = [
-    "SGD", "Adam", "AdamW", "ConstantLR", "CosineAnnealingLR", "ExponentialLR",
+    "ASGD", "SGD", "Adadelta", "Adafactor", "Adagrad", "Adam", "AdamW", "Adamax", "LBFGS", "Muon",
+    "NAdam", "RAdam", "Rprop", "SparseAdam", "ConstantLR", "CosineAnnealingLR", "ExponentialLR",
     "GradientClipping", "LinearLR", "LrScheduler", "Optimizer", "OptimizerStateError",
     "RMSprop", "SequentialLR", "StepLR", "clip_grad_norm", "clip_grad_value", "clip_norm",
     "total_norm", "warmup_cosine",

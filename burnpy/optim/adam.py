@@ -1,5 +1,6 @@
-"""``Adam`` (L2 weight decay, optional AMSGrad) and ``AdamW`` (decoupled weight decay): one
-fused ``adam_step`` backend call per set of alike parameters, concatenated."""
+"""``Adam`` (L2 weight decay, or decoupled with ``decoupled_weight_decay=True``; optional
+AMSGrad) and ``AdamW`` (decoupled weight decay): one fused ``adam_step`` backend call per set
+of alike parameters, concatenated."""
 
 from __future__ import annotations
 
@@ -16,14 +17,18 @@ from burnpy.tensor._core import new as wrap
 class Adam(Optimizer):
     """Adaptive moments (Kingma and Ba), torch's formulation and defaults."""
 
-    decoupled_weight_decay = False
-
-    def __init__(self, params: Params | None = None, lr: float = 1e-3,
-                 betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
-                 weight_decay: float = 0.0, amsgrad: bool = False,
+    def __init__(self, params: Params | None = None, lr: float | Tensor = 1e-3,
+                 betas: tuple[float | Tensor, float | Tensor] = (0.9, 0.999), eps: float = 1e-8,
+                 weight_decay: float = 0.0, amsgrad: bool = False, *,
+                 foreach: bool | None = None, maximize: bool = False, capturable: bool = False,
+                 differentiable: bool = False, fused: bool | None = None,
+                 decoupled_weight_decay: bool = False,
                  grad_clipping: GradientClipping | None = None) -> None:
         super().__init__(params, {"lr": lr, "betas": (float(betas[0]), float(betas[1])),
-                                  "eps": eps, "weight_decay": weight_decay, "amsgrad": amsgrad},
+                                  "eps": eps, "weight_decay": weight_decay, "amsgrad": amsgrad,
+                                  "foreach": foreach, "maximize": maximize,
+                                  "capturable": capturable, "differentiable": differentiable,
+                                  "fused": fused, "decoupled_weight_decay": decoupled_weight_decay},
                          grad_clipping)
 
     def check_group(self, group: Mapping[str, Any]) -> None:
@@ -79,7 +84,7 @@ class Adam(Optimizer):
             concat_flat(b, [g.primitive for g in grads]), flat[0], flat[1],
             flat[2] if amsgrad else None, step=self.steps[keys[0]], lr=group["lr"],
             beta1=float(betas[0]), beta2=float(betas[1]), eps=group["eps"],
-            weight_decay=group["weight_decay"], decoupled=self.decoupled_weight_decay,
+            weight_decay=group["weight_decay"], decoupled=group["decoupled_weight_decay"],
             amsgrad=amsgrad)
         shapes = [p.shape for p in params]
         pieces = [None if a is None else split_flat(b, a, shapes)
@@ -95,10 +100,13 @@ class AdamW(Adam):
     """Adam with decoupled weight decay (Loshchilov and Hutter): ``p *= 1 - lr * wd`` before
     the Adam step; torch's default ``weight_decay=0.01``."""
 
-    decoupled_weight_decay = True
-
-    def __init__(self, params: Params | None = None, lr: float = 1e-3,
-                 betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
-                 weight_decay: float = 1e-2, amsgrad: bool = False,
+    def __init__(self, params: Params | None = None, lr: float | Tensor = 1e-3,
+                 betas: tuple[float | Tensor, float | Tensor] = (0.9, 0.999), eps: float = 1e-8,
+                 weight_decay: float = 1e-2, amsgrad: bool = False, *,
+                 maximize: bool = False, foreach: bool | None = None, capturable: bool = False,
+                 differentiable: bool = False, fused: bool | None = None,
                  grad_clipping: GradientClipping | None = None) -> None:
-        super().__init__(params, lr, betas, eps, weight_decay, amsgrad, grad_clipping)
+        super().__init__(params, lr, betas, eps, weight_decay, amsgrad, foreach=foreach,
+                         maximize=maximize, capturable=capturable,
+                         differentiable=differentiable, fused=fused,
+                         decoupled_weight_decay=True, grad_clipping=grad_clipping)

@@ -35,6 +35,18 @@ would silently stop training); so does a ``model`` that holds none of the optimi
 parameters. Without ``params`` a parameter gone from its model leaves the optimizer instead
 (Burn's: the model is the truth).
 
+torch's options that choose how torch runs a step, never what it computes, are accepted and
+ignored: ``foreach`` and ``fused`` (one kernel over many tensors: burnpy's backends fuse
+updates their own way) and ``capturable`` (CUDA-graph capture). ``differentiable=True`` (a
+graph through the update) is refused: a step writes fresh leaves. ``maximize=True`` steps up
+the gradient (it is negated before the update, as torch's). ``lr`` (any option) may be a
+one-element tensor; it is kept as its float.
+
+A closure, as torch's ``step(closure)``: ``opt.step(model, closure=fn)``, where ``fn()``
+recomputes and returns the loss (a tensor of the model's autodiff backend); the step takes the
+gradients of its ``backward()``. ``LBFGS`` needs it, as it evaluates the loss several times a
+step; every other optimizer evaluates it once.
+
 State dicts follow torch: ``param_groups[i]["params"]`` lists positions (0, 1, ... over the
 groups in order) and ``state``/``steps`` are keyed by position (as strings, a record's keys),
 so a state dict loads into a fresh optimizer over fresh parameters, in a new process, built
@@ -48,7 +60,7 @@ from __future__ import annotations
 import math
 import weakref
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
 
@@ -197,7 +209,7 @@ class Optimizer(ABC):
             raise InvalidArgumentError(f"{type(self).__name__}: the first argument is params "
                                        f"(parameters or groups, as torch's); pass the learning "
                                        f"rate as lr={params}")
-        self.defaults: dict[str, Any] = dict(defaults)
+        self.defaults: dict[str, Any] = {k: _option(v) for k, v in defaults.items()}
         self.grad_clipping = grad_clipping
         self.state: dict[Tensor, dict[str, Tensor]] = {}
         self.steps: dict[Tensor, int] = {}
@@ -245,7 +257,7 @@ class Optimizer(ABC):
                 raise InvalidArgumentError(f"{op}: parameter {_ref_text(p)} appears in more "
                                            "than one group, or twice in one")
             taken.add(_ref_key(p))
-        full = {**self.defaults, **{k: v for k, v in group.items() if k != "params"},
+        full = {**self.defaults, **{k: _option(v) for k, v in group.items() if k != "params"},
                 "params": params}
         self.check_group(full)
         self.param_groups.append(full)
@@ -257,6 +269,11 @@ class Optimizer(ABC):
         if group["lr"] < 0:
             raise InvalidArgumentError(f"{type(self).__name__}: lr must be >= 0, got "
                                        f"{group['lr']}")
+        if group.get("differentiable"):
+            raise InvalidArgumentError(
+                f"{type(self).__name__}: differentiable=True asks for a graph through the "
+                "update; burnpy's step writes each parameter as a fresh leaf, so no gradient "
+                "could reach the optimizer's inputs (leave it False)")
 
     @property
     def lr(self) -> float:
@@ -385,10 +402,17 @@ class Optimizer(ABC):
         share = float(group.get("initial_lr", group["lr"])) / base if base else 1.0
         return lr * share
 
-    def step(self, model: Module, grads: Any, lr: float | None = None) -> Module:
+    def step(self, model: Module, grads: Any = None, lr: float | None = None, *,
+             closure: Callable[[], Tensor] | None = None) -> Module:
         """Update every parameter of ``model`` that is in a group and has a gradient in
-        ``grads``, in place; returns the model. ``lr``, when given, overrides the rate
-        (scaled per group, see ``_rate``)."""
+        ``grads`` (or in the ``backward()`` of the loss ``closure()`` returns), in place;
+        returns the model. ``lr``, when given, overrides the rate (scaled per group, see
+        ``_rate``)."""
+        if closure is not None:
+            if grads is not None:
+                raise InvalidArgumentError(f"{type(self).__name__}.step: pass grads or a "
+                                           "closure, not both")
+            grads = closure().backward()
         every = model.slots()  # walked once: the walk is a large part of a small step
         group_of = self._group_of(model, every)
         pairs = _tracked_grads(every, grads, "step")
@@ -404,22 +428,33 @@ class Optimizer(ABC):
         for index, chosen in sorted(members.items()):
             group = self.param_groups[index]
             options = {**group, "lr": self._rate(group, lr)}
+            if group.get("maximize"):
+                chosen = [(p, -g) for p, g in chosen]
             values = []
             for param, _ in chosen:
-                ad = _autodiff(param.backend)
                 steps[param] = steps.get(param, 0) + 1
-                values.append(wrap(ad.InnerBackend, ad.inner(param.primitive), FLOAT))
+                values.append(self.value(param))
             news = self.update_many([p for p, _ in chosen], values, [g for _, g in chosen],
                                     options)
             for (param, _), new in zip(chosen, news, strict=True):
-                b = _autodiff(param.backend)
-                if new.backend is not b.InnerBackend:
-                    raise BackendMismatchError(f"{type(self).__name__}.update: expected a "
-                                               f"tensor of {b.InnerBackend.name()}, got one of "
-                                               f"{new.backend.name()}")
-                # A new leaf, written into the parameter itself (see the module docstring).
-                param.primitive = b.float_set_require_grad(b.from_inner(new.primitive), True)
+                self.write(param, new)
         return model
+
+    @staticmethod
+    def value(param: Tensor) -> Tensor:
+        """A parameter's current value on the inner backend (untracked)."""
+        ad = _autodiff(param.backend)
+        return wrap(ad.InnerBackend, ad.inner(param.primitive), FLOAT)
+
+    def write(self, param: Tensor, new: Tensor) -> None:
+        """Make inner-backend ``new`` the value of ``param``: a new leaf, written into the
+        parameter itself (see the module docstring)."""
+        b = _autodiff(param.backend)
+        if new.backend is not b.InnerBackend:
+            raise BackendMismatchError(f"{type(self).__name__}.update: expected a tensor of "
+                                       f"{b.InnerBackend.name()}, got one of "
+                                       f"{new.backend.name()}")
+        param.primitive = b.float_set_require_grad(b.from_inner(new.primitive), True)
 
     def _state(self, key: Tensor, like: Tensor, *keys: str) -> list[Any]:
         """The primitives of state ``keys`` of parameter ``key`` (None before its first step),
@@ -434,6 +469,18 @@ class Optimizer(ABC):
                 t = state[name] = t.to_backend(like.backend, like.device)
             out.append(None if t is None else t.primitive)
         return out
+
+    def _tensors(self, key: Tensor, like: Tensor, *keys: str) -> list[Tensor | None]:
+        """State ``keys`` of parameter ``key`` as tensors of ``like``'s backend (see
+        ``_state``)."""
+        return [None if p is None else wrap(like.backend, p, FLOAT)
+                for p in self._state(key, like, *keys)]
+
+    def _keep(self, key: Tensor, **tensors: Tensor | None) -> None:
+        """Keep inner-backend ``tensors`` as parameter ``key``'s state (see ``_store``)."""
+        for name, t in tensors.items():
+            if t is not None:
+                self.state.setdefault(key, {})[name] = t
 
     def _store(self, key: Tensor, backend: type[Backend], **primitives: Any) -> None:
         """Keep float ``primitives`` of ``backend`` as parameter ``key``'s state (None values
@@ -527,6 +574,37 @@ class Optimizer(ABC):
     def __repr__(self) -> str:
         args = ", ".join(f"{k}={v}" for k, v in self.hyperparameters().items())
         return f"{type(self).__name__}({args})"
+
+
+def _option(value: Any) -> Any:
+    """A group option as kept: a one-element tensor (torch's ``lr=torch.tensor(1e-3)``) as
+    its float, tuples of them too."""
+    if isinstance(value, Tensor) and value.numel() == 1:
+        return float(value)
+    if isinstance(value, tuple):
+        return tuple(_option(v) for v in value)
+    return value
+
+
+def weight_decay_step(param: Tensor, grad: Tensor, lr: float, weight_decay: float,
+                      decoupled: bool = False) -> tuple[Tensor, Tensor]:
+    """``(param, grad)`` after torch's weight decay: ``grad + weight_decay * param`` (L2), or
+    ``param * (1 - lr * weight_decay)`` when ``decoupled`` (AdamW's)."""
+    if not weight_decay:
+        return param, grad
+    if decoupled:
+        return param * (1.0 - lr * weight_decay), grad
+    return param, grad + param * weight_decay
+
+
+def check_range(name: str, option: str, value: float, low: float, high: float,
+                closed_high: bool = False) -> None:
+    """Raise ``InvalidArgumentError`` unless ``low <= value < high`` (``<= high`` when
+    ``closed_high``), naming the optimizer and the option."""
+    if not (low <= value <= high if closed_high else low <= value < high):
+        right = "]" if closed_high else ")"
+        raise InvalidArgumentError(f"{name}: {option} must be in [{low}, {high}{right}, got "
+                                   f"{value}")
 
 
 def _param_ref(op: str, ref: Any) -> str | Tensor:

@@ -16,13 +16,17 @@ from burnpy.tensor._core import new as wrap
 class RMSprop(Optimizer):
     """Divides the gradient by a running RMS of recent gradients (Hinton)."""
 
-    def __init__(self, params: Params | None = None, lr: float = 1e-2, alpha: float = 0.99,
-                 eps: float = 1e-8, weight_decay: float = 0.0, momentum: float = 0.0,
-                 centered: bool = False, *,
+    def __init__(self, params: Params | None = None, lr: float | Tensor = 1e-2,
+                 alpha: float = 0.99, eps: float = 1e-8, weight_decay: float = 0.0,
+                 momentum: float = 0.0, centered: bool = False, capturable: bool = False,
+                 foreach: bool | None = None, maximize: bool = False,
+                 differentiable: bool = False, *,
                  grad_clipping: GradientClipping | None = None) -> None:
         super().__init__(params, {"lr": lr, "alpha": alpha, "eps": eps,
                                   "weight_decay": weight_decay, "momentum": momentum,
-                                  "centered": centered}, grad_clipping)
+                                  "centered": centered, "capturable": capturable,
+                                  "foreach": foreach, "maximize": maximize,
+                                  "differentiable": differentiable}, grad_clipping)
 
     def check_group(self, group: Mapping[str, Any]) -> None:
         super().check_group(group)

@@ -17,11 +17,16 @@ class SGD(Optimizer):
     """``p -= lr * d`` where ``d`` is the gradient (plus ``weight_decay * p``), optionally
     through a momentum buffer ``b = momentum * b + (1 - dampening) * d``."""
 
-    def __init__(self, params: Params | None = None, lr: float = 1e-3, momentum: float = 0.0,
-                 dampening: float = 0.0, weight_decay: float = 0.0, nesterov: bool = False,
+    def __init__(self, params: Params | None = None, lr: float | Tensor = 1e-3,
+                 momentum: float = 0.0, dampening: float = 0.0,
+                 weight_decay: float | Tensor = 0.0, nesterov: bool = False, *,
+                 maximize: bool = False, foreach: bool | None = None,
+                 differentiable: bool = False, fused: bool | None = None,
                  grad_clipping: GradientClipping | None = None) -> None:
         super().__init__(params, {"lr": lr, "momentum": momentum, "dampening": dampening,
-                                  "weight_decay": weight_decay, "nesterov": nesterov},
+                                  "weight_decay": weight_decay, "nesterov": nesterov,
+                                  "maximize": maximize, "foreach": foreach,
+                                  "differentiable": differentiable, "fused": fused},
                          grad_clipping)
 
     def check_group(self, group: Mapping[str, Any]) -> None:
