@@ -343,8 +343,9 @@ class Module:
 
     # ---- state -------------------------------------------------------------------------------
     def state_dict(self) -> dict[str, Tensor]:
-        """Every parameter and buffer by dotted name (the record's contents)."""
-        return {slot.name: slot.tensor for slot in self.slots()}
+        """Every parameter and buffer by dotted name, a tied tensor under each of its names as
+        torch's (so torch's strict ``load_state_dict`` takes it; records store it once)."""
+        return {name: t for name, t, _, _, _ in self._walk()}
 
     def load_state_dict(self, state: Mapping[str, Tensor | TensorData | np.ndarray],
                         strict: bool = True) -> IncompatibleKeys:

@@ -49,20 +49,25 @@ def _has_tensor(value: object) -> bool:
     return isinstance(value, Mapping) and any(_has_tensor(v) for v in value.values())
 
 
-def _split(state: Mapping[str, Any], prefix: str,
-           tensors: dict[str, TensorData]) -> dict[str, Any]:
-    """Move ``state``'s tensor leaves into ``tensors`` (by path); the rest, as a JSON tree."""
+def _split(state: Mapping[str, Any], prefix: str, tensors: dict[str, TensorData],
+           seen: set[int] | None = None) -> dict[str, Any]:
+    """Move ``state``'s tensor leaves into ``tensors`` (by path); the rest, as a JSON tree. A
+    tensor object met again (a tied weight under its second name) is stored once: loading
+    takes a tied tensor under any of its names."""
+    seen = set() if seen is None else seen
     rest: dict[str, Any] = {}
     for key, value in state.items():
         if SEPARATOR in key and _has_tensor(value):
             raise RecordError(f"record: state key {prefix + key!r} contains {SEPARATOR!r}, "
                               "which separates the keys of a tensor's path")
         if isinstance(value, Tensor):
-            tensors[prefix + key] = value.into_data()
+            if id(value) not in seen:
+                seen.add(id(value))
+                tensors[prefix + key] = value.into_data()
         elif isinstance(value, TensorData):
             tensors[prefix + key] = value
         elif isinstance(value, Mapping) and _has_tensor(value):
-            inner = _split(value, prefix + key + SEPARATOR, tensors)
+            inner = _split(value, prefix + key + SEPARATOR, tensors, seen)
             if inner:
                 rest[key] = inner
         else:

@@ -136,3 +136,33 @@ def test_initializers() -> None:
         nn.init.calculate_gain("swish")
     with pytest.raises(bp.ShapeError, match="at least 2 dims"):
         nn.init.xavier_uniform((3,))
+
+
+def test_a_tied_weight_is_in_the_state_dict_under_each_name_and_saved_once(tmp_path) -> None:
+    import torch
+
+    class Tied(nn.Module):
+        def __init__(self) -> None:
+            self.emb = nn.Embedding(5, 3)
+            self.out = nn.Linear(3, 5, bias=False)
+            self.out.weight = self.emb.weight
+
+    model = Tied()
+    state = model.state_dict()
+    assert list(state) == ["emb.weight", "out.weight"]
+    assert state["emb.weight"] is state["out.weight"]
+
+    twin = torch.nn.Module()
+    twin.emb, twin.out = torch.nn.Embedding(5, 3), torch.nn.Linear(3, 5, bias=False)
+    twin.out.weight = twin.emb.weight
+    assert list(twin.state_dict()) == list(state)
+    twin.load_state_dict({k: torch.from_numpy(v.to_numpy()) for k, v in state.items()})
+    np.testing.assert_array_equal(twin.out.weight.detach().numpy(), state["out.weight"].to_numpy())
+
+    path = model.save(tmp_path / "tied.safetensors")
+    from safetensors.numpy import load_file
+
+    assert list(load_file(str(path))) == ["emb.weight"]
+    again = Tied().load(path)
+    np.testing.assert_array_equal(again.out.weight.to_numpy(), state["emb.weight"].to_numpy())
+    assert again.out.weight is again.emb.weight
