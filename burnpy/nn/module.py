@@ -253,12 +253,44 @@ class Module:
         """Inference mode: dropout off, running statistics."""
         return self.train(False)
 
-    def require_grad(self) -> Module:
-        """Track every parameter (needs an autodiff backend); returns the module."""
+    def require_grad(self, flag: bool = True) -> Module:
+        """Track every parameter, or freeze them all with ``flag=False`` (torch's
+        ``requires_grad_``; needs an autodiff backend); returns the module."""
         for slot in self.slots():
             if slot.is_param:
-                slot.tensor.require_grad()
+                slot.tensor.require_grad(flag)
         return self
+
+    requires_grad_ = require_grad
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        """Nothing to clear: gradients are not accumulated on parameters in burnpy, each
+        ``backward()`` returns fresh ``Gradients`` (accepted so torch's loops port as they
+        are)."""
+
+    def apply(self, fn: Callable[[Module], object]) -> Module:
+        """Call ``fn`` on every sub-module, then on this one, as torch's ``apply`` (custom
+        initialisation); returns the module."""
+        for child in self.children():
+            child.apply(fn)
+        fn(self)
+        return self
+
+    def float(self) -> Module:
+        """Cast float tensors to float32, in place (torch's ``module.float()``)."""
+        return self.to(dtype=DType.float32)
+
+    def double(self) -> Module:
+        """Cast float tensors to float64, in place."""
+        return self.to(dtype=DType.float64)
+
+    def half(self) -> Module:
+        """Cast float tensors to float16, in place."""
+        return self.to(dtype=DType.float16)
+
+    def bfloat16(self) -> Module:
+        """Cast float tensors to bfloat16, in place."""
+        return self.to(dtype=DType.bfloat16)
 
     def quantize_weights(self, scheme: QuantScheme) -> Module:
         """Quantize, in place, every weight matrix (float parameter of 2 or more dims whose

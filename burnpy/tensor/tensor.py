@@ -430,6 +430,10 @@ class Tensor:
         """The number of dims."""
         return len(self.primitive.shape)
 
+    def dim(self) -> int:
+        """The number of dimensions (torch's ``dim()``; ``ndim`` as a property)."""
+        return self.ndim
+
     def numel(self) -> int:
         """The number of elements."""
         return numel(self.primitive.shape)
@@ -670,8 +674,13 @@ class Tensor:
 
     @property
     def requires_grad(self) -> bool:
-        """torch's spelling of ``is_require_grad()``."""
+        """torch's spelling of ``is_require_grad()``; ``t.requires_grad = False`` freezes a
+        leaf as ``require_grad(False)`` does."""
         return self.is_require_grad()
+
+    @requires_grad.setter
+    def requires_grad(self, flag: bool) -> None:
+        self.require_grad(flag)
 
     def retain_grad(self) -> Tensor:
         """Keep this intermediate tensor's gradient in the ``Gradients`` of a backward pass."""
