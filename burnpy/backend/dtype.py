@@ -135,9 +135,6 @@ def promote_floats(a: DType, b: DType) -> DType:
     return a if ra > rb else b
 
 
-_INT_ORDER = [DType.uint8, DType.int8, DType.int16, DType.int32, DType.uint32, DType.int64]
-
-
 def promote_ints(a: DType, b: DType) -> DType:
     """The int dtype that holds both (NumPy's rule, capped at int64)."""
     if a is b:

@@ -17,7 +17,6 @@ if TYPE_CHECKING:
     from burnpy.tensor.tensor import Tensor
 
 FLOAT, INT, BOOL, QUANTIZED = "float", "int", "bool", "quantized"
-PY_NUMBER = (int, float)
 
 #: Set by burnpy.tensor.tensor once the class exists; ``new`` instantiates it.
 TENSOR_CLASS: Any = None

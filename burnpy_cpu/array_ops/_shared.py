@@ -225,22 +225,6 @@ class ArrayLayoutOps:
         return cls.xp.where(mask, cls.xp.asarray(value, dtype=tensor.dtype), tensor)
 
     @classmethod
-    def _sum(cls, tensor: A) -> A:
-        return cls.xp.asarray(tensor.sum(dtype=tensor.dtype))
-
-    @staticmethod
-    def _sum_dim(tensor: A, dim: int) -> A:
-        return tensor.sum(axis=dim, keepdims=True, dtype=tensor.dtype)
-
-    @classmethod
-    def _prod(cls, tensor: A) -> A:
-        return cls.xp.asarray(tensor.prod(dtype=tensor.dtype))
-
-    @staticmethod
-    def _prod_dim(tensor: A, dim: int) -> A:
-        return tensor.prod(axis=dim, keepdims=True, dtype=tensor.dtype)
-
-    @classmethod
     def _max(cls, tensor: A) -> A:
         return cls.xp.asarray(tensor.max())
 
@@ -257,14 +241,6 @@ class ArrayLayoutOps:
     def _min_dim_with_indices(cls, tensor: A, dim: int) -> tuple[A, A]:
         idx = cls.xp.expand_dims(tensor.argmin(axis=dim), dim)
         return cls.xp.take_along_axis(tensor, idx, axis=dim), idx.astype(np.int64, copy=False)
-
-    @staticmethod
-    def _cumsum(tensor: A, dim: int) -> A:
-        return tensor.cumsum(axis=dim, dtype=tensor.dtype)
-
-    @staticmethod
-    def _cumprod(tensor: A, dim: int) -> A:
-        return tensor.cumprod(axis=dim, dtype=tensor.dtype)
 
     @classmethod
     def _cum_extreme_with_indices(cls, tensor: A, dim: int, accumulate: Any) -> tuple[A, A]:

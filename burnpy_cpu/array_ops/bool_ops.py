@@ -11,7 +11,6 @@ from burnpy.backend.dtype import DType
 from burnpy_cpu.array_ops._shared import A, ArrayLayoutOps
 
 _raw = ArrayLayoutOps.__dict__.__getitem__
-_BOOL = DType.bool_
 
 
 class ArrayBoolOps(ArrayLayoutOps):
