@@ -20,6 +20,7 @@ from burnpy_cpu.array_ops.module_ops import ArrayModuleOps
 from burnpy_cpu.array_ops.norm_ops import ArrayNormOps
 from burnpy_cpu.array_ops.optim_ops import ArrayOptimOps
 from burnpy_cpu.array_ops.q_ops import ArrayQOps, QuantizedArray
+from burnpy_cpu.array_ops.recurrent_ops import ArrayRecurrentOps
 from burnpy_cpu.array_ops.transformer_ops import ArrayTransformerOps
 from burnpy_cpu.fuser import FUSER, CpuFuser
 
@@ -35,7 +36,7 @@ class CpuDevice:
 
 class CpuBackend(ArrayFloatOps, ArrayIntOps, ArrayBoolOps, ArrayQOps, ArrayModuleOps,
                  ArrayNormOps, ArrayLossOps, ArrayActivationOps, ArrayOptimOps, ArrayLinalgOps,
-                 ArrayTransformerOps, Backend):
+                 ArrayTransformerOps, ArrayRecurrentOps, Backend):
     """Every op on NumPy arrays: float, int and bool primitives are ``numpy.ndarray``;
     quantized ones are ``QuantizedArray`` (int8 or packed uint32 values plus scales)."""
 

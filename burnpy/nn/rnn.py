@@ -20,14 +20,20 @@ from typing import TYPE_CHECKING, Any
 
 from burnpy.backend.device import Device
 from burnpy.backend.dtype import DTypeLike
-from burnpy.backend.errors import DTypeError, InvalidArgumentError, ShapeError, describe
+from burnpy.backend.errors import (
+    BackendMismatchError,
+    DTypeError,
+    InvalidArgumentError,
+    ShapeError,
+    describe,
+)
 from burnpy.nn import functional as F
 from burnpy.nn import init
 from burnpy.nn.dropout import dropout as _dropout
 from burnpy.nn.module import Module
 from burnpy.nn.utils.rnn import PackedSequence
 from burnpy.tensor import Tensor
-from burnpy.tensor._core import FLOAT
+from burnpy.tensor._core import FLOAT, new
 
 if TYPE_CHECKING:
     from burnpy.backend.base import Backend
@@ -74,13 +80,58 @@ def _step(mode: str, gi: Tensor, h: Tensor, c: Tensor | None, w_hh: Tensor,
     return (h if w_hr is None else F.linear(h, w_hr)), c
 
 
+def lstm_recurrence(gates_x: Tensor, weight_hh: Tensor, h0: Tensor, c0: Tensor) -> Tensor:
+    """The LSTM recurrence as one backend op (a compiled loop where the backend has one, one
+    graph node under Autodiff): from the inputs' gate projections ``gates_x [T, N, 4H]``
+    (``x W_ih^T`` plus both biases, torch's gate order i, f, g, o), ``weight_hh [4H, H]`` and
+    ``h0, c0 [N, H]``, the hidden state of every step and then the last cell state,
+    ``[T + 1, N, H]``."""
+    op = "lstm_recurrence"
+    tensors = (gates_x, weight_hh, h0, c0)
+    for t in tensors:
+        if t.kind is not FLOAT or t.dtype != gates_x.dtype:
+            raise DTypeError(f"{op}: every operand must be a float tensor of one dtype, got "
+                             f"{', '.join(repr(t.dtype) for t in tensors)}")
+        if t.backend is not gates_x.backend or t.device != gates_x.device:
+            raise BackendMismatchError(f"{op}: operands on {gates_x.backend.__name__} "
+                                       f"({gates_x.device}) and {t.backend.__name__} "
+                                       f"({t.device})")
+    shape = gates_x.shape
+    if len(shape) != 3 or shape[0] < 1 or shape[2] % 4:
+        raise ShapeError(f"{op}: gates_x must be [T >= 1, N, 4H], got {describe(shape)}")
+    n, hidden = shape[1], shape[2] // 4
+    if (weight_hh.shape != (4 * hidden, hidden) or h0.shape != (n, hidden)
+            or c0.shape != (n, hidden)):
+        raise ShapeError(f"{op}: gates_x {describe(shape)} needs weight_hh "
+                         f"{describe((4 * hidden, hidden))}, h0 and c0 {describe((n, hidden))}; "
+                         f"got {describe(weight_hh.shape)}, {describe(h0.shape)}, "
+                         f"{describe(c0.shape)}")
+    b = gates_x.backend
+    return new(b, b.lstm(*(t.primitive for t in tensors)), FLOAT)
+
+
+def _lstm_fused(gi: Tensor, steps: int, h0: Tensor, c0: Tensor, w_hh: Tensor,
+                reverse: bool) -> tuple[Tensor, Tensor, Tensor]:
+    """An LSTM direction over a full batch as ``lstm_recurrence``: ``(outputs [steps * N,
+    H], h_n, c_n)``."""
+    n, hidden = h0.shape
+    g = gi.reshape((steps, n, gi.shape[-1]))
+    states = lstm_recurrence(g.flip(0) if reverse else g, w_hh, h0, c0)
+    y = states[:steps]
+    y = y.flip(0) if reverse else y
+    return y.reshape((steps * n, hidden)), states[steps - 1], states[steps]
+
+
 def _direction(mode: str, gi: Tensor, sizes: list[int], h0: Tensor, c0: Tensor | None,
                w_hh: Tensor, b_hh: Tensor | None, w_hr: Tensor | None,
                reverse: bool) -> tuple[Tensor, Tensor, Tensor | None]:
     """Run one direction of one layer over the packed projections ``gi [sum(sizes), G]``:
     ``(outputs [sum(sizes), H_out], h_n, c_n)``. Step t holds the first ``sizes[t]``
     sequences; a shrinking batch leaves the finished sequences' states behind (forward), a
-    growing one starts the new sequences from ``h0`` (reverse)."""
+    growing one starts the new sequences from ``h0`` (reverse). A full-batch LSTM without
+    projection runs as the backend's fused ``lstm`` op."""
+    if mode == "LSTM" and w_hr is None and c0 is not None and min(sizes) == h0.shape[0]:
+        return _lstm_fused(gi, len(sizes), h0, c0, w_hh, reverse)
     starts = [0]
     for n in sizes:
         starts.append(starts[-1] + n)
@@ -195,6 +246,9 @@ class RNNBase(Module):
         if x.dtype != w.dtype:
             raise DTypeError(f"{label}: input dtype {x.dtype!r} differs from the parameters' "
                              f"{w.dtype!r}")
+        if x.backend is not w.backend or x.device != w.device:
+            raise BackendMismatchError(f"{label}: input on {x.backend.__name__} ({x.device}), "
+                                       f"the parameters on {w.backend.__name__} ({w.device})")
         if x.ndim not in ((2,) if packed else (2, 3)):
             raise ShapeError(f"{label}: expected {'packed data' if packed else 'input'} to be "
                              f"{'2-d' if packed else '2-d or 3-d'}, got shape "
@@ -212,9 +266,14 @@ class RNNBase(Module):
             raise ShapeError(f"{self._label()}: expected {what} of shape {describe(want)} "
                              f"({'unbatched' if unbatched else 'batched'} input), got "
                              f"{describe(t.shape)}")
-        if t.kind is not FLOAT or t.dtype != getattr(self, self._names[0][0]).dtype:
+        w = getattr(self, self._names[0][0])
+        if t.kind is not FLOAT or t.dtype != w.dtype:
             raise DTypeError(f"{self._label()}: {what} must be a float tensor of the "
                              f"parameters' dtype, got {t.dtype!r}")
+        if t.backend is not w.backend or t.device != w.device:
+            raise BackendMismatchError(f"{self._label()}: {what} is on {t.backend.__name__} "
+                                       f"({t.device}), the parameters on "
+                                       f"{w.backend.__name__} ({w.device})")
 
     def _initial(self, x: Tensor, hx: Any, batch: int, unbatched: bool) -> tuple[Tensor,
                                                                                  Tensor | None]:
@@ -294,6 +353,9 @@ class RNNBase(Module):
         x = input.unsqueeze(1) if unbatched else (
             input.swap_dims(0, 1) if self.batch_first else input)
         steps, batch = x.shape[0], x.shape[1]
+        if steps == 0:
+            raise ShapeError(f"{self._label()}: expected a sequence length larger than 0, got "
+                             f"input of shape {describe(input.shape)}")
         h0, c0 = self._initial(x, hx, batch, unbatched)
         out, h_n, c_n = self._run(x.reshape((steps * batch, self.input_size)),
                                   [batch] * steps, h0, c0)

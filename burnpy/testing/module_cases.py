@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 import burnpy.nn.functional as F
+from burnpy.nn.rnn import lstm_recurrence
 from burnpy.tensor import Tensor
 from burnpy.testing.cases import Arg, I, OpCase
 from burnpy.testing.cases import F as Flt
@@ -184,6 +185,23 @@ _case("attention_mask",
       Flt(2, 4, 8), Flt(2, 5, 8), Flt(2, 5, 6),
       torch_fn=lambda q, k, v: TF.scaled_dot_product_attention(
           q, k, v, attn_mask=torch.from_numpy(_MASK)))
+
+# ---- recurrent ----------------------------------------------------------------------------------
+def _torch_lstm(gates_x: Any, weight_hh: Any, h0: Any, c0: Any) -> Any:
+    """torch's LSTM equations step by step over precomputed input gates: ``[T + 1, N, H]``."""
+    h, c, hs = h0, c0, []
+    for t in range(gates_x.shape[0]):
+        i, f, g, o = (gates_x[t] + h @ weight_hh.T).chunk(4, 1)
+        c = f.sigmoid() * c + i.sigmoid() * g.tanh()
+        h = o.sigmoid() * c.tanh()
+        hs.append(h)
+    return torch.stack([*hs, c])
+
+
+_case("lstm_recurrence", lstm_recurrence, Flt(3, 2, 8), Flt(8, 2, low=-1.0, high=1.0),
+      Flt(2, 2, low=-1.0, high=1.0), Flt(2, 2), torch_fn=_torch_lstm)
+_case("lstm_recurrence_one_step", lstm_recurrence, Flt(1, 3, 12), Flt(12, 3), Flt(3, 3),
+      Flt(3, 3), torch_fn=_torch_lstm)
 
 # ---- nn.functional (issue 16) -------------------------------------------------------------------
 # Compositions of Tensor ops (burnpy.nn.functional_extra): the cases pin torch's semantics, and

@@ -15,7 +15,8 @@ import torch.nn.utils.rnn as trnn
 
 import burnpy.nn as nn
 from burnpy import Autodiff, BurnpyError, Tensor
-from burnpy.backend.errors import InvalidArgumentError, ShapeError
+from burnpy.backend.errors import BackendMismatchError, InvalidArgumentError, ShapeError
+from burnpy.nn.rnn import _step, lstm_recurrence
 from burnpy.nn.utils import rnn as brnn
 from burnpy_cpu import CpuBackend
 
@@ -336,3 +337,45 @@ def test_bad_input_names_the_module_and_shapes() -> None:
         nn.GRU(IN, H, dropout=1.5)
     with pytest.raises(InvalidArgumentError, match="nonlinearity 'gelu'"):
         nn.RNN(IN, H, nonlinearity="gelu")
+
+
+def test_states_and_inputs_on_another_backend_or_empty_are_refused() -> None:
+    lstm = nn.LSTM(IN, H, backend=B)
+    x = Tensor.from_data(np.zeros((T, N, IN), np.float32), backend=B)
+    plain = Tensor.zeros((1, N, H))
+    with pytest.raises(BackendMismatchError, match=r"LSTM\(4, 6\): h_0 is on"):
+        lstm(x, (plain, plain))
+    with pytest.raises(BackendMismatchError, match=r"LSTM\(4, 6\): input on"):
+        lstm(Tensor.zeros((T, N, IN)))
+    with pytest.raises(ShapeError, match=r"sequence length larger than 0.*\(0, 3, 4\)"):
+        lstm(Tensor.from_data(np.zeros((0, N, IN), np.float32), backend=B))
+    with pytest.raises(ShapeError, match=r"lstm_recurrence: gates_x \(2, 3, 24\) needs "
+                                         r"weight_hh \(24, 6\)"):
+        lstm_recurrence(Tensor.zeros((2, N, 4 * H)), Tensor.zeros((4 * H, 5)),
+                        Tensor.zeros((N, H)), Tensor.zeros((N, H)))
+
+
+def test_the_fused_recurrence_matches_the_step_by_step_composition() -> None:
+    """The backend's ``lstm`` op (CpuBackend's compiled loop, float32) against the module's
+    step-by-step Tensor composition (the path packed input takes), forward and backward."""
+    rng = np.random.default_rng(3)
+    gx, w, h0, c0 = (Tensor.from_data(rng.standard_normal(s).astype(np.float32) * 0.7,
+                                      backend=B).require_grad()
+                     for s in ((7, N, 4 * H), (4 * H, H), (N, H), (N, H)))
+    fused = lstm_recurrence(gx, w, h0, c0)
+    h, c = h0, c0
+    steps = []
+    for t in range(7):
+        h, c_next = _step("LSTM", gx[t], h, c, w, None, None)
+        assert c_next is not None
+        c = c_next
+        steps.append(h)
+    composed = Tensor.stack([*steps, c], 0)
+    np.testing.assert_allclose(fused.to_numpy(), composed.to_numpy(), rtol=1e-5, atol=1e-6)
+    weights = Tensor.from_data(rng.standard_normal(fused.shape).astype(np.float32), backend=B)
+    g_fused = (fused * weights).sum().backward()
+    g_composed = (composed * weights).sum().backward()
+    for leaf in (gx, w, h0, c0):
+        a, b = leaf.grad(g_fused), leaf.grad(g_composed)
+        assert a is not None and b is not None
+        np.testing.assert_allclose(a.to_numpy(), b.to_numpy(), rtol=1e-4, atol=1e-5)

@@ -10,7 +10,7 @@ derivative?".
   ``*_with_indices`` family, cumsum, cumprod), ``linalg.py`` (matmul, linear, attention),
   ``activation.py`` (softmax, log_softmax), ``conv.py``, ``pool.py`` (pools, embedding,
   interpolate), ``norm.py`` (batch_norm, layer_norm, rms_norm,
-  cross_entropy), ``quantized.py``, and
+  cross_entropy), ``recurrent.py`` (the LSTM recurrence), ``quantized.py``, and
   ``no_derivative.py`` (creation ops, non-float results).
 - ``reverse.py`` builds Autodiff's recording methods from a declaration, ``tangent.py``
   ForwardAD's, with one factory per signature kind of the same name on both sides.

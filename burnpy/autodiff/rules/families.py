@@ -11,12 +11,14 @@ from burnpy.autodiff.rules.no_derivative import AutodiffNoDerivativeOps, Forward
 from burnpy.autodiff.rules.norm import AutodiffNormOps
 from burnpy.autodiff.rules.pool import AutodiffPoolOps, ForwardPoolOps
 from burnpy.autodiff.rules.quantized import AutodiffQOps, ForwardQOps
+from burnpy.autodiff.rules.recurrent import AutodiffRecurrentOps
 from burnpy.autodiff.rules.reduction import AutodiffReductionOps, ForwardReductionOps
 
 
 class AutodiffRules(AutodiffElementwiseOps, AutodiffNoDerivativeOps, AutodiffLayoutOps,
                     AutodiffIndexingOps, AutodiffReductionOps, AutodiffLinalgOps, AutodiffQOps,
-                    AutodiffConvOps, AutodiffPoolOps, AutodiffNormOps, AutodiffActivationOps):
+                    AutodiffConvOps, AutodiffPoolOps, AutodiffNormOps, AutodiffActivationOps,
+                    AutodiffRecurrentOps):
     """Every op family of ``Autodiff``: the base of ``AutodiffBackend``."""
 
 

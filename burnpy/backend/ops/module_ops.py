@@ -478,6 +478,94 @@ class ModuleOps:
         grad_key = cls.float_matmul(_transposed(cls, grad_scores), query)
         return grad_query, grad_key, grad_value
 
+    # ---- recurrent --------------------------------------------------------------------------
+    @provided
+    def lstm(cls: type[Backend], gates_x: FloatPrimitive, weight_hh: FloatPrimitive,
+             h0: FloatPrimitive, c0: FloatPrimitive) -> FloatPrimitive:
+        """The LSTM recurrence with torch's equations and gate order (i, f, g, o) over the
+        inputs' gate projections ``gates_x [T, N, 4H]`` (``x W_ih^T`` plus both biases), from
+        ``h0, c0 [N, H]``: ``z = gates_x[t] + h W_hh^T``, ``c = sigmoid(z_f) c + sigmoid(z_i)
+        tanh(z_g)``, ``h = sigmoid(z_o) tanh(c)``. Returns ``[T + 1, N, H]``: the hidden state
+        of every step, then the last cell state."""
+        return cls.lstm_states(gates_x, weight_hh, h0, c0)[0]
+
+    @provided
+    def lstm_states(cls: type[Backend], gates_x: FloatPrimitive, weight_hh: FloatPrimitive,
+                    h0: FloatPrimitive, c0: FloatPrimitive
+                    ) -> tuple[FloatPrimitive, FloatPrimitive, FloatPrimitive]:
+        """``lstm``'s output and what its backward reads: the activated gates of every step
+        ``[T, N, 4H]`` (sigmoid i, f, o and tanh g) and the cell states ``[T, N, H]``."""
+        steps, n, four_h = gates_x.shape
+        hidden = four_h // 4
+        w_t = cls.float_swap_dims(weight_hh, 0, 1)
+        h, c = h0, c0
+        hs, acts, cells = [], [], []
+        for t in range(steps):
+            z = cls.float_add(_step_rows(cls, gates_x, t), cls.float_matmul(h, w_t))
+            i, f, g, o = (_columns(cls, z, k * hidden, hidden) for k in range(4))
+            i, f, g, o = cls.sigmoid(i), cls.sigmoid(f), cls.float_tanh(g), cls.sigmoid(o)
+            c = cls.float_add(cls.float_mul(f, c), cls.float_mul(i, g))
+            h = cls.float_mul(o, cls.float_tanh(c))
+            hs.append(cls.float_reshape(h, (1, n, hidden)))
+            cells.append(cls.float_reshape(c, (1, n, hidden)))
+            acts.append(cls.float_reshape(cls.float_cat([i, f, g, o], 1), (1, n, four_h)))
+        return (cls.float_cat([*hs, cells[-1]], 0), cls.float_cat(acts, 0),
+                cls.float_cat(cells, 0))
+
+    @provided
+    def lstm_backward(cls: type[Backend], weight_hh: FloatPrimitive, h0: FloatPrimitive,
+                      c0: FloatPrimitive, output: FloatPrimitive, gates: FloatPrimitive,
+                      cells: FloatPrimitive, grad: FloatPrimitive
+                      ) -> tuple[FloatPrimitive, FloatPrimitive, FloatPrimitive, FloatPrimitive]:
+        """Gradients of ``lstm`` in ``(gates_x, weight_hh, h0, c0)`` given ``grad [T + 1, N,
+        H]``, from its ``output`` and ``lstm_states``' ``gates`` and ``cells``: back through
+        time, each step's gate gradient ``dz`` gives ``dh_prev = dz W_hh``; ``dW_hh`` is one
+        matmul of every step's ``dz`` with the previous hidden states. Written with protocol
+        ops, so on a recording backend it is itself differentiable."""
+        steps, n, four_h = gates.shape
+        hidden = four_h // 4
+        dc = _step_rows(cls, grad, steps)
+        carry = None
+        dzs = []
+        for t in range(steps - 1, -1, -1):
+            i, f, g, o = (_columns(cls, _step_rows(cls, gates, t), k * hidden, hidden)
+                          for k in range(4))
+            c_prev = c0 if t == 0 else _step_rows(cls, cells, t - 1)
+            tanh_c = cls.float_tanh(_step_rows(cls, cells, t))
+            dh = _step_rows(cls, grad, t)
+            dh = dh if carry is None else cls.float_add(dh, carry)
+            dc = cls.float_add(dc, _tanh_grad(cls, tanh_c, cls.float_mul(dh, o)))
+            dz = cls.float_cat([cls.sigmoid_backward(i, cls.float_mul(dc, g)),
+                                cls.sigmoid_backward(f, cls.float_mul(dc, c_prev)),
+                                _tanh_grad(cls, g, cls.float_mul(dc, i)),
+                                cls.sigmoid_backward(o, cls.float_mul(dh, tanh_c))], 1)
+            carry = cls.float_matmul(dz, weight_hh)
+            dc = cls.float_mul(dc, f)
+            dzs.append(cls.float_reshape(dz, (1, n, four_h)))
+        assert carry is not None
+        grad_gates = cls.float_cat(dzs[::-1], 0)
+        previous = cls.float_cat([cls.float_reshape(h0, (1, n, hidden)),
+                                  cls.float_slice(output, (slice(0, steps - 1),))], 0)
+        grad_weight = cls.float_matmul(
+            cls.float_swap_dims(cls.float_reshape(grad_gates, (steps * n, four_h)), 0, 1),
+            cls.float_reshape(previous, (steps * n, hidden)))
+        return grad_gates, grad_weight, carry, dc
+
+
+def _step_rows(cls: type[Backend], x: FloatPrimitive, t: int) -> FloatPrimitive:
+    """``x[t]`` of a ``[T, *rest]`` primitive, as ``rest``."""
+    return cls.float_reshape(cls.float_slice(x, (slice(t, t + 1),)), x.shape[1:])
+
+
+def _columns(cls: type[Backend], x: FloatPrimitive, start: int, size: int) -> FloatPrimitive:
+    """Columns ``start:start + size`` of a matrix."""
+    return cls.float_slice(x, (slice(0, x.shape[0]), slice(start, start + size)))
+
+
+def _tanh_grad(cls: type[Backend], y: FloatPrimitive, grad: FloatPrimitive) -> FloatPrimitive:
+    """``grad * (1 - y^2)``: the gradient through ``y = tanh(z)``."""
+    return cls.float_sub(grad, cls.float_mul(grad, cls.float_mul(y, y)))
+
 
 def attention_softmax(cls: type[Backend], scores: FloatPrimitive,
                       masked: bool) -> FloatPrimitive:

@@ -1,0 +1,142 @@
+"""Benchmark: one training step of a 2-layer LSTM character language model against torch.
+
+The model is an ``Embedding(65, 64)``, an ``LSTM(64, 256, num_layers=2, batch_first=True)``
+and a ``Linear(256, 65)`` head; a step is the forward pass over a batch of 32 sequences of 64
+characters, the mean cross entropy of the next character, the backward pass and Adam. torch
+runs the same modules with the same weights (burnpy's ``nn`` names them as torch does, so the
+state dict is copied as it is). float32, one thread, alternating burnpy and torch steps;
+prints medians and the steps/s ratio (target >= 1.0x torch). Run:
+``.venv/bin/python benchmarks/lstm_step.py``.
+"""
+
+from __future__ import annotations
+
+import os
+
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS"):
+    os.environ[_var] = "1"
+
+import argparse  # noqa: E402
+
+import _timing  # noqa: E402 - also pins glibc's allocator: freed buffers stay in the process
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+from torch import nn as tnn  # noqa: E402
+
+import burnpy.nn as nn  # noqa: E402
+from burnpy import Tensor  # noqa: E402
+from burnpy.autodiff import Autodiff  # noqa: E402
+from burnpy.nn import functional as F  # noqa: E402
+from burnpy.optim import Adam  # noqa: E402
+from burnpy_cpu import CpuBackend  # noqa: E402
+
+VOCAB, EMBED, HIDDEN, LAYERS, BATCH, SEQ, LR = 65, 64, 256, 2, 32, 64, 2e-3
+
+
+class CharLSTM(nn.Module):
+    """Embedding, a 2-layer LSTM and a linear head over the characters."""
+
+    def __init__(self, backend: type) -> None:
+        self.embed = nn.Embedding(VOCAB, EMBED, backend=backend)
+        self.lstm = nn.LSTM(EMBED, HIDDEN, LAYERS, batch_first=True, backend=backend)
+        self.head = nn.Linear(HIDDEN, VOCAB, backend=backend)
+
+    def forward(self, idx: Tensor) -> Tensor:
+        """Int ``idx [batch, seq]`` -> logits ``[batch, seq, vocab]``."""
+        y, _ = self.lstm(self.embed(idx))
+        return self.head(y)
+
+
+class TorchCharLSTM(tnn.Module):
+    """The same model in torch."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.embed = tnn.Embedding(VOCAB, EMBED)
+        self.lstm = tnn.LSTM(EMBED, HIDDEN, LAYERS, batch_first=True)
+        self.head = tnn.Linear(HIDDEN, VOCAB)
+
+    def forward(self, idx: torch.Tensor) -> torch.Tensor:
+        y, _ = self.lstm(self.embed(idx))
+        return self.head(y)
+
+
+def batches(n: int, seed: int = 0) -> list[tuple[np.ndarray, np.ndarray]]:
+    """``n`` random (input, next-character target) windows of a synthetic stream."""
+    rng = np.random.default_rng(seed)
+    stream = rng.integers(0, VOCAB, 8192)
+    out = []
+    for _ in range(n):
+        start = rng.integers(0, stream.size - SEQ - 1, BATCH)
+        out.append((np.stack([stream[s:s + SEQ] for s in start]),
+                    np.stack([stream[s + 1:s + SEQ + 1] for s in start])))
+    return out
+
+
+class BurnpyStep:
+    """The training step on ``Autodiff(CpuBackend)``."""
+
+    def __init__(self, model: CharLSTM, data: list[tuple[np.ndarray, np.ndarray]],
+                 backend: type) -> None:
+        self.model, self.data, self.backend, self.i = model, data, backend, 0
+        self.optim = Adam(lr=LR)
+
+    def __call__(self) -> float:
+        x, y = self.data[self.i % len(self.data)]
+        self.i += 1
+        logits = self.model(Tensor.from_data(x, backend=self.backend))
+        loss = F.cross_entropy(logits.reshape((-1, VOCAB)),
+                               Tensor.from_data(y.reshape(-1), backend=self.backend))
+        self.optim.step(self.model, loss.backward())
+        return float(loss.item())
+
+
+class TorchStep:
+    """The same step in torch eager mode."""
+
+    def __init__(self, model: TorchCharLSTM, data: list[tuple[np.ndarray, np.ndarray]]) -> None:
+        self.model, self.i = model, 0
+        self.data = [(torch.from_numpy(x), torch.from_numpy(y)) for x, y in data]
+        self.optim = torch.optim.Adam(model.parameters(), lr=LR)
+
+    def __call__(self) -> float:
+        x, y = self.data[self.i % len(self.data)]
+        self.i += 1
+        logits = self.model(x)
+        loss = tnn.functional.cross_entropy(logits.reshape(-1, VOCAB), y.reshape(-1))
+        self.optim.zero_grad(set_to_none=True)
+        loss.backward()
+        self.optim.step()
+        return float(loss.item())
+
+
+def pair() -> tuple[BurnpyStep, TorchStep]:
+    """Both steps, over the same data, from the same weights."""
+    backend = Autodiff(CpuBackend)
+    model, twin = CharLSTM(backend), TorchCharLSTM()
+    model.load_state_dict(twin.state_dict())
+    data = batches(8)
+    return BurnpyStep(model, data, backend), TorchStep(twin, data)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__)
+    p.add_argument("--rounds", type=int, default=20)
+    args = p.parse_args()
+    torch.set_num_threads(1)
+    ours, theirs = pair()
+    for _ in range(3):
+        np.testing.assert_allclose(ours(), theirs(), rtol=1e-4, err_msg="the models diverge")
+    med = _timing.alternate({"burnpy Autodiff(CpuBackend)": ours, "torch CPU eager": theirs},
+                            1, args.rounds)
+    print(f"char LSTM: {LAYERS} layers, hidden {HIDDEN}, embedding {EMBED}, vocab {VOCAB}, "
+          f"batch {BATCH}, sequence {SEQ}; float32, one thread, Adam; median of {args.rounds} "
+          f"alternating steps (losses agree for 3 steps)")
+    for name, s in med.items():
+        print(f"  {name:28s} {s * 1e3:8.2f} ms/step  {1 / s:7.1f} steps/s")
+    ratio = med["torch CPU eager"] / med["burnpy Autodiff(CpuBackend)"]
+    print(f"  burnpy / torch steps/s: {ratio:.2f}x (target >= 1.0x)")
+
+
+if __name__ == "__main__":
+    main()
