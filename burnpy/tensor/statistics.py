@@ -329,11 +329,13 @@ def _safe_root(total: Tensor, exponent: float) -> Tensor:
 
 
 def norm(input: Tensor, p: Norm = "fro", dim: Dims = None, keepdim: bool = False) -> Tensor:
-    """torch.norm / Tensor.norm: the vector ``p``-norm over ``dim`` (all elements when None).
+    """torch.norm / Tensor.norm / torch.linalg.vector_norm: the vector ``p``-norm over ``dim``
+    (all elements when None); burnpy's one p-norm, which ``linalg`` and ``nn.functional`` call.
 
     ``p`` is a number, ``inf`` (largest magnitude), ``-inf`` (smallest), ``0`` (the count of
-    non-zeros) or ``"fro"`` (the 2-norm of the elements, also over two dims). The gradient at a
-    zero norm is 0, and is shared among tied extremes for ``inf``, as torch's.
+    non-zeros) or ``"fro"`` (the 2-norm of the elements, also over two dims). As torch's, the
+    gradient at a zero norm is 0, a zero element gets 0 (also for ``p < 1``, where its
+    ``|x|^(p-1)`` is infinite), and ``inf``'s is shared among tied extremes.
     """
     _require_float(input, "norm")
     if p is None or p == "fro":
@@ -355,7 +357,11 @@ def norm(input: Tensor, p: Norm = "fro", dim: Dims = None, keepdim: bool = False
         return input.abs().sum(dim, keepdim)
     if p == 2:
         return _safe_root(input.square().sum(dim, keepdim), 0.5)
-    return _safe_root((input.abs() ** float(p)).sum(dim, keepdim), 1.0 / float(p))
+    # A zero element adds 0 (p > 0) or inf (p < 0), and no gradient.
+    zero = input == 0.0
+    powers = input.abs().mask_fill(zero, 1.0) ** float(p)
+    total = powers.mask_fill(zero, 0.0 if p > 0 else math.inf).sum(dim, keepdim)
+    return _safe_root(total, 1.0 / float(p))
 
 
 def dist(input: Tensor, other: Tensor, p: float = 2.0) -> Tensor:
