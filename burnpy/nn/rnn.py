@@ -234,6 +234,10 @@ class RNNBase(Module):
         w_hr)."""
         return [[getattr(self, n) for n in names if n is not None] for names in self._names]
 
+    def flatten_parameters(self) -> None:
+        """torch's call to pack the weights into one cuDNN buffer; burnpy's layers read each
+        parameter where it is, so ported code calling it keeps working and nothing changes."""
+
     def _label(self) -> str:
         return f"{type(self).__name__}({self.extra_repr()})"
 

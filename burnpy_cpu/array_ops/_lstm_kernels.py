@@ -3,11 +3,13 @@ float32 or float64 ``[N, 4H]`` gates (gate order i, f, g, o), so a step costs it
 one or two passes over memory instead of a dozen NumPy calls.
 
 The forward leaves the transcendental functions to NumPy's vectorized ``tanh`` (numba has no
-vectorized one): ``gates_in`` halves the sigmoid gates' pre-activations, NumPy takes ``tanh``
-of the whole step, and ``cell_forward`` turns ``tanh(z / 2)`` into ``sigmoid(z) = (1 +
-tanh(z / 2)) / 2`` and forms the cell state. ``cell_backward`` is arithmetic only. Only
-multiply-adds may be contracted; nothing is reassociated. Compiled on first use and cached on
-disk like ``_row_kernels``; imported lazily (``recurrent_ops._kernels``).
+vectorized one): ``gates_in`` adds the input's gates and halves the sigmoid gates'
+pre-activations, NumPy takes ``tanh`` of the whole step, and ``cell_forward`` turns ``tanh(z /
+2)`` into ``sigmoid(z) = (1 + tanh(z / 2)) / 2`` and forms the cell state. ``cell_backward``
+is arithmetic only. The loops run over 1-d rows, which LLVM vectorizes (2-d indexing left
+them scalar, 4x slower). Only multiply-adds may be contracted; nothing is reassociated.
+Compiled on first use and cached on disk like ``_row_kernels``; imported lazily
+(``recurrent_ops._kernels``).
 """
 
 from __future__ import annotations
@@ -20,16 +22,13 @@ _jit = njit_cached(error_model="numpy", fastmath={"contract"}, nogil=True)
 
 
 @_jit
-def gates_in(z: np.ndarray, gates_x: np.ndarray, hidden: int) -> None:
-    """``z += gates_x`` with the i, f and o columns then halved (the argument of the tanh
-    that gives their sigmoid)."""
+def gates_in(z: np.ndarray, gates_x: np.ndarray, scale: np.ndarray) -> None:
+    """``z = (z + gates_x) * scale``, ``scale [4H]`` being 1/2 on the i, f and o columns (the
+    argument of the tanh that gives their sigmoid) and 1 on g."""
     for r in range(z.shape[0]):
-        for j in range(2 * hidden):
-            z[r, j] = 0.5 * (z[r, j] + gates_x[r, j])
-        for j in range(2 * hidden, 3 * hidden):
-            z[r, j] = z[r, j] + gates_x[r, j]
-        for j in range(3 * hidden, 4 * hidden):
-            z[r, j] = 0.5 * (z[r, j] + gates_x[r, j])
+        zr, xr = z[r], gates_x[r]  # 1-d rows: LLVM vectorizes their loops
+        for j in range(zr.shape[0]):
+            zr[j] = scale[j] * (zr[j] + xr[j])
 
 
 @_jit
@@ -37,13 +36,13 @@ def cell_forward(z: np.ndarray, c_prev: np.ndarray, c_out: np.ndarray, hidden: i
     """``z`` holds ``tanh`` of ``gates_in``'s values: its i, f, o columns become their
     sigmoids in place, and ``c_out = f * c_prev + i * g``."""
     for r in range(z.shape[0]):
+        zr, cp, co = z[r], c_prev[r], c_out[r]
+        i, f, g, o = zr[:hidden], zr[hidden:2 * hidden], zr[2 * hidden:3 * hidden], zr[3 * hidden:]
         for j in range(hidden):
-            i = 0.5 * z[r, j] + 0.5
-            f = 0.5 * z[r, hidden + j] + 0.5
-            z[r, j] = i
-            z[r, hidden + j] = f
-            z[r, 3 * hidden + j] = 0.5 * z[r, 3 * hidden + j] + 0.5
-            c_out[r, j] = f * c_prev[r, j] + i * z[r, 2 * hidden + j]
+            i[j] = 0.5 * i[j] + 0.5
+            f[j] = 0.5 * f[j] + 0.5
+            o[j] = 0.5 * o[j] + 0.5
+            co[j] = f[j] * cp[j] + i[j] * g[j]
 
 
 @_jit
@@ -54,16 +53,17 @@ def cell_backward(grad_h: np.ndarray, carry: np.ndarray, gates: np.ndarray,
     pre-activations' gradient ``dz [N, 4H]``, and ``dc`` (the cell state's gradient, in and
     out) carried to the previous step."""
     for r in range(dz.shape[0]):
+        gh, ca, tcr, cp, dcr = grad_h[r], carry[r], tanh_c[r], c_prev[r], dc[r]
+        gr, dzr = gates[r], dz[r]
+        i, f, g, o = gr[:hidden], gr[hidden:2 * hidden], gr[2 * hidden:3 * hidden], gr[3 * hidden:]
+        di, df = dzr[:hidden], dzr[hidden:2 * hidden]
+        dg, do = dzr[2 * hidden:3 * hidden], dzr[3 * hidden:]
         for j in range(hidden):
-            dh = grad_h[r, j] + carry[r, j]
-            i = gates[r, j]
-            f = gates[r, hidden + j]
-            g = gates[r, 2 * hidden + j]
-            o = gates[r, 3 * hidden + j]
-            tc = tanh_c[r, j]
-            d = dc[r, j] + dh * o * (1.0 - tc * tc)
-            dz[r, j] = d * g * i * (1.0 - i)
-            dz[r, hidden + j] = d * c_prev[r, j] * f * (1.0 - f)
-            dz[r, 2 * hidden + j] = d * i * (1.0 - g * g)
-            dz[r, 3 * hidden + j] = dh * tc * o * (1.0 - o)
-            dc[r, j] = d * f
+            dh = gh[j] + ca[j]
+            tc = tcr[j]
+            d = dcr[j] + dh * o[j] * (1.0 - tc * tc)
+            di[j] = d * g[j] * i[j] * (1.0 - i[j])
+            df[j] = d * cp[j] * f[j] * (1.0 - f[j])
+            dg[j] = d * i[j] * (1.0 - g[j] * g[j])
+            do[j] = dh * tc * o[j] * (1.0 - o[j])
+            dcr[j] = d * f[j]

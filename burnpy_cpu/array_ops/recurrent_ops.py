@@ -47,13 +47,15 @@ class ArrayRecurrentOps:
         c = np.ascontiguousarray(c, dtype=work)
         w_t = np.ascontiguousarray(w.T, dtype=work)
         h = h.astype(work, copy=False)
+        scale = np.ones(four_h, work)
+        scale[:2 * hidden] = scale[3 * hidden:] = 0.5
         out = np.empty((steps + 1, n, hidden), work)
         gates = np.empty((steps, n, four_h), work)
         cells = np.empty((steps, n, hidden), work)
         for t in range(steps):
             z = gates[t]
             np.matmul(h, w_t, out=z)
-            k.gates_in(z, gx[t], hidden)
+            k.gates_in(z, gx[t], scale)
             np.tanh(z, out=z)
             k.cell_forward(z, c, cells[t], hidden)
             c, h = cells[t], out[t]

@@ -207,6 +207,9 @@ def test_parameter_names_shapes_and_init_are_torchs() -> None:
     gru = nn.GRU(IN, H, bias=False)
     assert list(gru.state_dict()) == list(torch.nn.GRU(IN, H, bias=False).state_dict())
     assert len(ours.all_weights) == 4 and len(ours.all_weights[0]) == 5
+    before = {k: v.to_numpy() for k, v in ours.state_dict().items()}
+    ours.flatten_parameters()  # torch's cuDNN packing: ported code calls it, nothing changes
+    assert all(np.array_equal(v.to_numpy(), before[k]) for k, v in ours.state_dict().items())
 
 
 def test_dropout_between_layers_in_training_only() -> None:
