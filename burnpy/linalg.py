@@ -523,24 +523,10 @@ def svdvals(A: Tensor) -> Tensor:  # noqa: N803
 def vector_norm(x: Tensor, ord: float = 2, dim: int | Sequence[int] | None = None,
                 keepdim: bool = False) -> Tensor:
     """The ``ord``-norm of ``x`` over ``dim`` (all dims when None): ``sum(|x|^ord)^(1/ord)``,
-    max/min of ``|x|`` for ``±inf``, the count of non-zeros for 0."""
+    max/min of ``|x|`` for ``±inf``, the count of non-zeros for 0 (``Tensor.norm``'s, with
+    torch's gradients at zeros)."""
     _checked("vector_norm", x, min_ndim=0)
-    if dim is None and keepdim:
-        dim = tuple(range(x.ndim))
-    magnitude = x.abs()
-    if ord == math.inf:
-        return magnitude.amax(dim, keepdim)
-    if ord == -math.inf:
-        return magnitude.amin(dim, keepdim)
-    if ord == 0:
-        # Every element filled, so the count is tracked with torch's zero gradient.
-        nonzero = x != 0
-        return x.mask_fill(nonzero, 1.0).mask_fill(~nonzero, 0.0).sum(dim, keepdim)
-    if ord == 1:
-        return magnitude.sum(dim, keepdim)
-    if ord == 2:
-        return (x * x).sum(dim, keepdim).sqrt()
-    return (magnitude ** float(ord)).sum(dim, keepdim) ** (1.0 / ord)
+    return x.norm(float(ord), dim, keepdim)
 
 
 def _to_last_two(a: Tensor, dim: tuple[int, int]) -> tuple[Tensor, tuple[int, int]]:

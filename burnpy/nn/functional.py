@@ -506,7 +506,7 @@ def _renormalize_rows(weight: Tensor, indices: Tensor, max_norm: float,
         referenced = indices.flatten().unique()
         assert isinstance(referenced, Tensor)  # no inverse or counts asked for
         rows = weight.detach().index_select(0, referenced)
-        norms = rows.abs().pow(norm_type).sum(1, keepdim=True).pow(1.0 / norm_type)
+        norms = rows.norm(norm_type, 1, keepdim=True)
         scale = (max_norm / (norms + 1e-7)).mask_fill(norms <= max_norm, 1.0)
         weight[referenced] = rows * scale
 

@@ -283,19 +283,7 @@ def pad(input: Tensor, pad: Sequence[int], mode: str = "constant",
 def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12) -> Tensor:
     """``x / max(||x||_p, eps)`` along ``dim``."""
     _float("normalize", input)
-    return input / _norm(input, p, dim, True).clamp(min=eps)
-
-
-def _norm(x: Tensor, p: float, dim: int, keepdim: bool) -> Tensor:
-    if p == 0:  # torch's 0-"norm": the count of non-zeros (no gradient)
-        return (x != 0.0).cast(x.dtype).sum(dim, keepdim)
-    if p == 2:
-        return x.square().sum(dim, keepdim).sqrt()
-    if p == 1:
-        return x.abs().sum(dim, keepdim)
-    if math.isinf(p):
-        return x.abs().amax(dim, keepdim) if p > 0 else x.abs().amin(dim, keepdim)
-    return x.abs().pow(p).sum(dim, keepdim).pow(1.0 / p)
+    return input / input.norm(p, dim, True).clamp(min=eps)
 
 
 def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
@@ -733,7 +721,7 @@ def pairwise_distance(x1: Tensor, x2: Tensor, p: float = 2.0, eps: float = 1e-6,
     """``||x1 - x2 + eps||_p`` along the last dim."""
     _float("pairwise_distance", x1, "x1")
     diff = x1 - x2 + eps
-    return _norm(diff, p, -1, keepdim)
+    return diff.norm(p, -1, keepdim)
 
 
 # ---- losses ---------------------------------------------------------------------------------
