@@ -1,9 +1,9 @@
 """The LSTM recurrence on NumPy: ``lstm``, ``lstm_states`` and ``lstm_backward`` as one loop
 over the time steps each, writing into preallocated buffers.
 
-A forward step is one matmul (``h @ W_hh^T`` into the step's gate buffer, the weight
-transposed once into a contiguous copy), NumPy's vectorized ``tanh`` twice and the compiled
-cell kernels of ``_lstm_kernels``; a backward step is one kernel and one matmul, and
+A forward step is one matmul (``W_hh @ h^T``: for ``[32, 256] x [256, 1024]`` OpenBLAS runs
+this layout about a fifth faster than ``h @ W_hh^T``), NumPy's vectorized ``tanh`` twice and
+the compiled cell kernels of ``_lstm_kernels``; a backward step is one kernel and one matmul, and
 ``dW_hh`` is one matmul over all steps. 16-bit floats are computed in float32. CuPy keeps the
 protocol's composition (the CUDA backend does not take this mixin).
 """
@@ -45,8 +45,9 @@ class ArrayRecurrentOps:
         hidden = four_h // 4
         gx = np.ascontiguousarray(gx, dtype=work)
         c = np.ascontiguousarray(c, dtype=work)
-        w_t = np.ascontiguousarray(w.T, dtype=work)
-        h = h.astype(work, copy=False)
+        w = np.ascontiguousarray(w, dtype=work)
+        h_t = np.array(h.T, dtype=work, order="C")  # a copy: written every step
+        z_t = np.empty((four_h, n), work)
         scale = np.ones(four_h, work)
         scale[:2 * hidden] = scale[3 * hidden:] = 0.5
         out = np.empty((steps + 1, n, hidden), work)
@@ -54,13 +55,14 @@ class ArrayRecurrentOps:
         cells = np.empty((steps, n, hidden), work)
         for t in range(steps):
             z = gates[t]
-            np.matmul(h, w_t, out=z)
-            k.gates_in(z, gx[t], scale)
+            np.matmul(w, h_t, out=z_t)
+            k.gates_in(z, z_t, gx[t], scale)
             np.tanh(z, out=z)
             k.cell_forward(z, c, cells[t], hidden)
             c, h = cells[t], out[t]
             np.tanh(c, out=h)
             h *= z[:, 3 * hidden:]
+            h_t[...] = h.T
         out[steps] = c
         return out.astype(dtype, copy=False), gates, cells
 

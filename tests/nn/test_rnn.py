@@ -382,3 +382,14 @@ def test_the_fused_recurrence_matches_the_step_by_step_composition() -> None:
         a, b = leaf.grad(g_fused), leaf.grad(g_composed)
         assert a is not None and b is not None
         np.testing.assert_allclose(a.to_numpy(), b.to_numpy(), rtol=1e-4, atol=1e-5)
+
+
+def test_the_recurrence_leaves_its_operands_unchanged() -> None:
+    """A one-sequence batch: ``h0 [1, H]`` transposed is contiguous too, and must still be
+    copied before the loop writes the running state."""
+    rng = np.random.default_rng(4)
+    values = [rng.standard_normal(s) for s in ((4, 1, 4 * H), (4 * H, H), (1, H), (1, H))]
+    operands = [Tensor.from_data(v) for v in values]
+    lstm_recurrence(*operands)
+    for t, v in zip(operands, values, strict=True):
+        np.testing.assert_array_equal(t.to_numpy(), v)
