@@ -5,11 +5,21 @@ from burnpy.optim.adaptive import Adadelta, Adafactor, Adagrad, Adamax, NAdam, R
 from burnpy.optim.asgd import ASGD
 from burnpy.optim.lbfgs import LBFGS
 from burnpy.optim.lr_scheduler import (
+    ChainedScheduler,
     ConstantLR,
     CosineAnnealingLR,
+    CosineAnnealingWarmRestarts,
+    CyclicLR,
     ExponentialLR,
+    LambdaLR,
     LinearLR,
+    LRScheduler,
     LrScheduler,
+    MultiplicativeLR,
+    MultiStepLR,
+    OneCycleLR,
+    PolynomialLR,
+    ReduceLROnPlateau,
     SequentialLR,
     StepLR,
     warmup_cosine,
@@ -30,7 +40,9 @@ from burnpy.optim.sgd import SGD
 
 __all__ = [
     "ASGD", "SGD", "Adadelta", "Adafactor", "Adagrad", "Adam", "AdamW", "Adamax", "LBFGS", "Muon",
-    "NAdam", "RAdam", "Rprop", "SparseAdam", "ConstantLR", "CosineAnnealingLR", "ExponentialLR",
+    "NAdam", "RAdam", "Rprop", "SparseAdam", "ChainedScheduler", "CosineAnnealingWarmRestarts",
+    "CyclicLR", "LRScheduler", "LambdaLR", "MultiStepLR", "MultiplicativeLR", "OneCycleLR",
+    "PolynomialLR", "ReduceLROnPlateau", "ConstantLR", "CosineAnnealingLR", "ExponentialLR",
     "GradientClipping", "LinearLR", "LrScheduler", "Optimizer", "OptimizerStateError",
     "RMSprop", "SequentialLR", "StepLR", "clip_grad_norm", "clip_grad_value", "clip_norm",
     "total_norm", "warmup_cosine",

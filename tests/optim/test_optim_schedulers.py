@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 import torch
@@ -68,7 +69,7 @@ def test_state_round_trip_and_current_lr() -> None:
     for _ in range(7):
         sched.step()
     again = optim.warmup_cosine(0.1, 4, 30).load_state_dict(sched.state_dict())
-    assert again.lr == sched.lr == sched.lr_at(7)
+    assert again.lr == sched.lr == sched.get_last_lr()[0]
     assert [again.step() for _ in range(5)] == [sched.step() for _ in range(5)]
     with pytest.raises(bp.InvalidArgumentError, match="for SequentialLR, not StepLR"):
         optim.StepLR(0.1, 2).load_state_dict(sched.state_dict())
@@ -110,3 +111,49 @@ def test_sequential_lr_needs_the_schedulers_optimizer() -> None:
         optim.SequentialLR(opt, [optim.ConstantLR(0.1)], [])
     with pytest.raises(bp.InvalidArgumentError, match="torch's"):
         optim.SequentialLR([optim.ConstantLR(0.1)], [], [])  # type: ignore[arg-type]
+
+
+#: Every torch scheduler class (ReduceLROnPlateau and the combinators are in test_optim_db
+#: too), built on SGD with momentum or on Adam (momentum cycling through betas[0]).
+EVERY: list[tuple[str, Callable[[Any, Any], Any]]] = [
+    ("sgd", lambda m, o: m.LambdaLR(o, lambda e: 0.9**e + 0.1 * (e % 3))),
+    ("sgd", lambda m, o: m.MultiplicativeLR(o, lambda e: 0.95)),
+    ("sgd", lambda m, o: m.MultiStepLR(o, [3, 7, 7, 12], gamma=0.5)),
+    ("sgd", lambda m, o: m.PolynomialLR(o, total_iters=12, power=2.0)),
+    ("sgd", lambda m, o: m.CosineAnnealingWarmRestarts(o, T_0=3, T_mult=2, eta_min=0.01)),
+    ("sgd", lambda m, o: m.CyclicLR(o, 0.01, 0.1, step_size_up=4, mode="triangular2")),
+    ("adam", lambda m, o: m.CyclicLR(o, 0.001, 0.01, step_size_up=3, step_size_down=5,
+                                     mode="exp_range", gamma=0.97)),
+    ("sgd", lambda m, o: m.OneCycleLR(o, max_lr=0.5, total_steps=25)),
+    ("adam", lambda m, o: m.OneCycleLR(o, max_lr=0.01, total_steps=30, three_phase=True,
+                                       anneal_strategy="linear")),
+    ("sgd", lambda m, o: m.ChainedScheduler([m.ConstantLR(o, factor=0.5, total_iters=4),
+                                             m.ExponentialLR(o, gamma=0.9)])),
+    ("sgd", lambda m, o: m.SequentialLR(o, [m.LinearLR(o, 0.2, total_iters=4),
+                                            m.StepLR(o, 3, 0.5),
+                                            m.CosineAnnealingLR(o, T_max=6)], [4, 10])),
+]
+
+
+@pytest.mark.parametrize(("kind", "make"), EVERY)
+def test_every_scheduler_matches_torch_with_momentum_and_resume(
+        kind: str, make: Callable[[Any, Any], Any]) -> None:
+    p = torch.zeros(1, requires_grad=True)
+    if kind == "sgd":
+        ref_opt: torch.optim.Optimizer = torch.optim.SGD([p], lr=0.1, momentum=0.9)
+        opt: optim.Optimizer = optim.SGD(lr=0.1, momentum=0.9)
+    else:
+        ref_opt, opt = torch.optim.Adam([p], lr=0.01), optim.Adam(lr=0.01)
+    ref, ours = make(torch.optim.lr_scheduler, ref_opt), make(ls, opt)
+    option = "momentum" if kind == "sgd" else "betas"
+    for step in range(20):
+        if step == 10:  # resume from the state dicts, as a checkpoint would
+            saved, options = ours.state_dict(), dict(opt.param_groups[0])
+            ours = make(ls, opt).load_state_dict(saved)
+            opt.param_groups[0].update(options)  # the optimizer's load_state_dict
+        assert ours.get_last_lr() == pytest.approx(ref.get_last_lr(), rel=1e-12), step
+        assert opt.param_groups[0][option] == pytest.approx(ref_opt.param_groups[0][option],
+                                                            rel=1e-12), step
+        ref_opt.step()
+        ref.step()
+        ours.step()
