@@ -1,6 +1,7 @@
 """The CPU fuser: each fused group becomes one numba-compiled loop over its broadcast shape.
 
-The loop is generated as Python source: a flat loop when every input has the group's shape,
+The loop is generated as Python source (``_source``, which returns it; its function keeps it
+for tracebacks, see ``burnpy.fusion.source``): a flat loop when every input has the group's shape,
 nested loops over broadcast views otherwise (a stretched dim has stride 0), the ops inlined as
 scalar expressions, only the group's outputs stored. Floats sum in float64. Big groups run
 multi-threaded (``prange``) when numba has more than one thread. Kernels are cached by their
@@ -18,43 +19,22 @@ import numpy as np
 
 from burnpy.backend.dtype import DType
 from burnpy.fusion.fuser import FusedKernel, composites_calling
-from burnpy.ir.fused import FusedGroup, Ref
+from burnpy.fusion.source import define
+from burnpy.ir.fused import ELEMENTWISE, FusedGroup, Ref
 from burnpy_cpu.array_ops._shared import float32_kernels
 
 #: The dtypes numba computes natively (float16 and bfloat16 stay on NumPy).
 _DTYPES = frozenset({DType.float64, DType.float32, DType.int64, DType.int32, DType.int16,
                      DType.int8, DType.uint8, DType.bool_})
 
-#: Each vocabulary op as a scalar expression of its operands a, b, c (T: the result type).
-_EXPRESSIONS: dict[str, str] = {
-    "add": "a + b", "sub": "a - b", "mul": "a * b", "pow": "a ** b",
-    "atan2": "np.arctan2(a, b)", "neg": "-a", "abs": "abs(a)",
-    "sign": "(1 if a > 0 else (-1 if a < 0 else 0))",
-    "exp": "np.exp(a)", "log": "np.log(a)", "log1p": "np.log1p(a)", "sqrt": "np.sqrt(a)",
-    "sin": "np.sin(a)", "cos": "np.cos(a)", "tan": "np.tan(a)", "sinh": "np.sinh(a)",
-    "cosh": "np.cosh(a)", "tanh": "np.tanh(a)", "asin": "np.arcsin(a)",
-    "acos": "np.arccos(a)", "atan": "np.arctan(a)", "asinh": "np.arcsinh(a)",
-    "acosh": "np.arccosh(a)", "atanh": "np.arctanh(a)", "erf": "math.erf(a)",
-    "round": "np.rint(a)", "floor": "np.floor(a)", "ceil": "np.ceil(a)", "trunc": "np.trunc(a)",
-    "clamp": "(b if a < b else (c if a > c else a))",
-    "clamp_min": "(b if a < b else a)", "clamp_max": "(b if a > b else a)",
-    "where": "(b if a else c)", "copy": "a",
-    "equal": "a == b", "not_equal": "a != b", "greater": "a > b", "greater_equal": "a >= b",
-    "lower": "a < b", "lower_equal": "a <= b", "is_nan": "np.isnan(a)",
-    "is_inf": "np.isinf(a)", "not": "not a", "and": "a and b", "or": "a or b",
-    "xor": "a != b",
-}
-_FLOAT_ONLY = frozenset({"exp", "log", "log1p", "sqrt", "sin", "cos", "tan", "sinh", "cosh",
-                         "tanh", "asin", "acos", "atan", "asinh", "acosh", "atanh", "erf",
-                         "round", "floor", "ceil", "trunc", "atan2", "is_nan", "is_inf"})
 _REDUCTIONS = frozenset({"sum", "mean", "prod", "max", "min"})
-#: Float ops the fuser declines by default, so that they run on NumPy and cut the group there:
-#: numba (without Intel's SVML) calls libm once per element for them, 5 to 40 times slower
-#: than NumPy's SIMD loops on 4M float32 values (exp 9.7 ms against 1.9, tanh 54 against 1.6),
-#: more than the memory traffic fusing them saves. ``erf`` (no SIMD in NumPy/SciPy either),
-#: ``sqrt`` and the roundings are native instructions or on par, so they stay fused.
-NUMPY_FASTER = frozenset({"exp", "log", "log1p", "sin", "cos", "tan", "sinh", "cosh", "tanh",
-                          "asin", "acos", "atan", "asinh", "acosh", "atanh", "atan2", "pow"})
+#: Float ops the fuser declines by default, so that they run on NumPy and cut the group there
+#: (the registry's ``numpy_faster`` ops): numba (without Intel's SVML) calls libm once per
+#: element for them, 5 to 40 times slower than NumPy's SIMD loops on 4M float32 values (exp
+#: 9.7 ms against 1.9, tanh 54 against 1.6), more than the memory traffic fusing them saves.
+#: ``erf`` (no SIMD in NumPy/SciPy either), ``sqrt`` and the roundings are native
+#: instructions or on par, so they stay fused.
+NUMPY_FASTER = frozenset(op.name for op in ELEMENTWISE.values() if op.numpy_faster)
 
 #: Below this many elements ops run eagerly on NumPy: a group's fixed cost (recording, the
 #: plan lookup, numba's argument checks, about 15 us) is more than the memory traffic fusion
@@ -108,18 +88,23 @@ class CpuFuser:
         self._own_ops = ops
 
     def accepts(self, op: str, dtypes: tuple[DType, ...]) -> bool:
-        """Every vocabulary op on numba's dtypes; float-only functions on floats only;
-        ``div`` and ``remainder`` on floats (NumPy's integer rules for 0 are kept on NumPy);
-        never the float ops in ``declined``, which NumPy computes faster."""
+        """Every vocabulary op with a numba expression (``burnpy.ir.elementwise``) on numba's
+        dtypes: arithmetic on the kinds it has a form for (float-only functions, ``div`` and
+        ``remainder`` on floats: NumPy's integer rules for 0 are kept on NumPy), tests on
+        floats; never the float ops in ``declined``, which NumPy computes faster."""
         if not all(d in _DTYPES for d in dtypes):
             return False
         if op in _REDUCTIONS:
             return not dtypes[0].is_bool
         if op in self.declined and dtypes[0].is_float:
             return False
-        if op in _FLOAT_ONLY or op in ("div", "remainder"):
-            return all(d.is_float for d in dtypes[:1])
-        return op in _EXPRESSIONS
+        entry = ELEMENTWISE.get(op)
+        if entry is None or entry.numba is None:
+            return False
+        if entry.kind == "arithmetic":
+            forms = entry.numba
+            return (forms.float if dtypes[0].is_float else forms.int) is not None
+        return entry.kind != "test" or dtypes[0].is_float
 
     def compile(self, group: FusedGroup) -> FusedKernel | None:
         """A kernel for ``group``, or None when it is too small to pay or writes every op's
@@ -166,10 +151,11 @@ class CpuFuser:
                 namespace: dict[str, Any] = {"np": np, "math": math, "prange": numba.prange}
                 if "erf32(" in source:  # CpuBackend's own float32 erf, inlined
                     namespace["erf32"] = float32_kernels().erf_value
-                exec(compile(source, "<burnpy fused kernel>", "exec"), namespace)
+                kernel = define(source, "kernel",
+                                f"<burnpy_cpu fused kernel {len(self._kernels)}>", namespace)
                 parallel = "prange" in source
                 found = self._kernels[source] = numba.njit(
-                    parallel=parallel, error_model="numpy", nogil=True)(namespace["kernel"])
+                    parallel=parallel, error_model="numpy", nogil=True)(kernel)
             return found
 
 
@@ -233,16 +219,12 @@ def _source(group: FusedGroup, parallel: bool) -> tuple[str, bool]:
 
     for j, op in enumerate(group.ops):
         names = dict(zip("abc", map(operand, op.operands), strict=False))
-        if op.name == "div":
-            expression = "a / b" if op.dtype.is_float else "a // b"
-        elif op.name == "remainder":
-            expression = "a % b"
-        elif op.name == "erf" and op.dtype is DType.float32:
-            expression = "erf32(a)"
+        if op.name == "erf" and op.dtype is DType.float32:
+            expression = "erf32(a)"  # CpuBackend's own float32 erf, as its unfused op
         elif op.name == "cast":
             expression = "a != 0" if op.dtype.is_bool else "a"
         else:
-            expression = _EXPRESSIONS[op.name]
+            expression = _expression(op.name, op.dtype)
         text = expression
         for letter, value in names.items():
             text = _substitute(text, letter, value)
@@ -259,6 +241,15 @@ def _source(group: FusedGroup, parallel: bool) -> tuple[str, bool]:
     if full:
         lines.append("    return acc")
     return "\n".join(lines) + "\n", flat
+
+
+def _expression(name: str, dtype: DType) -> str:
+    """The registry's numba expression of vocabulary op ``name`` for a result of ``dtype``."""
+    forms = ELEMENTWISE[name].numba
+    assert forms is not None, f"{name} has no numba expression"
+    found = forms.float if dtype.is_float else forms.int
+    assert found is not None, f"{name} has no numba expression for {dtype.value}"
+    return found
 
 
 def _accumulate(indent: str, target: str, value: str, name: str) -> list[str]:

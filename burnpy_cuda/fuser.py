@@ -21,7 +21,7 @@ import numpy as np
 
 from burnpy.backend.dtype import DType
 from burnpy.fusion.fuser import FusedKernel
-from burnpy.ir.fused import FusedGroup, FusedOp, Ref
+from burnpy.ir.fused import ELEMENTWISE, FusedGroup, FusedOp, Ref
 
 #: Threads per block.
 BLOCK = 256
@@ -33,29 +33,6 @@ _STORAGE = {DType.float64: "double", DType.float32: "float", DType.float16: "__h
             DType.int8: "signed char", DType.uint8: "unsigned char",
             DType.uint32: "unsigned int", DType.bool_: "bool"}
 _COMPUTE = {**_STORAGE, DType.float16: "float"}
-_FLOAT = {
-    "add": "a + b", "sub": "a - b", "mul": "a * b", "div": "a / b",
-    "remainder": "bp_fmod_py(a, b)", "pow": "pow(a, b)", "atan2": "atan2(a, b)", "neg": "-a",
-    "abs": "fabs(a)", "sign": "W((a > W(0)) - (a < W(0)))", "exp": "exp(a)", "log": "log(a)",
-    "log1p": "log1p(a)", "sqrt": "sqrt(a)", "sin": "sin(a)", "cos": "cos(a)", "tan": "tan(a)",
-    "sinh": "sinh(a)", "cosh": "cosh(a)", "tanh": "tanh(a)", "asin": "asin(a)",
-    "acos": "acos(a)", "atan": "atan(a)", "asinh": "asinh(a)", "acosh": "acosh(a)",
-    "atanh": "atanh(a)", "erf": "erf(a)", "round": "rint(a)", "floor": "floor(a)",
-    "ceil": "ceil(a)", "trunc": "trunc(a)",
-    "clamp": "(a != a ? a : (a < b ? b : (a > c ? c : a)))",
-    "clamp_min": "(a != a ? a : (a < b ? b : a))", "clamp_max": "(a != a ? a : (a > b ? b : a))",
-}
-_INT = {
-    "add": "a + b", "sub": "a - b", "mul": "a * b", "div": "bp_floordiv(a, b)",
-    "remainder": "bp_mod(a, b)", "pow": "bp_powi(a, b)", "neg": "-a",
-    "abs": "(a < W(0) ? -a : a)", "sign": "W((a > W(0)) - (a < W(0)))",
-    "clamp": "(a < b ? b : (a > c ? c : a))", "clamp_min": "(a < b ? b : a)",
-    "clamp_max": "(a > b ? b : a)",
-}
-_COMPARE = {"equal": "a == b", "not_equal": "a != b", "greater": "a > b",
-            "greater_equal": "a >= b", "lower": "a < b", "lower_equal": "a <= b"}
-_LOGIC = {"not": "!a", "and": "a && b", "or": "a || b", "xor": "a != b"}
-_TESTS = {"is_nan": "isnan(a)", "is_inf": "isinf(a)"}
 _IDENTITY = {"sum": "0", "mean": "0", "prod": "1"}
 #: (lowest, highest) of each int type: the identities of max and min.
 _INT_LIMITS = {DType.int64: ("(-9223372036854775807LL - 1)", "9223372036854775807LL"),
@@ -106,7 +83,8 @@ def _subst(template: str, args: Sequence[str], work: str) -> str:
 
 
 def _op_expr(op: FusedOp, operands: list[tuple[str, str]]) -> str:
-    """The C expression of ``op`` over its operands ``(name, compute type)``."""
+    """The C expression of ``op`` over its operands ``(name, compute type)``: the registry's
+    CUDA form (``burnpy.ir.elementwise``) for its kind of result, the structural ops here."""
     name, out = op.name, _work(op)
     if name == "cast":
         value, _ = operands[0]
@@ -117,16 +95,20 @@ def _op_expr(op: FusedOp, operands: list[tuple[str, str]]) -> str:
         cond = operands[0][0]
         b, a = (_convert(v, ct, out) for v, ct in operands[1:])
         return f"({cond} ? {b} : {a})"
-    if name in _COMPARE:
+    entry = ELEMENTWISE[name]
+    forms = entry.cuda
+    assert forms is not None, f"{name} has no CUDA expression"
+    if entry.kind == "compare":
         kinds = [ct for _, ct in operands]
         work = next((k for k in ("double", "float") if k in kinds), kinds[0])
-        return _subst(_COMPARE[name], [_convert(v, ct, work) for v, ct in operands], work)
-    if name in _TESTS:
-        return _subst(_TESTS[name], [operands[0][0]], out)
-    if name in _LOGIC:
-        return _subst(_LOGIC[name], [v for v, _ in operands], out)
-    table = _FLOAT if op.dtype.is_float else _INT
-    return _subst(table[name], [_convert(v, ct, out) for v, ct in operands], out)
+        return _subst(forms.single, [_convert(v, ct, work) for v, ct in operands], work)
+    if entry.kind == "test":
+        return _subst(forms.single, [operands[0][0]], out)
+    if entry.kind == "logic":
+        return _subst(forms.single, [v for v, _ in operands], out)
+    found = forms.float if op.dtype.is_float else forms.int  # every int type: the int form
+    assert found is not None, f"{name} has no CUDA form for {op.dtype.value}"
+    return _subst(found, [_convert(v, ct, out) for v, ct in operands], out)
 
 
 def kind_of(group: FusedGroup) -> tuple[str, int, int, int]:
@@ -257,23 +239,31 @@ class CudaFuser:
     __slots__ = ()
 
     def accepts(self, op: str, dtypes: tuple[DType, ...]) -> bool:
-        """Whether ``op`` has a CUDA C form for ``dtypes`` (operands', then the result's)."""
+        """Whether ``op`` has a CUDA C form (``burnpy.ir.elementwise``) for ``dtypes``
+        (operands', then the result's)."""
         if not all(d in _STORAGE for d in dtypes):
             return False
         if op in ("sum", "prod", "max", "min"):
             return dtypes[0] is not DType.bool_
         if op == "mean":
             return dtypes[0].is_float
-        if op in _COMPARE or op in ("where", "copy", "cast"):
+        entry = ELEMENTWISE.get(op)
+        if entry is None:
+            return False
+        if entry.kind in ("where", "copy", "cast"):
             return True
-        if op in _LOGIC:
+        if entry.cuda is None:
+            return False
+        if entry.kind == "compare":
+            return True
+        if entry.kind == "logic":
             return all(d is DType.bool_ for d in dtypes)
-        if op in _TESTS:
+        if entry.kind == "test":
             return dtypes[0].is_float
         result = dtypes[-1]
         if result.is_float:
-            return op in _FLOAT
-        return result is not DType.bool_ and op in _INT
+            return entry.cuda.float is not None
+        return result is not DType.bool_ and entry.cuda.int is not None
 
     def compile(self, group: FusedGroup) -> FusedKernel | None:
         """The group's kernel (built with CuPy on its first launch)."""

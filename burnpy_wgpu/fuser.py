@@ -32,14 +32,15 @@ from typing import Any, NamedTuple
 from burnpy.backend.device import Device
 from burnpy.backend.dtype import DType
 from burnpy.fusion.fuser import FusedKernel
-from burnpy.ir.fused import FusedGroup, FusedOp, Ref
+from burnpy.ir.elementwise import Forms
+from burnpy.ir.fused import ELEMENTWISE, FusedGroup, FusedOp, Ref
 from burnpy_wgpu.dtypes import compute_type, storage_type
 from burnpy_wgpu.errors import WgpuError, WgpuLimitError
 from burnpy_wgpu.kernels.common import WG, entry, groups_for, header, hoist_params, load, store_cast
 from burnpy_wgpu.kernels.elementwise import alloc_tensor, classify, coalesce, strided_indices
 from burnpy_wgpu.kernels.matmul import Epilogue, matmul_epilogue, meta_words, vector_epilogues
 from burnpy_wgpu.kernels.reduce import IDENTITY
-from burnpy_wgpu.kernels.wgsl_math import library
+from burnpy_wgpu.kernels.wgsl_math import calls, library
 from burnpy_wgpu.runtime import WgpuRuntime, f32_bits, runtime_for
 from burnpy_wgpu.tensor import WgpuTensor, broadcast_view, contiguous_strides, numel
 
@@ -82,39 +83,6 @@ _FIXED = 4
 #: Launch plans a compiled group keeps (by input layout) before its cache is reset.
 _PLAN_CACHE = 256
 
-# WGSL per vocabulary op and compute type; ``a``, ``b``, ``c`` are the operands.
-_FLOAT = {
-    "add": "a + b", "sub": "a - b", "mul": "a * b", "div": "a / b",
-    "remainder": "fmod_py(a, b)", "pow": "pow_acc(a, b)", "atan2": "atan2_acc(a, b)",
-    "neg": "-a", "abs": "abs(a)", "sign": "select(sign(a), a, is_nan(a))", "exp": "exp(a)",
-    "log": "log_acc(a)", "log1p": "log1p_acc(a)", "sqrt": "sqrt(a)", "sin": "sin(a)",
-    "cos": "cos(a)", "tan": "tan(a)", "sinh": "sinh_acc(a)", "cosh": "cosh_acc(a)",
-    "tanh": "tanh_acc(a)", "asin": "asin_acc(a)", "acos": "acos_acc(a)", "atan": "atan_acc(a)",
-    "asinh": "asinh_acc(a)", "acosh": "acosh_acc(a)", "atanh": "atanh_acc(a)",
-    "erf": "erf_acc(a)", "round": "round(a)", "floor": "floor(a)", "ceil": "ceil(a)",
-    "trunc": "trunc(a)", "clamp": "select(min(max(a, b), c), a, is_nan(a))",
-    "clamp_min": "select(max(a, b), a, is_nan(a))",
-    "clamp_max": "select(min(a, b), a, is_nan(a))",
-}
-_INT = {
-    "add": "a + b", "sub": "a - b", "mul": "a * b", "div": "floordiv_i32(a, b)",
-    "remainder": "mod_i32(a, b)", "pow": "powi_i32(a, u32(b))", "neg": "-a", "abs": "abs(a)",
-    "sign": "sign(a)", "clamp": "min(max(a, b), c)", "clamp_min": "max(a, b)",
-    "clamp_max": "min(a, b)",
-}
-_UINT = {
-    "add": "a + b", "sub": "a - b", "mul": "a * b", "div": "a / b", "remainder": "a % b",
-    "pow": "powi_u32(a, b)", "neg": "0u - a", "abs": "a", "sign": "select(0u, 1u, a != 0u)",
-    "clamp": "min(max(a, b), c)", "clamp_min": "max(a, b)", "clamp_max": "min(a, b)",
-}
-_ARITH = {"f32": _FLOAT, "i32": _INT, "u32": _UINT}
-_COMPARE = {"equal": "a == b", "not_equal": "!(a == b)", "greater": "a > b",
-            "greater_equal": "a >= b", "lower": "a < b", "lower_equal": "a <= b"}
-_LOGIC = {"not": "1u - a", "and": "a & b", "or": "a | b", "xor": "a ^ b"}
-_TESTS = {"is_nan": "is_nan(a)", "is_inf": "is_inf(a)"}
-_LIBRARY = ("fmod_py", "pow_acc", "atan2_acc", "log_acc", "log1p_acc", "sinh_acc", "cosh_acc",
-            "tanh_acc", "asin_acc", "acos_acc", "atan_acc", "asinh_acc", "acosh_acc",
-            "atanh_acc", "erf_acc", "floordiv_i32", "mod_i32", "powi_i32", "powi_u32")
 _REDUCE_DTYPES = {"sum": DTYPES - {DType.bool_}, "prod": DTYPES - {DType.bool_},
                   "max": DTYPES - {DType.bool_}, "min": DTYPES - {DType.bool_},
                   "mean": frozenset({DType.float32, DType.float16})}
@@ -153,21 +121,27 @@ class WgslFuser:
         return runtime_for(_DEFAULT_DEVICE).max_storage_buffers - 1
 
     def accepts(self, op: str, dtypes: tuple[DType, ...]) -> bool:
-        """Whether ``op`` has a WGSL form for ``dtypes`` (operands', then the result's)."""
+        """Whether ``op`` has a WGSL form (``burnpy.ir.elementwise``) for ``dtypes``
+        (operands', then the result's)."""
         if not all(d in DTYPES for d in dtypes):
             return False
         if op in _REDUCE_DTYPES:
             return dtypes[0] in _REDUCE_DTYPES[op]
-        result = dtypes[-1]
-        if op in _COMPARE or op in ("where", "copy", "cast"):
-            return True
-        if op in _LOGIC:
-            return all(d is DType.bool_ for d in dtypes)
-        if op in _TESTS:
-            return dtypes[0].is_float
-        if result is DType.bool_:
+        entry = ELEMENTWISE.get(op)
+        if entry is None:
             return False
-        return op in _ARITH[_ct(result)]
+        if entry.kind in ("where", "copy", "cast"):
+            return True
+        if entry.wgsl is None:
+            return False
+        if entry.kind == "compare":
+            return True
+        if entry.kind == "logic":
+            return all(d is DType.bool_ for d in dtypes)
+        if entry.kind == "test":
+            return dtypes[0].is_float
+        result = dtypes[-1]
+        return result is not DType.bool_ and _form(entry.wgsl, _ct(result)) is not None
 
     def compile(self, group: FusedGroup) -> FusedKernel | None:
         """The group's kernel; None for a group with no inputs (nothing says which device)."""
@@ -735,18 +709,27 @@ def _op_expr(op: FusedOp, operands: list[tuple[str, str]], funcs: set[str]) -> s
         cond, _ = operands[0]
         b, a = (_convert(v, ct, out) for v, ct in operands[1:])
         return f"select({a}, {b}, {cond} != 0u)"
-    if name in _COMPARE:
+    entry = ELEMENTWISE[name]
+    forms = entry.wgsl
+    assert forms is not None, f"{name} has no WGSL expression"
+    if entry.kind == "compare":
         kinds = {ct for _, ct in operands}
         work = "f32" if "f32" in kinds else "i32" if "i32" in kinds else "u32"
         a, b = (_convert(v, ct, work) for v, ct in operands)
-        return f"select(0u, 1u, {_subst(_COMPARE[name], a, b)})"
-    if name in _TESTS:
-        return f"select(0u, 1u, {_subst(_TESTS[name], _convert(*operands[0], 'f32'))})"
-    if name in _LOGIC:
-        return _subst(_LOGIC[name], *[v for v, _ in operands])
-    template = _ARITH[out][name]
-    funcs.update(f for f in _LIBRARY if f + "(" in template)
+        return f"select(0u, 1u, {_subst(forms.single, a, b)})"
+    if entry.kind == "test":
+        return f"select(0u, 1u, {_subst(forms.single, _convert(*operands[0], 'f32'))})"
+    if entry.kind == "logic":
+        return _subst(forms.single, *[v for v, _ in operands])
+    template = _form(forms, out)
+    assert template is not None, f"{name} has no WGSL form for {out}"
+    funcs.update(calls(template))
     return _subst(template, *[_convert(v, ct, out) for v, ct in operands])
+
+
+def _form(forms: Forms, compute: str) -> str | None:
+    """The WGSL form for values computed as ``compute`` (``f32``, ``i32`` or ``u32``)."""
+    return {"f32": forms.float, "i32": forms.int, "u32": forms.uint}[compute]
 
 
 def _subst(template: str, *args: str) -> str:

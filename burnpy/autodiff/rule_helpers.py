@@ -6,13 +6,9 @@ them is itself differentiable when ``B`` is a decorator backend.
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from burnpy.backend.dtype import DType, dtype_of_numpy
-
-#: 2 / sqrt(pi), the scale of erf's derivative.
-TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
 
 
 def dtype_of(x: Any) -> DType:
@@ -38,11 +34,6 @@ def as_float(B: Any, mask: Any, like: Any) -> Any:
 def window(shape: tuple[int, ...], dim: int, start: int, stop: int) -> tuple[slice, ...]:
     """Slices taking ``start:stop`` of ``dim`` and every earlier dim whole."""
     return tuple(slice(0, n) for n in shape[:dim]) + (slice(start, stop),)
-
-
-def one_minus_square(B: Any, x: Any) -> Any:
-    """1 - x * x (as -(x * x) + 1, which rounds identically)."""
-    return B.float_add_scalar(B.float_neg(B.float_mul(x, x)), 1.0)
 
 
 def fit(B: Any, tangent: Any, out: Any) -> Any:

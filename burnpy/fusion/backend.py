@@ -32,6 +32,7 @@ from burnpy.backend.errors import DeviceMismatchError
 from burnpy.backend.ops._marker import is_provided, provided_ops, required_ops
 from burnpy.fusion.fuser import Fuser, backend_fuser
 from burnpy.fusion.lazy import LAZY_OPS, lazy_recorder
+from burnpy.fusion.source import define
 from burnpy.fusion.stream import FusionStats, LazyNode, Stream, ir_dtype
 from burnpy.fusion.tensor import PLAIN, FusionTensor, Piece, Unwritten
 from burnpy.ir.fused import ELEMENTWISE_COMPOSITES, FUSABLE, Fusable, FusedGroup
@@ -438,15 +439,15 @@ class _Signature:
                  inner_op: Callable[..., Any], stats: FusionStats,
                  names: dict[str, Any], cls: bool = False) -> Callable[..., Any]:
         """``def name(<declared>)`` (``cls`` first for a classmethod): ``prologue`` (which
-        may return ``_slow(...)``), then B's op, counted as an eager op."""
+        may return ``_slow(...)``), then B's op, counted as an eager op. Its source stays
+        readable (``python -m burnpy.fusion.show name``, see ``burnpy.fusion.source``)."""
         scope: dict[str, Any] = {"_FT": FusionTensor, "_holds": _holds_handle, "_slow": slow,
                                  "_op": inner_op, "_stats": stats, **self.defaults, **names}
         declared = f"cls, {self.declared}" if cls else self.declared
         source = (f"def {name}({declared}):\n{prologue}"
                   f"    _stats.eager_ops += 1\n"
                   f"    return _op({self.call})\n")
-        exec(compile(source, f"<fusion {name}>", "exec"), scope)
-        op: Callable[..., Any] = scope[name]
+        op = define(source, name, f"<fusion {name}>", scope)
         op.__doc__ = slow.__doc__
         return op
 

@@ -12,9 +12,10 @@ are never written) and then the reduction's result, if any.
 Groups carry no values and no tensor ids, only structure, so a ``FusedGroup`` is hashable
 and equal groups share one compiled kernel: that is the plan cache's key.
 
-The vocabulary (``ELEMENTWISE`` and ``REDUCTIONS``) gives every op's exact meaning; a fuser
-implements it per dtype and states what it accepts (see ``burnpy.fusion.fuser``).
-``FUSABLE`` maps the protocol ops that ``Fusion`` records to the vocabulary.
+The vocabulary (``ELEMENTWISE``, derived from the registry of ``burnpy.ir.elementwise``, and
+``REDUCTIONS``) gives every op's exact meaning; a fuser implements it per dtype and states what
+it accepts (see ``burnpy.fusion.fuser``). ``FUSABLE`` maps the protocol ops that ``Fusion``
+records to the vocabulary.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from typing import Literal, NamedTuple
 from burnpy.backend.dtype import DType
 from burnpy.backend.primitives import Shape
 from burnpy.ir.desc import TensorDesc
+from burnpy.ir.elementwise import OPS, ElementwiseOp, Result
 
 RefKind = Literal["input", "scalar", "local"]
 
@@ -87,61 +89,11 @@ class FusedGroup(NamedTuple):
         return "\n".join(lines)
 
 
-class Elementwise(NamedTuple):
-    """A vocabulary entry: how many operands the op takes and what it computes."""
-
-    arity: int
-    meaning: str
-
-
-#: The elementwise vocabulary. Operand dtypes: a bool condition or mask is bool; otherwise the
-#: operands of one op have its dtype or are promoted to it (``promote``: the wider float).
-ELEMENTWISE: dict[str, Elementwise] = {
-    # arithmetic, result of the (promoted) operand dtype
-    "add": Elementwise(2, "a + b"),
-    "sub": Elementwise(2, "a - b"),
-    "mul": Elementwise(2, "a * b"),
-    "div": Elementwise(2, "floats: a / b (IEEE); ints: floor(a / b), Python's //"),
-    "remainder": Elementwise(2, "a - b * floor(a / b): the sign of b, Python's %"),
-    "pow": Elementwise(2, "a ** b (ints: b >= 0)"),
-    "atan2": Elementwise(2, "atan2(a, b), the angle of the point (b, a)"),
-    "neg": Elementwise(1, "-a"),
-    "abs": Elementwise(1, "|a|"),
-    "sign": Elementwise(1, "-1, 0 or 1; NaN gives 0"),
-    "exp": Elementwise(1, "e ** a"),
-    "log": Elementwise(1, "natural log"),
-    "log1p": Elementwise(1, "log(1 + a), accurate near 0"),
-    "sqrt": Elementwise(1, "square root (NaN below 0)"),
-    "sin": Elementwise(1, "sine"), "cos": Elementwise(1, "cosine"),
-    "tan": Elementwise(1, "tangent"),
-    "sinh": Elementwise(1, "hyperbolic sine"), "cosh": Elementwise(1, "hyperbolic cosine"),
-    "tanh": Elementwise(1, "hyperbolic tangent"),
-    "asin": Elementwise(1, "arcsine"), "acos": Elementwise(1, "arccosine"),
-    "atan": Elementwise(1, "arctangent"),
-    "asinh": Elementwise(1, "inverse hyperbolic sine"),
-    "acosh": Elementwise(1, "inverse hyperbolic cosine"),
-    "atanh": Elementwise(1, "inverse hyperbolic tangent"),
-    "erf": Elementwise(1, "the error function"),
-    "round": Elementwise(1, "nearest integer, halves to even"),
-    "floor": Elementwise(1, "round down"), "ceil": Elementwise(1, "round up"),
-    "trunc": Elementwise(1, "round toward 0"),
-    "clamp": Elementwise(3, "min(max(a, lo), hi); NaN stays NaN"),
-    "clamp_min": Elementwise(2, "max(a, lo); NaN stays NaN"),
-    "clamp_max": Elementwise(2, "min(a, hi); NaN stays NaN"),
-    # selection and copies
-    "where": Elementwise(3, "b if the bool c is true else a, for where(c, b, a)"),
-    "copy": Elementwise(1, "a itself: broadcasting an input to the group's shape (expand)"),
-    "cast": Elementwise(1, "a converted to the op's dtype: float to int truncates toward 0, "
-                           "bool gives 0 or 1"),
-    # comparisons and tests, result bool
-    "equal": Elementwise(2, "a == b"), "not_equal": Elementwise(2, "a != b"),
-    "greater": Elementwise(2, "a > b"), "greater_equal": Elementwise(2, "a >= b"),
-    "lower": Elementwise(2, "a < b"), "lower_equal": Elementwise(2, "a <= b"),
-    "is_nan": Elementwise(1, "a is NaN"), "is_inf": Elementwise(1, "a is +inf or -inf"),
-    # logic on bools
-    "not": Elementwise(1, "logical not"), "and": Elementwise(2, "logical and"),
-    "or": Elementwise(2, "logical or"), "xor": Elementwise(2, "logical exclusive or"),
-}
+#: The elementwise vocabulary: every registry op (``burnpy.ir.elementwise``) in the fused IR,
+#: by name; its ``meaning`` is exact. Operand dtypes: a bool condition or mask is bool;
+#: otherwise the operands of one op have its dtype or are promoted to it (``promote``: the
+#: wider float).
+ELEMENTWISE: dict[str, ElementwiseOp] = {op.name: op for op in OPS if op.fusable}
 
 #: Reductions that may close a group. Float sums accumulate at least in float64's precision
 #: where the fuser can (NumPy's pairwise float32 sum is the accuracy bar); max and min
@@ -150,9 +102,6 @@ REDUCTIONS: dict[str, str] = {
     "sum": "sum of the elements", "mean": "sum / count", "prod": "product of the elements",
     "max": "largest element (NaN if any)", "min": "smallest element (NaN if any)",
 }
-
-#: How an op's result dtype and shape follow from its operands.
-Result = Literal["same", "promote", "bool", "dtype_arg", "expand", "reduce"]
 
 
 class Fusable(NamedTuple):
@@ -166,67 +115,20 @@ class Fusable(NamedTuple):
     extra: int | None = None
 
 
-def _family(prefixes: tuple[str, ...], table: dict[str, Fusable]) -> dict[str, Fusable]:
-    return {f"{p}_{name}": spec for p in prefixes for name, spec in table.items()}
+def _reductions(name: str, prefixes: tuple[str, ...]) -> dict[str, Fusable]:
+    """``{prefix}_{name}`` over everything and ``_{name}_dim`` along its dim argument."""
+    return {f"{p}_{name}{suffix}": Fusable(name, (0,), "reduce", extra)
+            for p in prefixes for suffix, extra in (("", None), ("_dim", 1))}
 
 
-_NUMERIC_BINARY = {
-    **{n: Fusable(n, (0, 1), "promote") for n in ("add", "sub", "mul", "div", "remainder")},
-    **{f"{n}_scalar": Fusable(n, (0, 1), "same")
-       for n in ("add", "sub", "mul", "div", "remainder")},
-    **{n: Fusable(n, (0, 1), "bool") for n in ("equal", "not_equal", "greater", "greater_equal",
-                                               "lower", "lower_equal")},
-    **{f"{n}_elem": Fusable(n, (0, 1), "bool")
-       for n in ("equal", "not_equal", "greater", "greater_equal", "lower", "lower_equal")},
-    "neg": Fusable("neg", (0,), "same"),
-    "abs": Fusable("abs", (0,), "same"),
-    "sign": Fusable("sign", (0,), "same"),
-    "clamp": Fusable("clamp", (0, 1, 2), "same"),
-    "mask_where": Fusable("where", (1, 2, 0), "promote"),
-    "mask_fill": Fusable("where", (1, 2, 0), "same"),
-    "expand": Fusable("copy", (0,), "expand", 1),
-    "sum": Fusable("sum", (0,), "reduce"),
-    "sum_dim": Fusable("sum", (0,), "reduce", 1),
-    "prod": Fusable("prod", (0,), "reduce"),
-    "prod_dim": Fusable("prod", (0,), "reduce", 1),
-    "max": Fusable("max", (0,), "reduce"),
-    "max_dim": Fusable("max", (0,), "reduce", 1),
-    "min": Fusable("min", (0,), "reduce"),
-    "min_dim": Fusable("min", (0,), "reduce", 1),
-}
-
-_FLOAT_ONLY = {
-    **{n: Fusable(n, (0,), "same") for n in (
-        "exp", "log", "log1p", "sqrt", "sin", "cos", "tan", "sinh", "cosh", "tanh", "asin",
-        "acos", "atan", "asinh", "acosh", "atanh", "erf", "round", "floor", "ceil", "trunc")},
-    "powf": Fusable("pow", (0, 1), "promote"),
-    "powf_scalar": Fusable("pow", (0, 1), "same"),
-    "atan2": Fusable("atan2", (0, 1), "promote"),
-    "is_nan": Fusable("is_nan", (0,), "bool"),
-    "is_inf": Fusable("is_inf", (0,), "bool"),
-    "cast": Fusable("cast", (0,), "dtype_arg", 1),
-    "into_int": Fusable("cast", (0,), "dtype_arg", 1),
-    "mean": Fusable("mean", (0,), "reduce"),
-    "mean_dim": Fusable("mean", (0,), "reduce", 1),
-}
-
-#: Every protocol op that ``Fusion`` records instead of running, by name.
+#: Every protocol op that ``Fusion`` records instead of running, by name: the registry's
+#: records, and the reductions.
 FUSABLE: dict[str, Fusable] = {
-    **_family(("float", "int"), _NUMERIC_BINARY),
-    **_family(("float",), _FLOAT_ONLY),
-    "int_powi_scalar": Fusable("pow", (0, 1), "same"),
-    "int_cast": Fusable("cast", (0,), "dtype_arg", 1),
-    "int_into_float": Fusable("cast", (0,), "dtype_arg", 1),
-    "bool_into_float": Fusable("cast", (0,), "dtype_arg", 1),
-    "bool_into_int": Fusable("cast", (0,), "dtype_arg", 1),
-    "bool_not": Fusable("not", (0,), "same"),
-    "bool_and": Fusable("and", (0, 1), "same"),
-    "bool_or": Fusable("or", (0, 1), "same"),
-    "bool_xor": Fusable("xor", (0, 1), "same"),
-    "bool_equal": Fusable("equal", (0, 1), "bool"),
-    "bool_not_equal": Fusable("not_equal", (0, 1), "bool"),
-    "bool_expand": Fusable("copy", (0,), "expand", 1),
-    "bool_mask_where": Fusable("where", (1, 2, 0), "same"),
+    **{r.protocol: Fusable(op.name, r.operands, r.result, r.extra)
+       for op in OPS for r in op.records},
+    **{k: v for name in ("sum", "prod", "max", "min")
+       for k, v in _reductions(name, ("float", "int")).items()},
+    **_reductions("mean", ("float",)),
 }
 
 #: Provided ops whose protocol default is a composition of ``FUSABLE`` ops only: ``Fusion``

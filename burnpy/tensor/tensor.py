@@ -50,6 +50,7 @@ from burnpy.tensor.arithmetic import (
     GREATER_EQUAL,
     HYPOT,
     LOGADDEXP,
+    LOGADDEXP2,
     LOWER,
     LOWER_EQUAL,
     MUL,
@@ -893,6 +894,10 @@ class Tensor:
     def logaddexp(self, other: Tensor) -> Tensor:
         """Elementwise ``log(exp(self) + exp(other))``, without overflow."""
         return _binary(self, other, LOGADDEXP)
+
+    def logaddexp2(self, other: Tensor) -> Tensor:
+        """Elementwise ``log2(2**self + 2**other)``, without overflow."""
+        return _binary(self, other, LOGADDEXP2)
 
     # Elementwise math: float tensors only unless said otherwise.
     def neg(self) -> Tensor:

@@ -71,8 +71,11 @@ _binary("pow", operator.pow, lhs=(0.2, 2.0))
 _binary("atan2", lambda a, b: a.atan2(b))
 _binary("hypot", lambda a, b: a.hypot(b))
 _binary("logaddexp", lambda a, b: a.logaddexp(b))
+_binary("logaddexp2", lambda a, b: a.logaddexp2(b))
 # Values whose exponentials or squares overflow float32: the compositions must not.
 _binary("logaddexp_large", lambda a, b: a.logaddexp(b), lhs=(-120.0, 120.0),
+        rhs=(-120.0, 120.0), grad=False, dtypes=F64_32, patterns=False)
+_binary("logaddexp2_large", lambda a, b: a.logaddexp2(b), lhs=(-120.0, 120.0),
         rhs=(-120.0, 120.0), grad=False, dtypes=F64_32, patterns=False)
 _binary("hypot_large", lambda a, b: a.hypot(b), lhs=(1e20, 1e25), rhs=(-1e25, -1e20),
         grad=False, dtypes=F64_32, patterns=False)

@@ -216,6 +216,10 @@ class ArrayFloatOps(ArrayLayoutOps):
         return cls.xp.logaddexp(lhs, rhs)
 
     @classmethod
+    def float_logaddexp2(cls, lhs: A, rhs: A) -> A:
+        return cls.xp.logaddexp2(lhs, rhs)
+
+    @classmethod
     def float_erf(cls, tensor: A) -> A:
         """erf; float32 and 16-bit floats on NumPy run the compiled float32 kernel (SciPy's
         float32 erf widens to float64: 14x torch's time)."""

@@ -9,6 +9,8 @@ relative error within a few ulp over the whole domain. ``exp``, ``sin``, ``cos``
 
 from __future__ import annotations
 
+import re
+
 _LN2_HI = "0.693145751953125"
 _LN2_LO = "1.428606820309417e-6"
 
@@ -306,6 +308,11 @@ fn powi_u32(x: u32, e: u32) -> u32 {
     return acc;
 }""", ()),
 }
+
+
+def calls(expression: str) -> tuple[str, ...]:
+    """The functions of this library that WGSL ``expression`` calls, sorted."""
+    return tuple(sorted(set(re.findall(r"\b(\w+)\(", expression)) & _FUNCS.keys()))
 
 
 def library(names: tuple[str, ...]) -> str:

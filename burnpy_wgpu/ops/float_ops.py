@@ -1,18 +1,23 @@
-"""Float ops on WebGPU: elementwise ops are WGSL expressions over the generic map kernel;
+"""Float ops on WebGPU: elementwise ops are WGSL expressions over the generic map kernel (those
+of the elementwise registry, ``burnpy.ir.elementwise``, the fuser's own expressions);
 matmul, reductions, scans and sorts have their own kernels. Values are computed in f32 (f16
 tensors too) with the accurate special functions of ``kernels.wgsl_math``."""
 
 from __future__ import annotations
+
+import re
 
 import numpy as np
 
 from burnpy.backend.device import Device
 from burnpy.backend.distribution import Distribution
 from burnpy.backend.dtype import DType
+from burnpy.ir.elementwise import BY_NAME
 from burnpy_wgpu.dtypes import check_dtype
 from burnpy_wgpu.kernels import random, reduce, scan, sort
 from burnpy_wgpu.kernels.elementwise import launch_map
 from burnpy_wgpu.kernels.matmul import matmul
+from burnpy_wgpu.kernels.wgsl_math import calls
 from burnpy_wgpu.ops import _shared
 from burnpy_wgpu.runtime import f32_bits, runtime_for
 from burnpy_wgpu.tensor import WgpuTensor
@@ -22,22 +27,38 @@ Shape = tuple[int, ...]
 BOOL = np.dtype(np.bool_)
 
 
+def _registered(name: str) -> str:
+    """The float WGSL expression of registry op ``name`` (``burnpy.ir.elementwise``), the one
+    the fuser computes it with."""
+    forms = BY_NAME[name].wgsl
+    assert forms is not None and forms.float is not None, f"{name} has no float WGSL form"
+    return forms.float
+
+
 def _unary(expr: str, *funcs: str) -> staticmethod:
-    """An op applying ``expr`` (over ``a``) elementwise."""
+    """An op applying ``expr`` (over ``a``) elementwise; ``funcs``: library functions it
+    calls beyond those named in it (a function's companions)."""
+    funcs = tuple(sorted({*funcs, *calls(expr)}))
+
     def op(tensor: T) -> T:
         return launch_map(tensor.runtime, expr, [tensor], tensor.dtype, funcs=funcs)
     return staticmethod(op)
 
 
-def _binary(expr: str, *funcs: str) -> staticmethod:
+def _binary(expr: str) -> staticmethod:
     """An op applying ``expr`` (over ``a``, ``b``) with broadcasting."""
+    funcs = calls(expr)
+
     def op(lhs: T, rhs: T) -> T:
         return launch_map(lhs.runtime, expr, [lhs, rhs], lhs.dtype, funcs=funcs)
     return staticmethod(op)
 
 
-def _scalar(expr: str, *funcs: str) -> staticmethod:
-    """An op applying ``expr`` (over ``a`` and the number ``mf(1u)``)."""
+def _scalar(name: str) -> staticmethod:
+    """Registry op ``name`` of a tensor ``a`` and a number ``b`` (the parameter ``mf(1u)``)."""
+    expr = re.sub(r"\bb\b", "mf(1u)", _registered(name))
+    funcs = calls(expr)
+
     def op(lhs: T, rhs: float) -> T:
         return launch_map(lhs.runtime, expr, [lhs], lhs.dtype, [f32_bits(float(rhs))],
                           funcs=funcs)
@@ -110,47 +131,48 @@ class WgpuFloatOps:
     float_mask_fill = staticmethod(_shared.mask_fill)
 
     # ---- arithmetic ---------------------------------------------------------------------------
-    float_add = _binary("a + b")
-    float_add_scalar = _scalar("a + mf(1u)")
-    float_sub = _binary("a - b")
-    float_sub_scalar = _scalar("a - mf(1u)")
-    float_mul = _binary("a * b")
-    float_mul_scalar = _scalar("a * mf(1u)")
-    float_div = _binary("a / b")
-    float_div_scalar = _scalar("a / mf(1u)")
-    float_remainder = _binary("fmod_py(a, b)", "fmod_py")
-    float_remainder_scalar = _scalar("fmod_py(a, mf(1u))", "fmod_py")
-    float_powf = _binary("pow_acc(a, b)", "pow_acc")
-    float_powf_scalar = _scalar("pow_acc(a, mf(1u))", "pow_acc")
-    float_atan2 = _binary("atan2_acc(a, b)", "atan2_acc")
-    float_neg = _unary("-a")
+    float_add = _binary(_registered("add"))
+    float_add_scalar = _scalar("add")
+    float_sub = _binary(_registered("sub"))
+    float_sub_scalar = _scalar("sub")
+    float_mul = _binary(_registered("mul"))
+    float_mul_scalar = _scalar("mul")
+    float_div = _binary(_registered("div"))
+    float_div_scalar = _scalar("div")
+    float_remainder = _binary(_registered("remainder"))
+    float_remainder_scalar = _scalar("remainder")
+    float_powf = _binary(_registered("pow"))
+    float_powf_scalar = _scalar("pow")
+    float_atan2 = _binary(_registered("atan2"))
+    float_logaddexp2 = _binary(_registered("logaddexp2"))
+    float_neg = _unary(_registered("neg"))
     float_recip = _unary("1.0 / a")
     float_square = _unary("a * a")
-    float_abs = _unary("abs(a)")
-    float_sign = _unary("select(sign(a), a, is_nan(a))")
-    float_exp = _unary("exp(a)")
-    float_expm1 = _unary("expm1_acc(a)", "expm1_acc")
-    float_log = _unary("log_acc(a)", "log_acc")
-    float_log1p = _unary("log1p_acc(a)", "log1p_acc")
-    float_sqrt = _unary("sqrt(a)")
-    float_sin = _unary("sin(a)")
-    float_cos = _unary("cos(a)")
-    float_tan = _unary("tan(a)")
-    float_asin = _unary("asin_acc(a)", "asin_acc")
-    float_acos = _unary("acos_acc(a)", "acos_acc")
-    float_atan = _unary("atan_acc(a)", "atan_acc")
-    float_sinh = _unary("sinh_acc(a)", "sinh_acc")
-    float_cosh = _unary("cosh_acc(a)", "cosh_acc")
-    float_tanh = _unary("tanh_acc(a)", "tanh_acc")
-    float_asinh = _unary("asinh_acc(a)", "asinh_acc")
-    float_acosh = _unary("acosh_acc(a)", "acosh_acc")
-    float_atanh = _unary("atanh_acc(a)", "atanh_acc")
-    float_erf = _unary("erf_acc(a)", "erf_acc")
+    float_abs = _unary(_registered("abs"))
+    float_sign = _unary(_registered("sign"))
+    float_exp = _unary(_registered("exp"))
+    float_expm1 = _unary("expm1_acc(a)")
+    float_log = _unary(_registered("log"))
+    float_log1p = _unary(_registered("log1p"))
+    float_sqrt = _unary(_registered("sqrt"))
+    float_sin = _unary(_registered("sin"))
+    float_cos = _unary(_registered("cos"))
+    float_tan = _unary(_registered("tan"))
+    float_asin = _unary(_registered("asin"))
+    float_acos = _unary(_registered("acos"))
+    float_atan = _unary(_registered("atan"))
+    float_sinh = _unary(_registered("sinh"))
+    float_cosh = _unary(_registered("cosh"))
+    float_tanh = _unary(_registered("tanh"))
+    float_asinh = _unary(_registered("asinh"))
+    float_acosh = _unary(_registered("acosh"))
+    float_atanh = _unary(_registered("atanh"))
+    float_erf = _unary(_registered("erf"))
     float_erfc = _unary("erfc_acc(a)", "erf_acc")
-    float_round = _unary("round(a)")
-    float_floor = _unary("floor(a)")
-    float_ceil = _unary("ceil(a)")
-    float_trunc = _unary("trunc(a)")
+    float_round = _unary(_registered("round"))
+    float_floor = _unary(_registered("floor"))
+    float_ceil = _unary(_registered("ceil"))
+    float_trunc = _unary(_registered("trunc"))
 
     @staticmethod
     def float_matmul(lhs: T, rhs: T) -> T:
@@ -179,8 +201,8 @@ class WgpuFloatOps:
     float_greater_equal_elem = _compare_elem(">=")
     float_lower_elem = _compare_elem("<")
     float_lower_equal_elem = _compare_elem("<=")
-    float_is_nan = _predicate("is_nan(a)")
-    float_is_inf = _predicate("is_inf(a)")
+    float_is_nan = _predicate(_registered("is_nan"))
+    float_is_inf = _predicate(_registered("is_inf"))
 
     # ---- reductions ---------------------------------------------------------------------------
     @staticmethod

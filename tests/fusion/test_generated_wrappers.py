@@ -118,3 +118,26 @@ def test_a_view_of_a_handle_takes_the_general_path() -> None:
     assert F.float_reshape(handle, (16,)) is handle
     view = F.float_swap_dims(F.float_reshape(handle, (4, 4)), 0, 1)
     np.testing.assert_array_equal(materialize(view), (big * 2).reshape(4, 4).T)
+
+
+def test_generated_code_keeps_its_source_for_readers() -> None:
+    """A generated wrapper and a CPU kernel show their own lines (``inspect``, tracebacks,
+    debuggers), and ``python -m burnpy.fusion.show`` prints an op's."""
+    import inspect
+
+    from burnpy.backend.dtype import DType
+    from burnpy.fusion.show import op_source
+    from burnpy.ir import FusedGroup, FusedOp, Ref, TensorDesc
+    from burnpy_cpu.fuser import _source
+
+    shown = op_source("float_exp")
+    assert shown.startswith("def float_exp(tensor):") and "return _op(tensor)" in shown
+    wrapper = inspect.getattr_static(F, "float_exp").__func__
+    assert wrapper.__code__.co_filename == "<fusion float_exp>"
+    f32 = DType.float32
+    group = FusedGroup((4,), (TensorDesc((4,), f32),), (), (
+        FusedOp("abs", (Ref("input", 0),), f32), FusedOp("neg", (Ref("local", 0),), f32)),
+        (1,), None)
+    source, _ = _source(group, False)
+    kernel = FUSER._compiled(source)
+    assert inspect.getsource(kernel) == source

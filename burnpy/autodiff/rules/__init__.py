@@ -1,7 +1,7 @@
 """Every op's derivative, for both decorators: the one place to look for "where is reshape's
 derivative?".
 
-- Elementwise ops state their local partials once, in ``burnpy.autodiff.derivatives``;
+- Elementwise ops state their local partials once, in ``burnpy.ir.elementwise``;
   ``elementwise.py`` generates both decorators' ops from that table.
 - Every other op is declared once, in the table of its family's module, with its reverse
   rule and its tangent rule side by side (``table.py`` has the declaration and the

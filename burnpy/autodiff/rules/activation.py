@@ -1,7 +1,7 @@
 # ruff: noqa: N803 - rules name the inner backend type ``B``, as Burn's generics do
 """Softmax, log-softmax and relu_backward: one node each, so the inner backend's fused kernels
 run forward. The elementwise activations (relu, gelu, sigmoid...) come from the table of local
-partials (``burnpy.autodiff.derivatives``); their ``*_backward`` helpers run the protocol's
+partials (``burnpy.ir.elementwise``); their ``*_backward`` helpers run the protocol's
 composition on both decorators, except ``relu_backward`` on ForwardAD (linear in the
 gradient)."""
 

@@ -1,19 +1,14 @@
 # ruff: noqa: N803, N806 - rules name the inner backend type ``B``, as Burn's generics do
-"""The elementwise ops of both decorators, generated from the table of local partials
-(``burnpy.autodiff.derivatives``): Autodiff records one node whose reverse rule scales the
-incoming gradient by each tracked input's partial; ForwardAD's tangent is the sum, over the
-inputs carrying a tangent, of each tangent scaled by that input's partial."""
+"""The elementwise ops of both decorators, generated from the local partials of the
+elementwise registry (``burnpy.ir.elementwise``): Autodiff records one node whose reverse rule
+scales the incoming gradient by each tracked input's partial; ForwardAD's tangent is the sum,
+over the inputs carrying a tangent, of each tangent scaled by that input's partial."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from burnpy.autodiff.derivatives import (
-    Elementwise,
-    ParamBinder,
-    Partial,
-    generated_from_table,
-)
+from burnpy.autodiff.derivatives import ParamBinder, generated_from_table
 from burnpy.autodiff.forward.tensor import DualTensor
 from burnpy.autodiff.graph import Op
 from burnpy.autodiff.rule_helpers import fit, zeros
@@ -22,6 +17,7 @@ from burnpy.autodiff.rules.reverse import AutodiffOps, Method
 from burnpy.autodiff.rules.table import Grads, InnerCall, Params, Parents, Saved
 from burnpy.autodiff.rules.tangent import ForwardOps
 from burnpy.autodiff.tensor import AutodiffTensor
+from burnpy.ir.elementwise import LocalPartials, Partial
 
 
 # ---- Autodiff ----------------------------------------------------------------------------
@@ -30,7 +26,7 @@ class ReverseRule:
 
     __slots__ = ("missing", "partials")
 
-    def __init__(self, entry: Elementwise) -> None:
+    def __init__(self, entry: LocalPartials) -> None:
         self.partials: tuple[Partial, ...] = entry.partials
         #: What the partials receive for inputs the op does not save.
         self.missing: tuple[None, ...] = (None,) * entry.arity
@@ -50,7 +46,7 @@ def _zero_rule(B: Any, grad: Any, inputs: Saved, output: Any, params: Params,
     return (zeros(B, grad.shape, grad),)
 
 
-def recorded(entry: Elementwise) -> Method:
+def recorded(entry: LocalPartials) -> Method:
     """The Autodiff op of a table entry: the inner op, recorded when an input is tracked."""
     name = entry.name
     op = Op(name, ReverseRule(entry) if entry.partials else _zero_rule, InnerCall(name),
@@ -90,18 +86,19 @@ def recorded(entry: Elementwise) -> Method:
 
 @generated_from_table(recorded)
 class AutodiffElementwiseOps(AutodiffOps):
-    """Every op of ``derivatives.ELEMENTWISE``, recorded with its generated reverse rule."""
+    """Every op with local partials in ``burnpy.ir.elementwise``, recorded with its generated
+    reverse rule."""
 
 
 # ---- ForwardAD ---------------------------------------------------------------------------
-def with_tangent(entry: Elementwise) -> Method:
+def with_tangent(entry: LocalPartials) -> Method:
     """The ForwardAD op of a table entry: the inner op on the primals and its tangent."""
     if entry.arity == 2:
         return _binary(entry)
     return _unary(entry, ParamBinder(entry))
 
 
-def _unary(entry: Elementwise, binder: ParamBinder) -> Method:
+def _unary(entry: LocalPartials, binder: ParamBinder) -> Method:
     name, count = entry.name, binder.count
     partial = entry.partials[0] if entry.partials else None
 
@@ -119,7 +116,7 @@ def _unary(entry: Elementwise, binder: ParamBinder) -> Method:
     return tangent.finish(method, name)
 
 
-def _binary(entry: Elementwise) -> Method:
+def _binary(entry: LocalPartials) -> Method:
     name = entry.name
     lhs_partial, rhs_partial = entry.partials
 
@@ -141,4 +138,5 @@ def _binary(entry: Elementwise) -> Method:
 
 @generated_from_table(with_tangent)
 class ForwardElementwiseOps(ForwardOps):
-    """Every op of ``derivatives.ELEMENTWISE``, with its generated tangent rule."""
+    """Every op with local partials in ``burnpy.ir.elementwise``, with its generated tangent
+    rule."""

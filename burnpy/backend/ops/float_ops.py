@@ -334,6 +334,18 @@ class FloatOps:
         return cls.float_mask_where(out, cls.float_equal(lhs, rhs),
                                     cls.float_add_scalar(bigger, math.log(2.0)))
 
+    @provided
+    def float_logaddexp2(cls: type[Backend], lhs: FloatPrimitive,
+                         rhs: FloatPrimitive) -> FloatPrimitive:
+        """``log2(2**lhs + 2**rhs)`` without overflow: ``max + log1p(2**-|lhs - rhs|) / log(2)``;
+        equal sides (infinities included) give ``side + 1``."""
+        bigger = cls.float_mask_where(lhs, cls.float_lower(lhs, rhs), rhs)
+        gap = cls.float_mul_scalar(cls.float_abs(cls.float_sub(lhs, rhs)), -math.log(2.0))
+        out = cls.float_add(bigger, cls.float_div_scalar(cls.float_log1p(cls.float_exp(gap)),
+                                                         math.log(2.0)))
+        return cls.float_mask_where(out, cls.float_equal(lhs, rhs),
+                                    cls.float_add_scalar(bigger, 1.0))
+
     @required
     def float_erf(tensor: FloatPrimitive) -> FloatPrimitive:
         """Gauss error function (float64 accurate to 1e-12 relative)."""
