@@ -287,6 +287,10 @@ class Optimizer(ABC):
         for group in self.param_groups:
             group["lr"] = value
 
+    def zero_grad(self, set_to_none: bool = True) -> None:  # noqa: B027 (a no-op by design)
+        """Nothing to clear: burnpy's gradients are not accumulated on parameters, each
+        ``backward()`` returns fresh ``Gradients`` (accepted so torch's loops port as they are)."""
+
     @abstractmethod
     def update(self, key: Tensor, param: Tensor, grad: Tensor,
                group: Mapping[str, Any]) -> Tensor:

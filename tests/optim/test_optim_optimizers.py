@@ -93,6 +93,22 @@ def test_twenty_steps_match_torch(make: Callable[[], optim.Optimizer],
     _assert_same(ours, ref)
 
 
+@pytest.mark.parametrize("set_to_none", [True, False])
+def test_zero_grad_ports_a_torch_loop_unchanged(set_to_none: bool) -> None:
+    """``opt.zero_grad()`` before each backward, as torch's loops do: accepted (burnpy never
+    accumulates gradients on parameters), and the steps still match torch's."""
+    ours, ref = _pair()
+    opt = optim.SGD(ours.parameters(), lr=0.1, momentum=0.9)
+    ref_opt = torch.optim.SGD(ref.parameters(), lr=0.1, momentum=0.9)
+    for x, y in DATA[:5]:
+        opt.zero_grad(set_to_none=set_to_none)
+        _step_ours(ours, opt, x, y)
+        ref_opt.zero_grad(set_to_none=set_to_none)
+        torch.nn.functional.mse_loss(ref(torch.from_numpy(x)), torch.from_numpy(y)).backward()
+        ref_opt.step()
+    _assert_same(ours, ref, rtol=1e-12)
+
+
 def test_step_keeps_the_module_and_builds_no_graph() -> None:
     """The step writes each parameter in place (torch's: the same objects), as a new leaf."""
     ours, _ = _pair()
