@@ -111,10 +111,11 @@ from burnpy.autodiff.modes import (  # noqa: E402
 __all__ += ["AnomalyError", "detect_anomaly", "enable_grad", "is_grad_enabled", "no_grad",
             "set_grad_enabled"]
 
-# Shape, indexing and matrix-product functions of torch's namespace (issue 16).
+# Shape and matrix-product functions of torch's namespace.
 from collections.abc import Sequence  # noqa: E402
 
-from burnpy.tensor import shape_ops as _shape_ops  # noqa: E402
+from burnpy.tensor import arithmetic as _arithmetic  # noqa: E402
+from burnpy.tensor import layout as _layout  # noqa: E402
 
 
 def einsum(equation: str, *operands: Tensor | Sequence[Tensor]) -> Tensor:
@@ -124,32 +125,32 @@ def einsum(equation: str, *operands: Tensor | Sequence[Tensor]) -> Tensor:
     items: list[Tensor] = []
     for t in operands:
         items.extend([t] if isinstance(t, Tensor) else t)
-    return _shape_ops.einsum(equation, items)
+    return _arithmetic.einsum(equation, items)
 
 
 def inner(input: Tensor, other: Tensor) -> Tensor:
     """torch.inner: sums of products over the last dims (``Tensor.inner`` is Burn's unwrap)."""
-    return _shape_ops.inner(input, other)
+    return _arithmetic.inner(input, other)
 
 
 def hstack(tensors: Sequence[Tensor]) -> Tensor:
     """Concatenated column-wise (along dim 1; dim 0 for 1-d tensors)."""
-    return _shape_ops.stack_along("hstack", tensors)
+    return _layout.stack_along("hstack", tensors)
 
 
 def vstack(tensors: Sequence[Tensor]) -> Tensor:
     """Concatenated row-wise, 1-d tensors as rows."""
-    return _shape_ops.stack_along("vstack", tensors)
+    return _layout.stack_along("vstack", tensors)
 
 
 def dstack(tensors: Sequence[Tensor]) -> Tensor:
     """Concatenated depth-wise (along dim 2), after promoting each tensor to 3 dims."""
-    return _shape_ops.stack_along("dstack", tensors)
+    return _layout.stack_along("dstack", tensors)
 
 
 def column_stack(tensors: Sequence[Tensor]) -> Tensor:
     """Concatenated as columns: 0-d and 1-d tensors become columns, then along dim 1."""
-    return _shape_ops.stack_along("column_stack", tensors)
+    return _layout.stack_along("column_stack", tensors)
 
 
 __all__ += ["column_stack", "dstack", "einsum", "hstack", "inner", "vstack"]

@@ -12,7 +12,7 @@ from burnpy.backend.device import Device
 from burnpy.backend.errors import InvalidArgumentError
 from burnpy.data.dataset import Dataset
 from burnpy.tensor import Tensor
-from burnpy.tensor.tensor import from_owned_data
+from burnpy.tensor.creation import from_owned_data
 
 if TYPE_CHECKING:
     from burnpy.backend.base import Backend

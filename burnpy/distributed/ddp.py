@@ -40,7 +40,7 @@ from burnpy.distributed.group import ProcessGroup, current_group
 from burnpy.distributed.host import wire_dtype
 from burnpy.nn.module import Module
 from burnpy.tensor._core import FLOAT, new
-from burnpy.tensor.tensor import from_owned_data
+from burnpy.tensor.creation import from_owned_data
 
 if TYPE_CHECKING:
     from mpi4py import MPI

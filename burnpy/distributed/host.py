@@ -19,7 +19,7 @@ import numpy as np
 
 from burnpy.tensor import Tensor
 from burnpy.tensor._core import new
-from burnpy.tensor.tensor import from_owned_data
+from burnpy.tensor.creation import from_owned_data
 
 
 def peel(t: Tensor) -> tuple[Tensor, list[type]]:

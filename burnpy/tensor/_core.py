@@ -1,14 +1,22 @@
-"""Shared internals of the Tensor modules: kinds, the fast wrapper and cross-tensor checks."""
+"""Shared internals of the Tensor modules: kinds, the tensor's slots (``TensorBase``), the fast
+wrapper ``new`` and cross-tensor checks.
+
+``Tensor`` (``burnpy.tensor.tensor``) is ``TensorBase`` plus one mixin per topic (creation,
+conversion, arithmetic, elementwise, layout, indexing, reduction, statistics, in-place,
+quantized). The mixins never import ``Tensor``: they build results with ``new``, test operands
+with ``isinstance(x, TensorBase)`` and call each other's methods on ``self``.
+"""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeGuard, cast
 
 from burnpy.backend.dtype import DType, promote_floats, promote_ints
 from burnpy.backend.errors import (
     BackendMismatchError,
     DeviceMismatchError,
     DTypeError,
+    KindError,
     article,
 )
 
@@ -18,8 +26,44 @@ if TYPE_CHECKING:
 
 FLOAT, INT, BOOL, QUANTIZED = "float", "int", "bool", "quantized"
 
-#: Set by burnpy.tensor.tensor once the class exists; ``new`` instantiates it.
-TENSOR_CLASS: Any = None
+
+class TensorBase:
+    """The slots of every tensor: the backend class, its primitive and the kind (and the two
+    optional ones below); ``isinstance(x, TensorBase)`` is the mixins' tensor test."""
+
+    #: ``_view_of`` is set only on results of basic indexing: ``(base, key, base's primitive
+    #: when read)``, so an in-place write to the result also writes into the base (torch's views).
+    __slots__ = ("__weakref__", "_shares", "_view_of", "backend", "kind", "primitive")
+
+    backend: type[Backend]
+    primitive: Any
+    kind: str
+    _view_of: tuple[Tensor, tuple[Any, ...], Any]
+    #: ``_shares`` is set only by ``from_numpy`` and ``from_dlpack``'s zero-copy import: the
+    #: array whose memory the tensor shares, which its in-place writes also write into.
+    _shares: Any
+
+    def __init__(self, backend: type[Backend], primitive: Any, kind: str) -> None:
+        """Wrap ``primitive`` of ``backend`` as a tensor of ``kind``; ops build tensors through
+        the faster ``new``, which skips this check.
+        """
+        if kind not in (FLOAT, INT, BOOL, QUANTIZED):
+            raise KindError(f"Tensor: unknown kind {kind!r}")
+        self.backend = backend
+        self.primitive = primitive
+        self.kind = kind
+
+
+def is_tensor(value: object) -> TypeGuard[Tensor]:
+    """Whether ``value`` is a tensor, for a value typed ``Any`` or ``object`` (a union with
+    ``Tensor`` narrows with ``isinstance(value, TensorBase)`` alone)."""
+    return isinstance(value, TensorBase)
+
+
+#: The ``Tensor`` class, registered by ``burnpy.tensor.tensor`` once it is built (importing
+#: ``burnpy.tensor`` does; until then a bare ``TensorBase``): ``new`` instantiates it, so no
+#: mixin imports the class that inherits it.
+TENSOR_CLASS: type[Tensor] = cast("type[Tensor]", TensorBase)
 
 
 def new(backend: type[Backend], primitive: Any, kind: str, _alloc: Any = object.__new__) -> Tensor:

@@ -10,7 +10,6 @@ its backward, as torch's version counters do.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -21,13 +20,12 @@ from burnpy.backend.errors import (
     article,
     describe,
 )
-from burnpy.tensor._core import FLOAT, INT
-from burnpy.tensor.checks import broadcast_shapes
-from burnpy.tensor.indexing import checked_indices
+from burnpy.tensor._core import BOOL, FLOAT, INT, check_same_backend, new
+from burnpy.tensor.creation import CreationOps
+from burnpy.tensor.indexing import accumulated
 
 if TYPE_CHECKING:
     from burnpy.tensor.tensor import Tensor
-
 
 def write_in_place(target: Tensor, what: str, compute: Callable[[Tensor], Tensor]) -> Tensor:
     """Make ``compute(target)`` ``target``'s value; returns ``target``.
@@ -92,34 +90,75 @@ def _rebind(target: Tensor, what: str, result: Tensor) -> None:
     target.primitive = result.primitive
 
 
-def accumulated(target: Tensor, indices: tuple[Tensor, ...], values: Tensor | float) -> Tensor:
-    """``target`` with ``values`` added at ``indices`` (one int tensor per leading dim,
-    broadcast together), repeated positions summed: ``index_put_(..., accumulate=True)``."""
-    from burnpy.tensor.tensor import Tensor
 
-    op = "index_put_"
-    if not indices or len(indices) > target.ndim:
-        raise ShapeError(f"{op}: expected 1 to {target.ndim} index tensors for a tensor of "
-                         f"shape {describe(target.shape)}, got {len(indices)}")
-    for i in indices:
-        if not isinstance(i, Tensor) or i.kind is not INT:
-            kind = f"{article(i.kind)} tensor" if isinstance(i, Tensor) else type(i).__name__
-            raise DTypeError(f"{op}: indices must be int tensors, got {kind}; use a bool mask "
-                             "with t[mask] = v instead")
-    shape = indices[0].shape
-    for i in indices[1:]:
-        shape = broadcast_shapes(op, shape, i.shape)
-    rest = target.shape[len(indices):]
-    linear: Tensor | None = None
-    for dim, (i, size) in enumerate(zip(indices, target.shape, strict=False)):
-        i = checked_indices(i if i.shape == shape else i.expand(shape), size, op, dim)
-        linear = i if linear is None else linear * size + i
-    assert linear is not None
-    count = math.prod(shape)
-    if not isinstance(values, Tensor):
-        values = Tensor.full(shape + rest, values, backend=target.backend,
-                             device=target.device, dtype=target.dtype)
-    values = values if values.shape == shape + rest else values.expand(shape + rest)
-    flat = target.reshape((-1,) + rest)
-    summed = flat.select_add(0, linear.reshape((count,)), values.reshape((count,) + rest))
-    return summed.reshape(target.shape)
+class InplaceOps:
+    """``Tensor``'s in-place writes (each returns this tensor) and ``clone``."""
+
+    __slots__ = ()
+
+    def __setitem__(self: Tensor, key: Any, value: Any) -> None:
+        """Write ``value`` into the indexed region, in place (torch's rules under autodiff: a
+        leaf that requires grad refuses outside ``no_grad``; see ``burnpy.tensor.inplace``)."""
+        write_in_place(self, "setitem", lambda t: t._assigned(key, value))
+
+    def add_(self: Tensor, other: Tensor | float, alpha: float = 1.0) -> Tensor:
+        """``self += alpha * other`` in place."""
+        return write_in_place(self, "add_",
+                              lambda t: t + (other if alpha == 1.0 else other * alpha))
+
+    def sub_(self: Tensor, other: Tensor | float, alpha: float = 1.0) -> Tensor:
+        """``self -= alpha * other`` in place."""
+        return write_in_place(self, "sub_",
+                              lambda t: t - (other if alpha == 1.0 else other * alpha))
+
+    def mul_(self: Tensor, other: Tensor | float) -> Tensor:
+        """``self *= other`` in place."""
+        return write_in_place(self, "mul_", lambda t: t * other)
+
+    def div_(self: Tensor, other: Tensor | float) -> Tensor:
+        """``self /= other`` in place (true division: float tensors only)."""
+        return write_in_place(self, "div_", lambda t: t / other)
+
+    def zero_(self: Tensor) -> Tensor:
+        """Fill with zeros in place."""
+        return write_in_place(self, "zero_", CreationOps.zeros_like)
+
+    def fill_(self: Tensor, value: float) -> Tensor:
+        """Fill with ``value`` in place."""
+        return write_in_place(self, "fill_", lambda t: t.full_like(value))
+
+    def clamp_(self: Tensor, min: float | None = None, max: float | None = None) -> Tensor:
+        """Limit to ``[min, max]`` in place."""
+        return write_in_place(self, "clamp_", lambda t: t.clamp(min, max))
+
+    def copy_(self: Tensor, src: Tensor) -> Tensor:
+        """Copy ``src``'s values (broadcast to this shape, cast to this dtype) in place;
+        gradients flow to ``src``."""
+        check_same_backend("copy_", self, src)
+        value = src if src.shape == self.shape else src.expand(self.shape)
+        return write_in_place(self, "copy_", lambda t: value)
+
+    def masked_fill_(self: Tensor, mask: Tensor, value: float) -> Tensor:
+        """``value`` where ``mask`` is true, in place."""
+        return write_in_place(self, "masked_fill_", lambda t: t.mask_fill(mask, value))
+
+    def index_put_(self: Tensor, indices: tuple[Tensor, ...], values: Tensor | float,
+                   accumulate: bool = False) -> Tensor:
+        """``self[indices] = values`` in place (torch's signature: one int tensor per leading
+        dim); ``accumulate=True`` adds instead, summing repeated indices."""
+        key = tuple(indices)
+        if not accumulate:
+            return write_in_place(self, "index_put_", lambda t: t._assigned(key, values))
+        return write_in_place(self, "index_put_", lambda t: accumulated(t, key, values))
+
+    def clone(self: Tensor) -> Tensor:
+        """A copy in memory of its own, as torch's (differentiable): neither in-place writes to
+        either tensor nor writes into an array this one shares (``from_numpy``) reach the other.
+        """
+        if self.kind is FLOAT:
+            return self * 1.0  # also a node of its own, so writes to the copy leave this valid
+        if self.kind is INT:
+            return self * 1
+        if self.kind is BOOL:
+            return self.logical_not().logical_not()
+        return new(self.backend, self.primitive, self.kind)  # quantized values are never shared

@@ -24,14 +24,17 @@ from burnpy.backend.errors import (
     ShapeError,
     describe,
 )
-from burnpy.tensor._core import BOOL, FLOAT, INT
+from burnpy.tensor._core import BOOL, FLOAT, INT, TensorBase
 from burnpy.tensor.checks import broadcast_shapes, normalize_dim
+from burnpy.tensor.creation import CreationOps
+from burnpy.tensor.layout import cat
 from burnpy.tensor.reduction import Dims, ValuesIndices, check_nonempty, drop_dims, zero_index
 
 if TYPE_CHECKING:
     from burnpy.backend.base import Backend
     from burnpy.backend.device import Device
     from burnpy.tensor.tensor import Tensor
+
 
 Norm = float | Literal["fro"] | None
 
@@ -42,11 +45,6 @@ class MinMax(NamedTuple):
     min: Tensor
     max: Tensor
 
-
-def _tensor_class() -> type[Tensor]:
-    from burnpy.tensor.tensor import Tensor
-
-    return Tensor
 
 
 def _require_float(t: Tensor, op: str) -> None:
@@ -64,8 +62,8 @@ def _numeric(t: Tensor, op: str) -> Tensor:
 
 def _index_full(t: Tensor, shape: Sequence[int], value: int) -> Tensor:
     """An int tensor of ``shape`` filled with ``value``, on ``t``'s backend and device."""
-    return _tensor_class().full(tuple(shape), value, backend=t.backend, device=t.device,
-                                dtype=t.backend.int_dtype)
+    return CreationOps.full(tuple(shape), value, backend=t.backend, device=t.device,
+                            dtype=t.backend.int_dtype)
 
 
 def _positions(t: Tensor, d: int) -> Tensor:
@@ -73,7 +71,7 @@ def _positions(t: Tensor, d: int) -> Tensor:
     n = t.shape[d]
     shape = [1] * t.ndim
     shape[d] = n
-    ar = _tensor_class().arange(n, backend=t.backend, device=t.device).reshape(shape)
+    ar = CreationOps.arange(n, backend=t.backend, device=t.device).reshape(shape)
     return ar.expand(t.shape)
 
 
@@ -134,8 +132,8 @@ def _shared_among_ties(t: Tensor, value: Tensor) -> Tensor:
 def _full_order_statistic(input: Tensor, op: str, ignore_nan: bool) -> Tensor:
     if input.numel() == 0:
         _require_float(input, op)
-        return _tensor_class().full((), math.nan, backend=input.backend, device=input.device,
-                                    dtype=input.dtype)
+        return CreationOps.full((), math.nan, backend=input.backend, device=input.device,
+                                dtype=input.dtype)
     flat = _numeric(input, op).flatten()
     return _shared_among_ties(flat, _order_statistic(flat, op, 0, False, ignore_nan).values)
 
@@ -187,11 +185,11 @@ def mode(input: Tensor, dim: int = -1, keepdim: bool = False) -> ValuesIndices:
     n = t.shape[d]
     s = t.detach().sort(d)
     pos = _positions(t, d)
-    edge = _tensor_class().full(tuple(_one_at(t, d)), True, backend=t.backend, device=t.device,
-                                dtype=DType.bool_)
+    edge = CreationOps.full(tuple(_one_at(t, d)), True, backend=t.backend, device=t.device,
+                            dtype=DType.bool_)
     differs = s.values.slice_dim(d, 1, n) != s.values.slice_dim(d, 0, n - 1)
-    starts = _tensor_class().cat([edge, differs], d)
-    ends = _tensor_class().cat([differs, edge], d)
+    starts = cat([edge, differs], d)
+    ends = cat([differs, edge], d)
     run_start = pos.mask_fill(~starts, 0).cummax(d).values
     run_end = pos.mask_fill(~ends, n - 1).flip(d).cummin(d).values.flip(d)
     best = (run_end - run_start).argmax(d, keepdim=True)  # first: the smallest value
@@ -242,9 +240,9 @@ def logcumsumexp(input: Tensor, dim: int) -> Tensor:
     while shift < n:
         shape = list(input.shape)
         shape[d] = shift
-        pad = _tensor_class().full(tuple(shape), -math.inf, backend=input.backend,
-                                   device=input.device, dtype=input.dtype)
-        out = out.logaddexp(_tensor_class().cat([pad, out.slice_dim(d, 0, n - shift)], d))
+        pad = CreationOps.full(tuple(shape), -math.inf, backend=input.backend,
+                               device=input.device, dtype=input.dtype)
+        out = out.logaddexp(cat([pad, out.slice_dim(d, 0, n - shift)], d))
         shift *= 2
     return out
 
@@ -410,7 +408,7 @@ def _runs(keys: Tensor, new_run: Tensor, order: Tensor | None, shape: tuple[int,
         n = new_run.shape[0]
         starts = new_run.argwhere().reshape(-1)
         end = _index_full(new_run, (1,), n)
-        bounds = _tensor_class().cat([starts, end], 0)
+        bounds = cat([starts, end], 0)
         out.append(bounds.slice_dim(0, 1, bounds.shape[0]) - starts)
     return out[0] if len(out) == 1 else tuple(out)
 
@@ -418,14 +416,14 @@ def _runs(keys: Tensor, new_run: Tensor, order: Tensor | None, shape: tuple[int,
 def _run_starts(keys: Tensor) -> Tensor:
     """True where a run of equal rows of ``keys`` (1-d, or 2-d compared row-wise) begins."""
     n = keys.shape[0]
-    first = _tensor_class().full((min(n, 1),), True, backend=keys.backend, device=keys.device,
-                                 dtype=DType.bool_)
+    first = CreationOps.full((min(n, 1),), True, backend=keys.backend, device=keys.device,
+                             dtype=DType.bool_)
     if n <= 1:
         return first
     differs = keys.slice_dim(0, 1, n) != keys.slice_dim(0, 0, n - 1)
     if keys.ndim == 2:
         differs = differs.any(1)
-    return _tensor_class().cat([first, differs], 0)
+    return cat([first, differs], 0)
 
 
 def _rows(input: Tensor, dim: int, op: str) -> tuple[Tensor, int]:
@@ -509,8 +507,8 @@ def searchsorted(sorted_sequence: Tensor, values: Tensor | float, *, out_int32: 
                              f"sequence's shape {describe(seq.shape)}")
         seq = seq.gather(-1, sorter) if seq.ndim else seq
     if isinstance(values, int | float):
-        values = _tensor_class().full((), float(values), backend=seq.backend, device=seq.device,
-                                      dtype=seq.dtype)
+        values = CreationOps.full((), float(values), backend=seq.backend, device=seq.device,
+                                  dtype=seq.dtype)
     v = values.detach().unsqueeze(-1)
     if seq.ndim == 0:
         raise ShapeError("searchsorted: the sorted sequence must have at least one dim")
@@ -554,7 +552,7 @@ def histc(input: Tensor, bins: int = 100, min: float = 0.0, max: float = 0.0) ->
         lo, hi = lo - 1.0, hi + 1.0
     inside = (x >= lo) & (x <= hi)
     where = ((x - lo) * (bins / (hi - lo))).floor().clamp(0, bins - 1).cast(x.backend.int_dtype)
-    counts = _tensor_class().zeros(bins, backend=x.backend, device=x.device, dtype=x.dtype)
+    counts = CreationOps.zeros(bins, backend=x.backend, device=x.device, dtype=x.dtype)
     return counts.scatter_add(0, where, inside.cast(x.dtype))
 
 
@@ -574,8 +572,8 @@ def bincount(input: Tensor, weights: Tensor | None = None, minlength: int = 0) -
     size = max(int(input.max().item()) + 1 if input.numel() else 0, minlength)
     b, dev = input.backend, input.device
     if weights is None:
-        counts = _tensor_class().zeros(size, backend=b, device=dev, dtype=b.int_dtype)
-        ones = _tensor_class().ones(input.shape[0], backend=b, device=dev, dtype=b.int_dtype)
+        counts = CreationOps.zeros(size, backend=b, device=dev, dtype=b.int_dtype)
+        ones = CreationOps.ones(input.shape[0], backend=b, device=dev, dtype=b.int_dtype)
         return counts.scatter_add(0, input, ones)
     if weights.shape != input.shape:
         raise ShapeError(f"bincount: weights of shape {describe(weights.shape)} must match the "
@@ -583,25 +581,16 @@ def bincount(input: Tensor, weights: Tensor | None = None, minlength: int = 0) -
     wide = DType.float64 if b.supports_dtype(dev, DType.float64) else DType.float32
     dt = DType.float32 if weights.dtype is DType.float32 else wide
     w = weights.detach().cast(dt)
-    sums = _tensor_class().zeros(size, backend=b, device=dev, dtype=dt)
+    sums = CreationOps.zeros(size, backend=b, device=dev, dtype=dt)
     return sums.scatter_add(0, input, w)
 
 
 # ---- creation and sampling ---------------------------------------------------------------------
 
-def logspace(start: float, end: float, steps: int, base: float = 10.0, *,
-             backend: type[Backend] | None = None, device: Device | None = None,
-             dtype: DTypeLike | None = None) -> Tensor:
-    """torch.logspace: ``base ** linspace(start, end, steps)``."""
-    exps = _tensor_class().linspace(start, end, steps, backend=backend, device=device,
-                                    dtype=dtype)
-    return base ** exps
-
-
 def _like(input: Tensor, distribution: Distribution, dtype: DTypeLike | None) -> Tensor:
-    return _tensor_class().random(input.shape, distribution, backend=input.backend,
-                                  device=input.device,
-                                  dtype=input.dtype if dtype is None else dtype)
+    return CreationOps.random(input.shape, distribution, backend=input.backend,
+                              device=input.device,
+                              dtype=input.dtype if dtype is None else dtype)
 
 
 def rand_like(input: Tensor, *, dtype: DTypeLike | None = None) -> Tensor:
@@ -649,14 +638,14 @@ def multinomial(input: Tensor, num_samples: int, replacement: bool = False) -> T
     shape = (*w.shape[:-1], num_samples)
     if replacement:
         cdf = (w / total).cumsum(-1)
-        u = _tensor_class().random(shape, Distribution.default(), backend=w.backend,
-                                   device=w.device, dtype=w.dtype)
+        u = CreationOps.random(shape, Distribution.default(), backend=w.backend,
+                               device=w.device, dtype=w.dtype)
         return searchsorted(cdf, u, right=True).clamp_max(n - 1)
     if bool(((w > 0).int().sum(-1) < num_samples).any().item()):
         raise InvalidArgumentError(f"multinomial: fewer than {num_samples} categories have a "
                                    "positive weight to draw without replacement")
-    u = _tensor_class().random(w.shape, Distribution.uniform(1e-12, 1.0), backend=w.backend,
-                               device=w.device, dtype=w.dtype)
+    u = CreationOps.random(w.shape, Distribution.uniform(1e-12, 1.0), backend=w.backend,
+                           device=w.device, dtype=w.dtype)
     empty = w == 0.0
     keys = w.mask_fill(empty, 1.0).log().mask_fill(empty, -math.inf) - (-u.log()).log()
     return keys.topk(num_samples, -1).indices
@@ -682,21 +671,7 @@ def randint(low: int, high: int | Sequence[int], size: Sequence[int] | int | Non
         low, high, size = 0, low, high
     if not isinstance(high, int):
         raise InvalidArgumentError(f"randint: high must be an int, got {high!r}")
-    return _tensor_class().randint(low, high, size, backend=backend, device=device, dtype=dtype)
-
-
-def randperm(n: int, *, backend: type[Backend] | None = None, device: Device | None = None,
-             dtype: DTypeLike | None = None) -> Tensor:
-    """torch.randperm: a random permutation of ``0..n-1`` (the order of uniform keys)."""
-    if n < 0:
-        raise InvalidArgumentError(f"randperm: n must be >= 0, got {n}")
-    tensor_cls = _tensor_class()
-    probe = tensor_cls.zeros((), backend=backend, device=device)
-    b, dev = probe.backend, probe.device
-    wide = DType.float64 if b.supports_dtype(dev, DType.float64) else DType.float32
-    perm = tensor_cls.random((n,), Distribution.default(), backend=b, device=dev,
-                             dtype=wide).argsort()
-    return perm if dtype is None else perm.cast(dtype)
+    return CreationOps.randint(low, high, size, backend=backend, device=device, dtype=dtype)
 
 
 def normal(mean: Tensor | float, std: Tensor | float = 1.0,
@@ -704,27 +679,128 @@ def normal(mean: Tensor | float, std: Tensor | float = 1.0,
            device: Device | None = None, dtype: DTypeLike | None = None) -> Tensor:
     """torch.normal: samples of N(mean, std) for tensor means and/or stds (broadcast) or, with
     two numbers, of ``size``. The samples carry no gradient, as torch's."""
-    tensor_cls = _tensor_class()
-    like = mean if isinstance(mean, tensor_cls) else std if isinstance(std, tensor_cls) else None
+    like = mean if isinstance(mean, TensorBase) else std if isinstance(std, TensorBase) else None
     if like is None:
         if size is None:
             raise InvalidArgumentError("normal: give a size with a number mean and std")
         if std < 0:
             raise InvalidArgumentError(f"normal: std must be >= 0, got {std}")
-        return tensor_cls.random(size, Distribution.normal(float(mean), float(std)),
-                             backend=backend, device=device, dtype=dtype)
+        return CreationOps.random(size, Distribution.normal(float(mean), float(std)),
+                                  backend=backend, device=device, dtype=dtype)
     if size is not None:
         raise InvalidArgumentError("normal: size is given by the tensor mean or std")
     for t in (mean, std):
-        if isinstance(t, tensor_cls):
+        if isinstance(t, TensorBase):
             _require_float(t, "normal")
-    shapes = [t.shape for t in (mean, std) if isinstance(t, tensor_cls)]
+    shapes = [t.shape for t in (mean, std) if isinstance(t, TensorBase)]
     shape = broadcast_shapes("normal", *shapes) if len(shapes) == 2 else shapes[0]
     out_dtype = like.dtype if dtype is None else DType.of(dtype)
     if not out_dtype.is_float:
         raise DTypeError(f"normal: samples are float, got dtype {out_dtype!r}")
-    eps = tensor_cls.random(shape, Distribution.normal(0.0, 1.0), backend=like.backend,
-                        device=like.device, dtype=out_dtype)
-    m = mean.detach() if isinstance(mean, tensor_cls) else mean
-    s = std.detach() if isinstance(std, tensor_cls) else std
+    eps = CreationOps.random(shape, Distribution.normal(0.0, 1.0), backend=like.backend,
+                             device=like.device, dtype=out_dtype)
+    m = mean.detach() if isinstance(mean, TensorBase) else mean
+    s = std.detach() if isinstance(std, TensorBase) else std
     return eps * s + m
+
+
+#: torch.logspace and torch.randperm: ``Tensor``'s static constructors.
+logspace = CreationOps.logspace
+randperm = CreationOps.randperm
+
+
+class StatisticsOps:
+    """``Tensor``'s order statistics, NaN-aware reductions, norms, uniques and sampling."""
+
+    __slots__ = ()
+
+
+
+    @overload
+    def median(self: Tensor, dim: None = None, keepdim: bool = False) -> Tensor: ...
+    @overload
+    def median(self: Tensor, dim: int, keepdim: bool = False) -> ValuesIndices: ...
+
+    def median(self: Tensor, dim: int | None = None,
+               keepdim: bool = False) -> Tensor | ValuesIndices:
+        """torch.median: the lower middle value (NaN where a NaN is); over all elements a 0-d
+        tensor, along ``dim`` the named tuple ``(values, indices)``."""
+        return median(self, dim, keepdim)
+
+    @overload
+    def nanmedian(self: Tensor, dim: None = None, keepdim: bool = False) -> Tensor: ...
+    @overload
+    def nanmedian(self: Tensor, dim: int, keepdim: bool = False) -> ValuesIndices: ...
+
+    def nanmedian(self: Tensor, dim: int | None = None,
+                  keepdim: bool = False) -> Tensor | ValuesIndices:
+        """torch.nanmedian: ``median`` ignoring NaNs (NaN only where every value is)."""
+        return nanmedian(self, dim, keepdim)
+
+    def mode(self: Tensor, dim: int = -1, keepdim: bool = False) -> ValuesIndices:
+        """torch.mode: ``(values, indices)`` of the most frequent value along ``dim`` (the
+        smallest among equally frequent ones, at its last occurrence)."""
+        return mode(self, dim, keepdim)
+
+    def kthvalue(self: Tensor, k: int, dim: int = -1, keepdim: bool = False) -> ValuesIndices:
+        """torch.kthvalue: ``(values, indices)`` of the ``k``-th smallest along ``dim``."""
+        return kthvalue(self, k, dim, keepdim)
+
+    def aminmax(self: Tensor, *, dim: int | None = None, keepdim: bool = False) -> MinMax:
+        """torch.aminmax: the named tuple ``(min, max)`` over ``dim`` (all when None)."""
+        return aminmax(self, dim=dim, keepdim=keepdim)
+
+    def msort(self: Tensor) -> Tensor:
+        """torch.msort: the values sorted along dim 0."""
+        return msort(self)
+
+    def nansum(self: Tensor, dim: Dims = None, keepdim: bool = False) -> Tensor:
+        """torch.nansum: the sum with NaNs counted as zero."""
+        return nansum(self, dim, keepdim)
+
+    def nanmean(self: Tensor, dim: Dims = None, keepdim: bool = False) -> Tensor:
+        """torch.nanmean: the mean of the values that are not NaN."""
+        return nanmean(self, dim, keepdim)
+
+    def logcumsumexp(self: Tensor, dim: int) -> Tensor:
+        """torch.logcumsumexp: ``log(cumsum(exp(x)))`` along ``dim``, exact at any scale."""
+        return logcumsumexp(self, dim)
+
+    def norm(self: Tensor, p: float | Literal["fro"] | None = "fro", dim: Dims = None,
+             keepdim: bool = False) -> Tensor:
+        """torch's Tensor.norm: the vector ``p``-norm (a number, inf, -inf, 0 or "fro") over
+        ``dim``; the gradient at a zero norm is 0."""
+        return norm(self, p, dim, keepdim)
+
+    def dist(self: Tensor, other: Tensor, p: float = 2.0) -> Tensor:
+        """torch.dist: the ``p``-norm of ``self - other``."""
+        return dist(self, other, p)
+
+    def unique(self: Tensor, sorted: bool = True, return_inverse: bool = False,
+               return_counts: bool = False, dim: int | None = None) -> Tensor | tuple[Tensor, ...]:
+        """torch.unique: the distinct values (or slices along ``dim``) in ascending order, with
+        the optional inverse indices and counts."""
+        return unique(self, sorted, return_inverse, return_counts, dim)
+
+    def unique_consecutive(self: Tensor, return_inverse: bool = False, return_counts: bool = False,
+                           dim: int | None = None) -> Tensor | tuple[Tensor, ...]:
+        """torch.unique_consecutive: one value per run of equal consecutive values."""
+        return unique_consecutive(self, return_inverse, return_counts, dim)
+
+    def histc(self: Tensor, bins: int = 100, min: float = 0.0, max: float = 0.0) -> Tensor:
+        """torch.histc: counts in ``bins`` equal bins over ``[min, max]`` (the data's range
+        when equal), in the input's dtype."""
+        return histc(self, bins, min, max)
+
+    def bincount(self: Tensor, weights: Tensor | None = None, minlength: int = 0) -> Tensor:
+        """torch.bincount: occurrences (or summed ``weights``) of each value of a 1-d
+        non-negative int tensor."""
+        return bincount(self, weights, minlength)
+
+    def bernoulli(self: Tensor, p: float | None = None) -> Tensor:
+        """torch.bernoulli: 1 with probability ``self`` (or ``p``), else 0, without gradient."""
+        return bernoulli(self, p)
+
+    def multinomial(self: Tensor, num_samples: int, replacement: bool = False) -> Tensor:
+        """torch.multinomial: category indices drawn from the weights of each row."""
+        return multinomial(self, num_samples, replacement)
