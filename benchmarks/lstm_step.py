@@ -5,8 +5,9 @@ and a ``Linear(256, 65)`` head; a step is the forward pass over a batch of 32 se
 characters, the mean cross entropy of the next character, the backward pass and Adam. torch
 runs the same modules with the same weights (burnpy's ``nn`` names them as torch does, so the
 state dict is copied as it is). float32, one thread, alternating burnpy and torch steps;
-prints medians and the steps/s ratio (target >= 1.0x torch). Run:
-``.venv/bin/python benchmarks/lstm_step.py``.
+prints medians and the steps/s ratio (target >= 1.0x torch). ``--floor`` also times the
+step's matrix products alone, as burnpy's CPU backend runs them (OpenBLAS through NumPy).
+Run: ``.venv/bin/python benchmarks/lstm_step.py [--floor]``.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMB
     os.environ[_var] = "1"
 
 import argparse  # noqa: E402
+from collections.abc import Callable  # noqa: E402
 
 import _timing  # noqa: E402 - also pins glibc's allocator: freed buffers stay in the process
 import numpy as np  # noqa: E402
@@ -110,6 +112,41 @@ class TorchStep:
         return float(loss.item())
 
 
+def matmul_floor() -> Callable[[], None]:
+    """The step's matrix products alone on NumPy (OpenBLAS), with the shapes and count
+    burnpy's step runs: the input projections, the head, 64 recurrent products per layer and
+    direction of the pass, and the weight and input gradients. What is left of burnpy's step
+    above this is everything else."""
+    rng = np.random.default_rng(0)
+    rows, gates = BATCH * SEQ, 4 * HIDDEN
+
+    def f(*shape: int) -> np.ndarray:
+        return rng.standard_normal(shape, dtype=np.float32)
+
+    x1, x2, w1, w2, w_hh = f(rows, EMBED), f(rows, HIDDEN), f(gates, EMBED), f(gates, HIDDEN), \
+        f(gates, HIDDEN)
+    h_t, dz, dg, y, w_out, dy = f(HIDDEN, BATCH), f(BATCH, gates), f(rows, gates), \
+        f(rows, HIDDEN), f(VOCAB, HIDDEN), f(rows, VOCAB)
+    z_t = np.empty((gates, BATCH), np.float32)
+
+    def run() -> None:
+        for x, w in ((x1, w1), (x2, w2)):
+            x @ w.T
+        y @ w_out.T
+        dy @ w_out
+        dy.T @ y
+        for x, w in ((x1, w1), (x2, w2)):
+            for _ in range(SEQ):
+                np.matmul(w_hh, h_t, out=z_t)
+            for _ in range(SEQ):
+                dz @ w_hh
+            dg.T @ y
+            dg @ w
+            dg.T @ x
+
+    return run
+
+
 def pair() -> tuple[BurnpyStep, TorchStep]:
     """Both steps, over the same data, from the same weights."""
     backend = Autodiff(CpuBackend)
@@ -122,13 +159,18 @@ def pair() -> tuple[BurnpyStep, TorchStep]:
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--rounds", type=int, default=20)
+    p.add_argument("--floor", action="store_true",
+                   help="also time the step's matrix products alone (NumPy, same shapes)")
     args = p.parse_args()
     torch.set_num_threads(1)
     ours, theirs = pair()
     for _ in range(3):
         np.testing.assert_allclose(ours(), theirs(), rtol=1e-4, err_msg="the models diverge")
-    med = _timing.alternate({"burnpy Autodiff(CpuBackend)": ours, "torch CPU eager": theirs},
-                            1, args.rounds)
+    steps: dict[str, Callable[[], object]] = {"burnpy Autodiff(CpuBackend)": ours,
+                                              "torch CPU eager": theirs}
+    if args.floor:
+        steps["matmuls alone (OpenBLAS)"] = matmul_floor()
+    med = _timing.alternate(steps, 1, args.rounds)
     print(f"char LSTM: {LAYERS} layers, hidden {HIDDEN}, embedding {EMBED}, vocab {VOCAB}, "
           f"batch {BATCH}, sequence {SEQ}; float32, one thread, Adam; median of {args.rounds} "
           f"alternating steps (losses agree for 3 steps)")
