@@ -29,7 +29,6 @@ from burnpy.backend.errors import (
 )
 from burnpy.nn import functional as F
 from burnpy.nn import init
-from burnpy.nn.dropout import dropout as _dropout
 from burnpy.nn.module import Module
 from burnpy.nn.utils.rnn import PackedSequence
 from burnpy.tensor import Tensor
@@ -338,7 +337,7 @@ class RNNBase(Module):
                     cs.append(c)
             data = Tensor.cat(outs, 1) if dirs == 2 else outs[0]
             if self.training and self.dropout > 0 and layer < self.num_layers - 1:
-                data = _dropout(data, self.dropout, True)
+                data = F.dropout(data, self.dropout, True)
         return data, Tensor.stack(hs, 0), Tensor.stack(cs, 0) if cs else None
 
     def forward(self, input: Tensor | PackedSequence, hx: Any = None) -> tuple[Any, Any]:
