@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-MODULES = ["burnpy.nn", "burnpy.nn.functional", "burnpy.func", "burnpy.optim", "burnpy.record",
-           "burnpy.train"]
+MODULES = ["burnpy.nn", "burnpy.nn.functional", "burnpy.func", "burnpy.optim",
+           "burnpy.optim.swa_utils", "burnpy.record", "burnpy.train"]
 
 
 def _own_doc(obj: Any) -> str:

@@ -1,5 +1,7 @@
-"""Optimizers (Burn's ``optim.step(model, grads)``), gradient clipping and LR schedulers."""
+"""Optimizers (Burn's ``optim.step(model, grads)``), gradient clipping, LR schedulers and
+weight averaging (``swa_utils``: SWA and EMA)."""
 
+from burnpy.optim import swa_utils
 from burnpy.optim.adam import Adam, AdamW
 from burnpy.optim.adaptive import Adadelta, Adafactor, Adagrad, Adamax, NAdam, RAdam, SparseAdam
 from burnpy.optim.asgd import ASGD
@@ -45,5 +47,5 @@ __all__ = [
     "PolynomialLR", "ReduceLROnPlateau", "ConstantLR", "CosineAnnealingLR", "ExponentialLR",
     "GradientClipping", "LinearLR", "LrScheduler", "Optimizer", "OptimizerStateError",
     "RMSprop", "SequentialLR", "StepLR", "clip_grad_norm", "clip_grad_value", "clip_norm",
-    "total_norm", "warmup_cosine",
+    "swa_utils", "total_norm", "warmup_cosine",
 ]
