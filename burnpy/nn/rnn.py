@@ -472,6 +472,12 @@ class RNNCellBase(Module):
         if x.ndim not in (1, 2) or x.shape[-1] != self.input_size:
             raise ShapeError(f"{label}: expected input [batch, {self.input_size}] or "
                              f"[{self.input_size}], got {describe(x.shape)}")
+        w = self.weight_ih
+        for what, t in (("input", x), *(("hx", s) for s in states if s is not None)):
+            if t.backend is not w.backend or t.device != w.device:
+                raise BackendMismatchError(f"{label}: {what} on {t.backend.__name__} "
+                                           f"({t.device}), the parameters on "
+                                           f"{w.backend.__name__} ({w.device})")
         unbatched = x.ndim == 1
         x = x.unsqueeze(0) if unbatched else x
         want = (self.hidden_size,) if unbatched else (x.shape[0], self.hidden_size)
@@ -527,7 +533,8 @@ class RNNCell(RNNCellBase):
 
 
 class LSTMCell(RNNCellBase):
-    """One LSTM step: ``(h', c')`` from ``x`` and ``(h, c)``."""
+    """One LSTM step: ``(h', c')`` from ``x`` and ``(h, c)``, as the backend's ``lstm`` op
+    over one step."""
 
     def __init__(self, input_size: int, hidden_size: int, bias: bool = True, *,
                  backend: type[Backend] | None = None, device: Device | None = None,
@@ -542,9 +549,9 @@ class LSTMCell(RNNCellBase):
             raise InvalidArgumentError(f"LSTMCell({self.extra_repr()}): hx must be a tuple "
                                        f"(h, c), got {type(hx).__name__}")
         x, (h, c), unbatched = self._prepare(input, [None, None] if hx is None else list(hx))
-        h, c_new = _step("LSTM", self._gates(x), h, c, self.weight_hh, None, None)
-        assert c_new is not None
-        return (h.squeeze(0), c_new.squeeze(0)) if unbatched else (h, c_new)
+        states = lstm_recurrence(self._gates(x).unsqueeze(0), self.weight_hh, h, c)
+        h, c = states[0], states[1]
+        return (h.squeeze(0), c.squeeze(0)) if unbatched else (h, c)
 
 
 class GRUCell(RNNCellBase):

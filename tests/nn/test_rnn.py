@@ -350,6 +350,10 @@ def test_states_and_inputs_on_another_backend_or_empty_are_refused() -> None:
         lstm(x, (plain, plain))
     with pytest.raises(BackendMismatchError, match=r"LSTM\(4, 6\): input on"):
         lstm(Tensor.zeros((T, N, IN)))
+    cell = nn.LSTMCell(IN, H, backend=B)
+    with pytest.raises(BackendMismatchError, match=r"LSTMCell\(4, 6\): hx on"):
+        cell(Tensor.from_data(np.zeros((N, IN), np.float32), backend=B),
+             (Tensor.zeros((N, H)), Tensor.zeros((N, H))))
     with pytest.raises(ShapeError, match=r"sequence length larger than 0.*\(0, 3, 4\)"):
         lstm(Tensor.from_data(np.zeros((0, N, IN), np.float32), backend=B))
     with pytest.raises(ShapeError, match=r"lstm_recurrence: gates_x \(2, 3, 24\) needs "
