@@ -17,11 +17,13 @@ import pytest
 import torch
 import torch.nn.functional as tf
 import torch.optim.lr_scheduler as tls
+import torch.optim.swa_utils as tswa
 
 import burnpy.nn as nn
 import burnpy.nn.functional as F
 import burnpy.optim as optim
 import burnpy.optim.lr_scheduler as ls
+import burnpy.optim.swa_utils as swa
 from burnpy import Tensor
 
 EMPTY = inspect.Parameter.empty
@@ -74,7 +76,7 @@ def _params(fn: Any) -> tuple[dict[str, Any], list[str]] | None:
 def _pairs() -> Iterator[tuple[str, Any, Any]]:
     spaces: list[tuple[str, ModuleType, ModuleType]] = [
         ("nn", nn, torch.nn), ("F", F, tf), ("optim", optim, torch.optim),
-        ("lr_scheduler", ls, tls)]
+        ("lr_scheduler", ls, tls), ("swa_utils", swa, tswa)]
     for label, ours, theirs in spaces:
         for name in sorted(getattr(ours, "__all__", dir(ours))):
             mine, torch_fn = getattr(ours, name, None), getattr(theirs, name, None)
