@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 # The API reference: every package that imports without optional libraries (burnpy_cuda and
 # burnpy_wgpu import without CuPy/wgpu and say so when used). Listed because burnpy's
 # ``__all__`` does not name its subpackages, and pdoc follows ``__all__``.
-DOC_MODULES := burnpy burnpy.tensor burnpy.nn burnpy.nn.functional burnpy.func burnpy.optim \
+DOC_MODULES := burnpy burnpy.tensor burnpy.nn burnpy.func burnpy.optim \
 	burnpy.record burnpy.train burnpy.data burnpy.autodiff burnpy.backend burnpy.quantization \
 	burnpy.testing burnpy_cpu burnpy_cuda burnpy_wgpu
 

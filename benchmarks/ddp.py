@@ -30,7 +30,7 @@ def digits_worker() -> None:
     from burnpy import distributed as dist
     from burnpy.autodiff import Autodiff
     from burnpy.examples.digits import DigitsCNN
-    from burnpy.nn.losses import cross_entropy
+    from burnpy.nn.functional import cross_entropy
     from burnpy.optim import Adam
     from burnpy_cpu import CpuBackend
 
@@ -58,7 +58,7 @@ def gpt_worker() -> None:
     from burnpy.autodiff import Autodiff
     from burnpy.examples.gpt import batch
     from burnpy.examples.gpt_model import GPT, GPTConfig, decay_groups
-    from burnpy.nn.losses import cross_entropy
+    from burnpy.nn.functional import cross_entropy
     from burnpy.optim import AdamW
     from burnpy_cpu import CpuBackend
 

@@ -37,7 +37,7 @@ import torch.nn.functional as TF  # noqa: E402
 
 import burnpy.nn.functional as F  # noqa: E402
 from burnpy import Tensor, func  # noqa: E402
-from burnpy.nn.losses import cross_entropy  # noqa: E402
+from burnpy.nn.functional import cross_entropy  # noqa: E402
 
 torch.set_num_threads(1)
 

@@ -32,7 +32,7 @@ from burnpy.distributed.metrics import average_metrics
 from burnpy.examples.digits import BACKENDS, load_backend
 from burnpy.examples.gpt_model import GPT, GPTConfig, decay_groups
 from burnpy.fusion import Fusion
-from burnpy.nn.losses import cross_entropy
+from burnpy.nn.functional import cross_entropy
 from burnpy.optim import AdamW, GradientClipping, warmup_cosine
 from burnpy.record import Record, from_record, read_record, to_record, write_record
 from burnpy.tensor import Tensor

@@ -1,12 +1,21 @@
-"""Activation modules (thin wrappers of the Tensor activations) and shape helpers."""
+"""Activation modules with torch.nn's names and arguments, each a thin wrapper of its
+Tensor or ``burnpy.nn.functional`` activation."""
 
 from __future__ import annotations
 
 import warnings
+from typing import TYPE_CHECKING
 
+from burnpy.backend.device import Device
+from burnpy.backend.dtype import DTypeLike
 from burnpy.backend.ops.activation_ops import GeluApproximate
+from burnpy.nn import functional as F
+from burnpy.nn.init import constant as _constant  # PReLU's ``init`` argument shadows ``init``
 from burnpy.nn.module import Module
 from burnpy.tensor import Tensor
+
+if TYPE_CHECKING:
+    from burnpy.backend.base import Backend
 
 
 class ReLU(Module):
@@ -118,23 +127,190 @@ class LogSoftmax(Softmax):
         return x.log_softmax(self._dim(x))
 
 
-class Identity(Module):
-    """Returns its input: a placeholder layer."""
+class ReLU6(Module):
+    """min(max(x, 0), 6)."""
 
     def forward(self, x: Tensor) -> Tensor:
-        """``x`` itself."""
-        return x
+        """``x`` of any shape, clamped to [0, 6]."""
+        return F.relu6(x)
 
 
-class Flatten(Module):
-    """Merge dims ``start_dim..end_dim`` (default: all but the batch dim)."""
+class ELU(Module):
+    """x above 0, ``alpha * (exp(x) - 1)`` below."""
 
-    def __init__(self, start_dim: int = 1, end_dim: int = -1) -> None:
-        self.start_dim, self.end_dim = start_dim, end_dim
+    def __init__(self, alpha: float = 1.0) -> None:
+        self.alpha = alpha
 
     def forward(self, x: Tensor) -> Tensor:
-        """``x`` with dims ``start_dim..end_dim`` merged into one."""
-        return x.flatten(self.start_dim, self.end_dim)
+        """``x`` of any shape, activated elementwise."""
+        return F.elu(x, self.alpha)
 
     def extra_repr(self) -> str:
-        return f"start_dim={self.start_dim}, end_dim={self.end_dim}"
+        return f"alpha={self.alpha}"
+
+
+class CELU(ELU):
+    """max(0, x) + min(0, alpha * (exp(x / alpha) - 1))."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        """``x`` of any shape, activated elementwise."""
+        return F.celu(x, self.alpha)
+
+
+class SELU(Module):
+    """The self-normalizing ``scale * elu(x, alpha)``."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        """``x`` of any shape, activated elementwise."""
+        return F.selu(x)
+
+
+class Mish(Module):
+    """x * tanh(softplus(x))."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        """``x`` of any shape, activated elementwise."""
+        return F.mish(x)
+
+
+class Hardswish(Module):
+    """x * clamp(x / 6 + 1/2, 0, 1)."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        """``x`` of any shape, activated elementwise."""
+        return F.hardswish(x)
+
+
+class Hardtanh(Module):
+    """clamp(x, min_val, max_val)."""
+
+    def __init__(self, min_val: float = -1.0, max_val: float = 1.0) -> None:
+        self.min_val, self.max_val = min_val, max_val
+
+    def forward(self, x: Tensor) -> Tensor:
+        """``x`` of any shape, clamped."""
+        return F.hardtanh(x, self.min_val, self.max_val)
+
+    def extra_repr(self) -> str:
+        return f"min_val={self.min_val}, max_val={self.max_val}"
+
+
+class Hardshrink(Module):
+    """x where |x| > lambd, else 0."""
+
+    def __init__(self, lambd: float = 0.5) -> None:
+        self.lambd = lambd
+
+    def forward(self, x: Tensor) -> Tensor:
+        """``x`` of any shape, small values zeroed."""
+        return F.hardshrink(x, self.lambd)
+
+    def extra_repr(self) -> str:
+        return f"lambd={self.lambd}"
+
+
+class Softshrink(Hardshrink):
+    """x shrunk toward 0 by ``lambd`` (0 within it)."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        """``x`` of any shape, shrunk elementwise."""
+        return F.softshrink(x, self.lambd)
+
+
+class Tanhshrink(Module):
+    """x - tanh(x)."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        """``x`` of any shape, activated elementwise."""
+        return F.tanhshrink(x)
+
+
+class Softsign(Module):
+    """x / (1 + |x|)."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        """``x`` of any shape, activated elementwise."""
+        return F.softsign(x)
+
+
+class Threshold(Module):
+    """x where x > threshold, else ``value``."""
+
+    def __init__(self, threshold: float, value: float) -> None:
+        self.threshold, self.value = threshold, value
+
+    def forward(self, x: Tensor) -> Tensor:
+        """``x`` of any shape, thresholded elementwise."""
+        return F.threshold(x, self.threshold, self.value)
+
+    def extra_repr(self) -> str:
+        return f"threshold={self.threshold}, value={self.value}"
+
+
+class GLU(Module):
+    """Gated linear unit: first half of ``dim`` times the sigmoid of the second."""
+
+    def __init__(self, dim: int = -1) -> None:
+        self.dim = dim
+
+    def forward(self, x: Tensor) -> Tensor:
+        """``x`` with ``dim`` halved."""
+        return F.glu(x, self.dim)
+
+    def extra_repr(self) -> str:
+        return f"dim={self.dim}"
+
+
+class Softmin(Module):
+    """softmax(-x) along ``dim``."""
+
+    def __init__(self, dim: int | None = None) -> None:
+        self.dim = dim
+
+    def forward(self, x: Tensor) -> Tensor:
+        """Probabilities along ``dim`` favouring small values; same shape."""
+        return F.softmin(x, self.dim)
+
+    def extra_repr(self) -> str:
+        return f"dim={self.dim}"
+
+
+class LogSigmoid(Module):
+    """log(sigmoid(x)), computed stably."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        """``x`` of any shape, activated elementwise."""
+        return x.log_sigmoid()
+
+
+class PReLU(Module):
+    """Leaky ReLU with a learned negative slope, shared or one per channel (dim 1)."""
+
+    def __init__(self, num_parameters: int = 1, init: float = 0.25, *,
+                 backend: type[Backend] | None = None, device: Device | None = None,
+                 dtype: DTypeLike | None = None) -> None:
+        self.num_parameters = num_parameters
+        self.weight = _constant((num_parameters,), init, backend=backend, device=device,
+                               dtype=dtype)
+
+    def forward(self, x: Tensor) -> Tensor:
+        """``x [batch, channels, *]`` (or any shape with one shared slope) activated."""
+        return F.prelu(x, self.weight)
+
+    def extra_repr(self) -> str:
+        return f"num_parameters={self.num_parameters}"
+
+
+class RReLU(Module):
+    """Randomized leaky ReLU: random slopes in [lower, upper) while training, their mean
+    in eval."""
+
+    def __init__(self, lower: float = 1.0 / 8.0, upper: float = 1.0 / 3.0) -> None:
+        self.lower, self.upper = lower, upper
+
+    def forward(self, x: Tensor) -> Tensor:
+        """``x`` of any shape, activated elementwise."""
+        return F.rrelu(x, self.lower, self.upper, self.training)
+
+    def extra_repr(self) -> str:
+        return f"lower={self.lower}, upper={self.upper}"

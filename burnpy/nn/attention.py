@@ -16,7 +16,6 @@ from burnpy.backend.dtype import DTypeLike
 from burnpy.backend.errors import DTypeError, InvalidArgumentError, ShapeError, describe
 from burnpy.nn import functional as F
 from burnpy.nn import init
-from burnpy.nn.dropout import dropout
 from burnpy.nn.linear import Linear
 from burnpy.nn.module import Module
 from burnpy.tensor import Tensor
@@ -104,7 +103,7 @@ class MultiHeadAttention(Module):
         bias = self._mask_bias(query, key_padding_mask, attn_mask, is_causal, n, tgt, src)
         if bias is not None:
             scores = scores + bias
-        weights = dropout(scores.softmax(-1), self.dropout, self.training)
+        weights = F.dropout(scores.softmax(-1), self.dropout, self.training)
         out = (weights @ v).permute(0, 2, 1, 3).reshape(n, tgt, self.embed_dim)
         out = self.out_proj(out)
         if unbatched:

@@ -1,4 +1,5 @@
-"""Normalization layers: ``BatchNorm1d/2d``, ``LayerNorm``, ``GroupNorm``, ``RMSNorm``.
+"""Normalization layers: ``BatchNorm1d/2d``, ``LayerNorm``, ``GroupNorm``, ``RMSNorm``,
+``InstanceNorm1d/2d/3d`` and ``LocalResponseNorm``.
 
 Statistics use the biased variance, as torch; BatchNorm's running variance is the unbiased
 one. Running statistics are buffers updated without recording a graph.
@@ -195,3 +196,81 @@ class RMSNorm(Module):
     def extra_repr(self) -> str:
         return (f"{self.normalized_shape}, eps={self.eps}, "
                 f"elementwise_affine={self.elementwise_affine}")
+
+
+class _InstanceNorm(ChannelNorm):
+    """Normalizes each channel of each sample over its spatial dims. As torch's, training
+    never counts ``num_batches_tracked`` (kept for torch's state dicts), and ``momentum=None``
+    (no cumulative average here) leaves the running statistics as they are."""
+
+    _rank = 3
+
+    def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1,
+                 affine: bool = False, track_running_stats: bool = False, *,
+                 backend: type[Backend] | None = None, device: Device | None = None,
+                 dtype: DTypeLike | None = None) -> None:
+        self._init_channels(num_features, eps, momentum, affine, track_running_stats,
+                            init.Placement(backend=backend, device=device, dtype=dtype))
+
+    def forward(self, x: Tensor) -> Tensor:
+        """``x [batch, channels, *spatial]`` (or, unbatched, ``[channels, *spatial]``)
+        normalized per sample and channel; same shape."""
+        if x.ndim == self._rank - 1 and x.shape[0] == self.num_features:
+            return self.forward(x.unsqueeze(0)).squeeze(0)
+        if x.ndim != self._rank or x.shape[1] != self.num_features:
+            raise ShapeError(f"{type(self).__name__}({self.num_features}): expected a "
+                             f"{self._rank}-d input (or an unbatched {self._rank - 1}-d one) "
+                             f"with {self.num_features} channels in dim 1, got "
+                             f"{describe(x.shape)}")
+        tracked = self.track_running_stats
+        return F.instance_norm(x, self.running_mean if tracked else None,
+                               self.running_var if tracked else None, self.weight, self.bias,
+                               self.training or not tracked,
+                               0.0 if self.momentum is None else self.momentum, self.eps)
+
+    def extra_repr(self) -> str:
+        return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
+                f"affine={self.affine}, track_running_stats={self.track_running_stats}")
+
+
+class InstanceNorm1d(_InstanceNorm):
+    """Instance normalization of ``[batch, channels, length]``."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        """``x [batch, channels, length]`` normalized per sample and channel."""
+        return super().forward(x)
+
+
+class InstanceNorm2d(_InstanceNorm):
+    """Instance normalization of ``[batch, channels, h, w]``."""
+
+    _rank = 4
+
+    def forward(self, x: Tensor) -> Tensor:
+        """``x [batch, channels, h, w]`` normalized per sample and channel."""
+        return super().forward(x)
+
+
+class InstanceNorm3d(_InstanceNorm):
+    """Instance normalization of ``[batch, channels, d, h, w]``."""
+
+    _rank = 5
+
+    def forward(self, x: Tensor) -> Tensor:
+        """``x [batch, channels, d, h, w]`` normalized per sample and channel."""
+        return super().forward(x)
+
+
+class LocalResponseNorm(Module):
+    """Divides each channel by a power of its neighbours' mean square (AlexNet's LRN)."""
+
+    def __init__(self, size: int, alpha: float = 1e-4, beta: float = 0.75,
+                 k: float = 1.0) -> None:
+        self.size, self.alpha, self.beta, self.k = size, alpha, beta, k
+
+    def forward(self, x: Tensor) -> Tensor:
+        """``x [batch, channels, *]`` normalized across channels; same shape."""
+        return F.local_response_norm(x, self.size, self.alpha, self.beta, self.k)
+
+    def extra_repr(self) -> str:
+        return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"

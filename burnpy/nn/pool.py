@@ -1,14 +1,15 @@
-"""Pooling layers over ``[batch, channels, *spatial]`` with torch's defaults."""
+"""Pooling layers over ``[batch, channels, *spatial]`` with torch's defaults: average, max,
+adaptive and power-average, 1-d to 3-d."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from burnpy.nn import functional as F
+from burnpy.nn.functional import IntOrTuple
 from burnpy.nn.module import Module
 from burnpy.tensor import Tensor
-
-IntOrTuple = int | tuple[int, ...]
 
 
 class MaxPool1d(Module):
@@ -89,3 +90,103 @@ class AdaptiveAvgPool2d(AdaptiveAvgPool1d):
     def forward(self, x: Tensor) -> Tensor:
         """``[batch, channels, h, w]`` -> ``[batch, channels, *output_size]``."""
         return F.adaptive_avg_pool2d(x, self.output_size)
+
+
+class AvgPool3d(Module):
+    """3-d average pool (stride defaults to the kernel size)."""
+
+    def __init__(self, kernel_size: IntOrTuple, stride: IntOrTuple | None = None,
+                 padding: IntOrTuple = 0, ceil_mode: bool = False,
+                 count_include_pad: bool = True, divisor_override: int | None = None) -> None:
+        self.kernel_size, self.stride, self.padding = kernel_size, stride, padding
+        self.ceil_mode, self.count_include_pad = ceil_mode, count_include_pad
+        self.divisor_override = divisor_override
+
+    def forward(self, x: Tensor) -> Tensor:
+        """``[batch, channels, d, h, w]`` -> the windows' means."""
+        return F.avg_pool3d(x, self.kernel_size, self.stride, self.padding, self.ceil_mode,
+                            self.count_include_pad, self.divisor_override)
+
+    def extra_repr(self) -> str:
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class MaxPool3d(Module):
+    """3-d max pool (stride defaults to the kernel size)."""
+
+    def __init__(self, kernel_size: IntOrTuple, stride: IntOrTuple | None = None,
+                 padding: IntOrTuple = 0, dilation: IntOrTuple = 1,
+                 return_indices: bool = False, ceil_mode: bool = False) -> None:
+        self.kernel_size, self.stride, self.padding = kernel_size, stride, padding
+        self.dilation, self.return_indices, self.ceil_mode = dilation, return_indices, ceil_mode
+
+    def forward(self, x: Tensor) -> Any:
+        """``[batch, channels, d, h, w]`` -> the windows' maxima (and their indices)."""
+        return F.max_pool3d(x, self.kernel_size, self.stride, self.padding, self.dilation,
+                            self.ceil_mode, self.return_indices)
+
+    def extra_repr(self) -> str:
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class AdaptiveAvgPool3d(Module):
+    """Average pool to a fixed output size (None keeps a dim)."""
+
+    def __init__(self, output_size: int | Sequence[int | None] | None) -> None:
+        self.output_size = output_size
+
+    def forward(self, x: Tensor) -> Tensor:
+        """``[batch, channels, d, h, w]`` -> ``[batch, channels, *output_size]``."""
+        return F.adaptive_avg_pool3d(x, self.output_size)
+
+    def extra_repr(self) -> str:
+        return f"output_size={self.output_size}"
+
+
+class AdaptiveMaxPool1d(Module):
+    """Max pool to a fixed output length."""
+
+    def __init__(self, output_size: IntOrTuple, return_indices: bool = False) -> None:
+        self.output_size, self.return_indices = output_size, return_indices
+
+    def forward(self, x: Tensor) -> Any:
+        """``[batch, channels, l]`` -> ``[batch, channels, output_size]`` (and indices)."""
+        return F.adaptive_max_pool1d(x, self.output_size, self.return_indices)
+
+    def extra_repr(self) -> str:
+        return f"output_size={self.output_size}"
+
+
+class AdaptiveMaxPool2d(AdaptiveMaxPool1d):
+    """Max pool to a fixed output height and width."""
+
+    def forward(self, x: Tensor) -> Any:
+        """``[batch, channels, h, w]`` -> ``[batch, channels, *output_size]`` (and indices)."""
+        return F.adaptive_max_pool2d(x, self.output_size, self.return_indices)
+
+
+class LPPool1d(Module):
+    """Power-average pool: ``(sum of x^p over each window) ^ (1/p)``."""
+
+    def __init__(self, norm_type: float, kernel_size: IntOrTuple,
+                 stride: IntOrTuple | None = None, ceil_mode: bool = False) -> None:
+        self.norm_type, self.kernel_size = norm_type, kernel_size
+        self.stride, self.ceil_mode = stride, ceil_mode
+
+    def forward(self, x: Tensor) -> Tensor:
+        """``[batch, channels, l]`` -> the windows' p-norms."""
+        kernel = self.kernel_size if isinstance(self.kernel_size, int) else self.kernel_size[0]
+        stride = self.stride if self.stride is None or isinstance(self.stride, int) else (
+            self.stride[0])
+        return F.lp_pool1d(x, self.norm_type, kernel, stride, self.ceil_mode)
+
+    def extra_repr(self) -> str:
+        return f"norm_type={self.norm_type}, kernel_size={self.kernel_size}"
+
+
+class LPPool2d(LPPool1d):
+    """2-d power-average pool."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        """``[batch, channels, h, w]`` -> the windows' p-norms."""
+        return F.lp_pool2d(x, self.norm_type, self.kernel_size, self.stride, self.ceil_mode)

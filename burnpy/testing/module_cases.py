@@ -203,9 +203,10 @@ _case("lstm_recurrence", lstm_recurrence, Flt(3, 2, 8), Flt(8, 2, low=-1.0, high
 _case("lstm_recurrence_one_step", lstm_recurrence, Flt(1, 3, 12), Flt(12, 3), Flt(3, 3),
       Flt(3, 3), torch_fn=_torch_lstm)
 
-# ---- nn.functional (issue 16) -------------------------------------------------------------------
-# Compositions of Tensor ops (burnpy.nn.functional_extra): the cases pin torch's semantics, and
-# the gradient and tangent suites run through the composed graphs.
+# ---- nn.functional's compositions -------------------------------------------------------------
+# Ops composed of Tensor ops (activations, pads, norms, pools, losses... of burnpy.nn.functional):
+# the cases pin torch's semantics, and the gradient and tangent suites run through the composed
+# graphs.
 for _fn, _kw in [("relu6", {}), ("elu", {}), ("elu", {"alpha": 0.7}), ("selu", {}),
                  ("celu", {"alpha": 1.5}), ("mish", {}), ("hardswish", {}),
                  ("hardtanh", {"min_val": -0.5, "max_val": 1.5}), ("hardshrink", {}),

@@ -28,7 +28,7 @@ from tqdm import tqdm
 from burnpy.backend.errors import BurnpyError, InvalidArgumentError
 from burnpy.distributed.group import barrier, get_rank, is_initialized
 from burnpy.distributed.metrics import average_metrics
-from burnpy.nn.losses import cross_entropy
+from burnpy.nn.functional import cross_entropy
 from burnpy.nn.module import Module
 from burnpy.optim.lr_scheduler import LrScheduler
 from burnpy.optim.optimizer import Optimizer

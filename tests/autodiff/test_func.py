@@ -23,7 +23,7 @@ from burnpy.backend.errors import (
     KindError,
     ShapeError,
 )
-from burnpy.nn.losses import cross_entropy
+from burnpy.nn.functional import cross_entropy
 from burnpy_cpu import CpuBackend
 
 RTOL = 1e-10

@@ -13,7 +13,7 @@ import burnpy.nn as nn
 from burnpy import Tensor
 from burnpy.autodiff import Autodiff
 from burnpy.examples.digits import DigitsCNN
-from burnpy.nn.losses import cross_entropy
+from burnpy.nn.functional import cross_entropy
 from burnpy.optim import SGD, Adam
 from burnpy_cpu import CpuBackend
 

@@ -1,5 +1,6 @@
-"""Loss functions with torch.nn.functional's signatures (also exported from
-``burnpy.nn.functional``). Built on Tensor ops, so they differentiate through Autodiff.
+"""Loss functions with torch.nn.functional's signatures, built on Tensor ops, so they
+differentiate in both modes on every backend (plain cross entropy of ``[n, c]`` logits is one
+backend op).
 
 ``reduction`` is ``"mean"`` (default), ``"sum"`` or ``"none"`` (the per-element losses).
 """
@@ -7,6 +8,9 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
+
+import numpy as np
 
 from burnpy.backend.errors import (
     IndexOutOfBoundsError,
@@ -15,6 +19,8 @@ from burnpy.backend.errors import (
     ShapeError,
     describe,
 )
+from burnpy.nn.functional._common import _host
+from burnpy.nn.functional.distance import pairwise_distance
 from burnpy.tensor import Tensor
 from burnpy.tensor._core import FLOAT, check_same_backend, new
 
@@ -219,4 +225,186 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor,
     loss = (1.0 - target) * input - log_sig
     if weight is not None:
         loss = loss * weight
+    return _reduce(loss, reduction)
+
+
+def kl_div(input: Tensor, target: Tensor, *, reduction: str = "mean",
+           log_target: bool = False) -> Tensor:
+    """KL divergence ``target * (log target - input)`` of log-probabilities ``input``
+    (``reduction="batchmean"``: the sum divided by the batch size; 0 where target is 0)."""
+    op = "kl_div"
+    _check(op, "mean" if reduction == "batchmean" else reduction, input)
+    if log_target:
+        loss = target.exp() * (target - input)
+    else:
+        safe = target.mask_fill(target == 0, 1.0)
+        loss = target * (safe.log() - input)
+    if reduction == "batchmean":
+        return loss.sum() / (input.shape[0] if input.ndim else 1)
+    return _reduce(loss, reduction)
+
+
+def smooth_l1_loss(input: Tensor, target: Tensor, *, reduction: str = "mean",
+                   beta: float = 1.0) -> Tensor:
+    """``0.5 d^2 / beta`` for ``|d| < beta``, ``|d| - beta / 2`` beyond (beta = 0: L1)."""
+    op = "smooth_l1_loss"
+    _check(op, reduction, input)
+    _check_same_shape(op, input, target)
+    if beta < 0:
+        raise InvalidArgumentError(f"{op}: beta must be >= 0, got {beta}")
+    abs_diff = (input - target).abs()
+    if beta == 0:
+        return _reduce(abs_diff, reduction)
+    quadratic = abs_diff.clamp(max=beta)
+    return _reduce(quadratic.square() * (0.5 / beta) + (abs_diff - quadratic), reduction)
+
+
+def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
+                         *, reduction: str = "mean") -> Tensor:
+    """``-[y log x + (1 - y) log(1 - x)]`` of probabilities ``x``, each log clamped at -100
+    (torch's)."""
+    op = "binary_cross_entropy"
+    _check(op, reduction, input)
+    _check_same_shape(op, input, target)
+    loss = -(target * input.log().clamp(min=-100.0)
+             + (1.0 - target) * (1.0 - input).log().clamp(min=-100.0))
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, reduction)
+
+
+def poisson_nll_loss(input: Tensor, target: Tensor, log_input: bool = True,
+                     full: bool = False, *, eps: float = 1e-8,
+                     reduction: str = "mean") -> Tensor:
+    """Poisson negative log likelihood: ``exp(x) - y x`` for a log rate (``log_input``),
+    ``x - y log(x + eps)`` for a rate; ``full`` adds Stirling's ``log(y!)`` term for y > 1."""
+    op = "poisson_nll_loss"
+    _check(op, reduction, input)
+    loss = input.exp() - target * input if log_input else input - target * (input + eps).log()
+    if full:
+        safe = target.mask_fill(target <= 1, 1.0)
+        stirling = safe * safe.log() - safe + (safe * (2 * math.pi)).log() * 0.5
+        loss = loss + stirling.mask_fill(target <= 1, 0.0)
+    return _reduce(loss, reduction)
+
+
+def gaussian_nll_loss(input: Tensor, target: Tensor, var: Tensor, full: bool = False,
+                      eps: float = 1e-6, reduction: str = "mean") -> Tensor:
+    """``0.5 (log var + (x - y)^2 / var)`` (+ ``0.5 log 2 pi`` when ``full``), ``var``
+    clamped below at ``eps`` for the value only (the gradient passes as torch's)."""
+    op = "gaussian_nll_loss"
+    _check(op, reduction, input)
+    if var.shape != input.shape:
+        if input.shape[:-1] == var.shape:
+            var = var.unsqueeze(-1)
+        elif not (input.shape[:-1] == var.shape[:-1] and var.shape[-1:] == (1,)):
+            raise ShapeError(f"{op}: var {describe(var.shape)} does not fit input "
+                             f"{describe(input.shape)}")
+    if bool((var < 0).any()):
+        raise InvalidArgumentError(f"{op}: var has negative entries")
+    var = var + (var.clamp(min=eps) - var).detach()
+    loss = (var.log() + (input - target).square() / var) * 0.5
+    if full:
+        loss = loss + 0.5 * math.log(2 * math.pi)
+    return _reduce(loss, reduction)
+
+
+def margin_ranking_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: float = 0.0,
+                        *, reduction: str = "mean") -> Tensor:
+    """``max(0, -y (x1 - x2) + margin)`` for labels ``y`` in {1, -1}."""
+    _check("margin_ranking_loss", reduction, input1)
+    return _reduce((-target * (input1 - input2) + margin).clamp(min=0.0), reduction)
+
+
+def triplet_margin_loss(anchor: Tensor, positive: Tensor, negative: Tensor,
+                        margin: float = 1.0, p: float = 2.0, eps: float = 1e-6,
+                        swap: bool = False, *, reduction: str = "mean") -> Tensor:
+    """``max(d(a, p) - d(a, n) + margin, 0)`` with the ``p``-norm pairwise distance
+    (``swap``: d(a, n) replaced by d(p, n) where smaller)."""
+    _check("triplet_margin_loss", reduction, anchor)
+    d_pos = pairwise_distance(anchor, positive, p, eps)
+    d_neg = pairwise_distance(anchor, negative, p, eps)
+    if swap:
+        d_neg = d_neg.minimum(pairwise_distance(positive, negative, p, eps))
+    return _reduce((d_pos - d_neg + margin).clamp(min=0.0), reduction)
+
+
+def cosine_embedding_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: float = 0.0,
+                          *, reduction: str = "mean") -> Tensor:
+    """``1 - cos(x1, x2)`` where ``y = 1``, ``max(0, cos(x1, x2) - margin)`` where
+    ``y = -1`` (cosine along the last dim, torch's 1e-12 guard)."""
+    _check("cosine_embedding_loss", reduction, input1)
+    dim = input1.ndim - 1
+    dot = (input1 * input2).sum(dim)
+    cos = dot / ((input1.square().sum(dim) + 1e-12) * (input2.square().sum(dim) + 1e-12)).sqrt()
+    positive = (1.0 - cos).mask_fill(target != 1, 0.0)
+    negative = (cos - margin).clamp(min=0.0).mask_fill(target != -1, 0.0)
+    return _reduce(positive + negative, reduction)
+
+
+_NEG = -1e30  # log(0) in the CTC recursion: finite, so the gradient of logsumexp stays finite
+
+
+def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths: Tensor | Sequence[int],
+             target_lengths: Tensor | Sequence[int], blank: int = 0, reduction: str = "mean",
+             zero_infinity: bool = False) -> Tensor:
+    """Connectionist temporal classification loss of ``log_probs [T, N, C]`` (or ``[T, C]``)
+    against ``targets [N, S]`` (or concatenated, 1-d), by the log-space forward recursion.
+
+    ``"mean"`` divides each sample's loss by its target length, then averages; an impossible
+    alignment costs inf (0 with ``zero_infinity``)."""
+    op = "ctc_loss"
+    _check(op, reduction, log_probs)
+    if log_probs.ndim == 2:
+        out = ctc_loss(log_probs.unsqueeze(1), targets.reshape(1, -1) if targets.ndim == 1
+                       else targets, input_lengths, target_lengths, blank, reduction,
+                       zero_infinity)
+        return out.squeeze(0) if reduction == "none" else out
+    if log_probs.ndim != 3:
+        raise ShapeError(f"{op}: log_probs must be [T, N, C], got {describe(log_probs.shape)}")
+    t_max, n, c = log_probs.shape
+    lengths_in = [int(v) for v in (input_lengths.tolist() if isinstance(input_lengths, Tensor)
+                                   else input_lengths)]
+    lengths_tg = [int(v) for v in (target_lengths.tolist() if isinstance(target_lengths, Tensor)
+                                   else target_lengths)]
+    labels = np.asarray(targets.to_numpy()).astype(np.int64)
+    if len(lengths_in) != n or len(lengths_tg) != n:
+        raise ShapeError(f"{op}: input_lengths and target_lengths need {n} entries")
+    if not 0 <= blank < c:
+        raise InvalidArgumentError(f"{op}: blank {blank} is not a class of {c}")
+    offsets = np.concatenate([[0], np.cumsum(lengths_tg)])
+    losses = []
+    for b in range(n):
+        steps, length = lengths_in[b], lengths_tg[b]
+        if not 0 < steps <= t_max:
+            raise ShapeError(f"{op}: input length {steps} is not in [1, {t_max}]")
+        row = labels[b, :length] if labels.ndim == 2 else labels[offsets[b]:offsets[b + 1]]
+        if len(row) != length or ((row < 0) | (row >= c) | (row == blank)).any():
+            raise InvalidArgumentError(f"{op}: targets of sample {b} must be {length} "
+                                       f"non-blank classes in [0, {c})")
+        ext = np.full(2 * length + 1, blank, dtype=np.int64)
+        ext[1::2] = row
+        skip = np.zeros(len(ext), dtype=bool)
+        skip[3::2] = row[1:] != row[:-1]  # a label may follow the previous one past a blank
+        emissions = log_probs[:steps, b, :].index_select(1, [int(v) for v in ext])
+        start = np.full(len(ext), _NEG)
+        start[:2] = 0.0
+        alpha = emissions[0] + _host(log_probs, start)
+        pad1 = Tensor.full((1,), _NEG, backend=log_probs.backend, device=log_probs.device,
+                           dtype=log_probs.dtype)
+        pad2 = Tensor.full((2,), _NEG, backend=log_probs.backend, device=log_probs.device,
+                           dtype=log_probs.dtype)
+        skip_mask = _host(log_probs, ~skip)
+        for t in range(1, steps):
+            one = Tensor.cat([pad1, alpha[:-1]])
+            two = Tensor.cat([pad2, alpha[:-2]]).mask_fill(skip_mask, _NEG)
+            alpha = Tensor.stack([alpha, one, two]).logsumexp(0) + emissions[t]
+        tail = alpha[-2:] if length else alpha[-1:]
+        losses.append(-tail.logsumexp(0))
+    loss = Tensor.stack(losses)
+    impossible = loss > -_NEG / 2
+    loss = loss.mask_fill(impossible, 0.0 if zero_infinity else math.inf)
+    if reduction == "mean":
+        divisor = _host(log_probs, np.maximum(np.asarray(lengths_tg, dtype=np.float64), 1.0))
+        return (loss / divisor).mean()
     return _reduce(loss, reduction)
