@@ -155,12 +155,12 @@ def column_stack(tensors: Sequence[Tensor]) -> Tensor:
 
 __all__ += ["column_stack", "dstack", "einsum", "hstack", "inner", "vstack"]
 
-# torch.linalg's names (issue 16).
+# torch.linalg's names.
 from burnpy import linalg  # noqa: E402
 
 __all__ += ["linalg"]
 
-# Statistics, sorting and sampling in torch's functional spelling (issue 16).
+# Statistics, sorting and sampling in torch's functional spelling.
 from burnpy.tensor.statistics import (  # noqa: E402
     MinMax,
     aminmax,

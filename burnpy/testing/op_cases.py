@@ -896,7 +896,7 @@ case("argwhere_float", lambda x: x.relu().argwhere(), F(3, 4), dtypes=FD, grad=F
 case("bool_unfold", lambda a: a.unfold(1, 2, 2), B(3, 4), dtypes=BOOL, grad=False)
 
 
-# ---- special functions and elementwise math (issue 16) ------------------------------------------
+# ---- special functions and elementwise math -----------------------------------------------------
 _SPECIAL_UNARY: dict[str, tuple[tuple[float, float], bool]] = {
     "erfc": ((-2.5, 2.5), True),
     "erfinv": ((-0.9, 0.9), True),
@@ -1028,7 +1028,7 @@ case("conversions", lambda a: (a.double(), a.half(), (a * 3).long()), F(3, 4),
      dtypes=("float32",), grad=False)
 
 
-# ---- shape, indexing and matrix products (issue 16) ---------------------------------------------
+# ---- shape, indexing and matrix products --------------------------------------------------------
 for _d in (0, 1, -1, 3, -3):
     case(f"tril_diag{_d}", _method("tril", _d), F(3, 5), dtypes=FD)
     case(f"triu_diag{_d}", _method("triu", _d), F(2, 5, 3), dtypes=FD)
@@ -1225,7 +1225,7 @@ case("scatter_reduce_prod_zero", lambda x, i, s: x.scatter_reduce(0, i, s, "prod
      torch_fn=lambda x, i, s: _scatter_prod_oracle(x, i, s, True), dtypes=F64_32)
 
 
-# ---- statistics, sorting and sampling (issue 16) ------------------------------------------------
+# ---- statistics, sorting and sampling -----------------------------------------------------------
 def _tied(x: Any) -> Any:
     """``x`` rounded (many ties) whose gradient is still the identity, in both libraries.
 
@@ -1400,10 +1400,10 @@ case("logspace_base2", lambda x: bp.logspace(0.0, 4.0, 5, 2.0, backend=x.backend
      grad=False)
 
 
-# ---- nn.functional (issue 16) -------------------------------------------------------------------
+# ---- nn.functional ------------------------------------------------------------------------------
 
 
-# ---- burnpy.linalg (issue 16) -------------------------------------------------------------------
+# ---- burnpy.linalg ------------------------------------------------------------------------------
 def _lin(a: Any) -> Any:
     """``burnpy.linalg`` for a burnpy tensor, ``torch.linalg`` for a torch one: one lambda
     serves both sides."""

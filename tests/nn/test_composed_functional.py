@@ -1,6 +1,6 @@
-"""The issue-16 nn.functional ops and layers beyond the module-op cases: the layers against
-torch.nn's, the random and stateful paths (rrelu in training, instance norm's running
-statistics), CTC's edge cases and the errors."""
+"""The nn.functional ops composed of Tensor ops, and their layers, beyond the module-op cases:
+the layers against torch.nn's, the random and stateful paths (rrelu in training, instance norm's
+running statistics), CTC's edge cases and the errors."""
 
 from __future__ import annotations
 
