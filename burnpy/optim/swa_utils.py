@@ -23,7 +23,6 @@ from typing import Any, TypeAlias
 
 from burnpy.autodiff.modes import no_grad
 from burnpy.backend.device import Device
-from burnpy.backend.dtype import DType
 from burnpy.backend.errors import InvalidArgumentError, describe
 from burnpy.nn import Module
 from burnpy.nn.norm import _BatchNorm  # torch's test is isinstance(_, _BatchNorm) too
@@ -126,8 +125,8 @@ class AveragedModel(Module):
         self.module = copy.deepcopy(model)
         if device is not None:
             self.module.to(device=device)
-        self.register_buffer("n_averaged", Tensor.full(
-            (), 0, backend=self.module.backend, device=self.module.device, dtype=DType.int64))
+        self.register_buffer("n_averaged", Tensor.full(  # the backend's int: torch's long on CPU
+            (), 0, backend=self.module.backend, device=self.module.device))
         self.avg_fn, self.multi_avg_fn, self.use_buffers = avg_fn, multi_avg_fn, use_buffers
 
     def forward(self, *args: Any, **kwargs: Any) -> Any:
