@@ -47,3 +47,14 @@ def test_demo_without_scikit_learn_names_the_extra(tmp_path: Path) -> None:
         f"digits.main(['--epochs', '1', '--limit', '20', '--out', {str(tmp_path)!r}])"))
     assert out.returncode == 1
     assert "needs scikit-learn" in out.stderr and "burnpy[examples]" in out.stderr
+
+
+def test_subpackages_are_attributes_of_burnpy_imported_on_first_use() -> None:
+    """``import burnpy as bp`` then ``bp.nn.Linear``, as torch users write ``torch.nn``; the
+    subpackages load only when first asked for, keeping ``import burnpy`` lean."""
+    code = ("import sys, burnpy as bp; assert 'burnpy.nn' not in sys.modules; "
+            "assert bp.nn.Linear and bp.nn.functional.relu and bp.optim.AdamW and "
+            "bp.linalg.norm and bp.func.grad and bp.data.DataLoader; "
+            "assert 'burnpy.nn' in sys.modules and 'nn' in dir(bp); "
+            "missing = getattr(bp, 'no_such_thing', None); assert missing is None")
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
