@@ -29,7 +29,7 @@ from burnpy.backend.errors import InvalidArgumentError
 from burnpy.optim.optimizer import Optimizer
 
 #: Attributes a state dict leaves out: the optimizer, the groups, functions and children.
-_NOT_STATE = frozenset({"optimizer", "groups", "lr_lambdas", "scale_fn", "schedulers"})
+_NOT_STATE = frozenset({"optimizer", "_rate_only", "lr_lambdas", "scale_fn", "schedulers"})
 
 
 class LRScheduler(ABC):
@@ -42,11 +42,10 @@ class LRScheduler(ABC):
 
     def __init__(self, optimizer: float | Optimizer, last_epoch: int = -1) -> None:
         self.optimizer = optimizer if isinstance(optimizer, Optimizer) else None
-        if isinstance(optimizer, Optimizer):
-            self.groups: list[dict[str, Any]] = optimizer.param_groups
-        elif isinstance(optimizer, int | float) and not isinstance(optimizer, bool):
-            self.groups = [{"lr": float(optimizer)}]
-        else:
+        self._rate_only: list[dict[str, Any]] = []
+        if isinstance(optimizer, int | float) and not isinstance(optimizer, bool):
+            self._rate_only = [{"lr": float(optimizer)}]
+        elif not isinstance(optimizer, Optimizer):
             raise InvalidArgumentError(f"{type(self).__name__}: takes an optimizer (torch's) "
                                        f"or a base rate (Burn's), got "
                                        f"{type(optimizer).__name__}")
@@ -76,6 +75,13 @@ class LRScheduler(ABC):
         """Each group's rate at ``last_epoch`` from the base rates alone; by default the
         chainable form (torch's, for schedulers without a closed form)."""
         return self.get_lr()
+
+    @property
+    def groups(self) -> list[dict[str, Any]]:
+        """The groups whose rates this schedules: the optimizer's ``param_groups`` as they are
+        now (its ``load_state_dict`` replaces them, as torch's does), or a Burn-style
+        scheduler's one rate-only group."""
+        return self.optimizer.param_groups if self.optimizer is not None else self._rate_only
 
     @property
     def lr(self) -> float:
@@ -562,8 +568,8 @@ class ReduceLROnPlateau(LRScheduler):
         self.cooldown_counter = self.num_bad_epochs = 0
         # Not torch's construction step: the rates stay as they are until a plateau.
         self.optimizer = optimizer if isinstance(optimizer, Optimizer) else None
-        self.groups = (optimizer.param_groups if isinstance(optimizer, Optimizer)
-                       else [{"lr": float(optimizer)}])
+        self._rate_only = ([] if isinstance(optimizer, Optimizer)
+                           else [{"lr": float(optimizer)}])
         self.base_lrs = [float(g["lr"]) for g in self.groups]
         self.last_epoch, self._step_count = 0, 0
         self._last_lr = list(self.base_lrs)
@@ -641,11 +647,11 @@ class SequentialLR(LRScheduler):
                                        f"{list(milestones)}")
         self.schedulers, self.milestones = list(schedulers), list(milestones)
         self.optimizer = optimizer if isinstance(optimizer, Optimizer) else None
-        self.groups = (optimizer.param_groups if isinstance(optimizer, Optimizer)
-                       else [{"lr": float(optimizer), "initial_lr": float(optimizer)}])
+        self._rate_only = ([] if isinstance(optimizer, Optimizer)
+                           else [{"lr": float(optimizer), "initial_lr": float(optimizer)}])
         self.base_lrs = [float(g["initial_lr"]) for g in self.groups]
         for s in self.schedulers:
-            s.groups = self.groups  # Burn-style children share this group
+            s._rate_only = self._rate_only  # Burn-style children share this group
         for group in self.groups:
             group["lr"] = group["initial_lr"]
         self._undo(self)
@@ -693,7 +699,7 @@ class ChainedScheduler(LRScheduler):
         optimizer = optimizer or schedulers[0].optimizer
         _same_optimizer("ChainedScheduler", optimizer, schedulers)
         self.schedulers, self.optimizer = list(schedulers), optimizer
-        self.groups = schedulers[-1].groups
+        self._rate_only = schedulers[-1]._rate_only
         self.base_lrs = list(schedulers[0].base_lrs)
         self.last_epoch, self._step_count = 0, 0
         self._last_lr = [float(g["lr"]) for g in self.groups]

@@ -157,3 +157,38 @@ def test_every_scheduler_matches_torch_with_momentum_and_resume(
         ref_opt.step()
         ref.step()
         ours.step()
+
+
+def test_a_scheduler_follows_its_optimizer_through_load_state_dict() -> None:
+    """torch's resume order: build optimizer and scheduler, load both state dicts, step. The
+    optimizer's ``load_state_dict`` replaces its groups; the scheduler must set the new ones
+    (it kept setting the replaced groups, so the rate stopped decaying after a resume)."""
+    import numpy as np
+
+    from burnpy.autodiff import Autodiff
+    from burnpy_cpu import CpuBackend
+
+    w = bp.tensor(np.ones(2), backend=Autodiff(CpuBackend)).require_grad()
+    tw = torch.ones(2, dtype=torch.float64, requires_grad=True)
+
+    def built(params: Any, framework: Any) -> tuple[Any, Any]:
+        opt = framework.optim.SGD(params, lr=0.1)
+        return opt, (framework.optim.lr_scheduler.StepLR if framework is torch
+                     else optim.StepLR)(opt, step_size=2, gamma=0.5)
+
+    ours, theirs = built([w], bp), built([tw], torch)
+    for _ in range(3):
+        ours[1].step()
+        theirs[1].step()
+    states = [(o.state_dict(), s.state_dict()) for o, s in (ours, theirs)]
+    ours, theirs = built([w], bp), built([tw], torch)
+    for (opt, sched), (opt_state, sched_state) in zip((ours, theirs), states, strict=True):
+        opt.load_state_dict(opt_state)
+        sched.load_state_dict(sched_state)
+    rates = []
+    for _ in range(4):
+        ours[1].step()
+        theirs[1].step()
+        rates.append((ours[0].param_groups[0]["lr"], theirs[0].param_groups[0]["lr"]))
+    assert [a for a, _ in rates] == pytest.approx([b for _, b in rates])
+    assert rates[0][1] == pytest.approx(0.025)
