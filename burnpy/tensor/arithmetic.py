@@ -109,11 +109,12 @@ BITWISE_XOR = BinarySpec("bitwise_xor", None, None, "int_bitwise_xor", None, "bo
 ATAN2 = BinarySpec("atan2", "float_atan2", None, None, None)
 HYPOT = BinarySpec("hypot", "float_hypot", None, None, None)
 LOGADDEXP = BinarySpec("logaddexp", "float_logaddexp", None, None, None)
+LOGADDEXP2 = BinarySpec("logaddexp2", "float_logaddexp2", None, None, None)
 
 #: Every operator's table entry, for the checks that each named op exists.
 BINARY_SPECS = (ADD, SUB, MUL, DIV, FLOOR_DIV, REMAINDER, POW, EQUAL, NOT_EQUAL, GREATER,
                 GREATER_EQUAL, LOWER, LOWER_EQUAL, BITWISE_AND, BITWISE_OR, BITWISE_XOR, ATAN2,
-                HYPOT, LOGADDEXP)
+                HYPOT, LOGADDEXP, LOGADDEXP2)
 
 
 def as_number(value: object) -> int | float | None:
@@ -727,6 +728,10 @@ class ArithmeticOps:
     def logaddexp(self: Tensor, other: Tensor) -> Tensor:
         """Elementwise ``log(exp(self) + exp(other))``, without overflow."""
         return _binary(self, other, LOGADDEXP)
+
+    def logaddexp2(self: Tensor, other: Tensor) -> Tensor:
+        """Elementwise ``log2(2**self + 2**other)``, without overflow."""
+        return _binary(self, other, LOGADDEXP2)
 
     def cross(self: Tensor, other: Tensor, dim: int | None = None) -> Tensor:
         """torch.cross: the cross product of 3-vectors along ``dim``; without ``dim``, the first
