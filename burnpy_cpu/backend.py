@@ -8,20 +8,10 @@ from typing import Any, ClassVar
 import numpy as np
 import scipy.special
 
-from burnpy.backend.base import Backend
 from burnpy.backend.device import Device
-from burnpy_cpu.array_ops.activation_ops import ArrayActivationOps
-from burnpy_cpu.array_ops.bool_ops import ArrayBoolOps
-from burnpy_cpu.array_ops.float_ops import ArrayFloatOps
-from burnpy_cpu.array_ops.int_ops import ArrayIntOps
-from burnpy_cpu.array_ops.linalg_ops import ArrayLinalgOps
-from burnpy_cpu.array_ops.loss_ops import ArrayLossOps
-from burnpy_cpu.array_ops.module_ops import ArrayModuleOps
-from burnpy_cpu.array_ops.norm_ops import ArrayNormOps
-from burnpy_cpu.array_ops.optim_ops import ArrayOptimOps
-from burnpy_cpu.array_ops.q_ops import ArrayQOps, QuantizedArray
+from burnpy_cpu.array_ops import ArrayOps
+from burnpy_cpu.array_ops.q_ops import QuantizedArray
 from burnpy_cpu.array_ops.recurrent_ops import ArrayRecurrentOps
-from burnpy_cpu.array_ops.transformer_ops import ArrayTransformerOps
 from burnpy_cpu.fuser import FUSER, CpuFuser
 
 CPU = Device("cpu", 0)
@@ -34,9 +24,7 @@ class CpuDevice:
         return CPU
 
 
-class CpuBackend(ArrayFloatOps, ArrayIntOps, ArrayBoolOps, ArrayQOps, ArrayModuleOps,
-                 ArrayNormOps, ArrayLossOps, ArrayActivationOps, ArrayOptimOps, ArrayLinalgOps,
-                 ArrayTransformerOps, ArrayRecurrentOps, Backend):
+class CpuBackend(ArrayRecurrentOps, ArrayOps):
     """Every op on NumPy arrays: float, int and bool primitives are ``numpy.ndarray``;
     quantized ones are ``QuantizedArray`` (int8 or packed uint32 values plus scales)."""
 

@@ -14,21 +14,11 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from burnpy.backend.base import Backend
 from burnpy.backend.device import Device
 from burnpy.backend.dtype import DType
 from burnpy.backend.errors import DeviceMismatchError
-from burnpy_cpu.array_ops.activation_ops import ArrayActivationOps
-from burnpy_cpu.array_ops.bool_ops import ArrayBoolOps
-from burnpy_cpu.array_ops.float_ops import ArrayFloatOps
-from burnpy_cpu.array_ops.int_ops import ArrayIntOps
-from burnpy_cpu.array_ops.linalg_ops import ArrayLinalgOps
-from burnpy_cpu.array_ops.loss_ops import ArrayLossOps
-from burnpy_cpu.array_ops.module_ops import ArrayModuleOps
-from burnpy_cpu.array_ops.norm_ops import ArrayNormOps
-from burnpy_cpu.array_ops.optim_ops import ArrayOptimOps
-from burnpy_cpu.array_ops.q_ops import ArrayQOps, QuantizedArray
-from burnpy_cpu.array_ops.transformer_ops import ArrayTransformerOps
+from burnpy_cpu.array_ops import ArrayOps
+from burnpy_cpu.array_ops.q_ops import QuantizedArray
 from burnpy_cuda.fuser import CudaFuser, cuda_fuser
 from burnpy_cuda.kernel_ops import CudaKernelOps
 from burnpy_cuda.runtime import LazyModule, require_cupy
@@ -42,9 +32,7 @@ def CudaDevice(index: int = 0) -> Device:  # noqa: N802 - reads like a device ty
     return Device("cuda", index)
 
 
-class CudaBackend(CudaKernelOps, ArrayFloatOps, ArrayIntOps, ArrayBoolOps, ArrayQOps,
-                  ArrayModuleOps, ArrayNormOps, ArrayLossOps, ArrayActivationOps, ArrayOptimOps,
-                  ArrayLinalgOps, ArrayTransformerOps, Backend):
+class CudaBackend(CudaKernelOps, ArrayOps):
     """Every op on ``cupy.ndarray``s; quantized tensors are ``QuantizedArray``s of CuPy arrays.
 
     Ops run on the device of their inputs: the Tensor layer refuses operands on different
