@@ -43,8 +43,10 @@ from burnpy.nn.container import (
 from burnpy.nn.conv import (
     Conv1d,
     Conv2d,
+    Conv3d,
     ConvTranspose1d,
     ConvTranspose2d,
+    ConvTranspose3d,
 )
 from burnpy.nn.distance import (
     CosineSimilarity,
@@ -149,6 +151,7 @@ __all__ = [
     "AdaptiveMaxPool2d", "AvgPool1d", "AvgPool2d", "AvgPool3d", "BCELoss", "BCEWithLogitsLoss",
     "BatchNorm1d", "BatchNorm2d", "CELU", "CTCLoss", "CircularPad1d", "CircularPad2d",
     "CircularPad3d", "ConstantPad1d", "ConstantPad2d", "ConstantPad3d", "Conv1d", "Conv2d",
+    "Conv3d", "ConvTranspose3d",
     "ConvTranspose1d", "ConvTranspose2d", "CosineEmbeddingLoss", "CosineSimilarity",
     "CrossEntropyLoss", "Dropout", "ELU", "Embedding", "Flatten", "Fold", "GELU", "GLU", "GRU",
     "GRUCell", "GaussianNLLLoss", "GroupNorm", "Hardshrink", "Hardsigmoid", "Hardswish",

@@ -1,0 +1,94 @@
+"""Convolution, normalization and pooling layers against their torch.nn twins with torch's
+weights copied in: outputs, input and parameter gradients in float64, outputs in float32."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+
+import burnpy as bp
+import burnpy.nn as nn
+from burnpy import Tensor
+from burnpy.backend.errors import BurnpyError
+from tests.nn.test_nn_layers import AD, F64, _copy_weights, check_layer
+
+RNG = np.random.default_rng(29)
+
+
+def _x(*shape: int) -> np.ndarray:
+    return RNG.standard_normal(shape)
+
+
+def forward_f32(ours: nn.Module, theirs: torch.nn.Module, x: np.ndarray,
+                tol: float = 1e-5) -> None:
+    """The float32 forward of ``ours`` (torch's weights copied in) against ``theirs``."""
+    ours.float()
+    theirs.float()
+    _copy_weights(ours, theirs)
+    got = ours(Tensor.from_data(x.astype(np.float32))).to_numpy()
+    np.testing.assert_allclose(got, theirs(torch.from_numpy(x.astype(np.float32)))
+                               .detach().numpy(), rtol=tol, atol=tol)
+
+
+# ---- convolutions -------------------------------------------------------------------------------
+@pytest.mark.parametrize("kwargs", [{}, {"stride": (1, 2, 1), "padding": 1, "groups": 2},
+                                    {"padding": "same", "dilation": (1, 2, 1)},
+                                    {"padding": "valid", "bias": False}])
+def test_conv3d(kwargs: dict[str, Any]) -> None:
+    check_layer(nn.Conv3d(4, 6, (2, 3, 2), **kwargs, **F64),
+                torch.nn.Conv3d(4, 6, (2, 3, 2), **kwargs).double(), _x(2, 4, 5, 6, 4))
+    forward_f32(nn.Conv3d(4, 6, (2, 3, 2), **kwargs), torch.nn.Conv3d(4, 6, (2, 3, 2),
+                                                                      **kwargs),
+                _x(2, 4, 5, 6, 4))
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"stride": 2, "padding": 1, "output_padding": 1},
+                                    {"groups": 2, "dilation": (2, 1, 1), "bias": False}])
+def test_conv_transpose3d(kwargs: dict[str, Any]) -> None:
+    check_layer(nn.ConvTranspose3d(4, 6, 3, **kwargs, **F64),
+                torch.nn.ConvTranspose3d(4, 6, 3, **kwargs).double(), _x(2, 4, 3, 4, 3))
+    forward_f32(nn.ConvTranspose3d(4, 6, 3, **kwargs),
+                torch.nn.ConvTranspose3d(4, 6, 3, **kwargs), _x(2, 4, 3, 4, 3))
+
+
+@pytest.mark.parametrize("mode", ["zeros", "reflect", "replicate", "circular"])
+@pytest.mark.parametrize("padding", [1, (2, 1), "same", "valid"])
+def test_conv2d_padding_modes(mode: str, padding: Any) -> None:
+    kwargs = {"padding": padding, "padding_mode": mode, "dilation": (1, 2)}
+    check_layer(nn.Conv2d(3, 4, (4, 3), **kwargs, **F64),
+                torch.nn.Conv2d(3, 4, (4, 3), **kwargs).double(), _x(2, 3, 7, 8))
+
+
+@pytest.mark.parametrize("mode", ["reflect", "circular"])
+def test_conv1d_conv3d_padding_modes_unbatched(mode: str) -> None:
+    check_layer(nn.Conv1d(3, 4, 3, padding=2, padding_mode=mode, **F64),
+                torch.nn.Conv1d(3, 4, 3, padding=2, padding_mode=mode).double(), _x(3, 7))
+    check_layer(nn.Conv3d(2, 3, 3, padding="same", padding_mode=mode, **F64),
+                torch.nn.Conv3d(2, 3, 3, padding="same", padding_mode=mode).double(),
+                _x(1, 2, 4, 5, 3))
+
+
+def test_conv_transpose_output_size() -> None:
+    x = _x(1, 3, 4, 5)
+    ours, theirs = nn.ConvTranspose2d(3, 2, 3, stride=2, **F64), torch.nn.ConvTranspose2d(
+        3, 2, 3, stride=2).double()
+    check_layer(ours, theirs, x, call=lambda layer, xs: layer(xs[0], output_size=[10, 11]))
+    with pytest.raises(BurnpyError, match=r"ConvTranspose2d.*output_size"):
+        ours(Tensor.from_data(x, backend=AD), output_size=[12, 11])
+
+
+def test_conv_bad_configurations() -> None:
+    with pytest.raises(BurnpyError, match="Conv2d: padding_mode"):
+        nn.Conv2d(2, 2, 3, padding_mode="mirror")
+    with pytest.raises(BurnpyError, match=r"Conv1d: padding='same'.*strided"):
+        nn.Conv1d(2, 2, 3, stride=2, padding="same")
+    with pytest.raises(BurnpyError, match="ConvTranspose1d: only padding_mode='zeros'"):
+        nn.ConvTranspose1d(2, 2, 3, padding_mode="reflect")
+    with pytest.raises(BurnpyError, match=r"Conv3d\(in_channels=2\)"):
+        nn.Conv3d(2, 2, 3)(Tensor.zeros((1, 3, 4, 4, 4)))
+    assert "padding_mode=circular" in repr(nn.Conv2d(2, 2, 3, padding=1,
+                                                     padding_mode="circular"))
+    assert bp.float64 is nn.Conv3d(1, 1, 1, **F64).weight.dtype
