@@ -1,4 +1,5 @@
-"""The Backend protocol and the backend-neutral values: DType, Device, TensorData, errors."""
+"""The Backend protocol, the backend-neutral values (DType, Device, TensorData, errors) and
+the registry of concrete backends (``register_backend``, ``default_backend``)."""
 
 from burnpy.backend.base import Backend, IncompleteBackendError
 from burnpy.backend.data import TensorData
@@ -20,11 +21,17 @@ from burnpy.backend.errors import (
     UnsupportedDTypeError,
 )
 from burnpy.backend.ops.module_ops import ConvOptions, ConvTransposeOptions
+from burnpy.backend.registry import (
+    BackendNotFoundError,
+    default_backend,
+    register_backend,
+    registered_backends,
+)
 
 __all__ = [
-    "AutodiffError", "Backend", "BackendMismatchError", "BurnpyError", "ConvOptions",
-    "ConvTransposeOptions", "DType", "DTypeError", "Device", "DeviceMismatchError",
+    "AutodiffError", "Backend", "BackendMismatchError", "BackendNotFoundError", "BurnpyError",
+    "ConvOptions", "ConvTransposeOptions", "DType", "DTypeError", "Device", "DeviceMismatchError",
     "DivisionByZeroError", "Distribution", "IncompleteBackendError", "IndexOutOfBoundsError",
     "InvalidArgumentError", "KindError", "RecordError", "ShapeError", "TensorData",
-    "UnsupportedDTypeError",
+    "UnsupportedDTypeError", "default_backend", "register_backend", "registered_backends",
 ]

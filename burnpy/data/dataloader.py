@@ -10,6 +10,7 @@ import numpy as np
 
 from burnpy.backend.device import Device
 from burnpy.backend.errors import InvalidArgumentError
+from burnpy.backend.registry import default_backend
 from burnpy.data.dataset import Dataset
 from burnpy.tensor import Tensor
 from burnpy.tensor.creation import from_owned_data
@@ -48,9 +49,7 @@ class DataLoader:
         self.dataset, self.batch_size, self.shuffle = dataset, batch_size, shuffle
         self.seed, self.drop_last = seed, drop_last
         if backend is None:
-            from burnpy_cpu import CpuBackend
-
-            backend = CpuBackend
+            backend = default_backend()
         self.backend, self.device, self.sampler = backend, device, sampler
         self.epoch = 0
 

@@ -1,5 +1,6 @@
 """Creating tensors: from data (copied, or shared with NumPy and DLPack producers), filled,
-random and ranges (``CreationOps``, a mixin of ``Tensor``), and the default backend."""
+random and ranges (``CreationOps``, a mixin of ``Tensor``), on ``default_backend()`` unless a
+backend is given."""
 
 from __future__ import annotations
 
@@ -22,18 +23,13 @@ from burnpy.backend.errors import (
     UnsupportedDTypeError,
     describe,
 )
+from burnpy.backend.registry import default_backend
 from burnpy.tensor._core import BOOL, FLOAT, INT, QUANTIZED, is_tensor, new
 from burnpy.tensor.dlpack import BFloat16Producer, host_values
 
 if TYPE_CHECKING:
     from burnpy.backend.base import Backend
     from burnpy.tensor.tensor import Tensor
-
-
-def _default_backend() -> type[Backend]:
-    from burnpy_cpu import CpuBackend
-
-    return CpuBackend
 
 
 def _kind_of(dtype: DType) -> str:
@@ -76,7 +72,7 @@ def from_owned_data(data: np.ndarray | TensorData, *, backend: type[Backend],
 
 def _from_values(data: Any, backend: type[Backend] | None, device: Device | None,
                  dtype: DTypeLike | None, copy: bool) -> Tensor:
-    b = backend or _default_backend()
+    b = backend or default_backend()
     data = data.into_data() if is_tensor(data) else host_values(data)
     td = TensorData.from_any(data, dtype, default_float=b.float_dtype, default_int=b.int_dtype,
                              copy=copy)
@@ -94,7 +90,7 @@ def _from_tensor_data(b: type[Backend], td: TensorData, device: Device | None, o
 
 def _filled(op: str, shape: Sequence[int] | int, value: Any, backend: type[Backend] | None,
             device: Device | None, dtype: DTypeLike | None) -> Tensor:
-    b = backend or _default_backend()
+    b = backend or default_backend()
     dev = _device_for(b, device)
     dt = DType.of(dtype) if dtype is not None else b.float_dtype
     check_supported(b, dev, dt, op)
@@ -154,7 +150,7 @@ class CreationOps:
         if dtype is None and isinstance(fill_value, bool):
             dtype = DType.bool_
         elif dtype is None and isinstance(fill_value, int):
-            dtype = (backend or _default_backend()).int_dtype
+            dtype = (backend or default_backend()).int_dtype
         return _filled("full", shape, fill_value, backend, device, dtype)
 
     def zeros_like(self: Tensor, *, dtype: DTypeLike | None = None) -> Tensor:
@@ -178,7 +174,7 @@ class CreationOps:
                backend: type[Backend] | None = None, device: Device | None = None,
                dtype: DTypeLike | None = None) -> Tensor:
         """Samples of ``distribution`` (default uniform [0, 1)) from the device's generator."""
-        b = backend or _default_backend()
+        b = backend or default_backend()
         dev = _device_for(b, device)
         dt = DType.of(dtype) if dtype is not None else b.float_dtype
         if not dt.is_float:
@@ -209,7 +205,7 @@ class CreationOps:
         """Uniform integers in [low, high)."""
         if high <= low:
             raise InvalidArgumentError(f"randint: need low < high, got low={low}, high={high}")
-        b = backend or _default_backend()
+        b = backend or default_backend()
         dev = _device_for(b, device)
         dt = DType.of(dtype) if dtype is not None else b.int_dtype
         if not dt.is_int:
@@ -228,7 +224,7 @@ class CreationOps:
             start, end = 0, start
         if step == 0:
             raise InvalidArgumentError("arange: step must be non-zero")
-        b = backend or _default_backend()
+        b = backend or default_backend()
         dev = _device_for(b, device)
         integral = all(isinstance(v, int) for v in (start, end, step))
         dt = DType.of(dtype) if dtype is not None else (b.int_dtype if integral
@@ -250,7 +246,7 @@ class CreationOps:
         """``steps`` evenly spaced floats from ``start`` to ``end`` inclusive."""
         if steps < 0:
             raise InvalidArgumentError(f"linspace: steps must be >= 0, got {steps}")
-        b = backend or _default_backend()
+        b = backend or default_backend()
         dt = DType.of(dtype) if dtype is not None else b.float_dtype
         idx = CreationOps.arange(0, steps, backend=b, device=device).cast(dt)
         if steps == 1:
@@ -262,7 +258,7 @@ class CreationOps:
             device: Device | None = None, dtype: DTypeLike | None = None) -> Tensor:
         """An ``n x m`` identity matrix."""
         m = n if m is None else m
-        b = backend or _default_backend()
+        b = backend or default_backend()
         rows = CreationOps.arange(0, n, backend=b, device=device).reshape(n, 1)
         cols = CreationOps.arange(0, m, backend=b, device=device).reshape(1, m)
         return (rows == cols).cast(dtype if dtype is not None else b.float_dtype)
@@ -287,7 +283,7 @@ class CreationOps:
         """From any object with ``__dlpack__``: zero-copy when the backend can import it
         (``array_from_dlpack``: NumPy on CPU, CuPy on CUDA), else through the host. bfloat16
         (torch's) crosses as its 16-bit storage, on backends that support bfloat16."""
-        b = backend or _default_backend()
+        b = backend or default_backend()
         producer = BFloat16Producer(obj)
         importer = getattr(b, "array_from_dlpack", None)
         if importer is None or device is not None:
@@ -320,7 +316,7 @@ class CreationOps:
         """
         from burnpy.fusion.backend import FusionBackend
 
-        b = backend or _default_backend()
+        b = backend or default_backend()
         if not isinstance(array, np.ndarray):
             raise InvalidArgumentError(
                 f"from_numpy: expected a NumPy array, got {type(array).__name__}")

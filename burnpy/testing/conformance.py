@@ -16,6 +16,7 @@ import numpy as np
 from burnpy.backend.base import Backend
 from burnpy.backend.dtype import DType
 from burnpy.backend.errors import BurnpyError, UnsupportedDTypeError
+from burnpy.backend.registry import default_backend
 from burnpy.tensor import Tensor
 from burnpy.testing.cases import CASES, Arg, OpCase
 from burnpy.testing.lazy import LazyModule
@@ -36,10 +37,9 @@ TOLERANCES: dict[str, tuple[float, float]] = {
 }
 
 def backends_available() -> list[type[Backend]]:
-    """Every backend class importable and usable here: CpuBackend, plus wgpu/CUDA if present."""
-    from burnpy_cpu import CpuBackend
-
-    found: list[type[Backend]] = [CpuBackend]
+    """Every backend class importable and usable here: the default (CpuBackend), plus
+    wgpu/CUDA if present."""
+    found: list[type[Backend]] = [default_backend()]
     for module, name in (("burnpy_wgpu", "WgpuBackend"), ("burnpy_cuda", "CudaBackend")):
         try:
             backend = getattr(importlib.import_module(module), name, None)
