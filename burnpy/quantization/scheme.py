@@ -63,6 +63,11 @@ class Calibration(enum.Enum):
     MIN_MAX = "min_max"
     ABS_MEAN = "abs_mean"
 
+    @property
+    def from_max(self) -> bool:
+        """Whether the scale comes from max |x| (min-max); from mean |x| otherwise."""
+        return self is Calibration.MIN_MAX
+
 
 @dataclass(frozen=True, slots=True)
 class QuantLevel:

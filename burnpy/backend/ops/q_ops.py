@@ -26,9 +26,8 @@ from burnpy.backend.device import Device
 from burnpy.backend.dtype import DType
 from burnpy.backend.ops._marker import provided, required
 from burnpy.backend.primitives import FloatPrimitive, IntPrimitive, QuantizedPrimitive, Shape
-from burnpy.quantization.scheme import Calibration, QuantLevel
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the protocol takes schemes as values; quantization sits above backend
     from burnpy.backend.base import Backend
     from burnpy.quantization.scheme import QuantScheme
 
@@ -46,7 +45,7 @@ def requantize(backend: type[Backend], tensor: FloatPrimitive,
     scheme = like.scheme
     bs = scheme.level.block_size
     if bs is not None and tensor.shape[-1] % bs:
-        level = QuantLevel(math.gcd(bs, tensor.shape[-1]) or 1, scheme.level.two_level)
+        level = replace(scheme.level, block_size=math.gcd(bs, tensor.shape[-1]) or 1)
         scheme = replace(scheme, level=level)
     return backend.quantize_dynamic(backend.float_cast(tensor, like.float_dtype), scheme)
 
@@ -109,14 +108,14 @@ class QOps:
             nb = shape[-1] // bs
             x = cls.float_reshape(x, (*shape[:-1], nb, bs))
             last = len(shape)
-            reduce = cls.float_max_dim if scheme.calibration is Calibration.MIN_MAX \
+            reduce = cls.float_max_dim if scheme.calibration.from_max \
                 else cls.float_mean_dim
             stat = cls.float_reshape(reduce(x, last), (*shape[:-1], nb))
         else:
-            reduce_all = cls.float_max if scheme.calibration is Calibration.MIN_MAX \
+            reduce_all = cls.float_max if scheme.calibration.from_max \
                 else cls.float_mean
             stat = reduce_all(x)
-        if scheme.calibration is Calibration.MIN_MAX:
+        if scheme.calibration.from_max:
             stat = cls.float_div_scalar(stat, scheme.value.half_range)
         scale = cls.float_mask_fill(stat, cls.float_equal_elem(stat, 0.0), 1.0)
         scale = cls.float_cast(scale, DType.float32)
