@@ -52,11 +52,11 @@ def check_dtype(dtype: DType, has_f16: bool) -> np.dtype[Any]:
     """The NumPy dtype for ``dtype``, or a WgpuDTypeError saying why WebGPU cannot hold it."""
     if dtype is DType.float16 and not has_f16:
         raise WgpuDTypeError("WebGPU: float16 needs the adapter feature 'shader-f16', which "
-                             "this adapter lacks")
+                             "this adapter lacks", dtype)
     if dtype.is_quantized or dtype in _WHY:
         why = _WHY.get(dtype, "quantized tensors have no WebGPU storage")
         raise WgpuDTypeError(f"WebGPU cannot hold {dtype!r} tensors ({why}); use float32, "
-                             "float16, int32, uint32 or bool")
+                             "float16, int32, uint32 or bool", dtype)
     return dtype.numpy
 
 

@@ -6,6 +6,11 @@ deep inside a model says what broke without a debugger.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from burnpy.backend.dtype import DType
+
 
 class BurnpyError(Exception):
     """Base class of every error burnpy raises on purpose."""
@@ -36,7 +41,12 @@ class DeviceMismatchError(BurnpyError, ValueError):
 
 
 class UnsupportedDTypeError(DTypeError):
-    """A dtype the chosen backend does not support (``supports_dtype`` says no)."""
+    """A dtype the chosen backend does not support (``supports_dtype`` says no); ``dtype``
+    is the refused dtype where the raiser knows it (None otherwise)."""
+
+    def __init__(self, message: str, dtype: DType | None = None) -> None:
+        super().__init__(message)
+        self.dtype = dtype
 
 
 class KindError(BurnpyError, TypeError):

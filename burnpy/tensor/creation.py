@@ -47,7 +47,7 @@ def _device_for(b: type[Backend], device: Device | None) -> Device:
 def check_supported(b: type[Backend], device: Device, dt: DType, op: str) -> None:
     if not b.supports_dtype(device, dt):
         raise UnsupportedDTypeError(f"{op}: backend {b.name()} does not support dtype {dt!r} "
-                                    f"on device {device}")
+                                    f"on device {device}", dt)
 
 
 def _shape_arg(op: str, shape: Sequence[int] | int) -> tuple[int, ...]:
@@ -294,7 +294,7 @@ class CreationOps:
             raise UnsupportedDTypeError(
                 f"from_dlpack: backend {b.name()} does not support bfloat16 (shape "
                 f"{describe(tuple(arr.shape))}); cast to float32 before the export "
-                "(torch: t.float()), or import on CpuBackend")
+                "(torch: t.float()), or import on CpuBackend", DType.bfloat16)
         arr = producer.restore(arr)
         try:
             dt = dtype_of_numpy(arr.dtype)

@@ -26,7 +26,7 @@ def check_quantizable(t: Tensor, scheme: QuantScheme, op: str) -> None:
     b = t.backend
     if not b.supports_dtype(t.device, scheme.dtype):
         raise UnsupportedDTypeError(f"{op}: backend {b.name()} does not support {scheme} "
-                                    f"({scheme.dtype!r}) on {t.device}")
+                                    f"({scheme.dtype!r}) on {t.device}", scheme.dtype)
     bs = scheme.level.block_size
     if bs is not None and (t.ndim == 0 or t.shape[-1] % bs):
         raise ShapeError(f"{op}: block size {bs} does not divide the last dim of shape "

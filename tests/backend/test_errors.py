@@ -384,6 +384,18 @@ def test_unsupported_dtype_is_a_dtype_error() -> None:
     assert issubclass(UnsupportedDTypeError, DTypeError)
 
 
+def test_unsupported_dtype_error_names_the_refused_dtype() -> None:
+    """The conformance harness skips a case only for a dtype the case asked for: it reads it
+    here."""
+    x = Tensor.ones((3,), backend=NoHalfCpu)
+    with pytest.raises(UnsupportedDTypeError) as cast:
+        x.half()
+    with pytest.raises(UnsupportedDTypeError) as created:
+        Tensor.from_data(np.ones(3, np.float16), backend=NoHalfCpu)
+    assert cast.value.dtype is created.value.dtype is DType.float16
+    assert UnsupportedDTypeError("linalg.inv: expected float32").dtype is None
+
+
 def test_mixed_backends_add() -> None:
     a = Tensor.ones((2, 2))
     b = Tensor.ones((2, 2), backend=OtherCpu)

@@ -181,8 +181,9 @@ def test_64_bit_dtypes_are_refused_with_a_clear_error() -> None:
         Tensor.from_data(np.arange(3, dtype=np.int64), backend=B)
     with pytest.raises(WgpuDTypeError, match="WGSL has no f64"):
         B.float_zeros((2,), DEV, DType.float64)
-    with pytest.raises(WgpuDTypeError, match="WGSL has no i64"):
+    with pytest.raises(WgpuDTypeError, match="WGSL has no i64") as refused:
         B.int_arange(0, 3, 1, DEV, DType.int64)
+    assert refused.value.dtype is DType.int64
     assert B.float_dtype is DType.float32 and B.int_dtype is DType.int32
     assert Tensor.from_data([1.5, 2.5], backend=B).dtype is DType.float32
     assert Tensor.from_data([1, 2], backend=B).dtype is DType.int32
