@@ -38,6 +38,10 @@ from burnpy.nn.attention import (
     MultiheadAttention,
 )
 from burnpy.nn.container import (
+    ModuleDict,
+    ModuleList,
+    ParameterDict,
+    ParameterList,
     Sequential,
 )
 from burnpy.nn.conv import (
@@ -68,26 +72,42 @@ from burnpy.nn.linear import (
     Linear,
 )
 from burnpy.nn.loss import (
+    AdaptiveLogSoftmaxWithLoss,
     BCELoss,
     BCEWithLogitsLoss,
     CosineEmbeddingLoss,
     CrossEntropyLoss,
     CTCLoss,
     GaussianNLLLoss,
+    HingeEmbeddingLoss,
     HuberLoss,
     KLDivLoss,
     L1Loss,
+    LinearCrossEntropyLoss,
     MarginRankingLoss,
     MSELoss,
+    MultiLabelMarginLoss,
+    MultiLabelSoftMarginLoss,
+    MultiMarginLoss,
     NLLLoss,
     PoissonNLLLoss,
     SmoothL1Loss,
+    SoftMarginLoss,
     TripletMarginLoss,
+    TripletMarginWithDistanceLoss,
 )
-from burnpy.nn.module import IncompatibleKeys, Module, ParamSlot, StateDictError, rename_keys
+from burnpy.nn.module import (
+    IncompatibleKeys,
+    Module,
+    Parameter,
+    ParamSlot,
+    StateDictError,
+    rename_keys,
+)
 from burnpy.nn.norm import (
     BatchNorm1d,
     BatchNorm2d,
+    BatchNorm3d,
     GroupNorm,
     InstanceNorm1d,
     InstanceNorm2d,
@@ -95,6 +115,7 @@ from burnpy.nn.norm import (
     LayerNorm,
     LocalResponseNorm,
     RMSNorm,
+    SyncBatchNorm,
 )
 from burnpy.nn.padding import (
     CircularPad1d,
@@ -150,6 +171,7 @@ __all__ = [
     "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveAvgPool3d", "AdaptiveMaxPool1d",
     "AdaptiveMaxPool2d", "AvgPool1d", "AvgPool2d", "AvgPool3d", "BCELoss", "BCEWithLogitsLoss",
     "BatchNorm1d", "BatchNorm2d", "CELU", "CTCLoss", "CircularPad1d", "CircularPad2d",
+    "BatchNorm3d", "SyncBatchNorm",
     "CircularPad3d", "ConstantPad1d", "ConstantPad2d", "ConstantPad3d", "Conv1d", "Conv2d",
     "Conv3d", "ConvTranspose3d",
     "ConvTranspose1d", "ConvTranspose2d", "CosineEmbeddingLoss", "CosineSimilarity",
@@ -159,6 +181,7 @@ __all__ = [
     "InstanceNorm3d", "KLDivLoss", "L1Loss", "LPPool1d", "LPPool2d", "LSTM",
     "LSTMCell", "LayerNorm", "LeakyReLU", "Linear", "LocalResponseNorm", "LogSigmoid",
     "LogSoftmax", "MSELoss", "MarginRankingLoss", "MaxPool1d", "MaxPool2d", "MaxPool3d", "Mish",
+    "ModuleDict", "ModuleList", "Parameter", "ParameterDict", "ParameterList",
     "Module", "MultiHeadAttention", "MultiheadAttention", "NLLLoss", "PReLU", "PairwiseDistance",
     "ParamSlot", "PixelShuffle", "PixelUnshuffle", "PoissonNLLLoss", "RMSNorm", "RNN", "RNNBase",
     "RNNCell", "RNNCellBase", "RReLU", "ReLU", "ReLU6", "ReflectionPad1d", "ReflectionPad2d",
@@ -167,4 +190,7 @@ __all__ = [
     "Softshrink", "Softsign", "StateDictError", "Tanh", "Tanhshrink", "Threshold",
     "TransformerEncoderLayer", "TripletMarginLoss", "Unfold", "ZeroPad1d", "ZeroPad2d",
     "ZeroPad3d", "functional", "init", "rename_keys", "utils",
+    "AdaptiveLogSoftmaxWithLoss", "HingeEmbeddingLoss", "LinearCrossEntropyLoss",
+    "MultiLabelMarginLoss", "MultiLabelSoftMarginLoss", "MultiMarginLoss", "SoftMarginLoss",
+    "TripletMarginWithDistanceLoss",
 ]

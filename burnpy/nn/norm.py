@@ -1,5 +1,5 @@
-"""Normalization layers: ``BatchNorm1d/2d``, ``LayerNorm``, ``GroupNorm``, ``RMSNorm``,
-``InstanceNorm1d/2d/3d`` and ``LocalResponseNorm``.
+"""Normalization layers: ``BatchNorm1d/2d/3d``, ``SyncBatchNorm``, ``LayerNorm``,
+``GroupNorm``, ``RMSNorm``, ``InstanceNorm1d/2d/3d`` and ``LocalResponseNorm``.
 
 Statistics use the biased variance, as torch; BatchNorm's running variance is the unbiased
 one. Running statistics are buffers updated without recording a graph.
@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING
 from burnpy.backend.device import Device
 from burnpy.backend.dtype import DTypeLike
 from burnpy.backend.errors import InvalidArgumentError, ShapeError, describe
+from burnpy.distributed.collectives import all_reduce
+from burnpy.distributed.group import ProcessGroup, current_group, is_initialized
 from burnpy.nn import functional as F
 from burnpy.nn import init
 from burnpy.nn.module import Module
@@ -39,11 +41,12 @@ class ChannelNorm(Module):
     num_batches_tracked: Tensor
 
     def _init_channels(self, num_features: int, eps: float, momentum: float | None,
-                       affine: bool, track_running_stats: bool, kw: init.Placement) -> None:
+                       affine: bool, track_running_stats: bool, kw: init.Placement,
+                       bias: bool = True) -> None:
         self.num_features, self.eps, self.momentum = num_features, eps, momentum
         self.affine, self.track_running_stats = affine, track_running_stats
         self.weight = init.ones((num_features,), **kw) if affine else None
-        self.bias = init.zeros((num_features,), **kw) if affine else None
+        self.bias = init.zeros((num_features,), **kw) if affine and bias else None
         if track_running_stats:
             self.register_buffer("running_mean", init.zeros((num_features,), **kw))
             self.register_buffer("running_var", init.ones((num_features,), **kw))
@@ -59,16 +62,21 @@ class _BatchNorm(ChannelNorm):
     def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1,
                  affine: bool = True, track_running_stats: bool = True, *,
                  backend: type[Backend] | None = None, device: Device | None = None,
-                 dtype: DTypeLike | None = None) -> None:
+                 dtype: DTypeLike | None = None, bias: bool = True) -> None:
         kw = init.Placement(backend=backend, device=device, dtype=dtype)
-        self._init_channels(num_features, eps, momentum, affine, track_running_stats, kw)
+        self._init_channels(num_features, eps, momentum, affine, track_running_stats, kw, bias)
 
-    def forward(self, x: Tensor) -> Tensor:
+    def _check(self, x: Tensor) -> None:
         if x.ndim not in self._ranks or x.shape[1] != self.num_features:
             ranks = " or ".join(f"{r}-d" for r in self._ranks)
             raise ShapeError(f"{type(self).__name__}({self.num_features}): expected a {ranks} "
                              f"input with {self.num_features} channels in dim 1, got "
                              f"{describe(x.shape)}")
+
+    def forward(self, x: Tensor) -> Tensor:
+        """``x [batch, channels, *]`` normalized per channel: by the batch's statistics in
+        training (updating the running ones), by the running ones in eval."""
+        self._check(x)
         if self.training or not self.track_running_stats:
             y, mean, var = F.batch_norm_train(x, self.weight, self.bias, self.eps)
             if self.training and self.track_running_stats:
@@ -101,6 +109,94 @@ class BatchNorm2d(_BatchNorm):
     """Batch normalization of ``[batch, channels, height, width]``."""
 
     _ranks = (4,)
+
+
+class BatchNorm3d(_BatchNorm):
+    """Batch normalization of ``[batch, channels, depth, height, width]``."""
+
+    _ranks = (5,)
+
+
+class SyncBatchNorm(_BatchNorm):
+    """Batch normalization whose training statistics cover every rank's batch: the
+    per-channel sums and counts are all-reduced (``burnpy.distributed``, differentiable, so
+    each rank's gradients account for the others' samples). Without an initialised process
+    group, in eval, or on one rank, it is a plain BatchNorm."""
+
+    def _check(self, x: Tensor) -> None:
+        if x.ndim < 2 or x.shape[1] != self.num_features:
+            raise ShapeError(f"SyncBatchNorm({self.num_features}): expected an input [batch, "
+                             f"{self.num_features}, *], got {describe(x.shape)}")
+
+    def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1,
+                 affine: bool = True, track_running_stats: bool = True,
+                 process_group: ProcessGroup | None = None, *,
+                 backend: type[Backend] | None = None, device: Device | None = None,
+                 dtype: DTypeLike | None = None, bias: bool = True) -> None:
+        super().__init__(num_features, eps, momentum, affine, track_running_stats,
+                         backend=backend, device=device, dtype=dtype, bias=bias)
+        self.process_group = process_group
+
+    def _synced(self) -> bool:
+        """Whether this forward all-reduces: training under a group of several ranks."""
+        if not self.training or not is_initialized():
+            return False
+        group = current_group("SyncBatchNorm")
+        if self.process_group is not None and self.process_group is not group:
+            raise InvalidArgumentError("SyncBatchNorm: process_group must be the group "
+                                       "init_process_group made (burnpy has one)")
+        return group.size > 1
+
+    def forward(self, x: Tensor) -> Tensor:
+        """``x [batch, channels, *]`` normalized per channel by the statistics of every
+        rank's batch in training; as BatchNorm otherwise."""
+        self._check(x)
+        if not self._synced():
+            return super().forward(x)
+        c = self.num_features
+        dims = (0, *range(2, x.ndim))
+        shape = (1, c) + (1,) * (x.ndim - 2)
+        count = Tensor.full((1,), x.numel() // c, backend=x.backend, device=x.device,
+                            dtype=x.dtype)
+        sums = all_reduce(Tensor.cat([x.sum(dims), count], 0))
+        total = int(sums[c].item())
+        if total <= 1:
+            raise ShapeError(f"SyncBatchNorm({c}): need more than 1 value per channel over "
+                             f"all ranks in training, got {total}")
+        mean = sums[:c] / float(total)
+        centered = x - mean.reshape(shape)
+        var = all_reduce(centered.square().sum(dims)) / float(total)
+        y = centered * (var + self.eps).rsqrt().reshape(shape)
+        if self.track_running_stats:
+            self._update_running(mean.detach(), var.detach(), total)
+        if self.weight is not None:
+            y = y * self.weight.reshape(shape)
+        if self.bias is not None:
+            y = y + self.bias.reshape(shape)
+        return y
+
+    @classmethod
+    def convert_sync_batchnorm(cls, module: Module,
+                               process_group: ProcessGroup | None = None) -> Module:
+        """``module`` with every BatchNorm layer in it (itself included) replaced by a
+        SyncBatchNorm holding the same parameters and buffers (torch's helper)."""
+        if isinstance(module, _BatchNorm) and not isinstance(module, SyncBatchNorm):
+            out = object.__new__(cls)
+            out.__dict__.update(vars(module))
+            out.process_group = process_group
+            return out
+        for name, value in list(vars(module).items()):
+            if isinstance(value, Module):
+                object.__setattr__(module, name, cls.convert_sync_batchnorm(value,
+                                                                            process_group))
+            elif isinstance(value, list):
+                value[:] = [cls.convert_sync_batchnorm(v, process_group)
+                            if isinstance(v, Module) else v for v in value]
+            elif isinstance(value, dict):
+                for key, v in value.items():
+                    if isinstance(v, Module):
+                        value[key] = cls.convert_sync_batchnorm(v, process_group)
+        return module
 
 
 def _shape_tuple(normalized_shape: int | Sequence[int]) -> tuple[int, ...]:
@@ -145,7 +241,8 @@ class GroupNorm(Module):
 
     def __init__(self, num_groups: int, num_channels: int, eps: float = 1e-5,
                  affine: bool = True, *, backend: type[Backend] | None = None,
-                 device: Device | None = None, dtype: DTypeLike | None = None) -> None:
+                 device: Device | None = None, dtype: DTypeLike | None = None,
+                 bias: bool = True) -> None:
         if num_groups < 1 or num_channels % num_groups:
             raise InvalidArgumentError(f"GroupNorm: num_channels={num_channels} must be "
                                        f"divisible by num_groups={num_groups}")
@@ -153,22 +250,14 @@ class GroupNorm(Module):
             num_groups, num_channels, eps, affine)
         kw = init.Placement(backend=backend, device=device, dtype=dtype)
         self.weight = init.ones((num_channels,), **kw) if affine else None
-        self.bias = init.zeros((num_channels,), **kw) if affine else None
+        self.bias = init.zeros((num_channels,), **kw) if affine and bias else None
 
     def forward(self, x: Tensor) -> Tensor:
         """``x [batch, channels, *]`` normalized per sample and group; same shape."""
         if x.ndim < 2 or x.shape[1] != self.num_channels:
             raise ShapeError(f"GroupNorm({self.num_groups}, {self.num_channels}): expected "
                              f"[batch, {self.num_channels}, *], got {describe(x.shape)}")
-        n = x.shape[0]
-        grouped = x.reshape(n, self.num_groups, -1)
-        centered = grouped - grouped.mean(2, keepdim=True)
-        y = centered * (centered.square().mean(2, keepdim=True) + self.eps).rsqrt()
-        y = y.reshape(x.shape)
-        if self.weight is not None and self.bias is not None:  # affine
-            shape = (1, self.num_channels) + (1,) * (x.ndim - 2)
-            y = y * self.weight.reshape(shape) + self.bias.reshape(shape)
-        return y
+        return F.group_norm(x, self.num_groups, self.weight, self.bias, self.eps)
 
     def extra_repr(self) -> str:
         return f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}"
@@ -208,9 +297,9 @@ class _InstanceNorm(ChannelNorm):
     def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1,
                  affine: bool = False, track_running_stats: bool = False, *,
                  backend: type[Backend] | None = None, device: Device | None = None,
-                 dtype: DTypeLike | None = None) -> None:
+                 dtype: DTypeLike | None = None, bias: bool = True) -> None:
         self._init_channels(num_features, eps, momentum, affine, track_running_stats,
-                            init.Placement(backend=backend, device=device, dtype=dtype))
+                            init.Placement(backend=backend, device=device, dtype=dtype), bias)
 
     def forward(self, x: Tensor) -> Tensor:
         """``x [batch, channels, *spatial]`` (or, unbatched, ``[channels, *spatial]``)

@@ -92,3 +92,62 @@ def test_conv_bad_configurations() -> None:
     assert "padding_mode=circular" in repr(nn.Conv2d(2, 2, 3, padding=1,
                                                      padding_mode="circular"))
     assert bp.float64 is nn.Conv3d(1, 1, 1, **F64).weight.dtype
+
+
+# ---- normalizations -----------------------------------------------------------------------------
+def test_batch_norm3d_train_eval_and_running_stats() -> None:
+    ours, theirs = nn.BatchNorm3d(3, momentum=0.3, **F64), torch.nn.BatchNorm3d(
+        3, momentum=0.3).double()
+    check_layer(ours, theirs, _x(2, 3, 4, 3, 2))
+    for name in ("running_mean", "running_var"):
+        np.testing.assert_allclose(getattr(ours, name).to_numpy(),
+                                   getattr(theirs, name).numpy(), rtol=1e-12)
+    ours.eval()
+    theirs.eval()
+    check_layer(ours, theirs, _x(2, 3, 4, 3, 2))
+    forward_f32(nn.BatchNorm3d(3).eval(), theirs.eval(), _x(2, 3, 4, 3, 2))
+
+
+@pytest.mark.parametrize(("ours", "theirs", "shape"), [
+    (nn.BatchNorm1d, torch.nn.BatchNorm1d, (4, 3, 5)),
+    (nn.BatchNorm2d, torch.nn.BatchNorm2d, (2, 3, 4, 5)),
+    (nn.SyncBatchNorm, torch.nn.SyncBatchNorm, (2, 3, 4, 5)),
+    (nn.InstanceNorm2d, torch.nn.InstanceNorm2d, (2, 3, 4, 5)),
+])
+def test_channel_norms_without_bias(ours: type, theirs: type, shape: tuple[int, ...]) -> None:
+    """torch's ``bias=False``: a weight but no bias (state-dict keys and gradients)."""
+    layer = ours(3, affine=True, bias=False, **F64)
+    assert layer.bias is None and layer.weight is not None
+    torch_layer = theirs(3, affine=True, bias=False).double()
+    assert sorted(layer.state_dict()) == sorted(torch_layer.state_dict())
+    check_layer(layer, torch_layer, _x(*shape))
+
+
+def test_group_norm_without_bias() -> None:
+    check_layer(nn.GroupNorm(2, 4, bias=False, **F64),
+                torch.nn.GroupNorm(2, 4, bias=False).double(), _x(2, 4, 3, 5))
+    check_layer(nn.GroupNorm(2, 4, **F64), torch.nn.GroupNorm(2, 4).double(), _x(2, 4, 6))
+
+
+def test_sync_batch_norm_without_a_group_is_batch_norm() -> None:
+    ours, theirs = nn.SyncBatchNorm(3, momentum=None, **F64), torch.nn.BatchNorm2d(
+        3, momentum=None).double()
+    for _ in range(2):
+        check_layer(ours, theirs, _x(2, 3, 4, 5))
+    np.testing.assert_allclose(ours.running_var.to_numpy(), theirs.running_var.numpy(),
+                               rtol=1e-12)
+    ours.eval()
+    theirs.eval()
+    check_layer(ours, theirs, _x(2, 3, 4, 5))
+
+
+def test_convert_sync_batchnorm_shares_the_parameters() -> None:
+    seq = nn.Sequential(nn.Conv2d(3, 3, 1), nn.BatchNorm2d(3), nn.ReLU())
+    bn = seq[1]
+    converted = nn.SyncBatchNorm.convert_sync_batchnorm(seq)
+    assert type(converted[1]) is nn.SyncBatchNorm and converted[1].weight is bn.weight
+    assert converted[1].running_mean is bn.running_mean
+    assert sorted(converted.state_dict()) == sorted(
+        torch.nn.Sequential(torch.nn.Conv2d(3, 3, 1), torch.nn.BatchNorm2d(3),
+                            torch.nn.ReLU()).state_dict())
+    assert type(nn.SyncBatchNorm.convert_sync_batchnorm(nn.BatchNorm1d(2))) is nn.SyncBatchNorm
