@@ -14,8 +14,8 @@ import pytest
 import burnpy as bp
 from burnpy import Tensor
 from burnpy.autodiff import Autodiff, ForwardAD, make_dual, unpack_dual
+from burnpy.autodiff.dual_tensor import DeferredDualTensor
 from burnpy.autodiff.forward import DualTensor, ForwardADBackend
-from burnpy.autodiff.forward.tensor import DeferredDualTensor
 from burnpy.backend.errors import (
     BackendMismatchError,
     DTypeError,

@@ -5,9 +5,9 @@
 Tensors; ``burnpy.func`` builds ``jvp``, ``hvp``, ``jacfwd`` and ``hessian`` on it.
 """
 
+from burnpy.autodiff.dual_tensor import DualTensor
 from burnpy.autodiff.forward.backend import ForwardAD, ForwardADBackend
 from burnpy.autodiff.forward.dual import UnpackedDual, make_dual, unpack_dual
-from burnpy.autodiff.forward.tensor import DualTensor
 
 __all__ = ["DualTensor", "ForwardAD", "ForwardADBackend", "UnpackedDual", "make_dual",
            "unpack_dual"]

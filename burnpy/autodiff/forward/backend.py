@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from burnpy.autodiff.forward.tensor import DualTensor
+from burnpy.autodiff.dual_tensor import DualTensor
 from burnpy.autodiff.rules.families import ForwardQOps, ForwardRules
 from burnpy.backend.base import Backend
 from burnpy.backend.decorator import (

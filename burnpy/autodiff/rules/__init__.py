@@ -27,8 +27,3 @@ protocol's provided composition on the decorator, which differentiates its parts
 
 The ``*Rules`` classes gathering each decorator's families are in ``families.py``.
 """
-
-# The tangent side builds on ``burnpy.autodiff.forward.tensor``, whose package builds
-# ``ForwardAD`` from ``families``: that package is imported first, so its backend finds the
-# families complete whichever module is imported first.
-import burnpy.autodiff.forward  # noqa: F401

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from burnpy.autodiff.derivatives import ParamBinder, generated_from_table
-from burnpy.autodiff.forward.tensor import DualTensor
+from burnpy.autodiff.dual_tensor import DualTensor
 from burnpy.autodiff.graph import Op
 from burnpy.autodiff.rule_helpers import fit, zeros
 from burnpy.autodiff.rules import reverse, tangent

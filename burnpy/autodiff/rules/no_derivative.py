@@ -7,7 +7,7 @@ part of ``AutodiffBackend``, which counts host transfers and owns the graph)."""
 from __future__ import annotations
 
 from burnpy.autodiff.derivatives import without_derivative
-from burnpy.autodiff.forward.tensor import DualTensor
+from burnpy.autodiff.dual_tensor import DualTensor
 from burnpy.autodiff.rules import reverse, tangent
 from burnpy.autodiff.rules.reverse import AutodiffOps
 from burnpy.autodiff.rules.tangent import ForwardOps

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, cast
 
-from burnpy.autodiff.forward.tensor import DualTensor
+from burnpy.autodiff.dual_tensor import DualTensor
 from burnpy.autodiff.rules.reverse import AutodiffOps
 from burnpy.autodiff.rules.tangent import ForwardOps
 from burnpy.autodiff.tensor import AutodiffTensor

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
-from burnpy.autodiff.forward.tensor import DeferredDualTensor, DualTensor
+from burnpy.autodiff.dual_tensor import DeferredDualTensor, DualTensor
 from burnpy.autodiff.graph import RetroForward
 from burnpy.autodiff.rule_helpers import fit, or_zeros
 from burnpy.autodiff.rules.table import LINEAR, Derivative, Kind, TangentRule, filling
