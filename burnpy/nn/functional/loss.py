@@ -8,7 +8,7 @@ backend op).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -21,6 +21,7 @@ from burnpy.backend.errors import (
 )
 from burnpy.nn.functional._common import _host
 from burnpy.nn.functional.distance import pairwise_distance
+from burnpy.nn.functional.linear import linear
 from burnpy.tensor import Tensor
 from burnpy.tensor._core import FLOAT, check_same_backend, new
 
@@ -408,3 +409,162 @@ def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths: Tensor | Sequenc
         divisor = _host(log_probs, np.maximum(np.asarray(lengths_tg, dtype=np.float64), 1.0))
         return (loss / divisor).mean()
     return _reduce(loss, reduction)
+
+
+def hinge_embedding_loss(input: Tensor, target: Tensor, margin: float = 1.0, *,
+                         reduction: str = "mean") -> Tensor:
+    """``x`` where ``y = 1``, ``max(0, margin - x)`` where ``y = -1`` (a label in neither set
+    gets both terms, as torch's)."""
+    op = "hinge_embedding_loss"
+    _check(op, reduction, input)
+    _check_same_shape(op, input, target)
+    below_margin = (margin - input).clamp(min=0.0).mask_fill(target == 1, 0.0)
+    return _reduce(below_margin + input.mask_fill(target == -1, 0.0), reduction)
+
+
+def soft_margin_loss(input: Tensor, target: Tensor, *, reduction: str = "mean") -> Tensor:
+    """Two-class logistic loss ``log(1 + exp(-y x))`` for labels ``y`` in {1, -1}."""
+    op = "soft_margin_loss"
+    _check(op, reduction, input)
+    _check_same_shape(op, input, target)
+    return _reduce((-(target * input)).softplus(), reduction)
+
+
+def multilabel_soft_margin_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,
+                                *, reduction: str = "mean") -> Tensor:
+    """One-versus-all logistic loss of ``input [N, C]`` (or ``[C]``) against 0/1 ``target``,
+    ``weight [C]`` weighing classes, averaged over the classes: one value per sample."""
+    op = "multilabel_soft_margin_loss"
+    _check(op, reduction, input)
+    _check_same_shape(op, input, target)
+    if input.ndim not in (1, 2):
+        raise ShapeError(f"{op}: input must be [N, C] or [C], got {describe(input.shape)}")
+    loss = -(target * input.log_sigmoid() + (1.0 - target) * (-input).log_sigmoid())
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss.sum(input.ndim - 1) / input.shape[-1], reduction)
+
+
+def _margin_batch(op: str, input: Tensor, target: Tensor, target_ndim: int) -> tuple[Tensor,
+                                                                                     Tensor]:
+    """``input`` as ``[N, C]`` and int ``target`` as ``[N]`` (``target_ndim`` 1) or ``[N, C]``
+    (2), an unbatched pair given a batch of one."""
+    if target.kind != "int":
+        raise KindError(f"{op}: target must be an int tensor of class indices, got "
+                        f"{target.kind}")
+    if input.ndim not in (1, 2) or target.ndim != input.ndim + target_ndim - 2:
+        want = "[N] (or 0-d for an input [C])" if target_ndim == 1 else "[N, C] (or [C])"
+        raise ShapeError(f"{op}: input must be [N, C] or [C] and target {want}, got input "
+                         f"{describe(input.shape)} and target {describe(target.shape)}")
+    if input.ndim == 1:
+        input, target = input.unsqueeze(0), target.unsqueeze(0)
+    if target.shape[0] != input.shape[0] or (target_ndim == 2 and target.shape != input.shape):
+        raise ShapeError(f"{op}: input {describe(input.shape)} and target "
+                         f"{describe(target.shape)} do not fit")
+    return input, target
+
+
+def multi_margin_loss(input: Tensor, target: Tensor, p: int = 1, margin: float = 1.0,
+                      weight: Tensor | None = None, *, reduction: str = "mean") -> Tensor:
+    """Multi-class hinge loss of ``input [N, C]`` (or ``[C]``) at class indices:
+    ``sum_{i != y} w[y] max(0, margin - x[y] + x[i])^p / C`` per sample (``p`` is 1 or 2;
+    ``weight [C]`` is a constant, as torch's, which gives it no gradient)."""
+    op = "multi_margin_loss"
+    _check(op, reduction, input)
+    if p not in (1, 2):
+        raise InvalidArgumentError(f"{op}: p must be 1 or 2, got {p}")
+    unbatched = input.ndim == 1
+    x, t = _margin_batch(op, input, target, 1)
+    n, c = x.shape
+    if weight is not None and weight.shape != (c,):
+        raise ShapeError(f"{op}: weight must have shape ({c},), got {describe(weight.shape)}")
+    if n and not bool(((t >= 0) & (t < c)).all()):
+        raise IndexOutOfBoundsError(f"{op}: a target is out of range for {c} classes")
+    column = t.unsqueeze(1)
+    z = (x - x.gather(1, column) + margin).clamp(min=0.0)
+    if p == 2:
+        z = z.square()
+    if weight is not None:
+        z = z * weight.detach().gather(0, t).unsqueeze(1)
+    classes = Tensor.arange(c, backend=t.backend, device=t.device).unsqueeze(0)
+    loss = z.mask_fill(column == classes, 0.0).sum(1) / c
+    return _reduce(loss.squeeze(0) if unbatched else loss, reduction)
+
+
+def multilabel_margin_loss(input: Tensor, target: Tensor, *, reduction: str = "mean") -> Tensor:
+    """Multi-label hinge loss of ``input [N, C]`` (or ``[C]``): each row of int ``target``
+    (values in ``[-1, C)``) lists the sample's classes up to its first -1;
+    ``sum_{j listed} sum_{i not listed} max(0, 1 - (x[j] - x[i])) / C`` per sample."""
+    op = "multilabel_margin_loss"
+    _check(op, reduction, input)
+    unbatched = input.ndim == 1
+    x, t = _margin_batch(op, input, target, 2)
+    n, c = x.shape
+    labels = np.asarray(t.to_numpy()).astype(np.int64)
+    bad = (labels < -1) | (labels >= c)
+    if bad.any():  # anywhere, past the end of the list too, as torch's check
+        raise IndexOutOfBoundsError(f"{op}: target {int(labels[bad][0])} is out of range "
+                                    f"[-1, {c}) for {c} classes")
+    listed = np.cumprod(labels >= 0, axis=1).astype(bool)  # up to the first -1
+    counts = np.zeros((n, c))
+    rows = np.broadcast_to(np.arange(n)[:, None], labels.shape)
+    np.add.at(counts, (rows[listed], labels[listed]), 1.0)
+    pairs = counts[:, :, None] * (counts == 0)[:, None, :]  # [n, listed j, unlisted i]
+    z = (1.0 - x.unsqueeze(2) + x.unsqueeze(1)).clamp(min=0.0)
+    loss = (z * _host(x, pairs)).sum((1, 2)) / c
+    return _reduce(loss.squeeze(0) if unbatched else loss, reduction)
+
+
+def triplet_margin_with_distance_loss(
+        anchor: Tensor, positive: Tensor, negative: Tensor, *,
+        distance_function: Callable[[Tensor, Tensor], Tensor] | None = None,
+        margin: float = 1.0, swap: bool = False, reduction: str = "mean") -> Tensor:
+    """``max(d(a, p) - d(a, n) + margin, 0)`` with any ``distance_function`` (default the
+    pairwise Euclidean distance; ``swap``: d(a, n) replaced by d(p, n) where smaller)."""
+    op = "triplet_margin_with_distance_loss"
+    _check(op, reduction, anchor)
+    if margin <= 0:
+        raise InvalidArgumentError(f"{op}: margin must be greater than 0, got {margin}")
+    if not anchor.ndim == positive.ndim == negative.ndim:
+        raise ShapeError(f"{op}: anchor, positive and negative must have the same number of "
+                         f"dims, got {describe(anchor.shape)}, {describe(positive.shape)} and "
+                         f"{describe(negative.shape)}")
+    distance = pairwise_distance if distance_function is None else distance_function
+    d_pos, d_neg = distance(anchor, positive), distance(anchor, negative)
+    if swap:
+        d_neg = d_neg.minimum(distance(positive, negative))
+    return _reduce((d_pos - d_neg + margin).clamp(min=0.0), reduction)
+
+
+def linear_cross_entropy(input: Tensor, linear_weight: Tensor, target: Tensor, *,
+                         linear_bias: Tensor | None = None, weight: Tensor | None = None,
+                         reduction: str = "mean", ignore_index: int | None = None,
+                         label_smoothing: float = 0.0) -> Tensor:
+    """``cross_entropy(linear(input, linear_weight, linear_bias), target, ...)`` for
+    ``input [N, in]`` (or ``[in]``) and ``linear_weight [C, d_1.., d_K, in]``: logits
+    ``[N, C, d_1.., d_K]``, targets as ``cross_entropy``'s (``ignore_index`` None means -100
+    and is refused with class probabilities)."""
+    op = "linear_cross_entropy"
+    _check(op, reduction, input)
+    if input.ndim not in (1, 2) or linear_weight.ndim < 2 or (
+            input.shape[-1] != linear_weight.shape[-1]):
+        raise ShapeError(f"{op}: input [N, in] or [in] {describe(input.shape)} and "
+                         f"linear_weight [C, *out_features, in] {describe(linear_weight.shape)} "
+                         "do not fit")
+    classes = linear_weight.shape[:-1]
+    if linear_bias is not None and linear_bias.shape != classes:
+        raise ShapeError(f"{op}: linear_bias must have shape {describe(classes)}, got "
+                         f"{describe(linear_bias.shape)}")
+    if len(classes) > 1 and input.ndim == 1:
+        raise ShapeError(f"{op}: out_features {describe(classes[1:])} need a batched input "
+                         f"[N, in], got {describe(input.shape)}")
+    logits_shape = (*input.shape[:-1], *classes)
+    if target.shape == logits_shape and ignore_index is not None:
+        raise InvalidArgumentError(f"{op}: ignore_index cannot be given with class "
+                                   "probabilities as the target")
+    flat = math.prod(classes)
+    logits = linear(input, linear_weight.reshape(flat, linear_weight.shape[-1]),
+                    None if linear_bias is None else linear_bias.reshape(flat))
+    return cross_entropy(logits.reshape(logits_shape), target, weight,
+                         ignore_index=-100 if ignore_index is None else ignore_index,
+                         reduction=reduction, label_smoothing=label_smoothing)
