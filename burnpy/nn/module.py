@@ -5,12 +5,15 @@ or a ``list``/``dict`` of those is part of the module's state, named by its attr
 (``"layers.0.weight"``). A float tensor is a trainable **parameter** unless it was registered
 with ``register_buffer``; buffers (BatchNorm's running stats) and int/bool tensors are saved and
 moved with the module but never trained. On an autodiff backend a parameter is tracked
-(``require_grad``) as soon as it is assigned, so layer code reads ``self.weight = tensor``.
+(``require_grad``) as soon as it is assigned, so layer code reads ``self.weight = tensor``;
+torch's ``nn.Parameter(tensor, requires_grad)`` is that leaf made explicitly (frozen with
+``requires_grad=False``, and left so when assigned).
 """
 
 from __future__ import annotations
 
 import copy
+import weakref
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,7 +25,13 @@ from burnpy import record
 from burnpy.backend.data import TensorData
 from burnpy.backend.device import Device
 from burnpy.backend.dtype import DType, DTypeLike
-from burnpy.backend.errors import BackendMismatchError, BurnpyError, describe
+from burnpy.backend.errors import (
+    BackendMismatchError,
+    BurnpyError,
+    KindError,
+    article,
+    describe,
+)
 from burnpy.tensor import Tensor
 from burnpy.tensor._core import FLOAT
 
@@ -104,11 +113,63 @@ class ParamSlot:
         self.tensor.primitive = value.primitive
 
 
+#: Tensors made by ``Parameter`` or assigned to a module as a parameter, by id (a WeakSet
+#: would compare tensors with their elementwise ``==``): each got its tracking once, so
+#: assigning it again (or to another module) keeps it frozen or tracked as it is.
+_PARAMETERS: dict[int, weakref.ref[Tensor]] = {}
+
+
+def _is_parameter(t: Tensor) -> bool:
+    ref = _PARAMETERS.get(id(t))
+    return ref is not None and ref() is t
+
+
+def _mark_parameter(t: Tensor) -> None:
+    key = id(t)
+    _PARAMETERS[key] = weakref.ref(t, lambda _: _PARAMETERS.pop(key, None))
+
+
 def _set_tracked(t: Tensor) -> Tensor:
-    """Track ``t`` when its backend records gradients (a no-op elsewhere)."""
-    if t.kind is FLOAT and t.backend.ad_enabled() and not t.is_require_grad():
-        t.require_grad()
+    """Track ``t`` when its backend records gradients (a no-op elsewhere), unless it already
+    is a parameter (its tracking, frozen included, then stays)."""
+    if t.kind is FLOAT and not _is_parameter(t):
+        if t.backend.ad_enabled() and not t.is_require_grad():
+            t.require_grad()
+        _mark_parameter(t)
     return t
+
+
+class _ParameterType(type):
+    """``isinstance(t, Parameter)`` also holds for a tensor a module holds as a parameter."""
+
+    def __instancecheck__(cls, obj: object) -> bool:
+        return isinstance(obj, Tensor) and (type.__instancecheck__(cls, obj)
+                                            or _is_parameter(obj))
+
+
+class Parameter(Tensor, metaclass=_ParameterType):
+    """torch's ``nn.Parameter(data, requires_grad=True)``: a new leaf tensor holding
+    ``data``'s values, tracked on an autodiff backend (frozen with ``requires_grad=False``).
+
+    Any float tensor a module holds is a parameter already, so ``self.w = nn.Parameter(t)``
+    and ``self.w = t`` differ only for a frozen Parameter, which stays frozen when assigned.
+    ``isinstance(t, nn.Parameter)`` holds for a Parameter and for a tensor assigned to a
+    module as a parameter; results of ops on a Parameter are plain tensors, as torch's."""
+
+    __slots__ = ()
+
+    def __init__(self, data: Tensor | None = None, requires_grad: bool = True) -> None:
+        if data is None:
+            data = Tensor.empty((0,))
+        if not isinstance(data, Tensor) or data.kind is not FLOAT:
+            what = (f"{article(data.kind)} tensor ({data.dtype!r})" if isinstance(data, Tensor)
+                    else type(data).__name__)
+            raise KindError(f"Parameter: data must be a float Tensor, got {what}")
+        leaf = data.detach()
+        super().__init__(leaf.backend, leaf.primitive, FLOAT)
+        if requires_grad and self.backend.ad_enabled():
+            self.require_grad()
+        _mark_parameter(self)
 
 
 class Module:
