@@ -4,14 +4,7 @@ are interchangeable; capabilities such as autodiff are decorator backends wrappi
 
 from typing import TYPE_CHECKING
 
-from burnpy.autodiff import (
-    Autodiff,
-    BalancedCheckpointing,
-    Function,
-    GradFn,
-    Gradients,
-    NoCheckpointing,
-)
+from burnpy.autodiff import Autodiff, BalancedCheckpointing, Gradients, NoCheckpointing
 from burnpy.backend import (
     Backend,
     BackendMismatchError,
@@ -45,6 +38,7 @@ from burnpy.backend.dtype import (
     uint32,
 )
 from burnpy.backend.errors import GradAccessError
+from burnpy.custom_ops import Function, GradFn
 from burnpy.quantization import QuantScheme
 from burnpy.tensor import Tensor, ValuesIndices, cat, stack
 

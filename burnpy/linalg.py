@@ -15,7 +15,6 @@ import math
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
-from burnpy.autodiff.function import Function, FunctionCtx
 from burnpy.backend.dtype import DType
 from burnpy.backend.errors import (
     AutodiffError,
@@ -24,6 +23,7 @@ from burnpy.backend.errors import (
     UnsupportedDTypeError,
     describe,
 )
+from burnpy.custom_ops.function import Function, FunctionCtx
 from burnpy.tensor._core import FLOAT, new
 from burnpy.tensor.tensor import Tensor
 
@@ -627,11 +627,11 @@ def pinv(A: Tensor, *, atol: float | None = None, rtol: float | None = None,  # 
 def matrix_rank(A: Tensor, *, atol: float | None = None,  # noqa: N803
                 rtol: float | None = None, hermitian: bool = False) -> Tensor:
     """The number of singular values (|eigenvalues| when ``hermitian``) above torch's
-    cutoff, an int64 tensor per matrix."""
+    cutoff, per matrix, in the backend's int dtype (torch's int64 on CPU, int32 on WebGPU)."""
     _checked("matrix_rank", A)
     s = eigvalsh(A).abs() if hermitian else svdvals(A)
     s = s.detach()
-    return (s > _tolerance(s, A.shape, atol, rtol)).cast(DType.int64).sum(-1)
+    return (s > _tolerance(s, A.shape, atol, rtol)).cast(A.backend.int_dtype).sum(-1)
 
 
 def lstsq(A: Tensor, B: Tensor, rcond: float | None = None, *,  # noqa: N803
@@ -654,7 +654,7 @@ def lstsq(A: Tensor, B: Tensor, rcond: float | None = None, *,  # noqa: N803
     tol = None if rcond is None else rcond
     solution = pinv(A, rtol=tol) @ rhs
     empty = Tensor.zeros((0,), backend=A.backend, device=A.device, dtype=A.dtype)
-    rank = (Tensor.zeros((0,), backend=A.backend, device=A.device, dtype=DType.int64)
+    rank = (Tensor.zeros((0,), backend=A.backend, device=A.device, dtype=A.backend.int_dtype)
             if driver == "gels" else matrix_rank(A, rtol=tol))
     values, residuals = empty, empty
     if driver in ("gelsd", "gelss"):

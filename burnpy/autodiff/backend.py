@@ -163,7 +163,7 @@ class AutodiffBackend(AutodiffRules, PassThroughKinds, InnerDevices, Backend, ab
 
     # ---- crossing between this backend and B, or the host ---------------------------------------
     # The crossings that bypass the graph are counted (``HOST_TRANSFERS``): a custom op's backward
-    # that makes one cannot be differentiated again (see ``burnpy.autodiff.grad_fn``).
+    # that makes one cannot be differentiated again (see ``burnpy.custom_ops.grad_fn``).
     @classmethod
     def float_from_data(cls, data: Any, device: Device) -> AutodiffTensor:
         """A constant holding ``data``."""

@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from burnpy.autodiff.function import Function, FunctionCtx
 from burnpy.backend.errors import InvalidArgumentError, ShapeError, describe
+from burnpy.custom_ops.function import Function, FunctionCtx
 from burnpy.distributed import failure
 from burnpy.distributed.group import ProcessGroup, current_group
 from burnpy.distributed.host import RECEIVE, from_host, lift, peel, to_host

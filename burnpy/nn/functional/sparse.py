@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-from burnpy.autodiff.function import Function, FunctionCtx
 from burnpy.autodiff.modes import no_grad
 from burnpy.backend.errors import (
     IndexOutOfBoundsError,
@@ -12,6 +11,7 @@ from burnpy.backend.errors import (
     ShapeError,
     describe,
 )
+from burnpy.custom_ops.function import Function, FunctionCtx
 from burnpy.nn.functional._common import _float_weight
 from burnpy.tensor import Tensor
 from burnpy.tensor._core import FLOAT, INT, QUANTIZED, check_same_backend, new

@@ -23,7 +23,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar, TypeVar
 
-from burnpy.autodiff.grad_fn import (
+from burnpy.backend.errors import AutodiffError, article, describe
+from burnpy.custom_ops.grad_fn import (
     GradFn,
     common_backend,
     is_autodiff,
@@ -31,7 +32,6 @@ from burnpy.autodiff.grad_fn import (
     lift_untracked,
     record_outputs,
 )
-from burnpy.backend.errors import AutodiffError, article, describe
 from burnpy.tensor._core import FLOAT, new
 from burnpy.tensor.tensor import Tensor
 
