@@ -57,7 +57,12 @@ from burnpy.nn.distance import (
     PairwiseDistance,
 )
 from burnpy.nn.dropout import (
+    AlphaDropout,
     Dropout,
+    Dropout1d,
+    Dropout2d,
+    Dropout3d,
+    FeatureAlphaDropout,
 )
 from burnpy.nn.embedding import (
     Embedding,
@@ -168,6 +173,7 @@ from burnpy.nn.vision import (
 )
 
 __all__ = [
+    "AlphaDropout", "Dropout1d", "Dropout2d", "Dropout3d", "FeatureAlphaDropout",
     "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveAvgPool3d", "AdaptiveMaxPool1d",
     "AdaptiveMaxPool2d", "AvgPool1d", "AvgPool2d", "AvgPool3d", "BCELoss", "BCEWithLogitsLoss",
     "BatchNorm1d", "BatchNorm2d", "CELU", "CTCLoss", "CircularPad1d", "CircularPad2d",

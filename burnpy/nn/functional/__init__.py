@@ -5,7 +5,7 @@ one module per topic, every name re-exported here:
 - ``attention``: scaled_dot_product_attention
 - ``conv``: conv1d/2d/3d, conv_transpose1d/2d/3d
 - ``distance``: cosine_similarity, pairwise_distance
-- ``dropout``: dropout
+- ``dropout``: dropout, dropout1d/2d/3d, alpha_dropout, feature_alpha_dropout
 - ``layout``: unfold (im2col), fold (col2im)
 - ``linear``: linear (a quantized weight too)
 - ``loss``: cross_entropy, nll_loss, mse_loss, ctc_loss... (torch's losses)
@@ -67,7 +67,12 @@ from burnpy.nn.functional.distance import (
     pairwise_distance,
 )
 from burnpy.nn.functional.dropout import (
+    alpha_dropout,
     dropout,
+    dropout1d,
+    dropout2d,
+    dropout3d,
+    feature_alpha_dropout,
 )
 from burnpy.nn.functional.layout import (
     fold,
@@ -141,6 +146,7 @@ from burnpy.nn.functional.vision import (
 )
 
 __all__ = [
+    "alpha_dropout", "dropout1d", "dropout2d", "dropout3d", "feature_alpha_dropout",
     "IntOrTuple", "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool3d",
     "adaptive_max_pool1d", "adaptive_max_pool2d", "affine_grid", "attention", "avg_pool1d",
     "avg_pool2d", "avg_pool3d", "batch_norm", "batch_norm_train", "binary_cross_entropy",
