@@ -24,6 +24,7 @@ from burnpy.backend.errors import (
     describe,
 )
 from burnpy.custom_ops.function import Function, FunctionCtx
+from burnpy.tensor import arithmetic
 from burnpy.tensor._core import FLOAT, new
 from burnpy.tensor.tensor import Tensor
 
@@ -690,20 +691,7 @@ def matrix_power(A: Tensor, n: int) -> Tensor:  # noqa: N803
 
 def cross(input: Tensor, other: Tensor, *, dim: int = -1) -> Tensor:
     """The cross product of 3-vectors along ``dim`` (other dims broadcasting)."""
-    _checked("cross", input, min_ndim=1)
-    _checked("cross", other, min_ndim=1)
-    if input.ndim != other.ndim:
-        raise ShapeError(f"linalg.cross: inputs need the same number of dims (as in torch), got "
-                         f"shapes {describe(input.shape)} and {describe(other.shape)}")
-    shape = _broadcast_shapes(input.shape, other.shape)
-    a = input.expand(*shape) if input.shape != shape else input
-    b = other.expand(*shape) if other.shape != shape else other
-    if shape[dim] != 3:
-        raise ShapeError(f"linalg.cross: dim {dim} must have size 3, got shapes "
-                         f"{describe(input.shape)} and {describe(other.shape)}")
-    a0, a1, a2 = (a.narrow(dim, i, 1) for i in range(3))
-    b0, b1, b2 = (b.narrow(dim, i, 1) for i in range(3))
-    return Tensor.cat([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0], dim)
+    return arithmetic.cross("linalg.cross", input, other, dim)
 
 
 __all__ = ["EighResult", "LstsqResult", "QRResult", "SVDResult", "SlogdetResult", "cholesky",

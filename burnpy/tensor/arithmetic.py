@@ -22,6 +22,7 @@ from burnpy.backend.errors import (
     InvalidArgumentError,
     KindError,
     ShapeError,
+    UnsupportedDTypeError,
     article,
     describe,
 )
@@ -39,7 +40,7 @@ from burnpy.tensor._core import (
 )
 from burnpy.tensor.checks import broadcast_shapes, numel
 from burnpy.tensor.creation import CreationOps
-from burnpy.tensor.layout import diagonal
+from burnpy.tensor.layout import cat, diagonal
 from burnpy.tensor.quantized import check_same_scheme, dequantized, requantized
 
 if TYPE_CHECKING:
@@ -361,6 +362,31 @@ def outer(a: Tensor, b: Tensor) -> Tensor:
     _need("outer", a, 1, "the first operand")
     _need("outer", b, 1, "the second operand")
     return a.reshape(-1, 1) * b.reshape(1, -1)
+
+
+def cross(op: str, a: Tensor, b: Tensor, dim: int) -> Tensor:
+    """The cross product of float 3-vectors along ``dim``, other dims broadcasting
+    (``Tensor.cross``, ``burnpy.linalg.cross``)."""
+    for t in (a, b):
+        if not is_tensor(t) or t.kind is not FLOAT or t.dtype not in (DType.float32,
+                                                                        DType.float64):
+            what = t.dtype if is_tensor(t) else type(t).__name__
+            raise UnsupportedDTypeError(f"{op}: expected a float32 or float64 tensor, got "
+                                        f"{what!r}")
+        if t.ndim < 1:
+            raise ShapeError(f"{op}: expected at least 1 dims, got shape {describe(t.shape)}")
+    if a.ndim != b.ndim:
+        raise ShapeError(f"{op}: inputs need the same number of dims (as in torch), got "
+                         f"shapes {describe(a.shape)} and {describe(b.shape)}")
+    shape = broadcast_shapes(op, a.shape, b.shape)
+    if shape[dim] != 3:
+        raise ShapeError(f"{op}: dim {dim} must have size 3, got shapes {describe(a.shape)} "
+                         f"and {describe(b.shape)}")
+    x = a.expand(*shape) if a.shape != shape else a
+    y = b.expand(*shape) if b.shape != shape else b
+    a0, a1, a2 = (x.narrow(dim, i, 1) for i in range(3))
+    b0, b1, b2 = (y.narrow(dim, i, 1) for i in range(3))
+    return cat([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0], dim)
 
 
 def _scaled(t: Tensor, factor: float) -> Tensor:
@@ -736,12 +762,10 @@ class ArithmeticOps:
     def cross(self: Tensor, other: Tensor, dim: int | None = None) -> Tensor:
         """torch.cross: the cross product of 3-vectors along ``dim``; without ``dim``, the first
         dim of size 3 (torch's rule). ``burnpy.linalg.cross`` defaults to the last dim."""
-        from burnpy import linalg
-
         if dim is None:
             shape = broadcast_shapes("cross", self.shape, other.shape)
             dim = next((d for d, n in enumerate(shape) if n == 3), -1)
-        return linalg.cross(self, other, dim=dim)
+        return cross("linalg.cross", self, other, dim)
 
     def matmul(self: Tensor, other: Tensor) -> Tensor:
         """Matrix product with torch's rules: 1-d operands, batched and broadcast batch dims."""

@@ -131,6 +131,18 @@ def test_errors_name_the_op_and_the_problem() -> None:
         bp.linalg.qr(x, mode="complete").Q.sum().backward()
 
 
+def test_tensor_cross_takes_the_first_dim_of_size_3_as_torch() -> None:
+    a, b = RNG.standard_normal((3, 4, 3)), RNG.standard_normal((3, 1, 3))
+    want = torch.tensor(a).cross(torch.tensor(b))  # dim 0: torch's first dim of size 3
+    np.testing.assert_allclose(_t(a).cross(_t(b)).to_numpy(), want.numpy(), rtol=1e-12)
+    np.testing.assert_allclose(bp.linalg.cross(_t(a), _t(b)).to_numpy(),
+                               torch.linalg.cross(torch.tensor(a), torch.tensor(b)).numpy(),
+                               rtol=1e-12)
+    with pytest.raises(ShapeError, match=r"linalg\.cross: dim 1 must have size 3, got shapes "
+                                         r"\(3, 4, 3\) and \(3, 1, 3\)"):
+        _t(a).cross(_t(b), dim=1)
+
+
 def test_matrix_power_and_norm_dispatch() -> None:
     a = RNG.standard_normal((2, 3, 3)) + 3 * np.eye(3)
     at = torch.tensor(a)
