@@ -13,7 +13,7 @@ import heapq
 import itertools
 import operator
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, Protocol
 
 from burnpy.autodiff.modes import MODE, check_gradients
@@ -223,9 +223,43 @@ class LeafHook(Protocol):
         """The pass is done; ``grads`` (the pass's result) may be updated in place."""
 
 
-#: Leaf nodes whose final gradient a hook wants to see (``burnpy.distributed`` registers
-#: the current parameters of a ``DistributedDataParallel`` model). Empty: no cost at all.
-LEAF_HOOKS: dict[Node, LeafHook] = {}
+#: Leaf nodes whose final gradient a hook wants to see, filled by ``register_leaf_hook``
+#: alone. Empty: no cost at all.
+_LEAF_HOOKS: dict[Node, LeafHook] = {}
+
+
+class LeafHookHandle:
+    """What ``register_leaf_hook`` returns: ``remove()`` unhooks its leaves (torch's
+    ``RemovableHandle``)."""
+
+    __slots__ = ("_hook", "_leaves")
+
+    def __init__(self, hook: LeafHook, leaves: tuple[Node, ...]) -> None:
+        self._hook = hook
+        self._leaves = leaves
+
+    def remove(self) -> None:
+        """Unhook the leaves (again: nothing); a leaf hooked since by another call keeps
+        that hook."""
+        for leaf in self._leaves:
+            if _LEAF_HOOKS.get(leaf) is self._hook:
+                del _LEAF_HOOKS[leaf]
+        self._leaves = ()
+
+
+def register_leaf_hook(leaves: Iterable[Node], hook: LeafHook) -> LeafHookHandle:
+    """Announce the final gradient of each of ``leaves`` (graph leaves: ``node_of`` a
+    parameter) to ``hook.leaf_ready`` during every backward pass reaching it, as early as the
+    pass allows, and call ``hook.finish`` at the end of such a pass. A leaf has one hook:
+    registering it again replaces the previous one. ``DistributedDataParallel`` starts its
+    gradient all-reduces this way. Returns a handle whose ``remove()`` unhooks the leaves."""
+    hooked = tuple(leaves)
+    for leaf in hooked:
+        if leaf.op is not None:
+            raise AutodiffError(f"register_leaf_hook: {leaf!r} is not a leaf of the graph (it "
+                                "was computed by an op); hook the leaves, such as parameters")
+        _LEAF_HOOKS[leaf] = hook
+    return LeafHookHandle(hook, hooked)
 
 
 def _leaves_early(order: list[Node]) -> list[Node]:
@@ -256,12 +290,12 @@ def _ready_steps(order: list[Node]) -> dict[int, list[Node]]:
     """For each step of ``order``, the hooked leaves whose gradient is final after it: the
     last step with the leaf as a parent (a root that is itself a leaf: step -1)."""
     last: dict[Node, int] = {}
-    if order[0].op is None and order[0] in LEAF_HOOKS:
+    if order[0].op is None and order[0] in _LEAF_HOOKS:
         last[order[0]] = -1
     for step, node in enumerate(order):
         if node.op is not None:
             for parent in node.parents:  # type: ignore[union-attr]
-                if parent is not None and parent in LEAF_HOOKS:
+                if parent is not None and parent in _LEAF_HOOKS:
                     last[parent] = step
     ready: dict[int, list[Node]] = {}
     for leaf, step in last.items():
@@ -272,18 +306,18 @@ def _ready_steps(order: list[Node]) -> dict[int, list[Node]]:
 def run_backward(B: Any, root: Node, seed: Any, retain_graph: bool,  # noqa: N803
                  strategy: type[CheckpointStrategy]) -> dict[Node, Any]:
     """Propagate ``seed`` from ``root`` to every reachable node; returns the gradients of the
-    leaves and retained nodes, keyed by node. Hooked leaves (``LEAF_HOOKS``) are announced
+    leaves and retained nodes, keyed by node. Hooked leaves (``register_leaf_hook``) are announced
     as soon as their gradient is final."""
     order = reverse_topological(root)
-    if LEAF_HOOKS:
+    if _LEAF_HOOKS:
         order = _leaves_early(order)
     fetch = strategy.fetcher(B, order)
     grads: dict[Node, Any] = {root: seed}
     modified = MODIFICATIONS.count != 0
     anomaly = MODE.anomaly
-    ready = _ready_steps(order) if LEAF_HOOKS else None
+    ready = _ready_steps(order) if _LEAF_HOOKS else None
     if ready is not None:
-        hooks = {id(LEAF_HOOKS[leaf]): LEAF_HOOKS[leaf] for leaves in ready.values()
+        hooks = {id(_LEAF_HOOKS[leaf]): _LEAF_HOOKS[leaf] for leaves in ready.values()
                  for leaf in leaves}
         _announce(ready.pop(-1, ()), grads)
     for step, node in enumerate(order):
@@ -325,4 +359,4 @@ def run_backward(B: Any, root: Node, seed: Any, retain_graph: bool,  # noqa: N80
 
 def _announce(leaves: list[Node] | tuple[()], grads: dict[Node, Any]) -> None:
     for leaf in leaves:
-        LEAF_HOOKS[leaf].leaf_ready(leaf, grads.get(leaf))
+        _LEAF_HOOKS[leaf].leaf_ready(leaf, grads.get(leaf))

@@ -3,8 +3,8 @@
 At construction every rank checks that all ranks hold the same parameters and buffers (names,
 shapes, dtypes) and takes rank 0's values. Parameters are grouped into buckets of at most
 ``bucket_cap_mb`` (in reverse registration order, as torch's DDP, since backward reaches the
-last layers first). Each forward registers the current parameters' graph leaves with the
-autodiff backward pass (``burnpy.autodiff.graph.LEAF_HOOKS``); as soon as every gradient of a
+last layers first). Each forward hooks the current parameters' graph leaves into the autodiff
+backward pass (``burnpy.autodiff.graph.register_leaf_hook``); as soon as every gradient of a
 bucket is final, the bucket is flattened into one host buffer and its non-blocking
 ``MPI_Iallreduce`` starts, so communication overlaps the rest of the backward pass. Buckets
 start in index order on every rank (MPI needs the same order everywhere). At the end of the
@@ -31,7 +31,7 @@ import numpy as np
 
 from burnpy.autodiff.backend import AutodiffBackend
 from burnpy.autodiff.gradients import node_of
-from burnpy.autodiff.graph import LEAF_HOOKS, Node
+from burnpy.autodiff.graph import LeafHookHandle, Node, register_leaf_hook
 from burnpy.backend.errors import InvalidArgumentError
 from burnpy.distributed import failure
 from burnpy.distributed.collectives import all_gather_object, broadcast
@@ -105,6 +105,7 @@ class GradientSync:
         #: bucket's all-reduce), "finish" (the end of backward); kept when ``log_events``.
         self.events: list[tuple[str, str, float]] | None = [] if log_events else None
         self.nodes: dict[Node, str] = {}
+        self.handle: LeafHookHandle | None = None
         self.grads: dict[str, Any] = {}
         self.shapes: dict[str, tuple[int, ...]] = {}
         self.backend: Any = None
@@ -114,9 +115,7 @@ class GradientSync:
 
     def arm(self, module: Module) -> None:
         """Hook the current parameters' leaves (a step replaces them) and reset the buckets."""
-        for old in self.nodes:
-            LEAF_HOOKS.pop(old, None)
-        self.nodes = {}
+        self.close()
         for name, t in module.named_parameters():
             if name not in self.where:
                 continue
@@ -124,11 +123,11 @@ class GradientSync:
             node = node_of(t)
             if node is not None:
                 self.nodes[node] = name
-                LEAF_HOOKS[node] = self
                 backend = t.backend
                 assert issubclass(backend, AutodiffBackend)  # tracked: node_of found a node
                 self.backend = backend.InnerBackend
                 self.host_native = isinstance(t.inner().primitive, np.ndarray)
+        self.handle = register_leaf_hook(self.nodes, self)
         self.grads = {}
         for bucket in self.buckets:
             bucket.pending, bucket.flat, bucket.request = len(bucket.names), None, None
@@ -227,8 +226,9 @@ class GradientSync:
 
     def close(self) -> None:
         """Unhook the parameters."""
-        for node in self.nodes:
-            LEAF_HOOKS.pop(node, None)
+        if self.handle is not None:
+            self.handle.remove()
+            self.handle = None
         self.nodes = {}
 
 
