@@ -66,6 +66,7 @@ from burnpy.nn.dropout import (
 )
 from burnpy.nn.embedding import (
     Embedding,
+    EmbeddingBag,
 )
 from burnpy.nn.layout import (
     Flatten,
@@ -73,6 +74,7 @@ from burnpy.nn.layout import (
     Unfold,
 )
 from burnpy.nn.linear import (
+    Bilinear,
     Identity,
     Linear,
 )
@@ -199,4 +201,5 @@ __all__ = [
     "AdaptiveLogSoftmaxWithLoss", "HingeEmbeddingLoss", "LinearCrossEntropyLoss",
     "MultiLabelMarginLoss", "MultiLabelSoftMarginLoss", "MultiMarginLoss", "SoftMarginLoss",
     "TripletMarginWithDistanceLoss",
+    "Bilinear", "EmbeddingBag",
 ]

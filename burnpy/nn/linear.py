@@ -1,4 +1,5 @@
-"""``Linear`` (torch's shapes, defaults and initialization) and the placeholder ``Identity``."""
+"""``Linear`` and ``Bilinear`` (torch's shapes, defaults and initialization) and the placeholder
+``Identity``."""
 
 from __future__ import annotations
 
@@ -41,6 +42,32 @@ class Linear(Module):
     def extra_repr(self) -> str:
         return (f"in_features={self.in_features}, out_features={self.out_features}, "
                 f"bias={self.bias is not None}")
+
+
+class Bilinear(Module):
+    """``y = x1^T A x2 + b`` with ``weight [out_features, in1_features, in2_features]``.
+
+    Initialized as torch: weight and bias uniform in +-1/sqrt(in1_features).
+    """
+
+    def __init__(self, in1_features: int, in2_features: int, out_features: int,
+                 bias: bool = True, *, backend: type[Backend] | None = None,
+                 device: Device | None = None, dtype: DTypeLike | None = None) -> None:
+        self.in1_features, self.in2_features = in1_features, in2_features
+        self.out_features = out_features
+        kw = init.Placement(backend=backend, device=device, dtype=dtype)
+        self.weight = init.fan_in_uniform((out_features, in1_features, in2_features),
+                                          in1_features, **kw)
+        self.bias = (init.fan_in_uniform((out_features,), in1_features, **kw) if bias
+                     else None)
+
+    def forward(self, input1: Tensor, input2: Tensor) -> Tensor:
+        """``[..., in1_features]`` and ``[..., in2_features]`` -> ``[..., out_features]``."""
+        return F.bilinear(input1, input2, self.weight, self.bias)
+
+    def extra_repr(self) -> str:
+        return (f"in1_features={self.in1_features}, in2_features={self.in2_features}, "
+                f"out_features={self.out_features}, bias={self.bias is not None}")
 
 
 class Identity(Module):

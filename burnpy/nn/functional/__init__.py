@@ -79,6 +79,7 @@ from burnpy.nn.functional.layout import (
     unfold,
 )
 from burnpy.nn.functional.linear import (
+    bilinear,
     linear,
 )
 from burnpy.nn.functional.loss import (
@@ -135,6 +136,7 @@ from burnpy.nn.functional.pool import (
 )
 from burnpy.nn.functional.sparse import (
     embedding,
+    embedding_bag,
     one_hot,
 )
 from burnpy.nn.functional.vision import (
@@ -165,4 +167,5 @@ __all__ = [
     "hinge_embedding_loss", "linear_cross_entropy", "multi_margin_loss",
     "multilabel_margin_loss", "multilabel_soft_margin_loss", "soft_margin_loss",
     "triplet_margin_with_distance_loss",
+    "bilinear", "embedding_bag",
 ]

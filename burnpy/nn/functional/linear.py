@@ -48,3 +48,25 @@ def _quantized_linear(x: Tensor, weight: Tensor, bias: Tensor | None) -> Tensor:
         raise ShapeError(f"linear: bias must have shape ({w_shape[0]},), got "
                          f"{describe(bias.shape)}")
     return new(b, b.q_linear(x.primitive, weight.primitive, bias.primitive), FLOAT)
+
+
+def bilinear(input1: Tensor, input2: Tensor, weight: Tensor,
+             bias: Tensor | None = None) -> Tensor:
+    """``y[..., o] = input1[..., i] weight[o, i, j] input2[..., j] + bias[o]`` for inputs
+    ``[..., in1]`` and ``[..., in2]`` with the same leading dims (torch's ``bilinear``)."""
+    op = "bilinear"
+    for x in (input1, input2):
+        if x.kind is not FLOAT:
+            raise KindError(f"{op}: inputs must be float tensors, got {x.kind}")
+    _same(op, input1, input2, weight, bias)
+    if (weight.ndim != 3 or input1.ndim < 1 or input1.shape[:-1] != input2.shape[:-1]
+            or (input1.shape[-1], input2.shape[-1]) != weight.shape[1:]):
+        raise ShapeError(f"{op}: inputs {describe(input1.shape)} and {describe(input2.shape)} "
+                         f"do not fit weight {describe(weight.shape)} ([out, in1, in2], the "
+                         "inputs' leading dims equal)")
+    out, in1, in2 = weight.shape
+    if bias is not None and bias.shape != (out,):
+        raise ShapeError(f"{op}: bias must have shape ({out},), got {describe(bias.shape)}")
+    left = input1.matmul(weight.permute(1, 0, 2).reshape(in1, out * in2))
+    y = (left.reshape(*input1.shape[:-1], out, in2) * input2.unsqueeze(-2)).sum(-1)
+    return y if bias is None else y + bias

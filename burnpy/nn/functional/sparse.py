@@ -1,7 +1,11 @@
-"""Lookups by index (torch's "sparse functions"): ``embedding`` with its options and
-``one_hot``."""
+"""Lookups by index (torch's "sparse functions"): ``embedding`` with its options,
+``embedding_bag`` and ``one_hot``."""
 
 from __future__ import annotations
+
+import math
+
+import numpy as np
 
 from burnpy.autodiff.modes import no_grad
 from burnpy.backend.errors import (
@@ -153,3 +157,106 @@ def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
                                    f"[{lo}, {hi}]")
     classes = Tensor.arange(num_classes, backend=tensor.backend, device=tensor.device)
     return (tensor.unsqueeze(-1) == classes).int()
+
+
+_BAG_MODES = ("sum", "mean", "max")
+
+
+def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None,
+                  max_norm: float | None = None, norm_type: float = 2,
+                  scale_grad_by_freq: bool = False, mode: str = "mean", sparse: bool = False,
+                  per_sample_weights: Tensor | None = None, include_last_offset: bool = False,
+                  padding_idx: int | None = None) -> Tensor:
+    """The sums, means or maxima ``[bags, dim]`` of bags of ``weight``'s rows, as torch's: the
+    rows of int ``input [bags, n]``, or of a 1-d ``input`` cut at ``offsets`` (starting at 0;
+    with ``include_last_offset`` the last offset is the end and makes no bag). Entries equal
+    to ``padding_idx`` are left out (a mean counts the others); an empty bag gives zeros;
+    ``per_sample_weights`` (``input``'s shape, mode "sum") scales each row; ``max_norm``,
+    ``norm_type`` and ``scale_grad_by_freq`` as ``embedding``'s."""
+    op = "embedding_bag"
+    if mode not in _BAG_MODES:
+        raise InvalidArgumentError(f"{op}: mode must be one of {_BAG_MODES}, got {mode!r}")
+    if sparse:
+        raise InvalidArgumentError(f"{op}: sparse=True asks for a sparse gradient, and "
+                                   "burnpy's gradients are dense")
+    if mode == "max" and scale_grad_by_freq:
+        raise InvalidArgumentError(f"{op}: mode 'max' does not scale the gradient by frequency")
+    if per_sample_weights is not None:
+        if mode != "sum":
+            raise InvalidArgumentError(f"{op}: per_sample_weights needs mode 'sum', got "
+                                       f"{mode!r}")
+        if per_sample_weights.shape != input.shape:
+            raise ShapeError(f"{op}: per_sample_weights {describe(per_sample_weights.shape)} "
+                             f"must have the input's shape {describe(input.shape)}")
+    if input.kind is not INT:
+        raise KindError(f"{op}: input must be an int tensor of indices, got {input.kind}")
+    starts, ends = _bag_bounds(op, input, offsets, include_last_offset)
+    weight = _float_weight(weight)
+    if weight.kind is not FLOAT or weight.ndim != 2:
+        raise ShapeError(f"{op}: weight must be a 2-d float tensor, got {weight.kind} "
+                         f"{describe(weight.shape)}")
+    vocab, dim = weight.shape
+    flat = input.reshape(-1)
+    rows = embedding(flat, weight, None, max_norm, norm_type, scale_grad_by_freq)
+    # Each bag's entries side by side, [bags, width]; a missing or padding entry points at an
+    # extra row (zeros, or -inf for the maximum) that takes no gradient back.
+    count = flat.shape[0]
+    lengths = ends - starts
+    width = max(int(lengths.max()) if len(lengths) else 0, 1)
+    position = starts[:, None] + np.arange(width)[None, :]
+    valid = np.arange(width)[None, :] < lengths[:, None]
+    if padding_idx is not None:
+        if not -vocab <= padding_idx < vocab:
+            raise InvalidArgumentError(f"{op}: padding_idx {padding_idx} is outside the "
+                                       f"{vocab} rows of the weight")
+        ids = np.asarray(flat.to_numpy()).astype(np.int64)
+        valid &= ids[np.minimum(position, max(count - 1, 0))] != padding_idx % vocab
+    gather = Tensor.from_data(np.where(valid, position, count).reshape(-1).astype(np.int64),
+                              backend=weight.backend, device=weight.device,
+                              dtype=weight.backend.int_dtype)
+    fill = -math.inf if mode == "max" else 0.0
+    extra = Tensor.full((1, dim), fill, backend=weight.backend, device=weight.device,
+                        dtype=weight.dtype)
+    picked = Tensor.cat([rows, extra]).index_select(0, gather).reshape(len(starts), width, dim)
+    kept = valid.sum(1)
+    if mode == "max":
+        empty = Tensor.from_data(kept == 0, backend=weight.backend, device=weight.device)
+        return picked.amax(1).mask_fill(empty.unsqueeze(1), 0.0)
+    if per_sample_weights is not None:
+        scale = Tensor.cat([per_sample_weights.reshape(-1).cast(weight.dtype),
+                            Tensor.zeros((1,), backend=weight.backend, device=weight.device,
+                                         dtype=weight.dtype)])
+        picked = picked * scale.index_select(0, gather).reshape(len(starts), width, 1)
+    total = picked.sum(1)
+    if mode == "sum":
+        return total
+    divisor = Tensor.from_data(np.maximum(kept, 1)[:, None].astype(np.float64),
+                               backend=weight.backend, device=weight.device, dtype=weight.dtype)
+    return total / divisor
+
+
+def _bag_bounds(op: str, input: Tensor, offsets: Tensor | None,
+                include_last_offset: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Each bag's ``[start, end)`` in the flattened ``input`` (torch's: a 2-d input's rows,
+    else cut at ``offsets``, the last bag running to the end)."""
+    if input.ndim == 2:
+        if offsets is not None:
+            raise InvalidArgumentError(f"{op}: a 2-d input {describe(input.shape)} is a batch "
+                                       "of equal bags and takes no offsets")
+        bags, length = input.shape
+        starts = np.arange(bags, dtype=np.int64) * length
+        return starts, starts + length
+    if input.ndim != 1:
+        raise ShapeError(f"{op}: input must be 1-d (with offsets) or 2-d, got "
+                         f"{describe(input.shape)}")
+    if offsets is None or offsets.ndim != 1 or offsets.kind is not INT:
+        raise ShapeError(f"{op}: a 1-d input needs 1-d int offsets, got "
+                         f"{'None' if offsets is None else describe(offsets.shape)}")
+    cuts = np.asarray(offsets.to_numpy()).astype(np.int64)
+    if include_last_offset:
+        cuts = cuts[:-1]
+    count = input.shape[0]
+    if len(cuts) and (cuts[0] != 0 or (np.diff(cuts) < 0).any() or cuts[-1] > count):
+        raise IndexOutOfBoundsError(f"{op}: offsets must start at 0 and not decrease up to the "
+                                    f"input's length {count}, got {cuts.tolist()}")
+    return cuts, np.append(cuts[1:], count)
