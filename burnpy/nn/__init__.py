@@ -167,6 +167,10 @@ from burnpy.nn.rnn import (
     RNNCellBase,
 )
 from burnpy.nn.transformer import (
+    Transformer,
+    TransformerDecoder,
+    TransformerDecoderLayer,
+    TransformerEncoder,
     TransformerEncoderLayer,
 )
 from burnpy.nn.vision import (
@@ -196,6 +200,7 @@ __all__ = [
     "ReflectionPad3d", "ReplicationPad1d", "ReplicationPad2d", "ReplicationPad3d", "SELU",
     "Sequential", "SiLU", "Sigmoid", "SmoothL1Loss", "Softmax", "Softmin", "Softplus",
     "Softshrink", "Softsign", "StateDictError", "Tanh", "Tanhshrink", "Threshold",
+    "Transformer", "TransformerDecoder", "TransformerDecoderLayer", "TransformerEncoder",
     "TransformerEncoderLayer", "TripletMarginLoss", "Unfold", "ZeroPad1d", "ZeroPad2d",
     "ZeroPad3d", "functional", "init", "rename_keys", "utils",
     "AdaptiveLogSoftmaxWithLoss", "HingeEmbeddingLoss", "LinearCrossEntropyLoss",

@@ -84,11 +84,13 @@ def test_transformer_encoder_layer_defaults_to_seq_batch_embed(norm_first: bool)
 
 def test_positional_arguments_follow_torch_order() -> None:
     """torch's 7th positional argument of TransformerEncoderLayer is ``batch_first`` (not
-    ``norm_first``); MultiheadAttention's 5th is ``add_bias_kv``, so ``kdim``/``vdim`` are
-    keyword-only rather than silently taking its place."""
+    ``norm_first``); MultiheadAttention's are torch's, ``add_bias_kv`` and ``add_zero_attn``
+    before ``kdim`` and ``vdim``."""
     ours = nn.TransformerEncoderLayer(8, 2, 16, 0.0, "relu", 1e-5, True, **F64)
     ref = torch.nn.TransformerEncoderLayer(8, 2, 16, 0.0, "relu", 1e-5, True).double()
     assert ours.self_attn.batch_first and not ours.norm_first
     check_layer(ours, ref, RNG.standard_normal((2, 5, 8)))
-    with pytest.raises(TypeError):
-        nn.MultiheadAttention(6, 3, 0.0, True, 4, 5)  # type: ignore[misc]
+    mha = nn.MultiheadAttention(6, 3, 0.0, True, True, True, 4, 5, True, **F64)
+    ref_mha = torch.nn.MultiheadAttention(6, 3, 0.0, True, True, True, 4, 5, True).double()
+    q, k, v = (RNG.standard_normal((2, 3, n)) for n in (6, 4, 5))
+    check_layer(mha, ref_mha, q, k, v)

@@ -33,6 +33,9 @@ POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR
 DEFAULT_ALLOWED: dict[tuple[str, str], str] = {
     ("nn.TransformerEncoderLayer", "activation"):
         "'relu' names the function torch's default F.relu is",
+    ("nn.TransformerDecoderLayer", "activation"):
+        "'relu' names the function torch's default F.relu is",
+    ("nn.Transformer", "activation"): "'relu' names the function torch's default F.relu is",
 }
 
 #: burnpy's spelling of torch's first, tensor argument (same position, same meaning).
