@@ -1,6 +1,7 @@
 """Optimizers (Burn's ``optim.step(model, grads)``), gradient clipping, LR schedulers and
 weight averaging (``swa_utils``: SWA and EMA)."""
 
+from burnpy.nn.utils.clip_grad import clip_norm, total_norm
 from burnpy.optim import swa_utils
 from burnpy.optim.adam import Adam, AdamW
 from burnpy.optim.adaptive import Adadelta, Adafactor, Adagrad, Adamax, NAdam, RAdam, SparseAdam
@@ -33,8 +34,6 @@ from burnpy.optim.optimizer import (
     OptimizerStateError,
     clip_grad_norm,
     clip_grad_value,
-    clip_norm,
-    total_norm,
 )
 from burnpy.optim.rmsprop import RMSprop
 from burnpy.optim.rprop import Rprop

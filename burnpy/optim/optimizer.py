@@ -73,6 +73,7 @@ from burnpy.backend.errors import (
     InvalidArgumentError,
 )
 from burnpy.nn.module import Module, ParamSlot
+from burnpy.nn.utils.clip_grad import clip_grad_norm_, clip_grad_value_, clip_norm
 from burnpy.tensor import Tensor
 from burnpy.tensor._core import FLOAT
 from burnpy.tensor._core import new as wrap
@@ -124,37 +125,6 @@ class GradientClipping:
         return [g.clamp(-self.threshold, self.threshold) for g in grads]
 
 
-def total_norm(grads: list[Tensor], norm_type: float = 2.0) -> Tensor:
-    """The ``norm_type``-norm of all gradients taken as one vector (0-d tensor)."""
-    if norm_type == float("inf"):
-        maxima = [g.abs().max() for g in grads]
-        out = maxima[0]
-        for m in maxima[1:]:
-            out = out.maximum(m)
-        return out
-    if norm_type == 2.0 and len({(g.backend, g.dtype, g.device) for g in grads}) == 1:
-        # One vector and one dot instead of three ops and an add per gradient.
-        flat = Tensor.cat([g.reshape(-1) for g in grads]) if len(grads) > 1 else grads[0]
-        return flat.reshape(-1).dot(flat.reshape(-1)).sqrt()
-    total = grads[0].abs().pow(norm_type).sum()
-    for g in grads[1:]:
-        total = total + g.abs().pow(norm_type).sum()
-    return total.pow(1.0 / norm_type)
-
-
-def clip_norm(grads: list[Tensor], max_norm: float,
-              norm_type: float = 2.0) -> tuple[list[Tensor], Tensor]:
-    """Scale ``grads`` by ``min(1, max_norm / (norm + 1e-6))``; also returns the norm.
-
-    The scale stays a tensor, so clipping never waits for the device.
-    """
-    if not grads:
-        raise InvalidArgumentError("clip_norm: no gradients to clip")
-    norm = total_norm(grads, norm_type)
-    scale = ((norm + 1e-6).recip() * max_norm).clamp(max=1.0)
-    return [g * scale for g in grads], norm
-
-
 def _tracked_grads(slots: list[ParamSlot], grads: Any,
                    op: str) -> list[tuple[ParamSlot, Tensor]]:
     """(slot, gradient on the inner backend) for every parameter among a model's ``slots``
@@ -181,19 +151,14 @@ def _autodiff(backend: type[Backend]) -> type[AutodiffBackend]:
 
 def clip_grad_norm(model: Module, grads: Any, max_norm: float,
                    norm_type: float = 2.0) -> Tensor:
-    """Clip ``model``'s gradients in ``grads`` to a global norm (torch.nn.utils.clip_grad_norm_);
-    returns the norm before clipping."""
-    pairs = _tracked_grads(model.slots(), grads, "clip_grad_norm")
-    clipped, norm = clip_norm([g for _, g in pairs], max_norm, norm_type)
-    for (slot, _), g in zip(pairs, clipped, strict=True):
-        slot.tensor.grad_replace(grads, g)
-    return norm
+    """Clip ``model``'s gradients in ``grads`` to a global norm (torch.nn.utils.clip_grad_norm_
+    over ``model.parameters()``); returns the norm before clipping."""
+    return clip_grad_norm_(model.parameters(), max_norm, norm_type, grads=grads)
 
 
 def clip_grad_value(model: Module, grads: Any, clip_value: float) -> None:
     """Clamp every gradient of ``model`` in ``grads`` to [-clip_value, clip_value]."""
-    for slot, g in _tracked_grads(model.slots(), grads, "clip_grad_value"):
-        slot.tensor.grad_replace(grads, g.clamp(-clip_value, clip_value))
+    clip_grad_value_(model.parameters(), clip_value, grads=grads)
 
 
 class Optimizer(ABC):
