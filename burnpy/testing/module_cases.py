@@ -294,6 +294,31 @@ _both("adaptive_max_pool2d_indices", "adaptive_max_pool2d", Flt(1, 2, 7, 5, dist
 _both("lp_pool1d", "lp_pool1d", Flt(2, 3, 7), norm_type=2.0, kernel_size=3, stride=2)
 _both("lp_pool2d", "lp_pool2d", Flt(1, 2, 5, 6, low=0.5, high=2.0), norm_type=3.0,
       kernel_size=(2, 3), ceil_mode=True)
+_both("lp_pool3d", "lp_pool3d", Flt(1, 2, 4, 5, 3, low=0.5, high=2.0), norm_type=2.0,
+      kernel_size=(2, 3, 2), stride=1)
+_both("adaptive_max_pool3d_indices", "adaptive_max_pool3d", Flt(1, 2, 5, 4, 6, distinct=True),
+      output_size=(2, 3, 4), return_indices=True)
+_FRACTIONAL_SAMPLES = np.array([[[0.3, 0.8], [0.05, 0.6]]])
+
+
+def _samples(x: Any) -> Any:
+    return _FRACTIONAL_SAMPLES if x.ndim == 4 else np.concatenate(
+        [_FRACTIONAL_SAMPLES, [[[0.5], [0.9]]]], axis=2)
+
+
+for _n in (2, 3):
+    _case(f"fractional_max_pool{_n}d", lambda x: getattr(F, f"fractional_max_pool{x.ndim - 2}d")(
+              x, 2, output_size=3, return_indices=True, _random_samples=Tensor.from_data(
+                  _samples(x), backend=x.backend, device=x.device, dtype=x.dtype)),
+          Flt(1, 2, *(6, 5, 7)[:_n], distinct=True),
+          torch_fn=lambda x: getattr(TF, f"fractional_max_pool{x.ndim - 2}d")(
+              x, 2, output_size=3, return_indices=True,
+              _random_samples=torch.from_numpy(_samples(x)).to(x.dtype)))
+    _case(f"max_unpool{_n}d", lambda x: getattr(F, f"max_unpool{x.ndim - 2}d")(
+              *getattr(F, f"max_pool{x.ndim - 2}d")(x, 2, return_indices=True), 2),
+          Flt(2, 3, *(6, 4, 4)[:_n], distinct=True),
+          torch_fn=lambda x: getattr(TF, f"max_unpool{x.ndim - 2}d")(
+              *getattr(TF, f"max_pool{x.ndim - 2}d")(x, 2, return_indices=True), 2))
 
 # ---- distances --------------------------------------------------------------------------------
 _both("cosine_similarity", "cosine_similarity", Flt(3, 4), Flt(3, 4))

@@ -151,3 +151,107 @@ def test_convert_sync_batchnorm_shares_the_parameters() -> None:
         torch.nn.Sequential(torch.nn.Conv2d(3, 3, 1), torch.nn.BatchNorm2d(3),
                             torch.nn.ReLU()).state_dict())
     assert type(nn.SyncBatchNorm.convert_sync_batchnorm(nn.BatchNorm1d(2))) is nn.SyncBatchNorm
+
+
+# ---- pools --------------------------------------------------------------------------------------
+def _with_indices(layer: Any, xs: list[Any]) -> Any:
+    """The values of a pool called with ``return_indices``, indices checked equal to torch's
+    by ``test_pools_return_torchs_indices``."""
+    return layer(*xs)[0]
+
+
+@pytest.mark.parametrize(("ours", "theirs", "shape"), [
+    (nn.AdaptiveMaxPool3d((3, None, 2)), torch.nn.AdaptiveMaxPool3d((3, None, 2)),
+     (2, 3, 7, 4, 5)),
+    (nn.AdaptiveMaxPool3d(2), torch.nn.AdaptiveMaxPool3d(2), (3, 5, 4, 5)),
+    (nn.LPPool3d(2, (2, 3, 2)), torch.nn.LPPool3d(2, (2, 3, 2)), (2, 3, 4, 6, 5)),
+    (nn.LPPool3d(3, 2, stride=1, ceil_mode=True), torch.nn.LPPool3d(3, 2, stride=1,
+                                                                   ceil_mode=True),
+     (1, 2, 3, 4, 3)),
+    (nn.AvgPool2d(3, 2, 1, divisor_override=5), torch.nn.AvgPool2d(3, 2, 1, divisor_override=5),
+     (2, 3, 7, 6)),
+    (nn.AvgPool2d(3, 2, 1, True, False), torch.nn.AvgPool2d(3, 2, 1, True, False),
+     (2, 3, 7, 6)),
+    (nn.AvgPool1d(3, 2, 1, count_include_pad=False), torch.nn.AvgPool1d(
+        3, 2, 1, count_include_pad=False), (2, 3, 8)),
+])
+def test_pool_layers(ours: nn.Module, theirs: torch.nn.Module, shape: tuple[int, ...]) -> None:
+    x = RNG.uniform(0.5, 2.0, shape)  # positive: LPPool's odd powers stay real
+    check_layer(ours, theirs, x)
+    forward_f32(ours, theirs, x)
+
+
+@pytest.mark.parametrize(("ours", "theirs", "shape"), [
+    (nn.AdaptiveMaxPool3d((3, 2, 4), True), torch.nn.AdaptiveMaxPool3d((3, 2, 4), True),
+     (2, 3, 7, 5, 6)),
+    (nn.MaxPool3d(2, 2, 1, return_indices=True), torch.nn.MaxPool3d(2, 2, 1,
+                                                                    return_indices=True),
+     (2, 3, 5, 4, 5)),
+    (nn.MaxPool1d(3, 2, return_indices=True), torch.nn.MaxPool1d(3, 2, return_indices=True),
+     (2, 3, 9)),
+])
+def test_pools_return_torchs_indices(ours: nn.Module, theirs: torch.nn.Module,
+                                     shape: tuple[int, ...]) -> None:
+    x = _x(*shape)
+    check_layer(ours, theirs, x, call=_with_indices)
+    _, got = ours(Tensor.from_data(x))
+    np.testing.assert_array_equal(got.to_numpy(), theirs(torch.from_numpy(x))[1].numpy())
+
+
+@pytest.mark.parametrize(("n", "shape", "kwargs"), [
+    (2, (2, 3, 9, 11), {"kernel_size": (2, 3), "output_size": (5, 4)}),
+    (2, (2, 3, 17, 13), {"kernel_size": 3, "output_ratio": (0.5, 0.7)}),
+    (2, (3, 9, 11), {"kernel_size": 2, "output_size": 4}),
+    (3, (2, 3, 7, 8, 9), {"kernel_size": (2, 2, 3), "output_size": (4, 5, 3)}),
+    (3, (2, 6, 5, 7), {"kernel_size": 2, "output_ratio": 0.6}),
+])
+def test_fractional_max_pool_with_torchs_samples(n: int, shape: tuple[int, ...],
+                                                 kwargs: dict[str, Any]) -> None:
+    planes = (1 if len(shape) == n + 1 else shape[0], shape[-n - 1], n)
+    for dtype in (np.float64, np.float32):
+        samples = RNG.random(planes).astype(dtype)
+        ours = getattr(nn, f"FractionalMaxPool{n}d")(
+            **kwargs, return_indices=True, _random_samples=Tensor.from_data(samples, backend=AD))
+        theirs = getattr(torch.nn, f"FractionalMaxPool{n}d")(
+            **kwargs, return_indices=True, _random_samples=torch.from_numpy(samples))
+        x = _x(*shape).astype(dtype)
+        xt, tx = Tensor.from_data(x, backend=AD).require_grad(), torch.tensor(
+            x, requires_grad=True)
+        (values, indices), (ref_values, ref_indices) = ours(xt), theirs(tx)
+        np.testing.assert_array_equal(values.to_numpy(), ref_values.detach().numpy())
+        np.testing.assert_array_equal(indices.to_numpy(), ref_indices.numpy())
+        w = RNG.standard_normal(values.shape).astype(dtype)
+        grad = xt.grad((values * Tensor.from_data(w, backend=AD)).sum().backward())
+        (ref_values * torch.from_numpy(w)).sum().backward()
+        assert grad is not None and tx.grad is not None
+        np.testing.assert_allclose(grad.to_numpy(), tx.grad.numpy(), rtol=1e-6, atol=1e-6)
+
+
+def test_fractional_max_pool_draws_its_own_samples() -> None:
+    x = Tensor.from_data(_x(4, 3, 12, 12))
+    out = nn.FractionalMaxPool2d(3, output_ratio=0.5)(x)
+    assert out.shape == (4, 3, 6, 6)
+    with pytest.raises(BurnpyError, match="FractionalMaxPool2d: give exactly one"):
+        nn.FractionalMaxPool2d(2)
+    with pytest.raises(BurnpyError, match="fractional_max_pool2d: output"):
+        nn.FractionalMaxPool2d(4, output_size=10)(x)
+
+
+@pytest.mark.parametrize("n", [1, 2, 3])
+def test_max_unpool_inverts_max_pool(n: int) -> None:
+    shape = (2, 3, 9, 7, 6)[:n + 2]
+    pool = getattr(torch.nn, f"MaxPool{n}d")(2, 2, return_indices=True)
+    values, indices = pool(torch.from_numpy(_x(*shape)))
+    sizes = list(shape[2:])
+    ours, theirs = getattr(nn, f"MaxUnpool{n}d")(2), getattr(torch.nn, f"MaxUnpool{n}d")(2)
+    ours_indices = Tensor.from_data(indices.numpy(), backend=AD)
+    check_layer(ours, theirs, values.detach().numpy(),
+                call=lambda layer, xs: layer(xs[0], ours_indices if layer is ours else indices,
+                                             output_size=sizes))
+    unbatched = ours(Tensor.from_data(values[0].detach().numpy()), Tensor.from_data(
+        indices[0].numpy()), sizes)
+    np.testing.assert_array_equal(unbatched.to_numpy(),
+                                  theirs(values[0], indices[0], sizes).detach().numpy())
+    with pytest.raises(BurnpyError, match=f"max_unpool{n}d: indices must lie"):
+        ours(Tensor.from_data(values.detach().numpy()),
+             Tensor.from_data(indices.numpy() + 10**4))

@@ -11,7 +11,7 @@ one module per topic, every name re-exported here:
 - ``loss``: cross_entropy, nll_loss, mse_loss, ctc_loss... (torch's losses)
 - ``norm``: batch_norm, layer_norm, group_norm, instance_norm, rms_norm, normalize...
 - ``padding``: pad
-- ``pool``: avg, max, adaptive and power-average pools, 1-d to 3-d
+- ``pool``: avg, max, adaptive, power-average and fractional max pools, 1-d to 3-d; max_unpool
 - ``sparse``: embedding, one_hot
 - ``vision``: interpolate, affine_grid, grid_sample, pixel_shuffle, pixel_unshuffle
 
@@ -125,14 +125,21 @@ from burnpy.nn.functional.pool import (
     adaptive_avg_pool3d,
     adaptive_max_pool1d,
     adaptive_max_pool2d,
+    adaptive_max_pool3d,
     avg_pool1d,
     avg_pool2d,
     avg_pool3d,
+    fractional_max_pool2d,
+    fractional_max_pool3d,
     lp_pool1d,
     lp_pool2d,
+    lp_pool3d,
     max_pool1d,
     max_pool2d,
     max_pool3d,
+    max_unpool1d,
+    max_unpool2d,
+    max_unpool3d,
 )
 from burnpy.nn.functional.sparse import (
     embedding,
@@ -148,6 +155,8 @@ from burnpy.nn.functional.vision import (
 )
 
 __all__ = [
+    "adaptive_max_pool3d", "fractional_max_pool2d", "fractional_max_pool3d", "lp_pool3d",
+    "max_unpool1d", "max_unpool2d", "max_unpool3d",
     "alpha_dropout", "dropout1d", "dropout2d", "dropout3d", "feature_alpha_dropout",
     "IntOrTuple", "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool3d",
     "adaptive_max_pool1d", "adaptive_max_pool2d", "affine_grid", "attention", "avg_pool1d",

@@ -5,12 +5,14 @@ compositions of Tensor ops over the unfolded windows."""
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
+from burnpy.backend.distribution import Distribution
 from burnpy.backend.errors import InvalidArgumentError, ShapeError, describe
 from burnpy.backend.ops.module_ops import pool_output_size
 from burnpy.nn.functional._common import IntOrTuple, _float_input, _host, _ints, _tuple, _unbatched
@@ -287,16 +289,18 @@ def _adaptive_max(op: str, x: Tensor, n: int, output_size: int | Sequence[int | 
         x.shape[2 + i] if o is None else o for i, o in enumerate(given)), n, 1)
     b, c = x.shape[:2]
     values, indices = [], []
-    width = x.shape[-1]
-    rows = _adaptive_bounds(x.shape[2], sizes[0]) if n == 2 else [(0, 1)]
-    for r0, r1 in rows:
-        for c0, c1 in _adaptive_bounds(width, sizes[-1]):
-            window = x[..., r0:r1, c0:c1] if n == 2 else x[..., c0:c1]
-            best, local = window.reshape(b, c, -1).max(-1)
-            values.append(best)
-            wide = c1 - c0
-            indices.append((local // wide + r0) * width + local % wide + c0 if n == 2
-                           else local + c0)
+    spatial = x.shape[2:]
+    for window in itertools.product(*(_adaptive_bounds(size, out)
+                                      for size, out in zip(spatial, sizes, strict=True))):
+        part = x[(Ellipsis, *(slice(lo, hi) for lo, hi in window))]
+        best, local = part.reshape(b, c, -1).max(-1)
+        values.append(best)
+        flat: Tensor | int = 0  # the window's local flat index, unravelled into the input's
+        for i, (lo, hi) in enumerate(window):
+            inner = math.prod(h - lo_ for lo_, h in window[i + 1:])
+            flat = flat * spatial[i] + (local // inner) % (hi - lo) + lo
+        assert isinstance(flat, Tensor)
+        indices.append(flat)
     shape = (b, c, *sizes)
     return (Tensor.stack(values, -1).reshape(shape), Tensor.stack(indices, -1).reshape(shape))
 
@@ -313,6 +317,13 @@ def adaptive_max_pool2d(input: Tensor, output_size: int | Sequence[int | None],
     """Max pool ``[n, c, h, w]`` to a fixed size; with ``return_indices`` also each max's
     flat index within the input plane."""
     return _adaptive_max("adaptive_max_pool2d", input, 2, output_size, return_indices)
+
+
+def adaptive_max_pool3d(input: Tensor, output_size: int | Sequence[int | None],
+                        return_indices: bool = False) -> Any:
+    """Max pool ``[n, c, d, h, w]`` to a fixed size; with ``return_indices`` also each max's
+    flat index within the input volume."""
+    return _adaptive_max("adaptive_max_pool3d", input, 3, output_size, return_indices)
 
 
 def _lp_pool(op: str, n: int, input: Tensor, norm_type: float, kernel_size: IntOrTuple,
@@ -335,3 +346,161 @@ def lp_pool2d(input: Tensor, norm_type: float, kernel_size: IntOrTuple,
               stride: IntOrTuple | None = None, ceil_mode: bool = False) -> Tensor:
     """Power-average pool: ``(sum of x^p over each window) ^ (1/p)`` of ``[n, c, h, w]``."""
     return _lp_pool("lp_pool2d", 2, input, norm_type, kernel_size, stride, ceil_mode)
+
+
+def lp_pool3d(input: Tensor, norm_type: float, kernel_size: IntOrTuple,
+              stride: IntOrTuple | None = None, ceil_mode: bool = False) -> Tensor:
+    """Power-average pool: ``(sum of x^p over each window) ^ (1/p)`` of ``[n, c, d, h, w]``."""
+    return _lp_pool("lp_pool3d", 3, input, norm_type, kernel_size, stride, ceil_mode)
+
+
+def _fractional_starts(sample: np.ndarray, size: int, out: int, kernel: int) -> np.ndarray:
+    """torch's pseudo-random window starts of one dim: ``int((i + u) * alpha) - int(u *
+    alpha)`` with ``alpha = (size - kernel) / (out - 1)``, the last window at the end; ``u``
+    (one per plane) in the input's precision, as torch computes them."""
+    i = np.arange(out - 1, dtype=sample.dtype)[None, :]
+    u = sample[:, None]
+    alpha = sample.dtype.type(size - kernel) / sample.dtype.type(max(out - 1, 1))
+    inner = ((i + u) * alpha).astype(np.int64) - (u * alpha).astype(np.int64)
+    return np.concatenate([inner, np.full((sample.shape[0], 1), size - kernel)], axis=1)
+
+
+def _fractional_max_pool(op: str, n: int, x: Tensor, kernel_size: IntOrTuple,
+                         output_size: IntOrTuple | None,
+                         output_ratio: float | Sequence[float] | None, return_indices: bool,
+                         random_samples: Tensor | None) -> Any:
+    if x.ndim == n + 1:  # unbatched, as torch: a batch of one
+        out = _fractional_max_pool(op, n, x.unsqueeze(0), kernel_size, output_size,
+                                   output_ratio, return_indices, random_samples)
+        return (out[0].squeeze(0), out[1].squeeze(0)) if return_indices else out.squeeze(0)
+    _float_input(op, x, n)
+    k = _ints(op, "kernel_size", kernel_size, n, 1)
+    spatial = x.shape[2:]
+    if output_size is not None:
+        sizes = _ints(op, "output_size", output_size, n, 1)
+    elif output_ratio is not None:
+        ratios = ((output_ratio,) * n if isinstance(output_ratio, int | float)
+                  else tuple(output_ratio))
+        if len(ratios) != n or not all(0.0 < r < 1.0 for r in ratios):
+            raise InvalidArgumentError(f"{op}: output_ratio must be {n} number(s) in (0, 1), "
+                                       f"got {output_ratio!r}")
+        sizes = tuple(int(s * r) for s, r in zip(spatial, ratios, strict=True))
+    else:
+        raise InvalidArgumentError(f"{op}: give output_size or output_ratio")
+    for size, kk, o in zip(spatial, k, sizes, strict=True):
+        if o < 1 or o + kk - 1 > size:
+            raise ShapeError(f"{op}: output {sizes} with kernel {k} does not fit the input "
+                             f"{describe(x.shape)} (output + kernel - 1 must be <= input)")
+    b, c = x.shape[:2]
+    if random_samples is None:
+        random_samples = Tensor.random((b, c, n), Distribution.uniform(0.0, 1.0),
+                                       backend=x.backend, device=x.device, dtype=x.dtype)
+    if random_samples.shape != (b, c, n):
+        raise ShapeError(f"{op}: _random_samples must be [{b}, {c}, {n}] for input "
+                         f"{describe(x.shape)}, got {describe(random_samples.shape)}")
+    samples = random_samples.to_numpy().reshape(b * c, n)
+    if samples.dtype.kind != "f" or samples.dtype.itemsize < 4:
+        samples = samples.astype(np.float32)
+    # torch draws the width's sample first in 2-d, the depth's first in 3-d
+    order = (1, 0) if n == 2 else tuple(range(n))
+    starts = [_fractional_starts(samples[:, order[d]], spatial[d], sizes[d], k[d])
+              for d in range(n)]
+    # flat input index of every window cell: [planes, *out, *kernel]
+    flat = np.zeros((b * c, *sizes, *k), dtype=np.int64)
+    for d in range(n):
+        at = [1] * (1 + 2 * n)
+        at[0], at[1 + d] = b * c, sizes[d]
+        offset = [1] * (1 + 2 * n)
+        offset[1 + n + d] = k[d]
+        cell = starts[d].reshape(at) + np.arange(k[d]).reshape(offset)
+        flat = flat * spatial[d] + cell
+    index = _host(x, flat.reshape(b, c, -1))
+    windows = x.reshape(b, c, -1).gather(2, index).reshape(b, c, math.prod(sizes), -1)
+    values, local = windows.max(-1)
+    if not return_indices:
+        return values.reshape(b, c, *sizes)
+    where = index.reshape(b, c, math.prod(sizes), -1).gather(3, local.unsqueeze(-1))
+    return values.reshape(b, c, *sizes), where.reshape(b, c, *sizes)
+
+
+def fractional_max_pool2d(input: Tensor, kernel_size: IntOrTuple,
+                          output_size: IntOrTuple | None = None,
+                          output_ratio: float | Sequence[float] | None = None,
+                          return_indices: bool = False,
+                          _random_samples: Tensor | None = None) -> Any:
+    """Max over pseudo-randomly placed windows of ``[n, c, h, w]`` (Graham's fractional max
+    pooling) to ``output_size`` or ``output_ratio`` of the input; ``_random_samples
+    [n, c, 2]`` in [0, 1) fix the placement (drawn from the backend's generator otherwise)."""
+    return _fractional_max_pool("fractional_max_pool2d", 2, input, kernel_size, output_size,
+                                output_ratio, return_indices, _random_samples)
+
+
+def fractional_max_pool3d(input: Tensor, kernel_size: IntOrTuple,
+                          output_size: IntOrTuple | None = None,
+                          output_ratio: float | Sequence[float] | None = None,
+                          return_indices: bool = False,
+                          _random_samples: Tensor | None = None) -> Any:
+    """Fractional max pooling of ``[n, c, d, h, w]`` (as ``fractional_max_pool2d``;
+    ``_random_samples [n, c, 3]``)."""
+    return _fractional_max_pool("fractional_max_pool3d", 3, input, kernel_size, output_size,
+                                output_ratio, return_indices, _random_samples)
+
+
+def _max_unpool(op: str, n: int, x: Tensor, indices: Tensor, kernel_size: IntOrTuple,
+                stride: IntOrTuple | None, padding: IntOrTuple,
+                output_size: Sequence[int] | None) -> Tensor:
+    if x.ndim == n + 1:  # unbatched, as torch: a batch of one
+        return _max_unpool(op, n, x.unsqueeze(0), indices.unsqueeze(0), kernel_size, stride,
+                           padding, output_size).squeeze(0)
+    _float_input(op, x, n)
+    if indices.kind is not INT or indices.shape != x.shape:
+        raise ShapeError(f"{op}: indices must be an int tensor of the input's shape "
+                         f"{describe(x.shape)}, got {indices.kind} {describe(indices.shape)}")
+    k = _tuple(op, "kernel_size", kernel_size, n, 1)
+    s = k if stride is None or stride == () else _tuple(op, "stride", stride, n, 1)
+    p = _tuple(op, "padding", padding, n, 0)
+    default = tuple((size - 1) * ss - 2 * pp + kk
+                    for size, kk, ss, pp in zip(x.shape[2:], k, s, p, strict=True))
+    sizes = default
+    if output_size is not None:
+        given = tuple(output_size)
+        sizes = given[-n:] if len(given) in (n, n + 2) else ()
+        if len(sizes) != n or any(not d - ss < o < d + ss
+                                  for o, d, ss in zip(sizes, default, s, strict=True)):
+            raise ShapeError(f"{op}: output_size {given} must give {n} spatial sizes each "
+                             f"within a stride of {default}")
+    b, c = x.shape[:2]
+    volume = math.prod(sizes)
+    if x.numel() and not 0 <= int(indices.min().item()) <= int(indices.max().item()) < volume:
+        raise ShapeError(f"{op}: indices must lie in [0, {volume}) for the output "
+                         f"{describe((b, c, *sizes))}")
+    zeros = Tensor.zeros((b, c, volume), backend=x.backend, device=x.device, dtype=x.dtype)
+    return zeros.scatter(2, indices.reshape(b, c, -1), x.reshape(b, c, -1)).reshape(
+        b, c, *sizes)
+
+
+def max_unpool1d(input: Tensor, indices: Tensor, kernel_size: IntOrTuple,
+                 stride: IntOrTuple | None = None, padding: IntOrTuple = 0,
+                 output_size: Sequence[int] | None = None) -> Tensor:
+    """The inverse of ``max_pool1d``: each value of ``[n, c, l]`` put back at its
+    ``indices`` (from ``return_indices=True``), zeros elsewhere."""
+    return _max_unpool("max_unpool1d", 1, input, indices, kernel_size, stride, padding,
+                       output_size)
+
+
+def max_unpool2d(input: Tensor, indices: Tensor, kernel_size: IntOrTuple,
+                 stride: IntOrTuple | None = None, padding: IntOrTuple = 0,
+                 output_size: Sequence[int] | None = None) -> Tensor:
+    """The inverse of ``max_pool2d``: each value of ``[n, c, h, w]`` put back at its flat
+    ``indices`` within the output plane, zeros elsewhere."""
+    return _max_unpool("max_unpool2d", 2, input, indices, kernel_size, stride, padding,
+                       output_size)
+
+
+def max_unpool3d(input: Tensor, indices: Tensor, kernel_size: IntOrTuple,
+                 stride: IntOrTuple | None = None, padding: IntOrTuple = 0,
+                 output_size: Sequence[int] | None = None) -> Tensor:
+    """The inverse of ``max_pool3d``: each value of ``[n, c, d, h, w]`` put back at its flat
+    ``indices`` within the output volume, zeros elsewhere."""
+    return _max_unpool("max_unpool3d", 3, input, indices, kernel_size, stride, padding,
+                       output_size)
