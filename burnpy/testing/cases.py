@@ -41,7 +41,8 @@ class Arg:
     plant: tuple[float, ...] = ()
 
     def draw(self, rng: np.random.Generator, dtype: np.dtype[Any]) -> np.ndarray:
-        """A NumPy array for this argument (floats in ``dtype``, ints as int64)."""
+        """A NumPy array for this argument (floats in ``dtype``, ints as int64: the runners
+        hand them to the backend in its int dtype)."""
         shape, n = self.shape, math.prod(self.shape)
         if self.kind == "float":
             if self.distinct:
@@ -100,9 +101,14 @@ class OpCase:
     ``torch_fn`` with torch tensors (defaults to ``fn`` when the spellings agree). Both may
     return a tensor or a tuple of tensors. ``dtypes`` lists the float dtypes to run (int and
     bool args keep their kinds); a case whose args are all int (or all bool) lists
-    ``("int64",)`` (or ``("bool",)``). ``grad`` says whether the op is differentiable in its
-    float args. ``rtol``/``atol`` loosen the per-dtype tolerances (the larger one wins)
-    for an op that needs it.
+    ``("int64",)`` (or ``("bool",)``). Int args reach the backend in its int dtype
+    (``Backend.int_dtype``: int32 on WebGPU), and so must any int tensor the case builds
+    itself (``x.int()``, not ``x.long()``). ``asks_dtypes`` names the dtypes the case asks
+    for on purpose (``.double()``, ``.long()``, ``to(bfloat16)``, ``float_power``'s float64):
+    a backend refusing one of those skips the case; any other ``UnsupportedDTypeError`` is a
+    failure. ``grad`` says whether the op is differentiable in its float args.
+    ``rtol``/``atol`` loosen the per-dtype tolerances (the larger one wins) for an op that
+    needs it.
     """
 
     name: str
@@ -110,6 +116,7 @@ class OpCase:
     args: Sequence[Arg]
     torch_fn: Callable[..., Any] | None = None
     dtypes: Sequence[str] = ("float64", "float32")
+    asks_dtypes: Sequence[str] = ()
     grad: bool = True
     rtol: float | None = None
     atol: float | None = None

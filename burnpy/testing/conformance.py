@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import numpy as np
 
@@ -59,10 +59,12 @@ def parametrize_cases(backend: type[Backend], cases: Sequence[OpCase] | None = N
                       id_prefix: str = "") -> list[Any]:
     """``pytest.param(case, dtype)`` for every case and dtype (by default the op table and the
     module-op cases), ids ``"<case>-<dtype>"``; dtypes the backend does not support are
-    skipped with the reason."""
+    skipped with the reason. An int case (``"int64"``) runs in the backend's int dtype, as
+    its int args do (``"<case>-int32"`` on WebGPU)."""
     params = []
     for c in [*CASES, *MODULE_CASES] if cases is None else cases:
-        for dtype in c.dtypes:
+        for listed in c.dtypes:
+            dtype = backend.int_dtype.value if listed == "int64" else listed
             marks = () if supported(backend, dtype) else pytest.mark.skip(
                 reason=f"{backend.__name__} does not support {dtype}")
             params.append(pytest.param(c, dtype, id=f"{id_prefix}{c.name}-{dtype}", marks=marks))
@@ -82,23 +84,32 @@ def conformance_tests(backend: type[Backend], seed: int = 0) -> Any:
 def run_case(case: OpCase, backend: type[Backend], dtype: str, seed: int = 0) -> None:
     """Run ``case`` with float inputs of ``dtype`` on ``backend`` and on torch; raise
     AssertionError naming the case, the output and the worst element on any mismatch."""
+    where = f"case {case.name!r} [{dtype}] on {backend.__name__}"
     rng = np.random.default_rng(seed)
     arrays = [_draw(arg, rng, dtype, case.name) for arg in case.args]
     try:
-        ours = case.fn(*[_to_burnpy(a, arr, backend) for a, arr in zip(case.args, arrays,
+        ours = case.fn(*[to_burnpy(a, arr, backend) for a, arr in zip(case.args, arrays,
                                                                        strict=True)])
     except UnsupportedDTypeError as exc:
-        # The case itself asks for a dtype (.double(), .long()...) the backend declared
-        # unsupported: a declared gap, not a failure.
-        pytest.skip(f"{backend.__name__}: {exc}")
+        dtype_gap(case, where, exc)
     theirs = (case.torch_fn or case.fn)(*[_to_torch(arr) for arr in arrays])
     ours_list, theirs_list = _outputs(ours), _outputs(theirs)
-    where = f"case {case.name!r} [{dtype}] on {backend.__name__}"
     if len(ours_list) != len(theirs_list):
         raise AssertionError(f"{where}: {len(ours_list)} outputs, torch gives "
                              f"{len(theirs_list)}")
     for i, (got, want) in enumerate(zip(ours_list, theirs_list, strict=True)):
         _compare(f"{where}, output {i}", got, want, case)
+
+
+def dtype_gap(case: OpCase, where: str, exc: UnsupportedDTypeError) -> NoReturn:
+    """Skip ``case`` when the backend refused a dtype the case asks for itself
+    (``asks_dtypes``): a declared gap. Any other refusal fails, naming the case."""
+    refused = None if exc.dtype is None else exc.dtype.value
+    if refused is not None and refused in case.asks_dtypes:
+        pytest.skip(f"{where}: the case asks for {refused}: {exc}")
+    raise AssertionError(f"{where}: {exc} (a dtype the case does not ask for: the op or the "
+                         "case builds it; list it in asks_dtypes only if the case means to)"
+                         ) from exc
 
 
 def _draw(arg: Arg, rng: np.random.Generator, dtype: str, name: str) -> np.ndarray:
@@ -112,10 +123,10 @@ def _draw(arg: Arg, rng: np.random.Generator, dtype: str, name: str) -> np.ndarr
     return arg.draw(rng, dt.numpy)
 
 
-def _to_burnpy(arg: Arg, arr: np.ndarray, backend: type[Backend]) -> Tensor:
+def to_burnpy(arg: Arg, arr: np.ndarray, backend: type[Backend]) -> Tensor:
     """A Tensor of ``backend``; a non-contiguous argument stays a non-contiguous view; int
-    arguments take the backend's int dtype when it has no int64 (WebGPU's int32)."""
-    if arr.dtype == np.int64 and not supported(backend, "int64"):
+    arguments in the backend's int dtype (int64 on CPU, int32 on WebGPU)."""
+    if arr.dtype.kind in "iu":
         arr = arr.astype(backend.int_dtype.numpy)
     if arr.flags.c_contiguous or arr.ndim < 2:
         return Tensor.from_data(arr, backend=backend)

@@ -37,6 +37,7 @@ from burnpy.backend.errors import UnsupportedDTypeError
 from burnpy.tensor import Tensor
 from burnpy.testing import op_cases as _op_cases  # noqa: F401 - registers the cases
 from burnpy.testing.cases import CASES, Arg, OpCase
+from burnpy.testing.conformance import dtype_gap, to_burnpy
 from burnpy.testing.module_cases import MODULE_CASES
 
 #: Relative tolerance against torch's float64 gradients (scaled by the gradient's largest
@@ -92,7 +93,8 @@ def run_grad_case(case: OpCase, backend: type[Backend], strategy: type[Checkpoin
     differences. ``dtype="float32"`` is the mode for backends without float64 (WebGPU): the
     inputs are the same draws rounded to float32, torch differentiates those values in
     float64, and the gradients must match to ``GRAD_RTOL_F32``; a case that asks for a dtype
-    the backend does not support is skipped with the reason.
+    the backend does not support (``asks_dtypes``) is skipped with the reason, any other
+    refused dtype fails.
     """
     where = (f"grad case {case.name!r} [{dtype}] on Autodiff[{backend.__name__}, "
              f"{strategy.__name__}]")
@@ -100,13 +102,13 @@ def run_grad_case(case: OpCase, backend: type[Backend], strategy: type[Checkpoin
     rng = np.random.default_rng(seed)
     arrays = [_draw(arg, rng) for arg in case.args]
     if single:
-        arrays = [_single(arr, backend) for arr in arrays]
+        arrays = [_single(arr) for arr in arrays]
     ad = Autodiff(backend, strategy)
     inputs = [_to_burnpy(arg, arr, ad) for arg, arr in zip(case.args, arrays, strict=True)]
     try:
         outputs = _float_outputs(case.fn(*inputs))
     except UnsupportedDTypeError as exc:
-        pytest.skip(f"{backend.__name__}: {exc}")
+        dtype_gap(case, where, exc)
     cotangents = [rng.standard_normal(o.shape) for o in outputs]
     if single:
         cotangents = [c.astype(np.float32).astype(np.float64) for c in cotangents]
@@ -190,15 +192,9 @@ def run_second_order_case(case: OpCase, backend: type[Backend], strategy: type[C
                       HVP_RTOL, case)
 
 
-def _single(arr: np.ndarray, backend: type[Backend]) -> np.ndarray:
-    """A float draw rounded to float32; an int draw in the backend's int dtype when it has
-    no int64."""
-    if arr.dtype.kind == "f":
-        return arr.astype(np.float32)
-    if arr.dtype.kind in "iu" and not backend.supports_dtype(backend.default_device(),
-                                                             DType.int64):
-        return arr.astype(backend.int_dtype.numpy)
-    return arr
+def _single(arr: np.ndarray) -> np.ndarray:
+    """A float draw rounded to float32."""
+    return arr.astype(np.float32) if arr.dtype.kind == "f" else arr
 
 
 def _differentiated(arg: Arg) -> bool:
@@ -214,13 +210,9 @@ def _draw(arg: Arg, rng: np.random.Generator) -> np.ndarray:
 
 
 def _to_burnpy(arg: Arg, arr: np.ndarray, backend: type[Backend]) -> Tensor:
-    """A Tensor of ``backend`` (a non-contiguous view stays one); a differentiated float
-    argument is a tracked leaf."""
-    if arr.flags.c_contiguous or arr.ndim < 2:
-        t = Tensor.from_data(arr, backend=backend)
-    else:
-        base = Tensor.from_data(np.ascontiguousarray(arr.T), backend=backend)
-        t = base.permute(tuple(reversed(range(arr.ndim))))
+    """A Tensor of ``backend`` (a non-contiguous view stays one, ints in the backend's int
+    dtype); a differentiated float argument is a tracked leaf."""
+    t = to_burnpy(arg, arr, backend)
     return t.require_grad() if _differentiated(arg) else t
 
 

@@ -37,7 +37,7 @@ from burnpy.backend.base import Backend
 from burnpy.backend.dtype import DType
 from burnpy.tensor import Tensor
 from burnpy.testing.cases import OpCase
-from burnpy.testing.conformance import _to_burnpy
+from burnpy.testing.conformance import to_burnpy
 from burnpy.testing.grad_check import (
     FD_EPS,
     FD_RTOL,
@@ -225,7 +225,7 @@ def run_hvp_case(case: OpCase, backend: type[Backend], seed: int = 0) -> None:
 
     def gradients(step: float) -> list[np.ndarray]:
         ad = Autodiff(backend)
-        moved = [_to_burnpy(arg, arr + step * directions[i] if i in directions else arr, ad)
+        moved = [to_burnpy(arg, arr + step * directions[i] if i in directions else arr, ad)
                  for i, (arg, arr) in enumerate(zip(case.args, arrays, strict=True))]
         for i in positions:
             moved[i].require_grad()
@@ -242,7 +242,7 @@ def _dual(case: OpCase, i: int, arr: np.ndarray, backend: type[Backend],
           tangent: np.ndarray | None) -> Tensor:
     """Argument ``i`` on ``ForwardAD(backend)`` (a non-contiguous view stays one), with
     ``tangent`` when it is differentiated."""
-    primal = _to_burnpy(case.args[i], arr, backend)
+    primal = to_burnpy(case.args[i], arr, backend)
     if tangent is None:
         return Tensor.from_inner(primal, backend=ForwardAD(backend))
     return make_dual(primal, Tensor.from_data(tangent, backend=backend))
@@ -271,7 +271,7 @@ def _directional_differences(case: OpCase, backend: type[Backend], arrays: list[
         values = [arr + step * tangents[i] if i in tangents else arr
                   for i, arr in enumerate(arrays)]
         return [o.to_numpy() for o in _float_outputs(case.fn(*[
-            _to_burnpy(arg, v, backend) for arg, v in zip(case.args, values, strict=True)]))]
+            to_burnpy(arg, v, backend) for arg, v in zip(case.args, values, strict=True)]))]
 
     up, down = outputs(FD_EPS), outputs(-FD_EPS)
     return [(a - b) / (2 * FD_EPS) for a, b in zip(up, down, strict=True)]

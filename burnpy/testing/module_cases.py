@@ -378,7 +378,8 @@ _CTC_INPUT_LENGTHS, _CTC_TARGET_LENGTHS = [5, 4], [3, 2]
 for _reduction in ("mean", "sum", "none"):
     _case(f"ctc_loss_{_reduction}",
           lambda x, r=_reduction: F.ctc_loss(
-              x.log_softmax(2), Tensor.from_data(_CTC_TARGETS, backend=x.backend),
+              x.log_softmax(2), Tensor.from_data(_CTC_TARGETS, backend=x.backend,
+                                                 dtype=x.backend.int_dtype),
               _CTC_INPUT_LENGTHS, _CTC_TARGET_LENGTHS, reduction=r),
           Flt(5, 2, 4),
           torch_fn=lambda x, r=_reduction: TF.ctc_loss(

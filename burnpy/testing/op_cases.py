@@ -93,10 +93,13 @@ case("div_method", lambda a, b: a.div(b), F(3, 4), F(4, low=0.5, high=2.0), dtyp
 case("pow_method", lambda a, b: a.pow(b), F(3, 4, low=0.2, high=2.0), F(3, 4), dtypes=FD)
 case("remainder_method", lambda a, b: a.remainder(b), F(3, 4), F(3, 4, low=0.5, high=2.0),
      dtypes=FD)
-case("add_f32_f64_promote", lambda a, b: a + b.double(), F(3, 4), F(3, 4), dtypes=("float32",))
+case("add_f32_f64_promote", lambda a, b: a + b.double(), F(3, 4), F(3, 4), dtypes=("float32",),
+     asks_dtypes=("float64",))
 case("add_f16_bf16_promote", lambda a, b: a.half() + b.to(bp.bfloat16), F(3, 4), F(3, 4),
-     torch_fn=lambda a, b: a.half() + b.to(torch.bfloat16), dtypes=("float32",))
-case("mul_f64_f16_promote", lambda a, b: a * b.half(), F(3, 4), F(3, 4), dtypes=("float64",))
+     torch_fn=lambda a, b: a.half() + b.to(torch.bfloat16), dtypes=("float32",),
+     asks_dtypes=("float16", "bfloat16"))
+case("mul_f64_f16_promote", lambda a, b: a * b.half(), F(3, 4), F(3, 4), dtypes=("float64",),
+     asks_dtypes=("float16",))
 
 _SCALARS: dict[str, tuple[Fn, tuple[float, float], bool]] = {
     "add_scalar": (lambda x: x + 1.5, (-2.0, 2.0), True),
@@ -171,6 +174,12 @@ def _method(name: str, *args: Any, **kwargs: Any) -> Fn:
     return lambda x: getattr(x, name)(*args, **kwargs)
 
 
+def _ints(x: Any) -> Any:
+    """``x`` as ints: the backend's int dtype for a burnpy tensor (int32 on WebGPU), torch's
+    long for a torch one, so one lambda builds a case's int input on every backend."""
+    return x.int() if isinstance(x, bp.Tensor) else x.long()
+
+
 for _name, ((_lo, _hi), _grad) in _UNARY.items():
     case(_name, _method(_name), F(3, 4, low=_lo, high=_hi), dtypes=FD, grad=_grad)
     case(_name + "_noncontig", _method(_name), F(3, 5, low=_lo, high=_hi, contiguous=False),
@@ -198,7 +207,7 @@ case("isinf", lambda x: x.isinf(), F(3, 4, plant=_SPECIAL), dtypes=FD, grad=Fals
 case("isfinite", lambda x: x.isfinite(), F(3, 4, plant=_SPECIAL), dtypes=FD, grad=False)
 case("is_nan_is_inf", lambda x: (x.is_nan(), x.is_inf()), F(3, 4, plant=_SPECIAL),
      torch_fn=lambda x: (x.isnan(), x.isinf()), dtypes=FD, grad=False)
-case("isnan_int", lambda x: x.long().isnan(), F(3, 4), dtypes=("float32",), grad=False)
+case("isnan_int", lambda x: _ints(x).isnan(), F(3, 4), dtypes=("float32",), grad=False)
 case("exp_special", lambda x: x.exp(), F(3, 4, plant=_SPECIAL), dtypes=FD, grad=False)
 case("log_special", lambda x: x.log(), F(3, 4, low=0.1, high=3.0, plant=_SPECIAL), dtypes=FD,
      grad=False)
@@ -704,14 +713,15 @@ case("log_softmax_large", _method("log_softmax", -1), F(3, 4, low=-50.0, high=50
 case("softmax_noncontig", _method("softmax", 0), F(3, 4, contiguous=False), dtypes=FD)
 
 # ---- conversions -----------------------------------------------------------------------------
-case("float_to_long", lambda x: x.long(), F(3, 4, low=-3.0, high=3.0), dtypes=FD, grad=False)
+case("float_to_long", lambda x: x.long(), F(3, 4, low=-3.0, high=3.0), dtypes=FD,
+     grad=False, asks_dtypes=("int64",))
 case("float_to_bool", lambda x: x.bool(), F(3, 4, plant=(0.0, -0.0)), dtypes=FD, grad=False)
-case("float_to_double", lambda x: x.double(), F(3, 4), dtypes=FD)
-case("float_to_half", lambda x: x.half(), F(3, 4), dtypes=F64_32)
+case("float_to_double", lambda x: x.double(), F(3, 4), dtypes=FD, asks_dtypes=("float64",))
+case("float_to_half", lambda x: x.half(), F(3, 4), dtypes=F64_32, asks_dtypes=("float16",))
 case("cast_bf16", lambda x: x.cast("bfloat16"), F(3, 4),
-     torch_fn=lambda x: x.to(torch.bfloat16), dtypes=F64_32)
+     torch_fn=lambda x: x.to(torch.bfloat16), dtypes=F64_32, asks_dtypes=("bfloat16",))
 case("to_dtype", lambda x: x.to(bp.float64), F(3, 4), torch_fn=lambda x: x.to(torch.float64),
-     dtypes=FD)
+     dtypes=FD, asks_dtypes=("float64",))
 case("detach", lambda x: x.detach() * 2, F(3, 4), dtypes=FD, grad=False)
 
 # ---- int ops ---------------------------------------------------------------------------------
@@ -809,7 +819,8 @@ case("int_clamp_min", _method("clamp", min=0), I(3, 4, **_IA), dtypes=INT, grad=
 case("int_any_all", lambda a: (a.any(1), a.all(0)), I(3, 4, low=0, high=2), dtypes=INT,
      grad=False)
 case("int_to_float", lambda a: a.float(), I(3, 4, **_IA), dtypes=INT, grad=False)
-case("int_to_double", lambda a: a.double(), I(3, 4, **_IA), dtypes=INT, grad=False)
+case("int_to_double", lambda a: a.double(), I(3, 4, **_IA), dtypes=INT, grad=False,
+     asks_dtypes=("float64",))
 case("int_to_bool", lambda a: a.bool(), I(3, 4, low=-1, high=2), dtypes=INT, grad=False)
 case("int_matmul", operator.matmul, I(2, 3, 4, **_IA), I(4, 2, **_IA), dtypes=INT, grad=False)
 case("int_gather", lambda a, i: a.gather(1, i), I(3, 4, **_IA), I(3, 2, high=4), dtypes=INT,
@@ -870,8 +881,10 @@ case("bool_sum", _method("sum"), B(3, 4), dtypes=BOOL, grad=False)
 case("bool_sum_dim", _method("sum", 0), B(3, 4), dtypes=BOOL, grad=False)
 case("bool_count_nonzero", _method("count_nonzero", 1), B(3, 4), dtypes=BOOL, grad=False)
 case("bool_to_float", lambda a: a.float(), B(3, 4), dtypes=BOOL, grad=False)
-case("bool_to_long", lambda a: a.long(), B(3, 4), dtypes=BOOL, grad=False)
-case("bool_to_double", lambda a: a.double(), B(3, 4), dtypes=BOOL, grad=False)
+case("bool_to_long", lambda a: a.long(), B(3, 4), dtypes=BOOL, grad=False,
+     asks_dtypes=("int64",))
+case("bool_to_double", lambda a: a.double(), B(3, 4), dtypes=BOOL, grad=False,
+     asks_dtypes=("float64",))
 case("bool_layout", lambda a: (a.T.reshape(2, 6), a.flip(1), a.unsqueeze(1).expand(3, 2, 4)),
      B(3, 4), dtypes=BOOL, grad=False)
 case("bool_cat_stack", lambda a, b: (bp.cat([a, b]), bp.stack([a, b], -1)), B(3, 4), B(3, 4),
@@ -920,9 +933,8 @@ for _name, ((_lo, _hi), _grad) in _SPECIAL_UNARY.items():
          dtypes=F64_32, grad=_grad)
 for _name in ("erfc", "erfinv", "lgamma", "digamma", "i0", "exp2", "log2", "log10", "sinc",
               "deg2rad"):
-    case(_name + "_int", lambda x, n=_name: getattr((x * 3).long(), n)(), F(3, 4, low=0.4,
-                                                                           high=0.9),
-         dtypes=("float32",), grad=False)
+    case(_name + "_int", lambda x, n=_name: getattr(_ints(x * 3), n)(),
+         F(3, 4, low=0.4, high=0.9), dtypes=("float32",), grad=False)
 case("lgamma_negative", _method("lgamma"), F(3, 4, low=-3.9, high=-0.1), dtypes=F64_32)
 case("digamma_negative", _method("digamma"), F(3, 4, low=-3.9, high=-0.1), dtypes=F64_32,
      rtol=1e-9)
@@ -949,9 +961,9 @@ case("sinc_zero", _method("sinc"), F(3, 4, plant=(0.0,)), dtypes=FD, grad=False)
 case("frac_special", _method("frac"), F(3, 4, plant=(INF, NAN, -0.0)), dtypes=F64_32, grad=False)
 case("signbit", _method("signbit"), F(3, 4, plant=(0.0, -0.0, INF, -INF)), dtypes=FD,
      grad=False)
-case("signbit_int", lambda x: (x * 3).long().signbit(), F(3, 4), dtypes=("float32",),
+case("signbit_int", lambda x: _ints(x * 3).signbit(), F(3, 4), dtypes=("float32",),
      grad=False)
-case("sgn_int", lambda x: (x * 3).long().sgn(), F(3, 4), dtypes=("float32",), grad=False)
+case("sgn_int", lambda x: _ints(x * 3).sgn(), F(3, 4), dtypes=("float32",), grad=False)
 # Finite differences cannot step through the planted infinities: the gradient (1 where x is
 # finite) is checked on finite inputs.
 case("nan_to_num", _method("nan_to_num"), F(3, 4, plant=(NAN, INF, -INF)), dtypes=FD,
@@ -959,7 +971,7 @@ case("nan_to_num", _method("nan_to_num"), F(3, 4, plant=(NAN, INF, -INF)), dtype
 case("nan_to_num_values", _method("nan_to_num", nan=1.5, posinf=9.0, neginf=-9.0),
      F(3, 4, plant=(NAN, INF, -INF)), dtypes=FD, grad=False)
 case("nan_to_num_finite", _method("nan_to_num"), F(3, 4), dtypes=FD)
-case("nan_to_num_int", lambda x: (x * 3).long().nan_to_num(), F(3, 4), dtypes=("float32",),
+case("nan_to_num_int", lambda x: _ints(x * 3).nan_to_num(), F(3, 4), dtypes=("float32",),
      grad=False)
 # No gradient check here: torch's second derivative of copysign
 # is rounding noise (1e-16) where the true value, ours, is 0.
@@ -976,7 +988,7 @@ case("xlogy_scalar", lambda a: a.xlogy(2.5), F(3, 4), dtypes=FD)
 _binary("fmod", lambda a, b: a.fmod(b), lhs=(-5.0, 5.0), rhs=POS)
 _binary("fmod_neg_divisor", lambda a, b: a.fmod(b), lhs=(-5.0, 5.0), rhs=NEG, patterns=False)
 case("fmod_scalar", lambda a: a.fmod(-1.5), F(3, 4, low=-5.0, high=5.0), dtypes=FD)
-case("fmod_int", lambda a, b: (a * 5).long().fmod((b * 3).long()), F(3, 4),
+case("fmod_int", lambda a, b: _ints(a * 5).fmod(_ints(b * 3)), F(3, 4),
      F(3, 4, low=0.4, high=2.0), dtypes=("float32",), grad=False)
 _binary("fmax", lambda a, b: a.fmax(b))
 _binary("fmin", lambda a, b: a.fmin(b))
@@ -999,7 +1011,7 @@ case("isclose", lambda a, b: a.isclose(a + b * 1e-3, rtol=1e-3, atol=1e-4),
 case("isclose_equal_nan", lambda a, b: a.isclose(b, equal_nan=True), F(3, 4, plant=(NAN, INF)),
      F(3, 4, plant=(NAN, INF)), torch_fn=lambda a, b: a.isclose(b, equal_nan=True),
      dtypes=F64_32, grad=False)
-case("isclose_int", lambda a, b: (a * 2).long().isclose((b * 2).long()), F(3, 4), F(3, 4),
+case("isclose_int", lambda a, b: _ints(a * 2).isclose(_ints(b * 2)), F(3, 4), F(3, 4),
      dtypes=("float32",), grad=False)
 case("allclose", lambda a: bp.Tensor.from_data([float(a.allclose(a + 1e-9)),
                                                float(a.allclose(a + 1e-2))]),
@@ -1009,14 +1021,14 @@ case("allclose", lambda a: bp.Tensor.from_data([float(a.allclose(a + 1e-9)),
 for _name in ("logical_and", "logical_or", "logical_xor"):
     case(_name, lambda a, b, n=_name: getattr(a, n)(b), B(3, 4), B(3, 4), dtypes=BOOL,
          grad=False)
-    case(f"{_name}_float_int", lambda a, n=_name: getattr(a.relu(), n)((a * 2).long()),
+    case(f"{_name}_float_int", lambda a, n=_name: getattr(a.relu(), n)(_ints(a * 2)),
          F(3, 4), dtypes=("float32",), grad=False)
 case("true_divide", lambda a, b: a.true_divide(b), F(3, 4), F(3, 4, low=0.5, high=2.0),
      dtypes=FD)
 case("float_power", lambda a, b: a.float_power(b), F(3, 4, low=0.2, high=2.0), F(3, 4),
-     dtypes=("float64", "float32"))
+     dtypes=("float64", "float32"), asks_dtypes=("float64",))
 case("float_power_scalar", lambda a: a.float_power(2.5), F(3, 4, low=0.2, high=2.0),
-     dtypes=F64_32)
+     dtypes=F64_32, asks_dtypes=("float64",))
 case("rsub", lambda a, b: a.rsub(b), F(3, 4), F(3, 4), torch_fn=lambda a, b: torch.rsub(a, b),
      dtypes=FD)
 case("rsub_alpha", lambda a, b: a.rsub(b, alpha=2), F(3, 4), F(1, 4),
@@ -1025,7 +1037,7 @@ case("rsub_method_scalar", lambda a: a.rsub(1.5), F(3, 4), torch_fn=lambda a: to
      dtypes=FD)
 case("max_binary", lambda a, b: a.max(b), F(3, 4), F(3, 4), dtypes=FD)
 case("conversions", lambda a: (a.double(), a.half(), (a * 3).long()), F(3, 4),
-     dtypes=("float32",), grad=False)
+     dtypes=("float32",), grad=False, asks_dtypes=("float64", "float16", "int64"))
 
 
 # ---- shape, indexing and matrix products --------------------------------------------------------

@@ -132,7 +132,7 @@ def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear",
     def read(xi: Tensor, yi: Tensor) -> Tensor:
         """``input`` at integer float coordinates, zero outside: ``[n, c, oh, ow]``."""
         inside = (xi >= 0) & (xi <= w - 1) & (yi >= 0) & (yi <= h - 1)
-        index = (yi.clamp(0, h - 1) * w + xi.clamp(0, w - 1)).cast("int64")
+        index = (yi.clamp(0, h - 1) * w + xi.clamp(0, w - 1)).cast(input.backend.int_dtype)
         index = index.reshape(n, 1, oh * ow).expand(n, c, oh * ow)
         values = flat.gather(2, index).reshape(n, c, oh, ow)
         return values.mask_fill(~inside.unsqueeze(1), 0.0)
@@ -170,3 +170,15 @@ def pixel_unshuffle(input: Tensor, downscale_factor: int) -> Tensor:
     x = input.reshape(*lead, c, h // r, r, w // r, r)
     x = x.permute(*range(k), k, k + 2, k + 4, k + 1, k + 3)
     return x.reshape(*lead, c * r * r, h // r, w // r)
+
+
+def channel_shuffle(input: Tensor, groups: int) -> Tensor:
+    """``[n, c, *]`` with its channels, read as ``groups`` groups of ``c / groups``,
+    interleaved (ShuffleNet's shuffle): channel ``g * (c / groups) + i`` moves to
+    ``i * groups + g``."""
+    if input.ndim < 3 or groups < 1 or input.shape[1] % groups:
+        raise ShapeError(f"channel_shuffle: input [n, c, *] (3-d or more) with c divisible by "
+                         f"groups={groups} expected, got {describe(input.shape)}")
+    n, c = input.shape[:2]
+    x = input.reshape(n, groups, c // groups, *input.shape[2:])
+    return x.transpose(1, 2).reshape(input.shape)
