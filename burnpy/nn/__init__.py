@@ -25,6 +25,7 @@ from burnpy.nn.activation import (
     Sigmoid,
     SiLU,
     Softmax,
+    Softmax2d,
     Softmin,
     Softplus,
     Softshrink,
@@ -71,6 +72,7 @@ from burnpy.nn.embedding import (
 from burnpy.nn.layout import (
     Flatten,
     Fold,
+    Unflatten,
     Unfold,
 )
 from burnpy.nn.linear import (
@@ -181,11 +183,17 @@ from burnpy.nn.transformer import (
     TransformerEncoderLayer,
 )
 from burnpy.nn.vision import (
+    ChannelShuffle,
     PixelShuffle,
     PixelUnshuffle,
+    Upsample,
+    UpsamplingBilinear2d,
+    UpsamplingNearest2d,
 )
 
 __all__ = [
+    "ChannelShuffle", "Softmax2d", "Unflatten", "Upsample", "UpsamplingBilinear2d",
+    "UpsamplingNearest2d",
     "AdaptiveMaxPool3d", "FractionalMaxPool2d", "FractionalMaxPool3d", "LPPool3d",
     "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d",
     "AlphaDropout", "Dropout1d", "Dropout2d", "Dropout3d", "FeatureAlphaDropout",

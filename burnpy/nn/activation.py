@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from burnpy.backend.device import Device
 from burnpy.backend.dtype import DTypeLike
+from burnpy.backend.errors import ShapeError, describe
 from burnpy.backend.ops.activation_ops import GeluApproximate
 from burnpy.nn import functional as F
 from burnpy.nn.init import constant as _constant  # PReLU's ``init`` argument shadows ``init``
@@ -117,6 +118,17 @@ class Softmax(Module):
 
     def extra_repr(self) -> str:
         return f"dim={self.dim}"
+
+
+class Softmax2d(Module):
+    """Softmax over the channels of ``[n, c, h, w]`` (or ``[c, h, w]``) at each position."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        """Probabilities over dim -3 (the channels); same shape."""
+        if x.ndim not in (3, 4):
+            raise ShapeError(f"Softmax2d: expected a 3-d or 4-d input, got "
+                             f"{describe(x.shape)}")
+        return x.softmax(-3)
 
 
 class LogSoftmax(Softmax):

@@ -1,6 +1,8 @@
-"""Layout layers: ``Flatten``, and im2col / col2im as ``Unfold`` / ``Fold``."""
+"""Layout layers: ``Flatten`` and ``Unflatten``, and im2col / col2im as ``Unfold`` / ``Fold``."""
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 from burnpy.nn import functional as F
 from burnpy.nn.functional import IntOrTuple
@@ -56,3 +58,17 @@ class Fold(Module):
     def extra_repr(self) -> str:
         return (f"output_size={self.output_size}, kernel_size={self.kernel_size}, "
                 f"dilation={self.dilation}, padding={self.padding}, stride={self.stride}")
+
+
+class Unflatten(Module):
+    """Splits dim ``dim`` into ``unflattened_size`` (the inverse of ``Flatten``)."""
+
+    def __init__(self, dim: int, unflattened_size: Sequence[int]) -> None:
+        self.dim, self.unflattened_size = dim, tuple(unflattened_size)
+
+    def forward(self, x: Tensor) -> Tensor:
+        """``x`` with dim ``dim`` unflattened (one size may be -1)."""
+        return x.unflatten(self.dim, self.unflattened_size)
+
+    def extra_repr(self) -> str:
+        return f"dim={self.dim}, unflattened_size={self.unflattened_size}"

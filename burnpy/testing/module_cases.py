@@ -254,6 +254,7 @@ _both("local_response_norm_even", "local_response_norm", Flt(2, 4, 6), size=2, a
 # ---- pixel shuffle, unfold, fold --------------------------------------------------------------
 _both("pixel_shuffle", "pixel_shuffle", Flt(2, 8, 3, 2), upscale_factor=2)
 _both("pixel_unshuffle", "pixel_unshuffle", Flt(1, 2, 6, 4), downscale_factor=2)
+_both("channel_shuffle", "channel_shuffle", Flt(2, 6, 3, 2), groups=3)
 _both("unfold_im2col", "unfold", Flt(2, 3, 5, 6), kernel_size=(2, 3))
 _both("unfold_im2col_all", "unfold", Flt(1, 2, 7, 6), kernel_size=(3, 2), dilation=(1, 2),
       padding=1, stride=(2, 1))

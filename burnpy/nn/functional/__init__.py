@@ -13,7 +13,8 @@ one module per topic, every name re-exported here:
 - ``padding``: pad
 - ``pool``: avg, max, adaptive, power-average and fractional max pools, 1-d to 3-d; max_unpool
 - ``sparse``: embedding, one_hot
-- ``vision``: interpolate, affine_grid, grid_sample, pixel_shuffle, pixel_unshuffle
+- ``vision``: interpolate, affine_grid, grid_sample, pixel_shuffle, pixel_unshuffle,
+  channel_shuffle
 
 Activations are ``[batch, channels, *spatial]``; conv weights ``[out, in / groups, *kernel]``;
 transposed-conv weights ``[in, out / groups, *kernel]``; linear weights ``[out, in]``.
@@ -148,6 +149,7 @@ from burnpy.nn.functional.sparse import (
 )
 from burnpy.nn.functional.vision import (
     affine_grid,
+    channel_shuffle,
     grid_sample,
     interpolate,
     pixel_shuffle,
@@ -155,6 +157,7 @@ from burnpy.nn.functional.vision import (
 )
 
 __all__ = [
+    "channel_shuffle",
     "adaptive_max_pool3d", "fractional_max_pool2d", "fractional_max_pool3d", "lp_pool3d",
     "max_unpool1d", "max_unpool2d", "max_unpool3d",
     "alpha_dropout", "dropout1d", "dropout2d", "dropout3d", "feature_alpha_dropout",
