@@ -59,11 +59,11 @@ class MultiHeadAttention(Module):
             self.k_proj_weight = init.xavier_uniform((embed_dim, self.kdim), **kw)
             self.v_proj_weight = init.xavier_uniform((embed_dim, self.vdim), **kw)
         self.in_proj_bias = init.zeros((3 * embed_dim,), **kw) if bias else None
-        self.out_proj = Linear(embed_dim, embed_dim, bias, **kw)
-        if bias:
-            self.out_proj.bias = init.zeros((embed_dim,), **kw)
         self.bias_k = init.xavier_normal((1, 1, embed_dim), **kw) if add_bias_kv else None
         self.bias_v = init.xavier_normal((1, 1, embed_dim), **kw) if add_bias_kv else None
+        self.out_proj = Linear(embed_dim, embed_dim, bias, **kw)  # after the tensors, as torch's
+        if bias:
+            self.out_proj.bias = init.zeros((embed_dim,), **kw)
 
     def _project(self, query: Tensor, key: Tensor, value: Tensor,
                  same: bool) -> tuple[Tensor, ...]:
