@@ -22,9 +22,12 @@ if TYPE_CHECKING:
 class ReLU(Module):
     """Rectified linear unit: ``max(x, 0)``."""
 
+    def __init__(self, inplace: bool = False) -> None:
+        self.inplace = inplace
+
     def forward(self, x: Tensor) -> Tensor:
         """max(x, 0) elementwise; any shape."""
-        return x.relu()
+        return F.relu(x, self.inplace)
 
 
 class GELU(Module):
@@ -60,20 +63,23 @@ class Tanh(Module):
 class SiLU(Module):
     """Sigmoid-weighted linear unit (swish): ``x * sigmoid(x)``."""
 
+    def __init__(self, inplace: bool = False) -> None:
+        self.inplace = inplace
+
     def forward(self, x: Tensor) -> Tensor:
         """x * sigmoid(x) elementwise; any shape."""
-        return x.silu()
+        return F.silu(x, self.inplace)
 
 
 class LeakyReLU(Module):
     """``x`` for x >= 0, ``negative_slope * x`` below."""
 
-    def __init__(self, negative_slope: float = 0.01) -> None:
-        self.negative_slope = negative_slope
+    def __init__(self, negative_slope: float = 0.01, inplace: bool = False) -> None:
+        self.negative_slope, self.inplace = negative_slope, inplace
 
     def forward(self, x: Tensor) -> Tensor:
         """x where x >= 0, else ``negative_slope * x``; any shape."""
-        return x.leaky_relu(self.negative_slope)
+        return F.leaky_relu(x, self.negative_slope, self.inplace)
 
     def extra_repr(self) -> str:
         return f"negative_slope={self.negative_slope}"
@@ -82,20 +88,27 @@ class LeakyReLU(Module):
 class Softplus(Module):
     """A smooth ReLU: ``log(1 + exp(beta * x)) / beta``."""
 
-    def __init__(self, beta: float = 1.0) -> None:
-        self.beta = beta
+    def __init__(self, beta: float = 1.0, threshold: float = 20.0) -> None:
+        self.beta, self.threshold = beta, threshold
 
     def forward(self, x: Tensor) -> Tensor:
-        """log(1 + exp(beta * x)) / beta elementwise; any shape."""
-        return x.softplus(self.beta)
+        """log(1 + exp(beta * x)) / beta elementwise, ``x`` itself where ``beta * x >
+        threshold``; any shape."""
+        return F.softplus(x, self.beta, self.threshold)
+
+    def extra_repr(self) -> str:
+        return f"beta={self.beta}, threshold={self.threshold}"
 
 
 class Hardsigmoid(Module):
     """clamp(x / 6 + 1/2, 0, 1)."""
 
+    def __init__(self, inplace: bool = False) -> None:
+        self.inplace = inplace
+
     def forward(self, x: Tensor) -> Tensor:
         """``x`` of any shape, activated elementwise."""
-        return x.hard_sigmoid(1 / 6, 0.5)
+        return F.hardsigmoid(x, self.inplace)
 
 
 class Softmax(Module):
@@ -142,20 +155,23 @@ class LogSoftmax(Softmax):
 class ReLU6(Module):
     """min(max(x, 0), 6)."""
 
+    def __init__(self, inplace: bool = False) -> None:
+        self.inplace = inplace
+
     def forward(self, x: Tensor) -> Tensor:
         """``x`` of any shape, clamped to [0, 6]."""
-        return F.relu6(x)
+        return F.relu6(x, self.inplace)
 
 
 class ELU(Module):
     """x above 0, ``alpha * (exp(x) - 1)`` below."""
 
-    def __init__(self, alpha: float = 1.0) -> None:
-        self.alpha = alpha
+    def __init__(self, alpha: float = 1.0, inplace: bool = False) -> None:
+        self.alpha, self.inplace = alpha, inplace
 
     def forward(self, x: Tensor) -> Tensor:
         """``x`` of any shape, activated elementwise."""
-        return F.elu(x, self.alpha)
+        return F.elu(x, self.alpha, self.inplace)
 
     def extra_repr(self) -> str:
         return f"alpha={self.alpha}"
@@ -166,42 +182,52 @@ class CELU(ELU):
 
     def forward(self, x: Tensor) -> Tensor:
         """``x`` of any shape, activated elementwise."""
-        return F.celu(x, self.alpha)
+        return F.celu(x, self.alpha, self.inplace)
 
 
 class SELU(Module):
     """The self-normalizing ``scale * elu(x, alpha)``."""
 
+    def __init__(self, inplace: bool = False) -> None:
+        self.inplace = inplace
+
     def forward(self, x: Tensor) -> Tensor:
         """``x`` of any shape, activated elementwise."""
-        return F.selu(x)
+        return F.selu(x, self.inplace)
 
 
 class Mish(Module):
     """x * tanh(softplus(x))."""
 
+    def __init__(self, inplace: bool = False) -> None:
+        self.inplace = inplace
+
     def forward(self, x: Tensor) -> Tensor:
         """``x`` of any shape, activated elementwise."""
-        return F.mish(x)
+        return F.mish(x, self.inplace)
 
 
 class Hardswish(Module):
     """x * clamp(x / 6 + 1/2, 0, 1)."""
 
+    def __init__(self, inplace: bool = False) -> None:
+        self.inplace = inplace
+
     def forward(self, x: Tensor) -> Tensor:
         """``x`` of any shape, activated elementwise."""
-        return F.hardswish(x)
+        return F.hardswish(x, self.inplace)
 
 
 class Hardtanh(Module):
     """clamp(x, min_val, max_val)."""
 
-    def __init__(self, min_val: float = -1.0, max_val: float = 1.0) -> None:
-        self.min_val, self.max_val = min_val, max_val
+    def __init__(self, min_val: float = -1.0, max_val: float = 1.0,
+                 inplace: bool = False) -> None:
+        self.min_val, self.max_val, self.inplace = min_val, max_val, inplace
 
     def forward(self, x: Tensor) -> Tensor:
         """``x`` of any shape, clamped."""
-        return F.hardtanh(x, self.min_val, self.max_val)
+        return F.hardtanh(x, self.min_val, self.max_val, self.inplace)
 
     def extra_repr(self) -> str:
         return f"min_val={self.min_val}, max_val={self.max_val}"
@@ -248,12 +274,12 @@ class Softsign(Module):
 class Threshold(Module):
     """x where x > threshold, else ``value``."""
 
-    def __init__(self, threshold: float, value: float) -> None:
-        self.threshold, self.value = threshold, value
+    def __init__(self, threshold: float, value: float, inplace: bool = False) -> None:
+        self.threshold, self.value, self.inplace = threshold, value, inplace
 
     def forward(self, x: Tensor) -> Tensor:
         """``x`` of any shape, thresholded elementwise."""
-        return F.threshold(x, self.threshold, self.value)
+        return F.threshold(x, self.threshold, self.value, self.inplace)
 
     def extra_repr(self) -> str:
         return f"threshold={self.threshold}, value={self.value}"
@@ -317,12 +343,13 @@ class RReLU(Module):
     """Randomized leaky ReLU: random slopes in [lower, upper) while training, their mean
     in eval."""
 
-    def __init__(self, lower: float = 1.0 / 8.0, upper: float = 1.0 / 3.0) -> None:
-        self.lower, self.upper = lower, upper
+    def __init__(self, lower: float = 1.0 / 8.0, upper: float = 1.0 / 3.0,
+                 inplace: bool = False) -> None:
+        self.lower, self.upper, self.inplace = lower, upper, inplace
 
     def forward(self, x: Tensor) -> Tensor:
         """``x`` of any shape, activated elementwise."""
-        return F.rrelu(x, self.lower, self.upper, self.training)
+        return F.rrelu(x, self.lower, self.upper, self.training, self.inplace)
 
     def extra_repr(self) -> str:
         return f"lower={self.lower}, upper={self.upper}"

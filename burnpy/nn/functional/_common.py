@@ -4,7 +4,7 @@ input's backend and dtype, host arrays as tensors, torch's ``inplace=True``."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -82,6 +82,9 @@ def _host(x: Tensor, values: np.ndarray) -> Tensor:
     return Tensor.from_data(values, backend=x.backend, device=x.device)
 
 
-def _inplace(x: Tensor, y: Tensor, inplace: bool) -> Tensor:
-    """torch's ``inplace=True``: the result written into ``x`` (which is returned)."""
-    return x.copy_(y) if inplace else y
+def _inplace(x: Tensor, compute: Callable[[Tensor], Tensor], inplace: bool) -> Tensor:
+    """``compute(x)``; with torch's ``inplace=True`` written into ``x`` (which is returned).
+    In place, ``compute`` reads a copy of ``x``: the nodes it records then saved values the
+    write leaves valid (a composition's inner nodes reading ``x`` itself would refuse their
+    backward once ``x`` is overwritten, where torch's fused in-place kernels do not)."""
+    return x.copy_(compute(x.clone())) if inplace else compute(x)

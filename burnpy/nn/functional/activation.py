@@ -12,9 +12,9 @@ from burnpy.nn.functional._common import _inplace
 from burnpy.tensor import Tensor
 
 
-def relu(x: Tensor) -> Tensor:
+def relu(x: Tensor, inplace: bool = False) -> Tensor:
     """max(x, 0) elementwise, any shape."""
-    return x.relu()
+    return _inplace(x, Tensor.relu, inplace)
 
 
 def gelu(x: Tensor, approximate: GeluApproximate = "none") -> Tensor:
@@ -35,9 +35,9 @@ def log_sigmoid(x: Tensor) -> Tensor:
 logsigmoid = log_sigmoid
 
 
-def silu(x: Tensor) -> Tensor:
+def silu(x: Tensor, inplace: bool = False) -> Tensor:
     """x * sigmoid(x) elementwise (swish), any shape."""
-    return x.silu()
+    return _inplace(x, Tensor.silu, inplace)
 
 
 def tanh(x: Tensor) -> Tensor:
@@ -52,14 +52,14 @@ def softplus(x: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
     return out.mask_where((x * beta) > threshold, x)
 
 
-def leaky_relu(x: Tensor, negative_slope: float = 0.01) -> Tensor:
+def leaky_relu(x: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
     """x where x >= 0, else ``negative_slope * x``; any shape."""
-    return x.leaky_relu(negative_slope)
+    return _inplace(x, lambda t: t.leaky_relu(negative_slope), inplace)
 
 
-def hardsigmoid(x: Tensor) -> Tensor:
+def hardsigmoid(x: Tensor, inplace: bool = False) -> Tensor:
     """clamp(x / 6 + 1/2, 0, 1) (torch's hardsigmoid)."""
-    return x.hard_sigmoid(1 / 6, 0.5)
+    return _inplace(x, lambda t: t.hard_sigmoid(1 / 6, 0.5), inplace)
 
 
 def softmax(x: Tensor, dim: int, *, dtype: DTypeLike | None = None) -> Tensor:
@@ -76,12 +76,12 @@ def log_softmax(x: Tensor, dim: int, *, dtype: DTypeLike | None = None) -> Tenso
 
 def relu6(input: Tensor, inplace: bool = False) -> Tensor:
     """min(max(x, 0), 6) elementwise."""
-    return _inplace(input, input.clamp(0.0, 6.0), inplace)
+    return _inplace(input, lambda t: t.clamp(0.0, 6.0), inplace)
 
 
 def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
     """x for x > 0, ``alpha * (exp(x) - 1)`` below (no overflow: exp sees only x <= 0)."""
-    return _inplace(input, input.clamp(min=0.0) + input.clamp(max=0.0).expm1() * alpha,
+    return _inplace(input, lambda t: t.clamp(min=0.0) + t.clamp(max=0.0).expm1() * alpha,
                     inplace)
 
 
@@ -91,25 +91,25 @@ _SELU_SCALE = 1.0507009873554804934193349852946
 
 def selu(input: Tensor, inplace: bool = False) -> Tensor:
     """``scale * elu(x, alpha)`` with the self-normalizing constants of Klambauer et al."""
-    return _inplace(input, elu(input, _SELU_ALPHA) * _SELU_SCALE, inplace)
+    return _inplace(input, lambda t: elu(t, _SELU_ALPHA) * _SELU_SCALE, inplace)
 
 
 def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
     """max(0, x) + min(0, alpha * (exp(x / alpha) - 1))."""
     if alpha == 0:
         raise InvalidArgumentError("celu: alpha must not be 0")
-    return _inplace(input, input.clamp(min=0.0)
-                    + (input.clamp(max=0.0) * (1.0 / alpha)).expm1() * alpha, inplace)
+    return _inplace(input, lambda t: t.clamp(min=0.0)
+                    + (t.clamp(max=0.0) * (1.0 / alpha)).expm1() * alpha, inplace)
 
 
 def mish(input: Tensor, inplace: bool = False) -> Tensor:
     """x * tanh(softplus(x))."""
-    return _inplace(input, input * input.softplus().tanh(), inplace)
+    return _inplace(input, lambda t: t * t.softplus().tanh(), inplace)
 
 
 def hardswish(input: Tensor, inplace: bool = False) -> Tensor:
     """x * clamp(x / 6 + 1/2, 0, 1) (MobileNetV3's hard swish)."""
-    return _inplace(input, input * input.hard_sigmoid(1 / 6, 0.5), inplace)
+    return _inplace(input, lambda t: t * t.hard_sigmoid(1 / 6, 0.5), inplace)
 
 
 def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0,
@@ -117,7 +117,7 @@ def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0,
     """clamp(x, min_val, max_val)."""
     if min_val > max_val:
         raise InvalidArgumentError(f"hardtanh: min_val {min_val} exceeds max_val {max_val}")
-    return _inplace(input, input.clamp(min_val, max_val), inplace)
+    return _inplace(input, lambda t: t.clamp(min_val, max_val), inplace)
 
 
 def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
@@ -144,7 +144,7 @@ def softsign(input: Tensor) -> Tensor:
 
 def threshold(input: Tensor, threshold: float, value: float, inplace: bool = False) -> Tensor:
     """x where x > threshold, else ``value``."""
-    return _inplace(input, input.mask_fill(input <= threshold, value), inplace)
+    return _inplace(input, lambda t: t.mask_fill(t <= threshold, value), inplace)
 
 
 def glu(input: Tensor, dim: int = -1) -> Tensor:
@@ -191,9 +191,7 @@ def rrelu(input: Tensor, lower: float = 1.0 / 8.0, upper: float = 1.0 / 3.0,
     if not 0 <= lower <= upper:
         raise InvalidArgumentError(f"rrelu: need 0 <= lower <= upper, got {lower}, {upper}")
     if not training or lower == upper:
-        out = input.leaky_relu((lower + upper) / 2)
-    else:
-        slope = Tensor.random(input.shape, Distribution.uniform(lower, upper),
-                              backend=input.backend, device=input.device, dtype=input.dtype)
-        out = input.clamp(min=0.0) + input.clamp(max=0.0) * slope
-    return _inplace(input, out, inplace)
+        return _inplace(input, lambda t: t.leaky_relu((lower + upper) / 2), inplace)
+    slope = Tensor.random(input.shape, Distribution.uniform(lower, upper),
+                          backend=input.backend, device=input.device, dtype=input.dtype)
+    return _inplace(input, lambda t: t.clamp(min=0.0) + t.clamp(max=0.0) * slope, inplace)

@@ -28,17 +28,17 @@ def _dropout(op: str, x: Tensor, p: float, training: bool, inplace: bool, drawn:
     if not training or p == 0.0 or x.numel() == 0:
         return x
     if p == 1.0:
-        return _inplace(x, x * 0.0, inplace)
+        return _inplace(x, lambda t: t * 0.0, inplace)
     if drawn is not None and x.ndim < drawn:
         raise ShapeError(f"{op}: input must be [batch, channels, *], got {describe(x.shape)}")
     shape = x.shape if drawn is None else x.shape[:drawn] + (1,) * (x.ndim - drawn)
     keep = Tensor.random(shape, Distribution.bernoulli(1.0 - p), backend=x.backend,
                          device=x.device, dtype=x.dtype)
     if not alpha:
-        return _inplace(x, x * (keep * (1.0 / (1.0 - p))), inplace)
+        return _inplace(x, lambda t: t * (keep * (1.0 / (1.0 - p))), inplace)
     a = 1.0 / math.sqrt((_ALPHA * _ALPHA * p + 1.0) * (1.0 - p))
     shift = (keep - 1.0) * (_ALPHA * a) + _ALPHA * a * p
-    return _inplace(x, x * (keep * a) + shift, inplace)
+    return _inplace(x, lambda t: t * (keep * a) + shift, inplace)
 
 
 def dropout(input: Tensor, p: float = 0.5, training: bool = True,
