@@ -126,7 +126,7 @@ class OpCase:
     tags: frozenset[str] = field(default_factory=frozenset)
 
 
-#: The table every suite iterates. Filled by ``burnpy.testing.op_cases``.
+#: The table every suite iterates. Filled by ``burnpy.testing.op_cases``'s topic modules.
 CASES: list[OpCase] = []
 
 
