@@ -2,8 +2,11 @@
 
 Start the ranks with ``mpiexec -n N python train.py`` (``-hosts a,b`` for several machines),
 call ``init_process_group()``, wrap the model in ``DistributedDataParallel`` and shard the data
-with ``DistributedSampler``. See the README's "Distributed training".
+with ``DistributedSampler``. See the README's "Distributed training". ``DistributedDataParallel``
+lives in ``burnpy.nn.parallel`` (torch's ``torch.nn.parallel``) and is an attribute here too.
 """
+
+from typing import TYPE_CHECKING
 
 from burnpy.distributed.collectives import (
     REDUCE_OPS,
@@ -12,7 +15,6 @@ from burnpy.distributed.collectives import (
     broadcast,
     reduce_scatter,
 )
-from burnpy.distributed.ddp import DistributedDataParallel
 from burnpy.distributed.errors import DistributedError
 from burnpy.distributed.group import (
     barrier,
@@ -28,3 +30,22 @@ __all__ = ["REDUCE_OPS", "DistributedDataParallel", "DistributedError", "Distrib
            "all_gather", "all_reduce", "barrier", "broadcast", "destroy_process_group",
            "get_rank", "get_world_size", "init_process_group", "is_initialized",
            "reduce_scatter"]
+
+
+def __getattr__(name: str) -> object:
+    """``DistributedDataParallel``, which lives in ``burnpy.nn.parallel`` as torch's (a Module,
+    one layer above the collectives), imported the first time it is asked for."""
+    if name == "DistributedDataParallel":
+        from burnpy.nn.parallel import DistributedDataParallel
+
+        return DistributedDataParallel
+    raise AttributeError(f"module 'burnpy.distributed' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    """The package's names, ``DistributedDataParallel`` included."""
+    return sorted({*globals(), "DistributedDataParallel"})
+
+
+if TYPE_CHECKING:  # type checkers see the re-exported class as what it is
+    from burnpy.nn.parallel import DistributedDataParallel as DistributedDataParallel

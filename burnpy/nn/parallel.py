@@ -1,4 +1,5 @@
-"""``DistributedDataParallel``: one model replica per rank, gradients averaged in backward.
+"""``DistributedDataParallel`` (torch.nn.parallel's): one model replica per rank, gradients
+averaged in backward over ``burnpy.distributed``'s process group.
 
 At construction every rank checks that all ranks hold the same parameters and buffers (names,
 shapes, dtypes) and takes rank 0's values. Parameters are grouped into buckets of at most
