@@ -292,3 +292,18 @@ def test_parameter_is_a_tracked_leaf_and_frozen_stays_frozen() -> None:
     assert nn.Parameter().shape == (0,)
     with pytest.raises(KindError, match="Parameter: data must be a float Tensor, got an int"):
         nn.Parameter(Tensor.arange(3, backend=AD))
+
+
+def test_sequential_repeats_and_concatenates_as_torch_s() -> None:
+    theirs = torch.nn.Sequential(*_linears(torch.nn, 3, 3))
+    ours = nn.Sequential(*_linears(nn, 3, 3))
+    ours.load_state_dict({k: v.detach().numpy() for k, v in theirs.state_dict().items()})
+    pairs = [(ours * 3, theirs * 3), (2 * ours, 2 * theirs), (ours + ours, theirs + theirs)]
+    for got, want in pairs:
+        _same_state(got, want)
+        assert all(m is ours[0] for m in got)  # the same layer, repeated
+    ours *= 2
+    theirs *= 2
+    _same_state(ours, theirs)
+    with pytest.raises(InvalidArgumentError, match="repeat count must be positive"):
+        ours * 0

@@ -256,3 +256,16 @@ def test_transformer_shape_errors_name_both_inputs() -> None:
     tgt = Tensor.from_data(RNG.standard_normal((4, 2, E)), backend=AD)
     with pytest.raises(ShapeError, match=r"Transformer: .* got src \(5, 3, 8\), tgt \(4, 2, 8\)"):
         ours(src, tgt)
+
+
+@pytest.mark.parametrize("need_weights", [True, False])
+def test_attention_dropout_is_on_in_training_only(need_weights: bool) -> None:
+    ours = nn.MultiheadAttention(E, H, dropout=1.0, **F64)  # every weight dropped in training
+    bias = Tensor.from_data(RNG.standard_normal(E), backend=AD)
+    ours.load_state_dict({"out_proj.bias": bias}, strict=False)
+    x = Tensor.from_data(RNG.standard_normal((4, 2, E)), backend=AD)
+    out, _ = ours(x, x, x, need_weights=need_weights)
+    np.testing.assert_allclose(out.to_numpy(), np.broadcast_to(bias.to_numpy(), (4, 2, E)))
+    ours.eval()
+    out, _ = ours(x, x, x, need_weights=need_weights)
+    assert not np.allclose(out.to_numpy(), np.broadcast_to(bias.to_numpy(), (4, 2, E)))
