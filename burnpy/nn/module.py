@@ -2,9 +2,11 @@
 
 Discovery rule: every public attribute (no leading ``_``) that is a ``Tensor``, a ``Module``,
 or a ``list``/``dict`` of those is part of the module's state, named by its attribute path
-(``"layers.0.weight"``). A float tensor is a trainable **parameter** unless it was registered
-with ``register_buffer``; buffers (BatchNorm's running stats) and int/bool tensors are saved and
-moved with the module but never trained. On an autodiff backend a parameter is tracked
+(``"layers.0.weight"``), and so is every tensor registered with ``register_buffer``, whatever
+its name (spectral norm's ``_u``). A float tensor is a trainable **parameter** unless it was
+registered with ``register_buffer``; buffers (BatchNorm's running stats) and int/bool tensors
+are saved and moved with the module but never trained (a non-persistent buffer is moved but
+not saved). On an autodiff backend a parameter is tracked
 (``require_grad``) as soon as it is assigned, so layer code reads ``self.weight = tensor``;
 torch's ``nn.Parameter(tensor, requires_grad)`` is that leaf made explicitly (frozen with
 ``requires_grad=False``, and left so when assigned).
@@ -28,6 +30,7 @@ from burnpy.backend.dtype import DType, DTypeLike
 from burnpy.backend.errors import (
     BackendMismatchError,
     BurnpyError,
+    InvalidArgumentError,
     KindError,
     article,
     describe,
@@ -180,6 +183,7 @@ class Module:
     record_kind: ClassVar[str] = "module"
     training: bool = True
     _buffer_names: frozenset[str] = frozenset()
+    _non_persistent: frozenset[str] = frozenset()  # buffers moved but left out of state dicts
 
     def __setattr__(self, name: str, value: Any) -> None:
         if (isinstance(value, Tensor) and value.kind is FLOAT and not name.startswith("_")
@@ -187,9 +191,24 @@ class Module:
             _set_tracked(value)
         object.__setattr__(self, name, value)
 
-    def register_buffer(self, name: str, tensor: Tensor) -> None:
-        """Keep ``tensor`` as saved, moved, but untrained state (running statistics)."""
+    def register_buffer(self, name: str, tensor: Tensor | None,
+                        persistent: bool = True) -> None:
+        """Keep ``tensor`` as moved but untrained state (running statistics), saved in the
+        state dict unless ``persistent=False``; any name, ``_``-prefixed too, as torch's (a
+        None buffer is skipped until a tensor is assigned)."""
+        where = f"{type(self).__name__}.register_buffer"
+        if not isinstance(name, str) or not name or "." in name:
+            raise InvalidArgumentError(f"{where}: the name must be a non-empty string without "
+                                       f"'.', got {name!r}")
+        if tensor is not None and not isinstance(tensor, Tensor):
+            raise KindError(f"{where}('{name}'): expected a Tensor or None, got "
+                            f"{type(tensor).__name__}")
+        if name in vars(self) and name not in self._buffer_names:
+            raise InvalidArgumentError(f"{where}: attribute '{name}' already exists and is "
+                                       "not a buffer")
         object.__setattr__(self, "_buffer_names", self._buffer_names | {name})
+        object.__setattr__(self, "_non_persistent", self._non_persistent - {name}
+                           if persistent else self._non_persistent | {name})
         object.__setattr__(self, name, tensor)
 
     def forward(self, *args: Any, **kwargs: Any) -> Any:
@@ -201,8 +220,9 @@ class Module:
 
     # ---- discovery ---------------------------------------------------------------------------
     def _entries(self) -> Iterator[tuple[str, Any]]:
+        buffers = self._buffer_names
         for name, value in vars(self).items():
-            if not name.startswith("_"):
+            if not name.startswith("_") or name in buffers:
                 yield name, value
 
     def named_children(self) -> Iterator[tuple[str, Module]]:
@@ -238,7 +258,7 @@ class Module:
             out = []
         buffers = self._buffer_names
         for name, value in vars(self).items():
-            if name.startswith("_"):
+            if name.startswith("_") and name not in buffers:
                 continue
             if isinstance(value, Tensor):
                 out.append((prefix + name, value, self, name,
@@ -253,6 +273,11 @@ class Module:
                     elif isinstance(item, Module):
                         item._walk(f"{prefix}{name}.{key}.", out)
         return out
+
+    def _saved_places(self) -> list[Place]:
+        """``_walk``'s places less the non-persistent buffers: what state dicts hold."""
+        return [p for p in self._walk()
+                if not (isinstance(p[2], Module) and p[3] in p[2]._non_persistent)]
 
     def slots(self) -> list[ParamSlot]:
         """Every distinct tensor once (tied weights keep their first name), with its holders."""
@@ -438,7 +463,7 @@ class Module:
     def state_dict(self) -> dict[str, Tensor]:
         """Every parameter and buffer by dotted name, a tied tensor under each of its names as
         torch's (so torch's strict ``load_state_dict`` takes it; records store it once)."""
-        return {name: t for name, t, _, _, _ in self._walk()}
+        return {name: t for name, t, _, _, _ in self._saved_places()}
 
     def load_state_dict(self, state: Mapping[str, Tensor | TensorData | np.ndarray],
                         strict: bool = True) -> IncompatibleKeys:
@@ -454,10 +479,10 @@ class Module:
         PyTorch checkpoint saved with ``safetensors.torch.save_file`` (same names, same
         ``[out, in]`` layouts; ``rename_keys`` maps other names).
         """
-        slots = self.slots()
         aliases: dict[int, list[str]] = {}
-        for name, t, _, _, _ in self._walk():
+        for name, t, _, _, _ in self._saved_places():
             aliases.setdefault(id(t), []).append(name)
+        slots = [s for s in self.slots() if id(s.tensor) in aliases]
         known = {name for names in aliases.values() for name in names}
         missing = [s.name for s in slots if not any(n in state for n in aliases[id(s.tensor)])]
         unexpected = [k for k in state if k not in known]

@@ -220,6 +220,7 @@ class _FractionalMaxPool(Module):
     """Fractional max pooling's settings: a kernel and either an output size or a ratio."""
 
     _n = 2
+    _random_samples: Tensor | None  # a buffer: in the state dict when given, as torch's
 
     def __init__(self, kernel_size: IntOrTuple, output_size: IntOrTuple | None = None,
                  output_ratio: float | Sequence[float] | None = None,
@@ -237,7 +238,8 @@ class _FractionalMaxPool(Module):
             output_ratio = ratios
         self.kernel_size, self.output_size, self.output_ratio = (kernel_size, output_size,
                                                                  output_ratio)
-        self.return_indices, self._random_samples = return_indices, _random_samples
+        self.return_indices = return_indices
+        self.register_buffer("_random_samples", _random_samples)  # torch's state-dict entry
 
     def extra_repr(self) -> str:
         return (f"kernel_size={self.kernel_size}, output_size={self.output_size}, "
