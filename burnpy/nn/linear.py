@@ -31,13 +31,13 @@ class Linear(Module):
         self.weight = init.fan_in_uniform((out_features, in_features), in_features, **kw)
         self.bias = init.fan_in_uniform((out_features,), in_features, **kw) if bias else None
 
-    def forward(self, x: Tensor) -> Tensor:
-        """``[..., in_features] -> [..., out_features]``."""
-        shape = x.shape
+    def forward(self, input: Tensor) -> Tensor:
+        """``[..., in_features] -> [..., out_features]`` (``input=`` by name, as torch's)."""
+        shape = input.shape
         if not shape or shape[-1] != self.in_features:
             raise ShapeError(f"Linear(in_features={self.in_features}): the input's last dim "
-                             f"must be {self.in_features}, got shape {describe(x.shape)}")
-        return F.linear(x, self.weight, self.bias)
+                             f"must be {self.in_features}, got shape {describe(shape)}")
+        return F.linear(input, self.weight, self.bias)
 
     def extra_repr(self) -> str:
         return (f"in_features={self.in_features}, out_features={self.out_features}, "
@@ -73,6 +73,6 @@ class Bilinear(Module):
 class Identity(Module):
     """Returns its input: a placeholder layer."""
 
-    def forward(self, x: Tensor) -> Tensor:
-        """``x`` itself."""
-        return x
+    def forward(self, input: Tensor) -> Tensor:
+        """``input`` itself."""
+        return input

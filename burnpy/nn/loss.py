@@ -186,7 +186,7 @@ class GaussianNLLLoss(_Loss):
         super().__init__(reduction=reduction)
         self.full, self.eps = full, eps
 
-    def forward(self, input: Tensor, target: Tensor, var: Tensor) -> Tensor:
+    def forward(self, input: Tensor, target: Tensor, var: Tensor | float) -> Tensor:
         """Means and variances against targets."""
         return F.gaussian_nll_loss(input, target, var, self.full, self.eps, self.reduction)
 
@@ -317,14 +317,18 @@ class LinearCrossEntropyLoss(_WeightedLoss):
     """A bias-free (by default) ``Linear`` to ``num_classes * prod(out_features)`` logits and
     cross entropy on them, as torch's: parameters ``linear.weight`` (flat
     ``[C * prod(out_features), in_features]``) and ``linear.bias``, class ``weight`` a buffer.
-    torch's ``options`` (a chunking strategy that saves memory) is not taken."""
+    torch's ``options`` (a chunking strategy that saves memory) must be None, its default."""
 
     def __init__(self, in_features: int, num_classes: int, *,
                  out_features: tuple[int, ...] = (), bias: bool = False,
                  backend: type[Backend] | None = None, device: Device | None = None,
                  dtype: DTypeLike | None = None, reduction: str = "mean",
                  weight: Tensor | None = None, ignore_index: int | None = None,
-                 label_smoothing: float = 0.0) -> None:
+                 label_smoothing: float = 0.0, options: object = None) -> None:
+        if options is not None:
+            raise InvalidArgumentError(
+                f"LinearCrossEntropyLoss: options={options!r} is not taken: burnpy computes "
+                "the logits unchunked (torch's reference path, options=None)")
         if weight is not None and weight.shape != (num_classes,):
             raise ShapeError(f"LinearCrossEntropyLoss: weight must have shape ({num_classes},), "
                              f"got {describe(weight.shape)}")

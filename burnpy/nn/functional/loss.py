@@ -42,6 +42,11 @@ def _check_same_shape(op: str, x: Tensor, target: Tensor) -> None:
                          f"shape {describe(x.shape)}")
 
 
+def _as_float(target: Tensor, input: Tensor) -> Tensor:
+    """An int or bool ``target`` in ``input``'s float dtype, as torch's type promotion."""
+    return target if target.kind == "float" else target.cast(input.dtype)
+
+
 def _reduce(loss: Tensor, reduction: str) -> Tensor:
     if reduction == "mean":
         return loss.mean()
@@ -289,18 +294,24 @@ def poisson_nll_loss(input: Tensor, target: Tensor, log_input: bool = True,
     return _reduce(loss, reduction)
 
 
-def gaussian_nll_loss(input: Tensor, target: Tensor, var: Tensor, full: bool = False,
+def gaussian_nll_loss(input: Tensor, target: Tensor, var: Tensor | float, full: bool = False,
                       eps: float = 1e-6, reduction: str = "mean") -> Tensor:
     """``0.5 (log var + (x - y)^2 / var)`` (+ ``0.5 log 2 pi`` when ``full``), ``var``
     clamped below at ``eps`` for the value only (the gradient passes as torch's)."""
     op = "gaussian_nll_loss"
     _check(op, reduction, input)
+    if not isinstance(var, Tensor):
+        if var < 0:
+            raise InvalidArgumentError(f"{op}: var must not be negative, got {var}")
+        var = input.full_like(float(var))
     if var.shape != input.shape:
         if input.shape[:-1] == var.shape:
             var = var.unsqueeze(-1)
-        elif not (input.shape[:-1] == var.shape[:-1] and var.shape[-1:] == (1,)):
+        elif var.ndim != input.ndim or sum(
+                v for i, v in zip(input.shape, var.shape, strict=True) if i != v) != 1:
             raise ShapeError(f"{op}: var {describe(var.shape)} does not fit input "
-                             f"{describe(input.shape)}")
+                             f"{describe(input.shape)}: it must have its shape, that shape "
+                             "without the last dim, or size 1 in one dim where they differ")
     if bool((var < 0).any()):
         raise InvalidArgumentError(f"{op}: var has negative entries")
     var = var + (var.clamp(min=eps) - var).detach()
@@ -312,9 +323,11 @@ def gaussian_nll_loss(input: Tensor, target: Tensor, var: Tensor, full: bool = F
 
 def margin_ranking_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: float = 0.0,
                         *, reduction: str = "mean") -> Tensor:
-    """``max(0, -y (x1 - x2) + margin)`` for labels ``y`` in {1, -1}."""
+    """``max(0, -y (x1 - x2) + margin)`` for labels ``y`` in {1, -1} (int labels promoted to
+    the inputs' dtype, as torch's)."""
     _check("margin_ranking_loss", reduction, input1)
-    return _reduce((-target * (input1 - input2) + margin).clamp(min=0.0), reduction)
+    y = _as_float(target, input1)
+    return _reduce((-y * (input1 - input2) + margin).clamp(min=0.0), reduction)
 
 
 def triplet_margin_loss(anchor: Tensor, positive: Tensor, negative: Tensor,
@@ -432,13 +445,15 @@ def soft_margin_loss(input: Tensor, target: Tensor, *, reduction: str = "mean") 
 
 def multilabel_soft_margin_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,
                                 *, reduction: str = "mean") -> Tensor:
-    """One-versus-all logistic loss of ``input [N, C]`` (or ``[C]``) against 0/1 ``target``,
-    ``weight [C]`` weighing classes, averaged over the classes: one value per sample."""
+    """One-versus-all logistic loss of ``input [N, C]`` (or ``[C]``) against 0/1 ``target``
+    (float or int), ``weight [C]`` weighing classes, averaged over the classes: one value per
+    sample."""
     op = "multilabel_soft_margin_loss"
     _check(op, reduction, input)
     _check_same_shape(op, input, target)
     if input.ndim not in (1, 2):
         raise ShapeError(f"{op}: input must be [N, C] or [C], got {describe(input.shape)}")
+    target = _as_float(target, input)
     loss = -(target * input.log_sigmoid() + (1.0 - target) * (-input).log_sigmoid())
     if weight is not None:
         loss = loss * weight
@@ -539,13 +554,18 @@ def triplet_margin_with_distance_loss(
 def linear_cross_entropy(input: Tensor, linear_weight: Tensor, target: Tensor, *,
                          linear_bias: Tensor | None = None, weight: Tensor | None = None,
                          reduction: str = "mean", ignore_index: int | None = None,
-                         label_smoothing: float = 0.0) -> Tensor:
+                         label_smoothing: float = 0.0, options: object = None) -> Tensor:
     """``cross_entropy(linear(input, linear_weight, linear_bias), target, ...)`` for
     ``input [N, in]`` (or ``[in]``) and ``linear_weight [C, d_1.., d_K, in]``: logits
     ``[N, C, d_1.., d_K]``, targets as ``cross_entropy``'s (``ignore_index`` None means -100
-    and is refused with class probabilities)."""
+    and is refused with class probabilities). This is torch's reference path, ``options=None``:
+    torch's chunking options (``LinearCrossEntropyOptions``) are refused."""
     op = "linear_cross_entropy"
     _check(op, reduction, input)
+    if options is not None:
+        raise InvalidArgumentError(
+            f"{op}: options={options!r} is not taken: burnpy computes the logits unchunked "
+            "(torch's reference path, options=None)")
     if input.ndim not in (1, 2) or linear_weight.ndim < 2 or (
             input.shape[-1] != linear_weight.shape[-1]):
         raise ShapeError(f"{op}: input [N, in] or [in] {describe(input.shape)} and "
