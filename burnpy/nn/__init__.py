@@ -52,6 +52,12 @@ from burnpy.nn.conv import (
     ConvTranspose1d,
     ConvTranspose2d,
     ConvTranspose3d,
+    LazyConv1d,
+    LazyConv2d,
+    LazyConv3d,
+    LazyConvTranspose1d,
+    LazyConvTranspose2d,
+    LazyConvTranspose3d,
 )
 from burnpy.nn.distance import (
     CosineSimilarity,
@@ -75,9 +81,11 @@ from burnpy.nn.layout import (
     Unflatten,
     Unfold,
 )
+from burnpy.nn.lazy import UninitializedBuffer, UninitializedParameter
 from burnpy.nn.linear import (
     Bilinear,
     Identity,
+    LazyLinear,
     Linear,
 )
 from burnpy.nn.loss import (
@@ -122,6 +130,12 @@ from burnpy.nn.norm import (
     InstanceNorm2d,
     InstanceNorm3d,
     LayerNorm,
+    LazyBatchNorm1d,
+    LazyBatchNorm2d,
+    LazyBatchNorm3d,
+    LazyInstanceNorm1d,
+    LazyInstanceNorm2d,
+    LazyInstanceNorm3d,
     LocalResponseNorm,
     RMSNorm,
     SyncBatchNorm,
@@ -224,4 +238,8 @@ __all__ = [
     "MultiLabelMarginLoss", "MultiLabelSoftMarginLoss", "MultiMarginLoss", "SoftMarginLoss",
     "TripletMarginWithDistanceLoss",
     "Bilinear", "EmbeddingBag",
+    "LazyBatchNorm1d", "LazyBatchNorm2d", "LazyBatchNorm3d", "LazyConv1d", "LazyConv2d",
+    "LazyConv3d", "LazyConvTranspose1d", "LazyConvTranspose2d", "LazyConvTranspose3d",
+    "LazyInstanceNorm1d", "LazyInstanceNorm2d", "LazyInstanceNorm3d", "LazyLinear",
+    "UninitializedBuffer", "UninitializedParameter",
 ]

@@ -1,4 +1,5 @@
-"""Convolution layers: ``Conv1d/2d/3d`` and ``ConvTranspose1d/2d/3d``.
+"""Convolution layers: ``Conv1d/2d/3d`` and ``ConvTranspose1d/2d/3d``, and their lazy forms
+(``LazyConv1d``..., ``in_channels`` from the first input).
 
 Weights ``[out, in / groups, *kernel]`` (transposed: ``[in, out / groups, *kernel]``), all
 initialized as torch's layers: uniform in +-1/sqrt(fan_in). Convolutions take torch's
@@ -9,14 +10,15 @@ initialized as torch's layers: uniform in +-1/sqrt(fan_in). Convolutions take to
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from burnpy.backend.device import Device
 from burnpy.backend.dtype import DTypeLike
 from burnpy.backend.errors import InvalidArgumentError, ShapeError, describe
 from burnpy.nn import functional as F
 from burnpy.nn import init
+from burnpy.nn.lazy import LazyModuleMixin, state_dim
 from burnpy.nn.module import Module
 from burnpy.tensor import Tensor
 
@@ -227,3 +229,91 @@ class ConvTranspose3d(_ConvTranspose):
 
     _n = 3
     _fn = staticmethod(F.conv_transpose3d)
+
+
+class _LazyConvNd(LazyModuleMixin):
+    """Where a lazy convolution finds ``in_channels``: the input's channel dim, the weight's
+    dim 1 times ``groups`` (transposed: dim 0)."""
+
+    _n: int
+    _transposed: bool
+    groups: int
+    out_channels: int
+
+    def _input_features(self, input: Tensor) -> int:
+        n = self._n
+        if input.ndim not in (n + 1, n + 2):
+            raise ShapeError(f"{type(self).__name__}(out_channels={self.out_channels}): "
+                             f"expected a {n + 2}-d input (or an unbatched {n + 1}-d one) to "
+                             f"infer in_channels from, got {describe(input.shape)}")
+        return input.shape[-n - 1]
+
+    def _features_in_state(self, state: Mapping[str, Any], prefix: str) -> int | None:
+        if self._transposed:
+            return state_dim(state, prefix + "weight", 0)
+        per_group = state_dim(state, prefix + "weight", 1)
+        return None if per_group is None else per_group * self.groups
+
+
+class _LazyConv(_LazyConvNd):
+    """A lazy convolution's arguments: torch's, without ``in_channels``."""
+
+    def __init__(self, out_channels: int, kernel_size: IntOrTuple, stride: IntOrTuple = 1,
+                 padding: IntOrTuple | str = 0, dilation: IntOrTuple = 1, groups: int = 1,
+                 bias: bool = True, padding_mode: str = "zeros", *,
+                 backend: type[Backend] | None = None, device: Device | None = None,
+                 dtype: DTypeLike | None = None) -> None:
+        self._start_lazy(out_channels, kernel_size, stride, padding, dilation, groups, bias,
+                         padding_mode, backend=backend, device=device, dtype=dtype)
+
+
+class _LazyConvTranspose(_LazyConvNd):
+    """A lazy transposed convolution's arguments: torch's, without ``in_channels``."""
+
+    def __init__(self, out_channels: int, kernel_size: IntOrTuple, stride: IntOrTuple = 1,
+                 padding: IntOrTuple = 0, output_padding: IntOrTuple = 0, groups: int = 1,
+                 bias: bool = True, dilation: IntOrTuple = 1, padding_mode: str = "zeros", *,
+                 backend: type[Backend] | None = None, device: Device | None = None,
+                 dtype: DTypeLike | None = None) -> None:
+        self._start_lazy(out_channels, kernel_size, stride, padding, output_padding, groups,
+                         bias, dilation, padding_mode, backend=backend, device=device,
+                         dtype=dtype)
+
+
+class LazyConv1d(_LazyConv, Conv1d):
+    """A ``Conv1d`` whose ``in_channels`` comes from its first input; it then becomes one."""
+
+    cls_to_become = Conv1d
+
+
+class LazyConv2d(_LazyConv, Conv2d):
+    """A ``Conv2d`` whose ``in_channels`` comes from its first input; it then becomes one."""
+
+    cls_to_become = Conv2d
+
+
+class LazyConv3d(_LazyConv, Conv3d):
+    """A ``Conv3d`` whose ``in_channels`` comes from its first input; it then becomes one."""
+
+    cls_to_become = Conv3d
+
+
+class LazyConvTranspose1d(_LazyConvTranspose, ConvTranspose1d):
+    """A ``ConvTranspose1d`` whose ``in_channels`` comes from its first input; it then
+    becomes one."""
+
+    cls_to_become = ConvTranspose1d
+
+
+class LazyConvTranspose2d(_LazyConvTranspose, ConvTranspose2d):
+    """A ``ConvTranspose2d`` whose ``in_channels`` comes from its first input; it then
+    becomes one."""
+
+    cls_to_become = ConvTranspose2d
+
+
+class LazyConvTranspose3d(_LazyConvTranspose, ConvTranspose3d):
+    """A ``ConvTranspose3d`` whose ``in_channels`` comes from its first input; it then
+    becomes one."""
+
+    cls_to_become = ConvTranspose3d

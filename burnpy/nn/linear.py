@@ -1,15 +1,17 @@
-"""``Linear`` and ``Bilinear`` (torch's shapes, defaults and initialization) and the placeholder
-``Identity``."""
+"""``Linear`` and ``Bilinear`` (torch's shapes, defaults and initialization), ``LazyLinear``
+and the placeholder ``Identity``."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from burnpy.backend.device import Device
 from burnpy.backend.dtype import DTypeLike
 from burnpy.backend.errors import ShapeError, describe
 from burnpy.nn import functional as F
 from burnpy.nn import init
+from burnpy.nn.lazy import LazyModuleMixin, state_dim
 from burnpy.nn.module import Module
 from burnpy.tensor import Tensor
 
@@ -42,6 +44,28 @@ class Linear(Module):
     def extra_repr(self) -> str:
         return (f"in_features={self.in_features}, out_features={self.out_features}, "
                 f"bias={self.bias is not None}")
+
+
+class LazyLinear(LazyModuleMixin, Linear):
+    """A ``Linear`` whose ``in_features`` is its first input's last dim; it then becomes a
+    ``Linear`` (see ``burnpy.nn.lazy``)."""
+
+    cls_to_become = Linear
+
+    def __init__(self, out_features: int, bias: bool = True, *,
+                 backend: type[Backend] | None = None, device: Device | None = None,
+                 dtype: DTypeLike | None = None) -> None:
+        self._start_lazy(out_features, bias, backend=backend, device=device, dtype=dtype)
+
+    def _input_features(self, input: Tensor) -> int:
+        if not input.shape:
+            raise ShapeError(f"LazyLinear(out_features={self.out_features}): the input needs "
+                             f"a last dim to infer in_features from, got shape "
+                             f"{describe(input.shape)}")
+        return input.shape[-1]
+
+    def _features_in_state(self, state: Mapping[str, Any], prefix: str) -> int | None:
+        return state_dim(state, prefix + "weight", 1)
 
 
 class Bilinear(Module):

@@ -479,6 +479,8 @@ class Module:
         PyTorch checkpoint saved with ``safetensors.torch.save_file`` (same names, same
         ``[out, in]`` layouts; ``rename_keys`` maps other names).
         """
+        for prefix, m in self.named_modules():
+            m._prepare_load(state, f"{prefix}." if prefix else "")
         aliases: dict[int, list[str]] = {}
         for name, t, _, _, _ in self._saved_places():
             aliases.setdefault(id(t), []).append(name)
@@ -520,6 +522,10 @@ class Module:
                 t.require_grad()  # a fresh leaf, as trainable as the value it replaces
             slot.write(t)
         return IncompatibleKeys(missing, unexpected)
+
+    def _prepare_load(self, state: Mapping[str, Any], prefix: str) -> None:
+        """Adjust this module before ``load_state_dict`` reads ``state`` (its entries named
+        ``prefix + name``): torch's load pre-hook, by which a lazy module materialises."""
 
     def save(self, path: str | Path) -> Path:
         """Write the module's record to ``path`` (see ``burnpy.record.save``)."""

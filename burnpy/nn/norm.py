@@ -1,5 +1,6 @@
 """Normalization layers: ``BatchNorm1d/2d/3d``, ``SyncBatchNorm``, ``LayerNorm``,
-``GroupNorm``, ``RMSNorm``, ``InstanceNorm1d/2d/3d`` and ``LocalResponseNorm``.
+``GroupNorm``, ``RMSNorm``, ``InstanceNorm1d/2d/3d`` and ``LocalResponseNorm``, and the lazy
+batch and instance norms (``num_features`` from the first input).
 
 Statistics use the biased variance, as torch; BatchNorm's running variance is the unbiased
 one. Running statistics are buffers updated without recording a graph.
@@ -7,8 +8,8 @@ one. Running statistics are buffers updated without recording a graph.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from burnpy.backend.device import Device
 from burnpy.backend.dtype import DTypeLike
@@ -17,6 +18,7 @@ from burnpy.distributed.collectives import all_reduce
 from burnpy.distributed.group import ProcessGroup, current_group, is_initialized
 from burnpy.nn import functional as F
 from burnpy.nn import init
+from burnpy.nn.lazy import LazyModuleMixin, state_dim
 from burnpy.nn.module import Module
 from burnpy.tensor import Tensor
 
@@ -363,3 +365,85 @@ class LocalResponseNorm(Module):
 
     def extra_repr(self) -> str:
         return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"
+
+
+class _LazyNorm(LazyModuleMixin):
+    """A lazy batch or instance norm: torch's arguments without ``num_features`` (affine and
+    tracking by default, for both), which its first input's channel dim or a state dict's
+    per-channel entries give."""
+
+    def __init__(self, eps: float = 1e-5, momentum: float | None = 0.1, affine: bool = True,
+                 track_running_stats: bool = True, *, backend: type[Backend] | None = None,
+                 device: Device | None = None, dtype: DTypeLike | None = None,
+                 bias: bool = True) -> None:
+        self._start_lazy(eps, momentum, affine, track_running_stats, backend=backend,
+                         device=device, dtype=dtype, bias=bias)
+
+    def _features_in_state(self, state: Mapping[str, Any], prefix: str) -> int | None:
+        for name in ("weight", "bias", "running_mean", "running_var"):
+            features = state_dim(state, prefix + name, 0)
+            if features is not None:
+                return features
+        return None
+
+
+class _LazyBatchNorm(_LazyNorm, _BatchNorm):
+
+    def _input_features(self, input: Tensor) -> int:
+        if input.ndim not in self._ranks:
+            ranks = " or ".join(f"{r}-d" for r in self._ranks)
+            raise ShapeError(f"{type(self).__name__}: expected a {ranks} input to infer "
+                             f"num_features from, got {describe(input.shape)}")
+        return input.shape[1]
+
+
+class _LazyInstanceNorm(_LazyNorm, _InstanceNorm):
+
+    def _input_features(self, input: Tensor) -> int:
+        if input.ndim not in (self._rank - 1, self._rank):
+            raise ShapeError(f"{type(self).__name__}: expected a {self._rank}-d input (or an "
+                             f"unbatched {self._rank - 1}-d one) to infer num_features from, "
+                             f"got {describe(input.shape)}")
+        return input.shape[input.ndim - self._rank + 1]
+
+
+class LazyBatchNorm1d(_LazyBatchNorm, BatchNorm1d):
+    """A ``BatchNorm1d`` whose ``num_features`` comes from its first input; it then becomes
+    one."""
+
+    cls_to_become = BatchNorm1d
+
+
+class LazyBatchNorm2d(_LazyBatchNorm, BatchNorm2d):
+    """A ``BatchNorm2d`` whose ``num_features`` comes from its first input; it then becomes
+    one."""
+
+    cls_to_become = BatchNorm2d
+
+
+class LazyBatchNorm3d(_LazyBatchNorm, BatchNorm3d):
+    """A ``BatchNorm3d`` whose ``num_features`` comes from its first input; it then becomes
+    one."""
+
+    cls_to_become = BatchNorm3d
+
+
+class LazyInstanceNorm1d(_LazyInstanceNorm, InstanceNorm1d):
+    """An ``InstanceNorm1d`` whose ``num_features`` comes from its first input (unbatched
+    too); it then becomes one."""
+
+    cls_to_become = InstanceNorm1d
+
+
+class LazyInstanceNorm2d(_LazyInstanceNorm, InstanceNorm2d):
+    """An ``InstanceNorm2d`` whose ``num_features`` comes from its first input (unbatched
+    too); it then becomes one."""
+
+    cls_to_become = InstanceNorm2d
+
+
+class LazyInstanceNorm3d(_LazyInstanceNorm, InstanceNorm3d):
+    """An ``InstanceNorm3d`` whose ``num_features`` comes from its first input (unbatched
+    too); it then becomes one."""
+
+    cls_to_become = InstanceNorm3d
