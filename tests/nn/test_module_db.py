@@ -144,7 +144,7 @@ def _recording_constructors() -> Iterator[None]:
 
 def _generate() -> dict[str, list[Sample]]:
     samples: dict[str, list[Sample]] = {}
-    with _recording_constructors():
+    with _recording_constructors(), torch.random.fork_rng(devices=[]):
         for info in module_db:
             torch.manual_seed(0)
             out = samples.setdefault(info.name, [])
@@ -346,9 +346,10 @@ def run_entry(name: str) -> Outcome:
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # tiny tensors: torch's thread pool only waits on busy cores
     try:
-        for sample in SAMPLES[name]:
-            _run_sample(name, sample, out)
-            out.ran += 1
+        with torch.random.fork_rng(devices=[]):  # torch's inits leave the caller's RNG alone
+            for sample in SAMPLES[name]:
+                _run_sample(name, sample, out)
+                out.ran += 1
     finally:
         torch.set_num_threads(threads)
     return out
@@ -379,6 +380,29 @@ def test_every_sample_runs() -> None:
     """No entry is left without samples (torch's generators ran for every dtype listed)."""
     assert len(SAMPLES) == len(module_db)
     assert all(SAMPLES[name] for name in SAMPLES)
+
+
+def test_the_check_sees_a_wrong_gradient_and_a_wrong_running_statistic(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The comparison is not vacuous: a bias left out of the graph and a BatchNorm keeping
+    twice torch's momentum are both reported."""
+    linear = F.linear
+    monkeypatch.setattr(F, "linear", lambda x, w, b=None: linear(
+        x, w, None if b is None else b.detach()))
+    out = run_entry("nn.Linear")
+    assert out.status == "failing"
+    assert "gradient of parameter bias" in out.failures[0]
+    monkeypatch.undo()
+
+    init = nn.BatchNorm1d.__init__
+
+    def doubled(self: Any, *args: Any, **kwargs: Any) -> None:
+        init(self, *args, **kwargs)
+        self.momentum = None if self.momentum is None else 2 * self.momentum
+
+    monkeypatch.setattr(nn.BatchNorm1d, "__init__", doubled)
+    out = run_entry("nn.BatchNorm1d")
+    assert any("buffer running_mean after forward" in f for f in out.failures)
 
 
 def counts() -> tuple[int, int, int]:
