@@ -22,6 +22,7 @@ from burnpy.backend.errors import (
 from burnpy.nn import functional as F
 from burnpy.nn.container import Sequential
 from burnpy.nn.functional._common import _host
+from burnpy.nn.functional.loss import check_chunking_options
 from burnpy.nn.linear import Linear
 from burnpy.nn.module import Module
 from burnpy.tensor import Tensor
@@ -317,7 +318,8 @@ class LinearCrossEntropyLoss(_WeightedLoss):
     """A bias-free (by default) ``Linear`` to ``num_classes * prod(out_features)`` logits and
     cross entropy on them, as torch's: parameters ``linear.weight`` (flat
     ``[C * prod(out_features), in_features]``) and ``linear.bias``, class ``weight`` a buffer.
-    torch's ``options`` (a chunking strategy that saves memory) must be None, its default."""
+    torch's ``options`` may choose any chunking (it saves memory, the result is the same);
+    an accumulation dtype or policy is refused."""
 
     def __init__(self, in_features: int, num_classes: int, *,
                  out_features: tuple[int, ...] = (), bias: bool = False,
@@ -325,10 +327,7 @@ class LinearCrossEntropyLoss(_WeightedLoss):
                  dtype: DTypeLike | None = None, reduction: str = "mean",
                  weight: Tensor | None = None, ignore_index: int | None = None,
                  label_smoothing: float = 0.0, options: object = None) -> None:
-        if options is not None:
-            raise InvalidArgumentError(
-                f"LinearCrossEntropyLoss: options={options!r} is not taken: burnpy computes "
-                "the logits unchunked (torch's reference path, options=None)")
+        check_chunking_options("LinearCrossEntropyLoss", options)
         if weight is not None and weight.shape != (num_classes,):
             raise ShapeError(f"LinearCrossEntropyLoss: weight must have shape ({num_classes},), "
                              f"got {describe(weight.shape)}")

@@ -79,6 +79,10 @@ class _BatchNorm(ChannelNorm):
         """``x [batch, channels, *]`` normalized per channel: by the batch's statistics in
         training (updating the running ones), by the running ones in eval."""
         self._check(x)
+        if self.training and x.numel() == 0:  # torch's empty batch: counted, stats kept
+            if self.track_running_stats:
+                self.num_batches_tracked = self.num_batches_tracked + 1
+            return F.batch_norm(x, None, None, self.weight, self.bias, training=True)
         if self.training or not self.track_running_stats:
             y, mean, var = F.batch_norm_train(x, self.weight, self.bias, self.eps)
             if self.training and self.track_running_stats:

@@ -45,29 +45,14 @@ OURS_DTYPE = {torch.float64: bp.float64, torch.float32: bp.float32}
 
 #: Entries that are not clean at this commit: (status, reason). Each is checked to still have
 #: that status, so an entry that becomes clean (or changes status) must be taken off or fixed.
-_ZERO_BATCH = ("refusing", "the 'zero_batch' sample: a (0, C, ...) input in training raises "
-               "ShapeError ('need more than 1 value per channel'); torch returns the empty "
-               "output, leaves running_mean/var as they are, counts num_batches_tracked, and "
-               "gives zero weight and bias gradients")
-_LP_POOL = ("failing", "the 'no_batch_dim' sample (an unbatched [C, *spatial] input) is refused "
-            "with ShapeError; on the 'norm' sample (norm_type 1.5, negative inputs) torch's "
-            "input gradient is NaN at the positions no window covers (its pow runs on the "
-            "whole input before pooling: 0 * NaN), burnpy's 0 there")
+_LP_POOL = ("failing", "on the 'norm' sample (norm_type 1.5, negative inputs) torch's input "
+            "gradient is NaN at the positions no window covers (its pow runs on the whole "
+            "input before pooling: 0 * NaN); burnpy gives 0 there, the exact derivative, "
+            "since the output does not depend on those positions")
 LISTED: dict[str, tuple[str, str]] = {
-    "nn.BatchNorm1d": _ZERO_BATCH,
-    "nn.BatchNorm2d": _ZERO_BATCH,
-    "nn.BatchNorm3d": _ZERO_BATCH,
-    "nn.FractionalMaxPool3d": (
-        "refusing", "the '*_no_batch_dim' samples: an unbatched [C, D, H, W] input with "
-        "_random_samples of shape (2, C, 3) is refused (burnpy wants (1, C, 3)); torch takes "
-        "it and reads the first row"),
     "nn.LPPool1d": _LP_POOL,
     "nn.LPPool2d": _LP_POOL,
     "nn.LPPool3d": _LP_POOL,
-    "nn.LinearCrossEntropyLoss": (
-        "refusing", "the 1252 samples with options=LinearCrossEntropyOptions(...) (a chunking "
-        "strategy that saves memory) raise InvalidArgumentError: burnpy computes the logits "
-        "unchunked, torch's reference path; the 462 with options=None match"),
 }
 
 #: Entries whose first forward argument both libraries get through ``log_softmax(-1)``, the

@@ -1,7 +1,7 @@
 """What torch's ``module_db`` samples (``test_module_db.py``) found, each pinned by a small
 check against torch in float64: ``input=`` by keyword, int labels promoted in the margin
 losses, torch's variance shapes (and a float variance) in ``gaussian_nll_loss``, and
-``linear_cross_entropy``'s ``options`` (None taken, a chunking strategy refused)."""
+``linear_cross_entropy``'s ``options`` (chunking taken, an accumulation dtype refused)."""
 
 from __future__ import annotations
 
@@ -84,19 +84,25 @@ def test_gaussian_nll_loss_takes_a_float_variance_and_refuses_torch_s_bad_shapes
         F.gaussian_nll_loss(x, y, -1.0)
 
 
-def test_linear_cross_entropy_takes_options_none_and_refuses_chunking() -> None:
-    ours = nn.LinearCrossEntropyLoss(5, 4, options=None, **F64)
-    ref = torch.nn.LinearCrossEntropyLoss(5, 4, options=None).double()
-    _copy_weights(ours, ref)
+def test_linear_cross_entropy_takes_chunking_options_and_refuses_accumulation_ones() -> None:
+    """torch's options only choose how to chunk (same result): taken, as None is; an
+    accumulation dtype would change the numbers, so it is refused."""
+    chunked = torch.nn.LinearCrossEntropyOptions(batch_chunk_size=2)
+    ratio = torch.nn.LinearCrossEntropyOptions(chunking_method="aspect_ratio:2")
+    w = Tensor.from_data(RNG.standard_normal((4, 5)), backend=AD)
     x, tx = _pair(RNG.standard_normal((3, 5)))
     y, ty = _pair(np.array([0, 3, 1]), grad=False)
-    _close(ours(x, y), ref(tx, ty), "loss")
-    w = Tensor.from_data(RNG.standard_normal((4, 5)), backend=AD)
-    _close(F.linear_cross_entropy(x, w, y, options=None),
-           torch.nn.functional.linear_cross_entropy(tx, torch.from_numpy(w.to_numpy()), ty,
-                                                    options=None), "functional")
-    chunked = torch.nn.LinearCrossEntropyOptions(batch_chunk_size=2)
-    with pytest.raises(InvalidArgumentError, match=r"options=.* is not taken"):
-        nn.LinearCrossEntropyLoss(5, 4, options=chunked)
+    for options in (None, chunked, ratio):
+        ours = nn.LinearCrossEntropyLoss(5, 4, options=options, **F64)
+        ref = torch.nn.LinearCrossEntropyLoss(5, 4, options=options).double()
+        _copy_weights(ours, ref)
+        _close(ours(x, y), ref(tx, ty), f"loss {options}")
+        _close(F.linear_cross_entropy(x, w, y, options=options),
+               torch.nn.functional.linear_cross_entropy(tx, torch.from_numpy(w.to_numpy()), ty,
+                                                        options=options), f"F {options}")
+    wide = torch.nn.LinearCrossEntropyOptions(acc_dtype=torch.float64)
+    with pytest.raises(InvalidArgumentError, match=r"LinearCrossEntropyLoss: options=.*"
+                       "accumulation dtype"):
+        nn.LinearCrossEntropyLoss(5, 4, options=wide)
     with pytest.raises(InvalidArgumentError, match="linear_cross_entropy: options="):
-        F.linear_cross_entropy(x, w, y, options=chunked)
+        F.linear_cross_entropy(x, w, y, options=wide)

@@ -551,6 +551,17 @@ def triplet_margin_with_distance_loss(
     return _reduce((d_pos - d_neg + margin).clamp(min=0.0), reduction)
 
 
+def check_chunking_options(op: str, options: object) -> None:
+    """Take torch's ``LinearCrossEntropyOptions`` where they only choose a chunking (the
+    result is the same: burnpy computes unchunked), refuse an accumulation dtype or policy,
+    which would change the numbers."""
+    if options is not None and (getattr(options, "acc_dtype", None) is not None
+                                or getattr(options, "acc_policy", "auto") != "auto"):
+        raise InvalidArgumentError(
+            f"{op}: options={options!r}: an accumulation dtype or policy other than 'auto' is "
+            "not taken (burnpy accumulates in the input's dtype, unchunked)")
+
+
 def linear_cross_entropy(input: Tensor, linear_weight: Tensor, target: Tensor, *,
                          linear_bias: Tensor | None = None, weight: Tensor | None = None,
                          reduction: str = "mean", ignore_index: int | None = None,
@@ -558,14 +569,13 @@ def linear_cross_entropy(input: Tensor, linear_weight: Tensor, target: Tensor, *
     """``cross_entropy(linear(input, linear_weight, linear_bias), target, ...)`` for
     ``input [N, in]`` (or ``[in]``) and ``linear_weight [C, d_1.., d_K, in]``: logits
     ``[N, C, d_1.., d_K]``, targets as ``cross_entropy``'s (``ignore_index`` None means -100
-    and is refused with class probabilities). This is torch's reference path, ``options=None``:
-    torch's chunking options (``LinearCrossEntropyOptions``) are refused."""
+    and is refused with class probabilities). torch's ``options``
+    (``LinearCrossEntropyOptions``) choose how to chunk the batch to save memory, which does
+    not change the result: burnpy computes the logits unchunked whatever the chunking, and
+    refuses options that would change the numbers (an accumulation dtype or policy)."""
     op = "linear_cross_entropy"
     _check(op, reduction, input)
-    if options is not None:
-        raise InvalidArgumentError(
-            f"{op}: options={options!r} is not taken: burnpy computes the logits unchunked "
-            "(torch's reference path, options=None)")
+    check_chunking_options(op, options)
     if input.ndim not in (1, 2) or linear_weight.ndim < 2 or (
             input.shape[-1] != linear_weight.shape[-1]):
         raise ShapeError(f"{op}: input [N, in] or [in] {describe(input.shape)} and "

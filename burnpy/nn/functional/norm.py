@@ -42,6 +42,15 @@ def batch_norm(x: Tensor, running_mean: Tensor | None = None,
         return x * scale.reshape(shape) + shift.reshape(shape)
     if running_mean is not None and running_var is not None and not 0.0 <= momentum <= 1.0:
         raise InvalidArgumentError(f"{op}: momentum must be in [0, 1], got {momentum}")
+    if x.numel() == 0 and x.ndim >= 2:
+        # torch's empty batch: an empty output, running statistics left as they are, and
+        # zero gradients for weight and bias (their affine map over no elements)
+        _check_batch_norm(op, x, running_mean, running_var, weight, bias)
+        shape = (1, x.shape[1]) + (1,) * (x.ndim - 2)
+        y = x * 1.0
+        if weight is not None:
+            y = y * weight.reshape(shape)
+        return y if bias is None else y + bias.reshape(shape)
     y, mean, var = batch_norm_train(x, weight, bias, eps, running_mean, running_var)
     if running_mean is not None and running_var is not None:
         count = x.numel() // x.shape[1]

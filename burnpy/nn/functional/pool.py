@@ -328,6 +328,9 @@ def adaptive_max_pool3d(input: Tensor, output_size: int | Sequence[int | None],
 
 def _lp_pool(op: str, n: int, input: Tensor, norm_type: float, kernel_size: IntOrTuple,
              stride: IntOrTuple | None, ceil_mode: bool) -> Tensor:
+    if input.ndim == n + 1:  # unbatched, as torch: a batch of one
+        return _lp_pool(op, n, input.unsqueeze(0), norm_type, kernel_size, stride,
+                        ceil_mode).squeeze(0)
     win, extras, (k, s, p, _) = _windows(op, input, n, kernel_size, stride, 0, 1, ceil_mode,
                                          0.0)
     total = win.pow(float(norm_type)).sum(tuple(range(-n, 0)))
@@ -369,7 +372,9 @@ def _fractional_max_pool(op: str, n: int, x: Tensor, kernel_size: IntOrTuple,
                          output_size: IntOrTuple | None,
                          output_ratio: float | Sequence[float] | None, return_indices: bool,
                          random_samples: Tensor | None) -> Any:
-    if x.ndim == n + 1:  # unbatched, as torch: a batch of one
+    if x.ndim == n + 1:  # unbatched, as torch: a batch of one (the samples' first row)
+        if random_samples is not None and random_samples.ndim == 3:
+            random_samples = random_samples[:1]
         out = _fractional_max_pool(op, n, x.unsqueeze(0), kernel_size, output_size,
                                    output_ratio, return_indices, random_samples)
         return (out[0].squeeze(0), out[1].squeeze(0)) if return_indices else out.squeeze(0)
