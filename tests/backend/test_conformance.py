@@ -56,8 +56,9 @@ def test_cpu_backend_is_available() -> None:
 
 
 def test_names_are_unique_and_every_case_has_dtypes() -> None:
-    assert len({c.name for c in CASES}) == len(CASES)
-    assert all(c.dtypes for c in CASES)
+    cases = [*CASES, *MODULE_CASES]
+    assert len({c.name for c in cases}) == len(cases)
+    assert all(c.dtypes for c in cases)
 
 
 def test_parametrize_cases_skips_unsupported_dtypes_with_reason() -> None:
