@@ -1,5 +1,6 @@
 """burnpy's WebGPU backend: every op a WGSL compute shader, run through wgpu-py."""
 
+from burnpy.backend.registry import register_backend
 from burnpy_wgpu.backend import WgpuBackend
 from burnpy_wgpu.device import (
     AdapterInfo,
@@ -19,3 +20,5 @@ __all__ = [
     "AdapterInfo", "AdapterUnavailableError", "WgpuBackend", "WgpuDTypeError", "WgpuDevice",
     "WgpuError", "WgpuLimitError", "list_adapters", "power_preference", "set_power_preference",
 ]
+
+register_backend("wgpu", WgpuBackend)

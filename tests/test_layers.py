@@ -186,6 +186,18 @@ def test_no_import_names_a_backend_package() -> None:
         named)
 
 
+def test_no_backend_package_is_imported_by_its_name_as_a_string() -> None:
+    """``importlib.import_module("burnpy_wgpu")`` hides from the import reader: backends are
+    found by name through ``burnpy.backend.registry.backend_named`` instead."""
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and \
+                    node.value.split(".")[0].startswith("burnpy_") and \
+                    node.value.replace("_", "").replace(".", "").isalnum():
+                raise AssertionError(f"{path.relative_to(ROOT)}:{node.lineno} names the "
+                                     f"package {node.value!r}; use backend_named")
+
+
 def test_no_cycle_between_modules_at_import_time() -> None:
     """Module-level imports form no cycle, so a module imports the same whichever is imported
     first (no module imported for its side effect to break a cycle)."""

@@ -1,13 +1,15 @@
 """The registry of concrete backends: burnpy's core imports none of them, they register here.
 
 A backend package calls ``register_backend(name, cls)`` when it is imported (``burnpy_cpu``
-registers ``CpuBackend`` as ``"cpu"``, the default). ``default_backend()``, the backend of
-tensors made without ``backend=``, is the one registered with ``default=True``; until one is,
-it loads the entry points of the group ``burnpy.backends`` (declared in ``pyproject.toml``:
-``cpu = "burnpy_cpu:CpuBackend"``), by name, until one of them registers a default. From a
-source checkout whose installed metadata lacks the group (installed before it was declared,
-or not installed), the group is read from the checkout's ``pyproject.toml``, the same
-declaration. The default is looked up once: later calls return it from a cache.
+registers ``CpuBackend`` as ``"cpu"``, the default; ``burnpy_wgpu`` and ``burnpy_cuda``
+register ``"wgpu"`` and ``"cuda"``), and ``backend_named(name)`` imports a package by its entry
+point, so code that picks a backend by name never names the package. ``default_backend()``, the
+backend of tensors made without ``backend=``, is the one registered with ``default=True``;
+until one is, it loads the entry points of the group ``burnpy.backends`` (declared in
+``pyproject.toml``: ``cpu = "burnpy_cpu:CpuBackend"``), by name, until one of them registers a
+default. In a source checkout the group is also read from the checkout's ``pyproject.toml``
+(the installed metadata's entries win), so an install older than a declaration still finds it.
+The default is looked up once: later calls return it from a cache.
 """
 
 from __future__ import annotations
@@ -44,6 +46,30 @@ def register_backend(name: str, backend: type[Backend], *, default: bool = False
         _DEFAULT.append(backend)
 
 
+def backend_named(name: str) -> type[Backend]:
+    """The backend registered as ``name`` (``"cpu"``, ``"wgpu"``, ``"cuda"``), importing its
+    package through the ``burnpy.backends`` entry point of that name when it is not registered
+    yet; ``BackendNotFoundError`` saying why (unknown name, or its package failed to import)."""
+    if name in _REGISTERED:
+        return _REGISTERED[name]
+    points = {p.name: p for p in _entry_points()}
+    point = points.get(name)
+    if point is None:
+        raise BackendNotFoundError(f"no backend named {name!r}: the entry points of "
+                                   f"{ENTRY_POINT_GROUP!r} are {sorted(points)}")
+    try:
+        loaded = point.load()
+    except ImportError as error:
+        raise BackendNotFoundError(f"backend {name!r} ({point.value}) failed to import "
+                                   f"({error}); install burnpy[{name}]") from None
+    return _REGISTERED.get(name, loaded)
+
+
+def backend_names() -> list[str]:
+    """Every backend name known here: those registered and those with an entry point."""
+    return sorted({*_REGISTERED, *(p.name for p in _entry_points())})
+
+
 def registered_backends() -> dict[str, type[Backend]]:
     """The backends registered so far, by name (a copy)."""
     return dict(_REGISTERED)
@@ -74,11 +100,11 @@ def default_backend() -> type[Backend]:
 
 
 def _entry_points() -> list[EntryPoint]:
-    """The group's entry points by name: the installed metadata's, else the source
-    checkout's ``pyproject.toml``'s."""
-    points = {p.name: p for p in entry_points(group=ENTRY_POINT_GROUP)}
-    if not points:
-        points = {p.name: p for p in _checkout_entry_points(_CHECKOUT / "pyproject.toml")}
+    """The group's entry points by name: the source checkout's ``pyproject.toml``'s (when
+    burnpy runs from one) and the installed metadata's, which win (a stale install of the
+    checkout still finds the backends declared since)."""
+    points = {p.name: p for p in _checkout_entry_points(_CHECKOUT / "pyproject.toml")}
+    points.update((p.name, p) for p in entry_points(group=ENTRY_POINT_GROUP))
     return [points[name] for name in sorted(points)]
 
 

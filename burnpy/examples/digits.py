@@ -12,7 +12,6 @@ a shard of every epoch (``DistributedSampler``), gradients averaged by
 from __future__ import annotations
 
 import argparse
-import importlib
 import sys
 import time
 from dataclasses import dataclass
@@ -25,6 +24,7 @@ import burnpy.nn as nn
 from burnpy import distributed as dist
 from burnpy.autodiff import Autodiff, BalancedCheckpointing, NoCheckpointing
 from burnpy.backend.errors import InvalidArgumentError
+from burnpy.backend.registry import BackendNotFoundError, backend_named
 from burnpy.data import ArrayDataset, DataLoader
 from burnpy.fusion import Fusion
 from burnpy.optim import Adam, CosineAnnealingLR
@@ -35,11 +35,8 @@ from burnpy.train import Accuracy, Learner
 if TYPE_CHECKING:
     from burnpy.backend.base import Backend
 
-BACKENDS = {
-    "cpu": ("burnpy_cpu", "CpuBackend"),
-    "wgpu": ("burnpy_wgpu", "WgpuBackend"),
-    "cuda": ("burnpy_cuda", "CudaBackend"),
-}
+#: The ``--backend`` choices: names of ``burnpy.backends`` entry points.
+BACKENDS = ("cpu", "cuda", "wgpu")
 CHECKPOINTING = {"none": NoCheckpointing, "balanced": BalancedCheckpointing}
 
 
@@ -66,12 +63,10 @@ class DigitsCNN(nn.Module):
 
 def load_backend(name: str) -> type[Backend]:
     """The backend class for ``--backend``, imported only when asked for."""
-    module, cls = BACKENDS[name]
     try:
-        return getattr(importlib.import_module(module), cls)
-    except (ImportError, AttributeError) as exc:
-        raise SystemExit(f"--backend {name}: {module}.{cls} is not available ({exc}); install "
-                         f"burnpy[{name}] or use --backend cpu") from None
+        return backend_named(name)
+    except BackendNotFoundError as exc:
+        raise SystemExit(f"--backend {name}: {exc}; or use --backend cpu") from None
 
 
 @dataclass

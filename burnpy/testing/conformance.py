@@ -7,7 +7,6 @@ output's shape, kind, dtype and values (NaN where torch has NaN, within per-dtyp
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -16,7 +15,7 @@ import numpy as np
 from burnpy.backend.base import Backend
 from burnpy.backend.dtype import DType
 from burnpy.backend.errors import BurnpyError, UnsupportedDTypeError
-from burnpy.backend.registry import default_backend
+from burnpy.backend.registry import backend_named, default_backend
 from burnpy.tensor import Tensor
 from burnpy.testing.cases import CASES, Arg, OpCase
 from burnpy.testing.lazy import LazyModule
@@ -40,10 +39,10 @@ def backends_available() -> list[type[Backend]]:
     """Every backend class importable and usable here: the default (CpuBackend), plus
     wgpu/CUDA if present."""
     found: list[type[Backend]] = [default_backend()]
-    for module, name in (("burnpy_wgpu", "WgpuBackend"), ("burnpy_cuda", "CudaBackend")):
+    for name in ("wgpu", "cuda"):
         try:
-            backend = getattr(importlib.import_module(module), name, None)
-            if backend is not None and backend.devices():
+            backend = backend_named(name)
+            if backend.devices():
                 found.append(backend)
         except (ImportError, BurnpyError):
             continue

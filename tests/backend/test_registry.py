@@ -8,6 +8,8 @@ import sys
 from importlib.metadata import entry_points
 from pathlib import Path
 
+import pytest
+
 import burnpy as bp
 from burnpy.backend import registry
 from burnpy_cpu import CpuBackend
@@ -59,7 +61,9 @@ def test_pyproject_of_another_project_declares_nothing(tmp_path: Path) -> None:
     assert registry._checkout_entry_points(tmp_path / "missing.toml") == []
     points = registry._checkout_entry_points(ROOT / "pyproject.toml")
     assert [(p.name, p.value, p.group) for p in points] == [
-        ("cpu", "burnpy_cpu:CpuBackend", "burnpy.backends")]
+        ("cpu", "burnpy_cpu:CpuBackend", "burnpy.backends"),
+        ("cuda", "burnpy_cuda:CudaBackend", "burnpy.backends"),
+        ("wgpu", "burnpy_wgpu:WgpuBackend", "burnpy.backends")]
 
 
 def test_no_backend_found_names_what_to_install() -> None:
@@ -90,3 +94,34 @@ def test_a_registered_default_stays_the_default() -> None:
               "print(r.default_backend() is CpuBackend, sorted(r.registered_backends()))")
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "True ['cpu', 'other']"
+
+
+def test_backends_are_found_by_name_without_naming_their_package() -> None:
+    from burnpy_cuda import CudaBackend
+    from burnpy_wgpu import WgpuBackend
+
+    assert registry.backend_named("cpu") is CpuBackend
+    assert registry.backend_named("cuda") is CudaBackend  # importable without CuPy
+    assert registry.backend_named("wgpu") is WgpuBackend
+    assert {"cpu", "cuda", "wgpu"} <= set(registry.backend_names())
+    with pytest.raises(registry.BackendNotFoundError,
+                       match=r"no backend named 'tpu': the entry points of 'burnpy.backends' "
+                             r"are \['cpu', 'cuda', 'wgpu'\]"):
+        registry.backend_named("tpu")
+
+
+def test_a_backend_whose_package_fails_to_import_says_what_to_install() -> None:
+    out = run("import sys\n"
+              "class Block:\n"
+              "    def find_spec(self, name, path=None, target=None):\n"
+              "        if name.split('.')[0] == 'burnpy_wgpu':\n"
+              "            raise ImportError('No module named wgpu (blocked)')\n"
+              "sys.meta_path.insert(0, Block())\n"
+              "from burnpy.backend import registry as r\n"
+              "try:\n"
+              "    r.backend_named('wgpu')\n"
+              "except r.BackendNotFoundError as e:\n"
+              "    print(e)\n")
+    assert out.returncode == 0, out.stderr
+    assert "backend 'wgpu' (burnpy_wgpu:WgpuBackend) failed to import" in out.stdout
+    assert "install burnpy[wgpu]" in out.stdout

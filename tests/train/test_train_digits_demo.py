@@ -41,7 +41,15 @@ def test_demo_runs_as_a_module(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("name", ["wgpu", "cuda"])
 def test_unavailable_backend_fails_clearly(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(digits.BACKENDS, name, ("burnpy_not_installed", "Backend"))
-    with pytest.raises(SystemExit, match=f"--backend {name}: burnpy_not_installed.Backend is "
-                                         "not available .*use --backend cpu"):
+    """A backend whose package cannot be imported: the message names it and what to do."""
+    from importlib.metadata import EntryPoint
+
+    from burnpy.backend import registry
+
+    monkeypatch.delitem(registry._REGISTERED, name, raising=False)
+    monkeypatch.setattr(registry, "_entry_points", lambda: [
+        EntryPoint(name, "burnpy_not_installed:Backend", registry.ENTRY_POINT_GROUP)])
+    with pytest.raises(SystemExit, match=f"--backend {name}: backend '{name}' "
+                                         r"\(burnpy_not_installed:Backend\) failed to import "
+                                         rf".*install burnpy\[{name}\]; or use --backend cpu"):
         digits.load_backend(name)
