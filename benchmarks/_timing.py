@@ -59,6 +59,18 @@ def alternate(candidates: dict[str, Callable[[], object]], number: int,
     return {name: statistics.median(s) for name, s in samples.items()}
 
 
+def report_steps(title: str, med: dict[str, float], ours: str = "burnpy Autodiff(CpuBackend)",
+                 theirs: str = "torch CPU eager") -> float:
+    """Print a training-step benchmark's medians (ms and steps/s per candidate) under
+    ``title`` and the ``ours`` / ``theirs`` steps/s ratio (target >= 1.0x); returns it."""
+    print(title)
+    for name, s in med.items():
+        print(f"  {name:28s} {s * 1e3:8.2f} ms/step  {1 / s:7.1f} steps/s")
+    ratio = med[theirs] / med[ours]
+    print(f"  burnpy / torch steps/s: {ratio:.2f}x (target >= 1.0x)")
+    return ratio
+
+
 def fmt(seconds: float) -> str:
     if seconds < 1e-3:
         return f"{seconds * 1e6:8.2f} us"

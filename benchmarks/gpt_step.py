@@ -183,13 +183,10 @@ def main() -> None:
         np.testing.assert_allclose(a, b, rtol=1e-3, err_msg="the models diverge")
     steps = {"burnpy Autodiff(CpuBackend)": ours, "torch CPU eager": theirs}
     med = _timing.alternate(steps, 1, args.rounds)
-    print(f"GPT {config.n_layer} layers, {config.n_head} heads, width {config.n_embd}, context "
-          f"{config.block_size}, batch {BATCH}, vocab {VOCAB}; float32, one thread, AdamW + "
-          f"clipping; median of {args.rounds} alternating steps (losses agree for 3 steps)")
-    for name, s in med.items():
-        print(f"  {name:28s} {s * 1e3:8.2f} ms/step  {1 / s:7.1f} steps/s")
-    ratio = med["torch CPU eager"] / med["burnpy Autodiff(CpuBackend)"]
-    print(f"  burnpy / torch steps/s: {ratio:.2f}x (target >= 1.0x)")
+    _timing.report_steps(
+        f"GPT {config.n_layer} layers, {config.n_head} heads, width {config.n_embd}, context "
+        f"{config.block_size}, batch {BATCH}, vocab {VOCAB}; float32, one thread, AdamW + "
+        f"clipping; median of {args.rounds} alternating steps (losses agree for 3 steps)", med)
 
 
 if __name__ == "__main__":

@@ -171,13 +171,10 @@ def main() -> None:
     if args.floor:
         steps["matmuls alone (OpenBLAS)"] = matmul_floor()
     med = _timing.alternate(steps, 1, args.rounds)
-    print(f"char LSTM: {LAYERS} layers, hidden {HIDDEN}, embedding {EMBED}, vocab {VOCAB}, "
-          f"batch {BATCH}, sequence {SEQ}; float32, one thread, Adam; median of {args.rounds} "
-          f"alternating steps (losses agree for 3 steps)")
-    for name, s in med.items():
-        print(f"  {name:28s} {s * 1e3:8.2f} ms/step  {1 / s:7.1f} steps/s")
-    ratio = med["torch CPU eager"] / med["burnpy Autodiff(CpuBackend)"]
-    print(f"  burnpy / torch steps/s: {ratio:.2f}x (target >= 1.0x)")
+    _timing.report_steps(
+        f"char LSTM: {LAYERS} layers, hidden {HIDDEN}, embedding {EMBED}, vocab {VOCAB}, "
+        f"batch {BATCH}, sequence {SEQ}; float32, one thread, Adam; median of {args.rounds} "
+        f"alternating steps (losses agree for 3 steps)", med)
 
 
 if __name__ == "__main__":

@@ -147,13 +147,10 @@ def main() -> None:
         return
     steps = {"burnpy Autodiff(CpuBackend)": ours, "torch CPU eager": theirs}
     med = _timing.alternate(steps, 1, args.rounds)
-    print(f"nn.Transformer seq2seq: d_model {D_MODEL}, {HEADS} heads, {LAYERS}+{LAYERS} layers, "
-          f"ffn {FFN}, batch {BATCH}, length {LENGTH}, vocab {VOCAB}; float32, one thread, "
-          f"Adam; median of {args.rounds} alternating steps (losses agree for 3 steps)")
-    for name, s in med.items():
-        print(f"  {name:28s} {s * 1e3:8.2f} ms/step  {1 / s:7.1f} steps/s")
-    ratio = med["torch CPU eager"] / med["burnpy Autodiff(CpuBackend)"]
-    print(f"  burnpy / torch steps/s: {ratio:.2f}x (target >= 1.0x)")
+    _timing.report_steps(
+        f"nn.Transformer seq2seq: d_model {D_MODEL}, {HEADS} heads, {LAYERS}+{LAYERS} layers, "
+        f"ffn {FFN}, batch {BATCH}, length {LENGTH}, vocab {VOCAB}; float32, one thread, "
+        f"Adam; median of {args.rounds} alternating steps (losses agree for 3 steps)", med)
 
 
 if __name__ == "__main__":
