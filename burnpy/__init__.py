@@ -203,7 +203,7 @@ __all__ += ["MinMax", "aminmax", "bernoulli", "bincount", "bucketize", "cdist",
 #: should not pay.
 _SUBPACKAGES = frozenset({"nn", "optim", "linalg", "data", "record", "train", "distributed",
                           "quantization", "testing", "autodiff", "backend", "fusion", "ir",
-                          "tensor"})
+                          "tensor", "models"})
 
 
 def __getattr__(name: str) -> object:
@@ -224,6 +224,7 @@ if TYPE_CHECKING:  # type checkers see the subpackages as the attributes they be
     from burnpy import data as data
     from burnpy import distributed as distributed
     from burnpy import linalg as linalg
+    from burnpy import models as models
     from burnpy import nn as nn
     from burnpy import optim as optim
     from burnpy import record as record

@@ -50,6 +50,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("burnpy",),
     ("nn",),
     ("optim",),
+    ("models",),
     ("train", "testing"),
     ("examples",),
 )

@@ -466,7 +466,7 @@ class Module:
         return {name: t for name, t, _, _, _ in self._saved_places()}
 
     def load_state_dict(self, state: Mapping[str, Tensor | TensorData | np.ndarray],
-                        strict: bool = True) -> IncompatibleKeys:
+                        strict: bool = True, assign: bool = False) -> IncompatibleKeys:
         """Replace tensors with ``state``'s values; returns ``(missing_keys, unexpected_keys)``.
 
         As torch's: values are copied into the module's tensors, which stay the same objects
@@ -477,7 +477,9 @@ class Module:
         any of its names; shapes must match. With ``strict`` (the default) any missing or
         unexpected name raises ``StateDictError``; otherwise they are only returned. Loads a
         PyTorch checkpoint saved with ``safetensors.torch.save_file`` (same names, same
-        ``[out, in]`` layouts; ``rename_keys`` maps other names).
+        ``[out, in]`` layouts; ``rename_keys`` maps other names). ``assign=True`` (torch's)
+        takes a ``Tensor`` entry's values without copying them (cast or moved only where its
+        dtype or backend differs), for a caller that made them for this module.
         """
         for prefix, m in self.named_modules():
             m._prepare_load(state, f"{prefix}." if prefix else "")
@@ -502,8 +504,17 @@ class Module:
             key = next((n for n in aliases[id(slot.tensor)] if n in state), None)
             if key is None:
                 continue
-            data = _tensor_data(state[key])
-            t = slot.tensor
+            value, t = state[key], slot.tensor
+            if assign and isinstance(value, Tensor):
+                if value.shape != t.shape:
+                    raise StateDictError(f"load_state_dict: '{key}' has shape "
+                                         f"{describe(value.shape)} in the state but "
+                                         f"{describe(t.shape)} in the module")
+                if value.backend is not t.backend or value.device != t.device:
+                    value = value.to_backend(t.backend, t.device)
+                updates.append((slot, value.cast(t.dtype)))
+                continue
+            data = _tensor_data(value)
             if tuple(data.shape) != t.shape:
                 raise StateDictError(f"load_state_dict: '{key}' has shape "
                                      f"{describe(tuple(data.shape))} in the state but "
@@ -514,10 +525,10 @@ class Module:
                                          f"state but {t.dtype!r} in the module; quantize or "
                                          "dequantize one of them first")
                 data = data.convert(t.dtype)
-            updates.append((slot, data))
-        for slot, data in updates:
+            updates.append((slot, Tensor.from_data(data, backend=t.backend, device=t.device)))
+        for slot, t in updates:
             was = slot.tensor
-            t = Tensor.from_data(data, backend=was.backend, device=was.device)
+            t = t.detach()
             if slot.is_param and was.is_require_grad():
                 t.require_grad()  # a fresh leaf, as trainable as the value it replaces
             slot.write(t)

@@ -13,6 +13,7 @@ from burnpy.record.format import (
     Record,
     decode,
     encode,
+    map_safetensors,
     read_record,
     read_safetensors,
     write_record,
@@ -31,5 +32,5 @@ def load(obj: _S, path: str | Path) -> _S:
     return from_record(obj, read_record(path), str(path))
 
 
-__all__ = ["Record", "Stateful", "decode", "encode", "from_record", "load", "read_record",
-           "read_safetensors", "save", "state_of", "to_record", "write_record"]
+__all__ = ["Record", "Stateful", "decode", "encode", "from_record", "load", "map_safetensors",
+           "read_record", "read_safetensors", "save", "state_of", "to_record", "write_record"]

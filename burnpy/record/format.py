@@ -271,6 +271,44 @@ def read_safetensors(path: str | Path) -> dict[str, TensorData]:
     return out
 
 
+def map_safetensors(path: str | Path) -> dict[str, TensorData]:
+    """Every tensor of any safetensors file as read-only host ``TensorData`` viewing the file
+    through a memory map (nothing is read until used): a large checkpoint is copied at most
+    once, where its values are converted or moved into tensors."""
+    source = Path(path)
+    try:
+        mapped = np.memmap(source, dtype=np.uint8, mode="r")
+    except (OSError, ValueError) as exc:
+        raise RecordError(f"{source}: cannot map the file ({exc})") from None
+    size = int.from_bytes(mapped[:8].tobytes(), "little") if mapped.size >= 8 else -1
+    try:
+        if not 0 < size <= mapped.size - 8:
+            raise ValueError(f"header length {size}")
+        header = json.loads(mapped[8:8 + size].tobytes())
+    except ValueError as exc:
+        raise RecordError(f"{source}: not a readable safetensors file, it is truncated or "
+                          f"corrupt ({exc})") from None
+    by_tag = {tag: dtype for dtype, tag in _TAGS.items()}
+    body = mapped[8 + size:]
+    out: dict[str, TensorData] = {}
+    for name, entry in header.items():
+        if name == "__metadata__":
+            continue
+        dtype = by_tag.get(entry.get("dtype"))
+        if dtype is None:
+            raise RecordError(f"{source}: tensor '{name}' has safetensors dtype "
+                              f"{entry.get('dtype')}, which burnpy does not read (supported: "
+                              f"{sorted(by_tag)})")
+        shape = tuple(entry["shape"])
+        begin, end = entry["data_offsets"]
+        if end - begin != int(np.prod(shape)) * dtype.numpy.itemsize or end > body.size:
+            raise RecordError(f"{source}: tensor '{name}' ({entry['dtype']}, shape "
+                              f"{list(shape)}) has bytes [{begin}, {end}) that do not fit it "
+                              "or the file")
+        out[name] = TensorData(body[begin:end].view(dtype.numpy).reshape(shape), dtype)
+    return out
+
+
 def read_record(path: str | Path) -> Record:
     """Read and verify the record at ``path``."""
     source = Path(path)

@@ -1,0 +1,15 @@
+"""Pretrained architectures with transformers' names, configurations and outputs, loaded from a
+Hugging Face checkpoint directory: ``from_pretrained(directory, backend=B)``."""
+
+from burnpy.models.cache import DynamicCache
+from burnpy.models.generation import GenerationMixin
+from burnpy.models.gpt2 import GPT2Config, GPT2LMHeadModel, GPT2Model
+from burnpy.models.hub import ARCHITECTURES, from_pretrained
+from burnpy.models.llama import LlamaConfig, LlamaForCausalLM, LlamaModel
+from burnpy.models.modeling import ConfigError, PretrainedConfig, PreTrainedModel
+from burnpy.models.outputs import BaseModelOutputWithPast, CausalLMOutputWithPast
+
+__all__ = ["ARCHITECTURES", "BaseModelOutputWithPast", "CausalLMOutputWithPast", "ConfigError",
+           "DynamicCache", "GPT2Config", "GPT2LMHeadModel", "GPT2Model", "GenerationMixin",
+           "LlamaConfig", "LlamaForCausalLM", "LlamaModel", "PreTrainedModel",
+           "PretrainedConfig", "from_pretrained"]
