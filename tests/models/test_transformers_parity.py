@@ -255,3 +255,21 @@ def test_truncated_safetensors_file_is_a_record_error(tmp_path: Path) -> None:
     path.write_bytes(path.read_bytes()[:-64])
     with pytest.raises(RecordError, match="do not fit"):
         map_safetensors(path)
+
+
+def test_sampling_with_top_k_one_is_greedy_and_base_model_loads_from_a_head_checkpoint(
+        tmp_path: Path) -> None:
+    hf = _write("llama3_bias_untied", tmp_path)
+    model = bpm.from_pretrained(tmp_path, backend=CpuBackend)
+    assert isinstance(model, bpm.LlamaForCausalLM)
+    ids, mask = _ids(hf.config.vocab_size)
+    greedy = model.generate(ids, 6, attention_mask=mask).into_data().array
+    sampled = model.generate(ids, 6, do_sample=True, temperature=0.7, top_k=1, top_p=0.9,
+                             attention_mask=mask).into_data().array
+    np.testing.assert_array_equal(sampled, greedy)
+    base = bpm.LlamaModel.from_pretrained(tmp_path, backend=CpuBackend, strict=False)
+    assert base.loading_info == ([], ["lm_head.weight"])  # the checkpoint's prefix is dropped
+    with torch.no_grad():
+        want = hf.model(torch.from_numpy(ids)).last_hidden_state
+    _close(base(Tensor.from_data(ids, backend=CpuBackend)).last_hidden_state, want, 1e-5,
+           "LlamaModel from a LlamaForCausalLM checkpoint")
