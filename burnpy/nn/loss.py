@@ -22,7 +22,7 @@ from burnpy.backend.errors import (
 from burnpy.nn import functional as F
 from burnpy.nn.container import Sequential
 from burnpy.nn.functional._common import _host
-from burnpy.nn.functional.loss import check_chunking_options
+from burnpy.nn.functional.loss import _check_chunking_options
 from burnpy.nn.linear import Linear
 from burnpy.nn.module import Module
 from burnpy.tensor import Tensor
@@ -327,7 +327,7 @@ class LinearCrossEntropyLoss(_WeightedLoss):
                  dtype: DTypeLike | None = None, reduction: str = "mean",
                  weight: Tensor | None = None, ignore_index: int | None = None,
                  label_smoothing: float = 0.0, options: object = None) -> None:
-        check_chunking_options("LinearCrossEntropyLoss", options)
+        _check_chunking_options("LinearCrossEntropyLoss", options)
         if weight is not None and weight.shape != (num_classes,):
             raise ShapeError(f"LinearCrossEntropyLoss: weight must have shape ({num_classes},), "
                              f"got {describe(weight.shape)}")

@@ -551,7 +551,7 @@ def triplet_margin_with_distance_loss(
     return _reduce((d_pos - d_neg + margin).clamp(min=0.0), reduction)
 
 
-def check_chunking_options(op: str, options: object) -> None:
+def _check_chunking_options(op: str, options: object) -> None:
     """Take torch's ``LinearCrossEntropyOptions`` where they only choose a chunking (the
     result is the same: burnpy computes unchunked), refuse an accumulation dtype or policy,
     which would change the numbers."""
@@ -575,7 +575,7 @@ def linear_cross_entropy(input: Tensor, linear_weight: Tensor, target: Tensor, *
     refuses options that would change the numbers (an accumulation dtype or policy)."""
     op = "linear_cross_entropy"
     _check(op, reduction, input)
-    check_chunking_options(op, options)
+    _check_chunking_options(op, options)
     if input.ndim not in (1, 2) or linear_weight.ndim < 2 or (
             input.shape[-1] != linear_weight.shape[-1]):
         raise ShapeError(f"{op}: input [N, in] or [in] {describe(input.shape)} and "
