@@ -310,3 +310,57 @@ def test_grouped_adam_equals_one_update_per_parameter(backend: Any,
         for key, value in buffers.items():
             np.testing.assert_array_equal(state["state"][name][key].to_numpy(),
                                           value.to_numpy(), err_msg=f"{name}.{key}")
+
+
+def test_grouped_adam_concatenates_only_the_gradients_after_the_first_step(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The values and states a step split stay one flat buffer each: the next step steps them
+    as they are, and concatenates only the new gradients."""
+    from burnpy.optim import adam
+
+    calls: list[int] = []
+
+    def counting(backend: Any, primitives: list[Any]) -> Any:
+        calls.append(len(primitives))
+        return concat_flat(backend, primitives)
+
+    concat_flat = adam.concat_flat
+    monkeypatch.setattr(adam, "concat_flat", counting)
+    ad = Autodiff(CpuBackend)
+    model, opt = _TwoLayers(ad), optim.Adam(lr=0.05)
+    x = Tensor.from_data(np.ones((6, 4), np.float32), backend=ad)
+    per_step = []
+    for _ in range(3):
+        calls.clear()
+        opt.step(model, model.second(model.first(x)).square().sum().backward())
+        per_step.append(list(calls))
+    # first step: values and gradients; then the gradients of the 4 parameters only
+    assert per_step == [[4, 4], [4], [4]]
+
+
+def test_grouped_adam_concatenates_values_written_between_steps() -> None:
+    """A parameter value or state replaced between steps (load_state_dict) is not the piece
+    the last step split: it is concatenated again, so the update reads the new value."""
+    ad = Autodiff(CpuBackend)
+    results = []
+    for cls in (optim.Adam, _PerParameterAdam):
+        CpuBackend.seed(CpuBackend.default_device(), 3)
+        model, opt = _TwoLayers(ad), cls(lr=0.05)
+        rng = np.random.default_rng(0)
+        for step in range(4):
+            x = Tensor.from_data(rng.standard_normal((6, 4)).astype(np.float32), backend=ad)
+            opt.step(model, model.second(model.first(x)).square().sum().backward())
+            if step == 1:
+                weights = model.state_dict()
+                weights["first.weight"] = Tensor.from_data(
+                    weights["first.weight"].to_numpy() * 0.5, backend=CpuBackend)
+                model.load_state_dict(weights)
+                state = opt.state_dict()
+                for buffers in state["state"].values():
+                    buffers["exp_avg"] = Tensor.from_data(
+                        buffers["exp_avg"].to_numpy() * 2.0, backend=CpuBackend)
+                opt.load_state_dict(state)
+        results.append(model.state_dict())
+    params, want = results
+    for name, value in want.items():
+        np.testing.assert_array_equal(params[name].to_numpy(), value.to_numpy(), err_msg=name)
