@@ -53,6 +53,13 @@ def row_kernels() -> ModuleType:
     return importlib.import_module("burnpy_cpu.array_ops._row_kernels")
 
 
+@functools.cache
+def optim_kernels() -> ModuleType:
+    """The compiled Adam update (``_optim_kernels``), imported on first use for the same
+    reason as ``float32_kernels``; cached (it is called every step)."""
+    return importlib.import_module("burnpy_cpu.array_ops._optim_kernels")
+
+
 _NO_CONTEXT = contextlib.nullcontext()
 
 

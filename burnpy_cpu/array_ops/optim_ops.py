@@ -6,7 +6,9 @@ the composed default's order on the same operands, so results are bitwise equal 
 scalars stay Python floats: a NumPy scalar would widen float32 work to float64). Input
 arrays are never written: parameters and state buffers may be shared with user-held tensors.
 Only float32 and float64 take the fused path; other dtypes (half precision, whose scalar ops
-the float ops cast back from a widened result) and mixed dtypes use the composed default.
+the float ops cast back from a widened result) and mixed dtypes use the composed default. On
+NumPy, Adam's chain runs as one compiled pass instead (``_optim_kernels``: the same operations,
+so the same bits, reading each array once).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from burnpy.backend.ops.optim_ops import OptimOps
-from burnpy_cpu.array_ops._shared import A
+from burnpy_cpu.array_ops._shared import A, optim_kernels
 
 _FUSED = (np.dtype(np.float32), np.dtype(np.float64))
 
@@ -31,6 +33,37 @@ def _fusable(param: A, *others: A | None) -> bool:
     """
     dtype = param.dtype
     return dtype in _FUSED and not [o for o in others if o is not None and o.dtype is not dtype]
+
+
+def _adam_compiled(param: A, grad: A, exp_avg: A | None, exp_avg_sq: A | None,
+                   max_exp_avg_sq: A | None, *, step: int, lr: float, beta1: float,
+                   beta2: float, eps: float, weight_decay: float, decoupled: bool,
+                   amsgrad: bool) -> tuple[A, A, A, A | None]:
+    """``adam_step`` on NumPy arrays of one float dtype as one compiled pass
+    (``_optim_kernels.adam_update``): the ufunc chain's operations and scalars, so its
+    results bit for bit, and fresh arrays as its."""
+    dtype = param.dtype
+    scalar = dtype.type
+    flat = [None if a is None else np.ravel(a)
+            for a in (param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq)]
+    moments = flat[2] is not None and flat[3] is not None
+    new_param, new_avg, new_sq = (np.empty(param.size, dtype) for _ in range(3))
+    peak = amsgrad and flat[4] is not None
+    new_max = np.empty(param.size if peak else 0, dtype)
+    empty = new_max[:0]
+    optim_kernels().adam_update(
+        flat[0], flat[1], flat[2] if moments else empty, flat[3] if moments else empty,
+        flat[4] if peak else empty, new_param, new_avg, new_sq, new_max, moments,
+        scalar(weight_decay if weight_decay and not decoupled else 0.0),
+        scalar(1.0 - lr * weight_decay if weight_decay and decoupled else 1.0), scalar(beta1),
+        scalar(1.0 - beta1), scalar(beta2), scalar(1.0 - beta2),
+        scalar(1.0 / math.sqrt(1.0 - beta2**step)), scalar(eps),
+        scalar(lr / (1.0 - beta1**step)))
+    shape = param.shape
+    new_sq = new_sq.reshape(shape)
+    # AMSGrad's first maximum is the second moment itself, as the chain returns it
+    return (new_param.reshape(shape), new_avg.reshape(shape), new_sq,
+            new_max.reshape(shape) if peak else new_sq if amsgrad else None)
 
 
 class ArrayOptimOps(OptimOps):
@@ -81,6 +114,11 @@ class ArrayOptimOps(OptimOps):
                                      weight_decay=weight_decay, decoupled=decoupled,
                                      amsgrad=amsgrad)
         xp = cls.xp
+        if xp is np:
+            return _adam_compiled(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, step=step,
+                                  lr=lr, beta1=beta1, beta2=beta2, eps=eps,
+                                  weight_decay=weight_decay, decoupled=decoupled,
+                                  amsgrad=amsgrad)
         mul, add = xp.multiply, xp.add
         if weight_decay:
             if decoupled:
