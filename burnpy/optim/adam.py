@@ -1,20 +1,17 @@
 """``Adam`` (L2 weight decay, or decoupled with ``decoupled_weight_decay=True``; optional
 AMSGrad) and ``AdamW`` (decoupled weight decay): one fused ``adam_step`` backend call per set
-of alike parameters, concatenated (values and states kept flat from one step to the next)."""
+of alike parameters, concatenated."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from burnpy.backend.errors import InvalidArgumentError
 from burnpy.optim.optimizer import GradientClipping, Optimizer, Params, concat_flat, split_flat
 from burnpy.tensor import Tensor
 from burnpy.tensor._core import FLOAT
 from burnpy.tensor._core import new as wrap
-
-if TYPE_CHECKING:
-    from burnpy.backend.base import Backend
 
 
 class Adam(Optimizer):
@@ -33,9 +30,6 @@ class Adam(Optimizer):
                                   "capturable": capturable, "differentiable": differentiable,
                                   "fused": fused, "decoupled_weight_decay": decoupled_weight_decay},
                          grad_clipping)
-        #: per set of parameters stepped together (``update_many``), the flat buffers of the
-        #: last step (values, then each state) and the pieces split from them
-        self._flats: dict[tuple[Tensor, ...], tuple[tuple[Any, list[Any]] | None, ...]] = {}
 
     def check_group(self, group: Mapping[str, Any]) -> None:
         super().check_group(group)
@@ -78,48 +72,28 @@ class Adam(Optimizer):
                       group: Mapping[str, Any]) -> list[Tensor]:
         """One ``adam_step`` over the concatenation of ``params`` (alike, see
         ``update_many``; a lone parameter is only reshaped), split back into each parameter's
-        value and state. Values and states that are still the very pieces the last step split
-        (primitives are never written in place) are not concatenated again: that step's flat
-        buffer is their concatenation; only the gradients are."""
+        value and state."""
         b = params[0].backend
         states = [self._state(k, p, "exp_avg", "exp_avg_sq", "max_exp_avg_sq")
                   for k, p in zip(keys, params, strict=True)]
-        together = tuple(keys)
-        last = self._flats.get(together) if len(keys) > 1 else None
-        rows = [[p.primitive, *state] for p, state in zip(params, states, strict=True)]
-        flat = [None if any(c is None for c in column) else _flat(b, list(column), last, i)
-                for i, column in enumerate(zip(*rows, strict=True))]
+        flat = [None if any(c is None for c in columns) else concat_flat(b, list(columns))
+                for columns in zip(*states, strict=True)]
         amsgrad, betas = group["amsgrad"], group["betas"]
-        results = b.adam_step(
-            flat[0], concat_flat(b, [g.primitive for g in grads]), flat[1], flat[2],
-            flat[3] if amsgrad else None, step=self.steps[keys[0]], lr=group["lr"],
+        new, exp_avg, exp_avg_sq, peak = b.adam_step(
+            concat_flat(b, [p.primitive for p in params]),
+            concat_flat(b, [g.primitive for g in grads]), flat[0], flat[1],
+            flat[2] if amsgrad else None, step=self.steps[keys[0]], lr=group["lr"],
             beta1=float(betas[0]), beta2=float(betas[1]), eps=group["eps"],
             weight_decay=group["weight_decay"], decoupled=group["decoupled_weight_decay"],
             amsgrad=amsgrad)
         shapes = [p.shape for p in params]
-        values = split_flat(b, results[0], shapes)
-        pieces = [None if a is None else split_flat(b, a, shapes) for a in results[1:]]
-        if len(keys) > 1:
-            self._flats[together] = tuple(
-                None if a is None or piece is None else (a, piece)
-                for a, piece in zip(results, [values, *pieces], strict=True))
+        pieces = [None if a is None else split_flat(b, a, shapes)
+                  for a in (exp_avg, exp_avg_sq, peak)]
         for i, key in enumerate(keys):
             self._store(key, b, **{name: None if piece is None else piece[i] for name, piece in
                                    zip(("exp_avg", "exp_avg_sq", "max_exp_avg_sq"), pieces,
                                        strict=True)})
-        return [wrap(b, p, FLOAT) for p in values]
-
-def _flat(backend: type[Backend], primitives: list[Any],
-          last: tuple[tuple[Any, list[Any]] | None, ...] | None, column: int) -> Any:
-    """``concat_flat(backend, primitives)``, or the flat buffer of ``last`` step's
-    ``column`` (values, then each state) when ``primitives`` are the pieces split from it."""
-    entry = None if last is None else last[column]
-    if entry is not None:
-        buffer, pieces = entry
-        if len(pieces) == len(primitives) and all(
-                p is q for p, q in zip(primitives, pieces, strict=True)):
-            return buffer
-    return concat_flat(backend, primitives)
+        return [wrap(b, p, FLOAT) for p in split_flat(b, new, shapes)]
 
 
 class AdamW(Adam):
