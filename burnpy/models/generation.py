@@ -11,7 +11,9 @@ import numpy as np
 from burnpy.backend.errors import InvalidArgumentError, ShapeError
 from burnpy.models.cache import DynamicCache
 from burnpy.models.modeling import PreTrainedModel
+from burnpy.models.outputs import CausalLMOutputWithPast
 from burnpy.nn import functional as F
+from burnpy.nn.linear import Linear
 from burnpy.tensor import Tensor
 
 
@@ -56,8 +58,26 @@ def _filtered(logits: np.ndarray, temperature: float, top_k: int, top_p: float) 
 
 
 class GenerationMixin(PreTrainedModel):
-    """A causal LM: its ``forward`` gives next-token logits (``CausalLMOutputWithPast``) and
-    takes a ``DynamicCache``, ``position_ids`` and ``logits_to_keep``."""
+    """A causal LM: a base model (the attribute named ``base_model_prefix``) and ``lm_head``;
+    its ``forward`` gives next-token logits (``CausalLMOutputWithPast``) and takes a
+    ``DynamicCache``, ``position_ids`` and ``logits_to_keep``."""
+
+    lm_head: Linear
+
+    def forward(self, input_ids: Tensor, attention_mask: Tensor | None = None,
+                position_ids: Tensor | None = None, past_key_values: DynamicCache | None = None,
+                use_cache: bool = False, output_hidden_states: bool = False,
+                labels: Tensor | None = None, logits_to_keep: int = 0) -> CausalLMOutputWithPast:
+        """transformers' ``*ForCausalLM.forward``: logits of every position (of the last
+        ``logits_to_keep`` when nonzero) and, with ``labels``, the shifted cross entropy."""
+        base = getattr(self, self.base_model_prefix)
+        out = base(input_ids, attention_mask, position_ids, past_key_values, use_cache,
+                   output_hidden_states)
+        h = out.last_hidden_state
+        logits = self.lm_head(h[:, -logits_to_keep:] if logits_to_keep else h)
+        return CausalLMOutputWithPast(
+            logits, None if labels is None else causal_lm_loss(logits, labels),
+            out.past_key_values, out.hidden_states)
 
     def generate(self, input_ids: Tensor | Any, max_new_tokens: int = 20,
                  do_sample: bool = False, temperature: float = 1.0, top_k: int = 50,

@@ -15,10 +15,10 @@ import numpy as np
 import burnpy.nn as nn
 from burnpy.backend.dtype import DType
 from burnpy.models.cache import DynamicCache
-from burnpy.models.generation import GenerationMixin, causal_lm_loss
+from burnpy.models.generation import GenerationMixin
 from burnpy.models.layers import activation, causal_mask
 from burnpy.models.modeling import ConfigError, PretrainedConfig, PreTrainedModel
-from burnpy.models.outputs import BaseModelOutputWithPast, CausalLMOutputWithPast
+from burnpy.models.outputs import BaseModelOutputWithPast
 from burnpy.nn import functional as F
 from burnpy.nn import init
 from burnpy.tensor import Tensor
@@ -276,17 +276,3 @@ class LlamaForCausalLM(GenerationMixin):
                                  backend=backend, dtype=dtype)
         if config.tie_word_embeddings:
             self.lm_head.weight = self.model.embed_tokens.weight
-
-    def forward(self, input_ids: Tensor, attention_mask: Tensor | None = None,
-                position_ids: Tensor | None = None, past_key_values: DynamicCache | None = None,
-                use_cache: bool = False, output_hidden_states: bool = False,
-                labels: Tensor | None = None, logits_to_keep: int = 0) -> CausalLMOutputWithPast:
-        """transformers' ``LlamaForCausalLM.forward``: logits of every position (of the last
-        ``logits_to_keep`` when nonzero) and, with ``labels``, the shifted cross entropy."""
-        out = self.model(input_ids, attention_mask, position_ids, past_key_values, use_cache,
-                         output_hidden_states)
-        h = out.last_hidden_state
-        logits = self.lm_head(h[:, -logits_to_keep:] if logits_to_keep else h)
-        return CausalLMOutputWithPast(
-            logits, None if labels is None else causal_lm_loss(logits, labels),
-            out.past_key_values, out.hidden_states)
