@@ -1,7 +1,7 @@
 """float32 gelu (exact and tanh forms), its gradients, erf and erfc as compiled numba loops.
 
 NumPy has no float32 erf (SciPy's widens to float64, 14x torch's time), so these loops compute
-in float32 with an own exp and erfc that LLVM vectorizes, one pass over memory each (issue 17).
+in float32 with an own exp and erfc that LLVM vectorizes, one pass over memory each.
 Accuracy against float64 math on the same float32 inputs: exact gelu and its gradient within
 7e-7 relative wherever the result is a normal number, erf and erfc within 6e-7; the tanh form
 within 1e-6 x^2 (it rounds u = k (x + c x^3) to float32 first, as torch does). Each kernel

@@ -1,5 +1,5 @@
 """Layer norm and cross entropy as compiled numba row loops over C-contiguous float32 or
-float64 ``[rows, width]`` NumPy arrays (issue 17).
+float64 ``[rows, width]`` NumPy arrays.
 
 NumPy spends one pass over memory per elementwise op, and a layer norm backward takes about
 ten of them; these loops read each row a few times while it sits in cache and write each
