@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from burnpy_cuda import cuda_available, unavailable_reason
+from burnpy.testing.conformance import supported
+from burnpy_cuda import CudaBackend, cuda_available, unavailable_reason
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -61,6 +62,8 @@ def _python(code: str, *args: str, timeout: float) -> subprocess.CompletedProces
 
 @pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16", "float64", "int64"])
 def test_every_collective_runs_through_nccl_on_one_rank(dtype: str) -> None:
+    if not supported(CudaBackend, dtype):
+        pytest.skip(f"CudaBackend does not store {dtype}")
     probe = _python("from mpi4py import MPI; print(MPI.Get_library_version())", timeout=60)
     if probe.returncode != 0:
         pytest.skip(f"mpi4py finds no MPI library: {probe.stderr.strip().splitlines()[-1:]}")
