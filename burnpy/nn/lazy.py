@@ -122,7 +122,7 @@ class LazyModuleMixin(Module):
     def _features_in_state(self, state: Mapping[str, Any], prefix: str) -> int | None:
         """The feature count ``state``'s entries for this module give (None: none do)."""
 
-    def _prepare_load(self, state: Mapping[str, Any], prefix: str) -> None:
+    def _prepare_load(self, state: dict[str, Any], prefix: str) -> None:
         """Materialise with the state's feature count (torch's ``_lazy_load_hook``)."""
         if self._lazy_args is not None:
             features = self._features_in_state(state, prefix)

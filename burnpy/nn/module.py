@@ -481,6 +481,7 @@ class Module:
         takes a ``Tensor`` entry's values without copying them (cast or moved only where its
         dtype or backend differs), for a caller that made them for this module.
         """
+        state = dict(state)  # the pre-hooks may rename entries; the caller's mapping stays
         for prefix, m in self.named_modules():
             m._prepare_load(state, f"{prefix}." if prefix else "")
         aliases: dict[int, list[str]] = {}
@@ -534,9 +535,11 @@ class Module:
             slot.write(t)
         return IncompatibleKeys(missing, unexpected)
 
-    def _prepare_load(self, state: Mapping[str, Any], prefix: str) -> None:
-        """Adjust this module before ``load_state_dict`` reads ``state`` (its entries named
-        ``prefix + name``): torch's load pre-hook, by which a lazy module materialises."""
+    def _prepare_load(self, state: dict[str, Any], prefix: str) -> None:
+        """Adjust this module, or rename ``state``'s entries (a copy), before
+        ``load_state_dict`` reads ``state`` (this module's entries are named ``prefix +
+        name``): torch's load pre-hook, by which a lazy module materialises and weight norm
+        reads torch's legacy names."""
 
     def save(self, path: str | Path) -> Path:
         """Write the module's record to ``path`` (see ``burnpy.record.save``)."""

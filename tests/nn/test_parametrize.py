@@ -125,6 +125,25 @@ def test_weight_norm_matches_torch(dim: int | None) -> None:
                           ours.state_dict().items()}, strict=True)
 
 
+def test_weight_norm_loads_a_checkpoint_of_torchs_legacy_weight_norm() -> None:
+    """torch's deprecated hook-based ``nn.utils.weight_norm`` saves ``weight_g``/``weight_v``;
+    the parametrized module reads them as ``original0``/``original1`` (torch's compat hook),
+    leaving the caller's dict as it was."""
+    legacy = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.Tanh(),
+                                 torch.nn.Linear(4, 2)).double()
+    torch.nn.utils.weight_norm(legacy[2], dim=1)
+    state = _state(legacy)
+    assert {"2.weight_g", "2.weight_v"} <= set(state)
+    ours = nn.Sequential(nn.Linear(3, 4, backend=AD, dtype="float64"), nn.Tanh(),
+                         nn.Linear(4, 2, backend=AD, dtype="float64"))
+    parametrizations.weight_norm(ours[2], dim=1)
+    ours.load_state_dict(state)
+    assert "2.weight_g" in state
+    x = RNG.standard_normal((5, 3))
+    np.testing.assert_allclose(ours(Tensor.from_data(x, backend=AD)).to_numpy(),
+                               legacy(torch.tensor(x)).detach().numpy(), rtol=1e-12)
+
+
 class _Symmetric(nn.Module):
     def __init__(self) -> None:
         self.calls = 0

@@ -18,8 +18,8 @@ __all__ = ["clip_grad_norm_", "clip_grad_value_", "clip_grads_with_norm_", "get_
 
 #: torch's deprecated hook-based helpers, and where their parametrized forms are.
 _LEGACY = {
-    "weight_norm": "parametrizations.weight_norm (state-dict names weight_g/weight_v become "
-                   "parametrizations.weight.original0/original1)",
+    "weight_norm": "parametrizations.weight_norm (it loads the legacy weight_g/weight_v "
+                   "entries as parametrizations.weight.original0/original1)",
     "remove_weight_norm": "parametrize.remove_parametrizations(module, 'weight')",
     "spectral_norm": "parametrizations.spectral_norm (weight_orig/weight_u/weight_v become "
                      "parametrizations.weight.original and parametrizations.weight.0._u/_v)",

@@ -5,6 +5,8 @@ and ``parametrizations.weight.0._u``/``_v``)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from burnpy.autodiff.modes import no_grad
 from burnpy.backend.errors import IndexOutOfBoundsError, InvalidArgumentError
 from burnpy.nn import functional as F
@@ -29,8 +31,19 @@ class _WeightNorm(Module):
     """``weight = g * v / ||v||`` (norm over every dim but ``dim``; ``dim=None``: the whole
     tensor), from the originals ``g`` (``original0``) and ``v`` (``original1``)."""
 
-    def __init__(self, dim: int | None = 0) -> None:
+    def __init__(self, dim: int | None = 0, name: str = "weight") -> None:
         self.dim = -1 if dim is None else dim
+        self.name = name
+
+    def _prepare_load(self, state: dict[str, Any], prefix: str) -> None:
+        """Read a checkpoint of torch's deprecated ``nn.utils.weight_norm``: its
+        ``<name>_g``/``<name>_v`` are ``original0``/``original1`` (torch's compat hook)."""
+        owner = prefix.removesuffix(f"parametrizations.{self.name}.0.")
+        legacy_g, legacy_v = f"{owner}{self.name}_g", f"{owner}{self.name}_v"
+        if legacy_g in state and legacy_v in state:
+            originals = f"{owner}parametrizations.{self.name}.original"
+            state[f"{originals}0"] = state.pop(legacy_g)
+            state[f"{originals}1"] = state.pop(legacy_v)
 
     def forward(self, weight_g: Tensor, weight_v: Tensor) -> Tensor:
         """The weight from its magnitude and direction."""
@@ -44,7 +57,7 @@ class _WeightNorm(Module):
 def weight_norm(module: Module, name: str = "weight", dim: int | None = 0) -> Module:
     """Reparametrize ``module.<name>`` by magnitude and direction (Salimans and Kingma), as
     torch's ``parametrizations.weight_norm``: ``g`` and ``v`` are the trainable originals."""
-    register_parametrization(module, name, _WeightNorm(dim), unsafe=True)
+    register_parametrization(module, name, _WeightNorm(dim, name), unsafe=True)
     return module
 
 
