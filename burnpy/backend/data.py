@@ -30,18 +30,75 @@ class QuantParams:
     float_dtype: DType
 
 
+#: Bits per value of the quantized dtypes stored packed, ``8 // bits`` values per byte.
+_PACKED_BITS = {DType.qint4: 4, DType.qint2: 2}
+
+
+def pack_bytes(values: np.ndarray, bits: int) -> np.ndarray:
+    """Sub-byte integers (int8, any shape, each in ``bits``-bit two's-complement range) as
+    flat uint8 bytes holding ``8 // bits`` each, value j of a byte at bits ``[bits*j,
+    bits*(j+1))`` (lowest first; the last byte zero-padded). Read as little-endian uint32
+    words, these are the CPU backend's packed words."""
+    per_byte = 8 // bits
+    flat = values.reshape(-1)
+    pad = (-flat.shape[0]) % per_byte
+    if pad:
+        flat = np.concatenate([flat, np.zeros(pad, dtype=np.int8)])
+    fields = flat.view(np.uint8).reshape(-1, per_byte) & np.uint8((1 << bits) - 1)
+    packed = fields[:, 0].copy()
+    for i in range(1, per_byte):
+        packed |= fields[:, i] << np.uint8(bits * i)
+    return packed
+
+
+def unpack_bytes(packed: np.ndarray, bits: int, shape: tuple[int, ...]) -> np.ndarray:
+    """The int8 values ``pack_bytes`` stored, in ``shape``: each field sign-extended by an
+    arithmetic shift of its byte moved to the top."""
+    per_byte = 8 // bits
+    out = np.empty((packed.shape[0], per_byte), dtype=np.int8)
+    for i in range(per_byte):
+        top = (packed << np.uint8(8 - bits * (i + 1))).view(np.int8)
+        out[:, i] = top >> np.int8(8 - bits)
+    return out.reshape(-1)[:_numel(shape)].reshape(shape)
+
+
+def _numel(shape: tuple[int, ...]) -> int:
+    n = 1
+    for s in shape:
+        n *= s
+    return n
+
+
 class TensorData:
     """Host-side tensor contents, the currency of ``from_data``/``into_data`` on every backend.
 
     ``array`` is a NumPy array whose dtype is ``dtype.numpy`` (bfloat16 via ml_dtypes). For a
-    quantized dtype, ``array`` holds the integer values (int8, logical shape) and ``quant``
-    their scales and scheme.
+    quantized dtype, ``array`` gives the integer values (int8, logical shape) and ``quant``
+    their scales and scheme. Sub-byte values (int4, ternary) are held packed, ``8 // bits`` a
+    byte (``packed``, what records store and ``nbytes`` counts); ``array`` unpacks them.
     """
 
-    __slots__ = ("array", "dtype", "quant")
+    __slots__ = ("_shape", "_stored", "dtype", "quant")
 
     def __init__(self, array: np.ndarray, dtype: DType | None = None,
-                 quant: QuantParams | None = None) -> None:
+                 quant: QuantParams | None = None, *,
+                 shape: tuple[int, ...] | None = None) -> None:
+        """``array`` holds the values; for a sub-byte quantized ``dtype`` it may instead be
+        ``pack_bytes``'s flat uint8 bytes, with the logical ``shape`` given."""
+        self._shape: tuple[int, ...] | None = None
+        self.quant: QuantParams | None = quant
+        bits = _PACKED_BITS.get(dtype) if dtype is not None else None
+        if shape is not None:
+            want = -(-_numel(shape) * (bits or 8) // 8)
+            if dtype is None or bits is None or array.dtype != np.uint8 \
+                    or array.shape != (want,):
+                raise DTypeError(f"TensorData: packed bytes of shape {list(shape)} need a "
+                                 f"sub-byte quantized dtype and {want} uint8 bytes, got "
+                                 f"{dtype!r} and {array.dtype} {list(array.shape)}")
+            if quant is None:
+                raise DTypeError(f"TensorData: quantized dtype {dtype!r} needs its QuantParams")
+            self._stored, self._shape, self.dtype = array, tuple(shape), dtype
+            return
         if dtype is None:  # the array's own dtype: it stores it, and it is never quantized
             try:
                 dt = dtype_of_numpy(array.dtype)
@@ -54,9 +111,23 @@ class TensorData:
                 raise DTypeError(f"TensorData: array dtype {array.dtype} does not store {dt!r}")
             if dt.is_quantized and quant is None:
                 raise DTypeError(f"TensorData: quantized dtype {dt!r} needs its QuantParams")
-        self.array = array
+        if bits is not None:
+            self._shape = tuple(array.shape)
+            array = pack_bytes(np.ascontiguousarray(array), bits)
+        self._stored = array
         self.dtype = dt
-        self.quant = quant
+
+    @property
+    def array(self) -> np.ndarray:
+        """The values as a NumPy array (sub-byte values unpacked into a fresh int8 array)."""
+        if self._shape is None:
+            return self._stored
+        return unpack_bytes(self._stored, _PACKED_BITS[self.dtype], self._shape)
+
+    @property
+    def packed(self) -> np.ndarray:
+        """The array as held: flat ``pack_bytes`` bytes for sub-byte values, else ``array``."""
+        return self._stored
 
     @staticmethod
     def from_any(value: Any, dtype: DTypeLike | None = None, *,
@@ -113,18 +184,18 @@ class TensorData:
         if quant is not None:
             quant = replace(quant, scales=quant.scales.copy(), tensor_scale=None
                             if quant.tensor_scale is None else quant.tensor_scale.copy())
-        return TensorData(self.array.copy(order="C"), self.dtype, quant)
+        return TensorData(self._stored.copy(order="C"), self.dtype, quant, shape=self._shape)
 
     @property
     def shape(self) -> tuple[int, ...]:
         """The size of each dim."""
-        return self.array.shape
+        return self._stored.shape if self._shape is None else self._shape
 
     @property
     def nbytes(self) -> int:
-        """The bytes these host values take: the array's, plus the scales (and the two-level
-        tensor scale) of quantized data."""
-        total = self.array.nbytes
+        """The bytes these host values take: the array's (packed: ``bits / 8`` a value), plus
+        the scales (and the two-level tensor scale) of quantized data."""
+        total = self._stored.nbytes
         if self.quant is not None:
             total += self.quant.scales.nbytes
             if self.quant.tensor_scale is not None:
@@ -158,7 +229,8 @@ class TensorData:
             if a is None or b is None or a.scheme != b.scheme or a.block_axis != b.block_axis \
                     or not np.array_equal(a.scales, b.scales):
                 return False
-        return self.dtype is other.dtype and np.array_equal(self.array, other.array)
+        return (self.dtype is other.dtype and self.shape == other.shape
+                and np.array_equal(self._stored, other._stored))
 
     def __repr__(self) -> str:
         return f"TensorData({self.array.tolist()!r}, dtype={self.dtype!r})"

@@ -82,7 +82,9 @@ def _host(value: Tensor | TensorData) -> TensorData:
 
 
 #: Quantized tensors are stored as several safetensors entries: the int8 values under the
-#: tensor's name, and its scales under ``name + _PART + "scales"`` (and "tensor_scale").
+#: tensor's name (sub-byte values packed, ``8 // bits`` a uint8 byte, their logical shape in
+#: the entry's ``"shape"``), and its scales under ``name + _PART + "scales"`` (and
+#: "tensor_scale").
 _PART = "::"
 
 
@@ -92,9 +94,13 @@ def _flatten(name: str, data: TensorData) -> Iterator[tuple[str, TensorData, dic
     if quant is None:
         yield name, data, {}
         return
-    yield name, TensorData(data.array, DType.int8), {
+    meta: dict[str, Any] = {
         "kind": "quantized", "dtype": data.dtype.value, "scheme": quant.scheme.to_dict(),
         "block_axis": quant.block_axis, "float_dtype": quant.float_dtype.value}
+    if data.packed.dtype == np.uint8:
+        yield name, TensorData(data.packed, DType.uint8), {**meta, "shape": list(data.shape)}
+    else:
+        yield name, TensorData(data.array, DType.int8), meta
     yield name + _PART + "scales", TensorData(quant.scales), {"part_of": name}
     if quant.tensor_scale is not None:
         yield name + _PART + "tensor_scale", TensorData(quant.tensor_scale), {"part_of": name}
@@ -103,6 +109,7 @@ def _flatten(name: str, data: TensorData) -> Iterator[tuple[str, TensorData, dic
 def encode(record: Record) -> bytes:
     """The record as safetensors bytes."""
     arrays: dict[str, np.ndarray] = {}
+    stored: dict[str, DType] = {}
     entries: dict[str, dict[str, Any]] = {}
     for name, data, extra_meta in (part for key, value in record.tensors.items()
                                    for part in _flatten(key, _host(value))):
@@ -113,9 +120,10 @@ def encode(record: Record) -> bytes:
         if arr.dtype.byteorder == ">":
             arr = arr.byteswap().view(arr.dtype.newbyteorder("<"))
         arrays[name] = arr
+        stored[name] = data.dtype
         entries[name] = {"kind": data.dtype.kind, "dtype": data.dtype.value,
                          "crc32": zlib.crc32(arr.tobytes()), **extra_meta}
-    specs = {name: safetensors.TensorSpec(dtype=_spec_dtype(DType.of(entries[name]["dtype"])),
+    specs = {name: safetensors.TensorSpec(dtype=_spec_dtype(stored[name]),
                                           shape=list(arr.shape), data_ptr=arr.ctypes.data,
                                           data_len=arr.nbytes)
              for name, arr in arrays.items()}
@@ -125,8 +133,6 @@ def encode(record: Record) -> bytes:
 
 
 def _spec_dtype(dtype: DType) -> str:
-    if dtype.is_quantized:
-        return "int8"
     return "bool" if dtype is DType.bool_ else dtype.value
 
 
@@ -201,9 +207,11 @@ def _assemble(name: str, data: TensorData, infos: dict[str, Any],
         ts_data = stored.get(name + _PART + "tensor_scale")
         params = QuantParams(scales, None if ts_data is None else ts_data.array,
                              info["block_axis"], scheme, DType.of(info["float_dtype"]))
+        if "shape" in info:
+            return TensorData(data.packed, scheme.dtype, params, shape=tuple(info["shape"]))
+        return TensorData(data.array, scheme.dtype, params)
     except (KeyError, BurnpyError) as exc:
         raise RecordError(f"{source}: quantized tensor '{name}' is incomplete ({exc})") from None
-    return TensorData(data.array, scheme.dtype, params)
 
 
 def _metadata(payload: bytes, source: str) -> dict[str, str]:
@@ -231,8 +239,8 @@ def _tensor(name: str, entry: dict[str, Any], info: dict[str, Any], source: str)
     except Exception:
         raise RecordError(f"{source}: tensor '{name}' has an unknown dtype "
                           f"{info.get('dtype')!r}") from None
-    if dtype.is_quantized:
-        dtype = DType.int8  # the values; _assemble restores the quantized dtype
+    if dtype.is_quantized:  # the values; _assemble restores the quantized dtype
+        dtype = DType.uint8 if "shape" in info else DType.int8
     if _TAGS.get(dtype) != entry["dtype"]:
         raise RecordError(f"{source}: tensor '{name}' is stored as {entry['dtype']} but its "
                           f"metadata says {dtype!r}")

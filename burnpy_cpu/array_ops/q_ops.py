@@ -194,15 +194,22 @@ class ArrayQOps(ArrayLayoutOps):
 
     @classmethod
     def q_from_data(cls, data: TensorData, device: Device) -> QuantizedArray:
+        """Sub-byte values arrive packed a byte at a time, which read as little-endian words
+        are ``_pack``'s: they are padded to whole words, not unpacked and packed again."""
         quant = data.quant
         assert quant is not None
         xp = cls.xp
+        native = quant.scheme.store is QuantStore.NATIVE
+        host = data.array if native else data.packed
+        if not native:
+            pad = -host.shape[0] % 4
+            host = np.concatenate([host, np.zeros(pad, dtype=np.uint8)]).view(np.uint32)
         with cls._on(device):
-            values = xp.asarray(data.array)
+            values = xp.asarray(host)
             scales = xp.asarray(quant.scales)
             ts = None if quant.tensor_scale is None else xp.asarray(quant.tensor_scale)
-        return QuantizedArray(_pack(xp, values, quant.scheme), tuple(values.shape),
-                              quant.scheme, scales, ts, quant.block_axis,
+        return QuantizedArray(_pack(xp, values, quant.scheme) if native else values,
+                              tuple(data.shape), quant.scheme, scales, ts, quant.block_axis,
                               quant.float_dtype)
 
     @classmethod
@@ -211,8 +218,14 @@ class ArrayQOps(ArrayLayoutOps):
         ts = None if tensor.tensor_scale is None else host(tensor.tensor_scale).copy()
         params = QuantParams(contiguous(host(tensor.scales)).copy(), ts, tensor.block_axis,
                              tensor.scheme, tensor.float_dtype)
-        return TensorData(contiguous(host(_unpack(cls.xp, tensor))).copy(),
-                          tensor.scheme.dtype, params)
+        if tensor.scheme.store is QuantStore.NATIVE:
+            return TensorData(contiguous(host(tensor.data)).copy(), tensor.scheme.dtype, params)
+        n = 1
+        for s in tensor.shape:
+            n *= s
+        used = -(-n * tensor.scheme.value.bits // 8)
+        packed = host(tensor.data).view(np.uint8)[:used].copy()
+        return TensorData(packed, tensor.scheme.dtype, params, shape=tensor.shape)
 
     # ---- layout on the integer data ----------------------------------------------------------
     @backend_classmethod
