@@ -50,7 +50,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("burnpy",),
     ("nn",),
     ("optim",),
-    ("models",),
+    ("models", "onnx"),
     ("train", "testing"),
     ("examples",),
 )

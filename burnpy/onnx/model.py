@@ -1,0 +1,197 @@
+"""``OnnxModule``: an interpreter running an ONNX graph on burnpy Tensors, as a ``Module``.
+
+The graph's nodes run in topological order over a table of values by name; each node runs
+the op function the registry gives for the model's opset of its domain, on burnpy's public
+tensor ops, so the module works on every backend and trains under ``Autodiff``. Float
+initializers are the module's parameters (named after the graph, sanitised into attribute
+names), integer and bool ones its buffers.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import ChainMap
+from collections.abc import MutableMapping, Sequence
+from typing import TYPE_CHECKING
+
+import onnx
+from onnx import GraphProto, ModelProto, NodeProto
+
+from burnpy.backend.device import Device
+from burnpy.nn.module import Module
+from burnpy.onnx.attributes import Attributes, tensor_to_numpy
+from burnpy.onnx.dtypes import check_array_dtype
+from burnpy.onnx.errors import OnnxError, UnsupportedOnnxError, node_label
+from burnpy.onnx.registry import OpContext, lookup
+from burnpy.tensor import Tensor
+
+if TYPE_CHECKING:
+    from burnpy.backend import Backend
+
+Values = MutableMapping[str, "Tensor | None"]
+
+
+def _attribute_name(graph_name: str, taken: set[str]) -> str:
+    """A module attribute name for an initializer: letters, digits and ``_``, not starting
+    with a digit or ``_`` (``_`` names are private to a Module), unique in ``taken``."""
+    name = re.sub(r"\W", "_", graph_name).strip("_") or "param"
+    if name[0].isdigit():
+        name = "p" + name
+    unique, n = name, 1
+    while unique in taken:
+        n += 1
+        unique = f"{name}_{n}"
+    taken.add(unique)
+    return unique
+
+
+def _topological(nodes: Sequence[NodeProto], known: set[str]) -> list[NodeProto]:
+    """``nodes`` in an order where each runs after the producers of its inputs (the given
+    order when it already is one, as ONNX requires); names in ``known`` are available."""
+    available = set(known)
+    pending = list(nodes)
+    ordered: list[NodeProto] = []
+    while pending:
+        rest = []
+        for node in pending:
+            if all(not name or name in available for name in node.input):
+                ordered.append(node)
+                available.update(node.output)
+            else:
+                rest.append(node)
+        if len(rest) == len(pending):
+            # Inputs from an enclosing scope are only known when the subgraph runs.
+            ordered.extend(rest)
+            break
+        pending = rest
+    return ordered
+
+
+class GraphRunner:
+    """Runs ONNX graphs (the main graph and the subgraphs of control-flow ops) on one backend,
+    with the model's opset per domain."""
+
+    def __init__(self, backend: type[Backend], device: Device | None,
+                 opsets: dict[str, int]) -> None:
+        self.backend = backend
+        self.device = device
+        self.opsets = opsets
+
+    def run_node(self, node: NodeProto, values: Values) -> None:
+        """Run one node, reading its inputs from and writing its outputs to ``values``."""
+        domain = "" if node.domain == "ai.onnx" else node.domain
+        opset = self.opsets.get(domain)
+        label = node_label(node.name, node.op_type, domain, opset or 0)
+        if opset is None:
+            raise OnnxError(f"{label}: the model imports no opset of domain {domain!r}")
+        impl = lookup(domain, node.op_type, opset)
+        if impl is None:
+            raise UnsupportedOnnxError(f"{label}: operator {node.op_type} is not supported")
+        attrs = Attributes(list(node.attribute), label)
+        extra = attrs.names() - impl.attrs
+        if extra:
+            raise UnsupportedOnnxError(f"{label}, attribute {sorted(extra)[0]!r}: the "
+                                       "attribute is not supported")
+        inputs: list[Tensor | None] = []
+        for name in node.input:
+            if not name:
+                inputs.append(None)
+                continue
+            if name not in values:
+                raise OnnxError(f"{label}: input {name!r} is not produced by any earlier node")
+            inputs.append(values[name])
+        while inputs and inputs[-1] is None:
+            inputs.pop()
+
+        def subgraph(graph: GraphProto, feeds: Sequence[Tensor | None]) -> list[Tensor | None]:
+            return self.run_graph(graph, feeds, values)
+
+        ctx = OpContext(self.backend, self.device, label, opset, subgraph)
+        result = impl.fn(ctx, inputs, attrs)
+        outputs = [result] if isinstance(result, Tensor) else list(result)
+        for i, name in enumerate(node.output):
+            if not name:
+                continue
+            if i >= len(outputs) or outputs[i] is None:
+                raise UnsupportedOnnxError(f"{label}: output {i} ({name!r}) is not supported")
+            values[name] = outputs[i]
+
+    def run_graph(self, graph: GraphProto, feeds: Sequence[Tensor | None],
+                  outer: Values) -> list[Tensor | None]:
+        """Run a subgraph with ``feeds`` as its inputs, seeing the enclosing ``outer`` values;
+        returns its outputs in order."""
+        if len(feeds) != len(graph.input):
+            raise OnnxError(f"subgraph {graph.name!r}: {len(graph.input)} inputs, got "
+                            f"{len(feeds)}")
+        values: Values = ChainMap({}, outer)
+        for proto in graph.initializer:
+            values[proto.name] = self.constant(proto, f"subgraph {graph.name!r}")
+        for proto, value in zip(graph.input, feeds, strict=True):
+            values[proto.name] = value
+        for node in _topological(graph.node, set(values)):
+            self.run_node(node, values)
+        return [values[o.name] for o in graph.output]
+
+    def constant(self, proto: onnx.TensorProto, where: str) -> Tensor:
+        """An initializer or constant as a tensor on this backend."""
+        array = tensor_to_numpy(proto)
+        check_array_dtype(array, f"{where}, tensor {proto.name!r}")
+        return Tensor.from_data(array, backend=self.backend, device=self.device)
+
+
+class OnnxModule(Module):
+    """An ONNX model as a burnpy ``Module``: ``module(*inputs)`` takes tensors in the graph's
+    input order and returns a tensor (one output) or a tuple in the graph's output order.
+
+    ``input_names`` and ``output_names`` are the graph's; ``parameter_names`` maps each
+    initializer's graph name to the attribute holding it."""
+
+    def __init__(self, model: ModelProto, backend: type[Backend],
+                 device: Device | None = None) -> None:
+        graph = model.graph
+        opsets: dict[str, int] = {}
+        for imp in model.opset_import:
+            opsets["" if imp.domain == "ai.onnx" else imp.domain] = int(imp.version)
+        self._runner = GraphRunner(backend, device, opsets)
+        self._graph = graph
+        if graph.sparse_initializer:
+            raise UnsupportedOnnxError(f"graph {graph.name!r}: sparse initializer "
+                                       f"{graph.sparse_initializer[0].values.name!r} is not "
+                                       "supported")
+        taken: set[str] = set()
+        self.parameter_names: dict[str, str] = {}
+        for proto in graph.initializer:
+            attr = _attribute_name(proto.name, taken)
+            value = self._runner.constant(proto, f"graph {graph.name!r}")
+            if value.kind == "float":
+                setattr(self, attr, value)
+            else:
+                self.register_buffer(attr, value)
+            self.parameter_names[proto.name] = attr
+        self.input_names = [i.name for i in graph.input if i.name not in self.parameter_names]
+        self.output_names = [o.name for o in graph.output]
+        self._nodes = _topological(graph.node, set(self.input_names) | set(self.parameter_names))
+
+    def forward(self, *inputs: Tensor) -> Tensor | tuple[Tensor | None, ...]:
+        """Run the graph on ``inputs`` (in the graph's input order)."""
+        if len(inputs) != len(self.input_names):
+            raise OnnxError(f"OnnxModule({self._graph.name!r}): the graph takes "
+                            f"{len(self.input_names)} inputs {self.input_names}, got "
+                            f"{len(inputs)}")
+        values: Values = {graph_name: getattr(self, attr)
+                          for graph_name, attr in self.parameter_names.items()}
+        for name, value in zip(self.input_names, inputs, strict=True):
+            if not isinstance(value, Tensor):
+                raise OnnxError(f"OnnxModule({self._graph.name!r}): input {name!r} must be a "
+                                f"Tensor, got {type(value).__name__}")
+            values[name] = value
+        for node in self._nodes:
+            self._runner.run_node(node, values)
+        missing = [name for name in self.output_names if name not in values]
+        if missing:
+            raise OnnxError(f"OnnxModule({self._graph.name!r}): no node produces the "
+                            f"outputs {missing}")
+        outputs = tuple(values[name] for name in self.output_names)
+        if len(outputs) == 1 and outputs[0] is not None:
+            return outputs[0]
+        return outputs
