@@ -104,7 +104,7 @@ def _cumsum(ctx: OpContext, inputs: Inputs, attrs: Attributes) -> Outputs:
     reverse = attrs.int("reverse", 0)
     if reverse:
         x = x.flip(axis)
-    out = x.cumsum(axis)
+    out = x.cumsum(axis).cast(x.dtype)
     if attrs.int("exclusive", 0):
         out = out - x
     return out.flip(axis) if reverse else out

@@ -1,0 +1,77 @@
+"""The ONNX backend node tests on CpuBackend: pass counts per category and per op, run time.
+
+Every case of ``onnx.backend.test.loader.load_model_tests(kind="node")`` (onnx 1.23.2: 1,884)
+is sorted by ``burnpy.onnx.node_suite.category``; the eligible ones run through
+``run_case`` (compared as onnx's runner does). Prints the outcome counts, the ops with a case
+that does not pass, and with ``--failures`` each wrong or crashing case with why;
+``--write-expected`` rewrites ``tests/onnx/expected_passing.txt``, the list the test holds.
+
+Run: ``python benchmarks/onnx_node_suite.py [--failures] [--only SUBSTRING] [--write-expected]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from collections import Counter, defaultdict
+from pathlib import Path
+
+from burnpy.onnx import node_suite
+from burnpy_cpu import CpuBackend
+
+EXPECTED = Path(__file__).resolve().parent.parent / "tests" / "onnx" / "expected_passing.txt"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--failures", action="store_true", help="print each failing case")
+    parser.add_argument("--only", default="", help="run the cases whose name contains this")
+    parser.add_argument("--write-expected", action="store_true",
+                        help="rewrite tests/onnx/expected_passing.txt from this run")
+    args = parser.parse_args()
+
+    start = time.perf_counter()
+    cases = node_suite.cases()
+    built = time.perf_counter() - start
+    excluded = Counter(node_suite.category(c) for c in cases.values())
+    eligible = [c for c in cases.values() if node_suite.category(c) is None
+                and args.only in c.name]
+    outcomes: dict[str, node_suite.Outcome] = {}
+    start = time.perf_counter()
+    for case in eligible:
+        outcomes[case.name] = node_suite.run_case(case, CpuBackend)
+    ran = time.perf_counter() - start
+
+    status = Counter(o.status for o in outcomes.values())
+    print(f"onnx node cases: {len(cases)} (built in {built:.1f} s), excluded "
+          f"{sum(v for k, v in excluded.items() if k)}, eligible {excluded[None]}")
+    for name in node_suite.EXCLUDED:
+        print(f"  excluded {name:14s} {excluded[name]:4d}")
+    print(f"ran {len(eligible)} in {ran:.1f} s: " + ", ".join(
+        f"{k} {status[k]}" for k in ("pass", "unsupported", "error", "wrong", "crash")))
+
+    per_op: dict[str, Counter[str]] = defaultdict(Counter)
+    for case in eligible:
+        for op in node_suite.op_types(case):
+            per_op[op][outcomes[case.name].status] += 1
+    print("\nops with a case that does not pass (pass/total, then the other outcomes):")
+    for op, counts in sorted(per_op.items()):
+        total = sum(counts.values())
+        if counts["pass"] < total:
+            rest = ", ".join(f"{k} {v}" for k, v in counts.items() if k != "pass")
+            print(f"  {op:28s} {counts['pass']:3d}/{total:<3d} {rest}")
+    passing_ops = sorted(op for op, c in per_op.items() if c["pass"] == sum(c.values()))
+    print(f"\nops passing every case ({len(passing_ops)}): {' '.join(passing_ops)}")
+    if args.failures:
+        print("\nfailures:")
+        for name, outcome in sorted(outcomes.items()):
+            if outcome.status in ("wrong", "crash", "error"):
+                print(f"  {name}: {outcome.status}: {outcome.detail[:300]}")
+    if args.write_expected:
+        passing = sorted(n for n, o in outcomes.items() if o.status == "pass")
+        EXPECTED.write_text("".join(f"{n}\n" for n in passing))
+        print(f"\nwrote {len(passing)} names to {EXPECTED}")
+
+
+if __name__ == "__main__":
+    main()
