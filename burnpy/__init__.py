@@ -149,10 +149,11 @@ def column_stack(tensors: Sequence[Tensor]) -> Tensor:
 
 __all__ += ["column_stack", "dstack", "einsum", "hstack", "inner", "vstack"]
 
-# torch.linalg's names.
-from burnpy import linalg  # noqa: E402
+# torch.amp's and torch.linalg's names.
+from burnpy import amp, linalg  # noqa: E402
+from burnpy.amp import autocast  # noqa: E402
 
-__all__ += ["linalg"]
+__all__ += ["amp", "autocast", "linalg"]
 
 # Statistics, sorting and sampling in torch's functional spelling.
 from burnpy.tensor.statistics import (  # noqa: E402

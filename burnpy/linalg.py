@@ -26,6 +26,7 @@ from burnpy.backend.errors import (
 from burnpy.custom_ops.function import Function, FunctionCtx
 from burnpy.tensor import arithmetic
 from burnpy.tensor._core import FLOAT, new
+from burnpy.tensor.autocast_hook import autocast_op
 from burnpy.tensor.tensor import Tensor
 
 _FLOATS = (DType.float32, DType.float64)
@@ -432,12 +433,14 @@ class _SVD(Function):
 
 
 # ---- the public functions -------------------------------------------------------------------
+@autocast_op("linalg.inv")
 def inv(A: Tensor) -> Tensor:  # noqa: N803 - torch's argument names
     """The inverse of each square matrix of ``A [..., n, n]``."""
     _checked("inv", A, square=True)
     return _inv(A)
 
 
+@autocast_op("linalg.solve")
 def solve(A: Tensor, B: Tensor, *, left: bool = True) -> Tensor:  # noqa: N803
     """``X`` with ``A X = B`` (``X A = B`` when not ``left``); ``B`` is ``[..., n, k]`` or a
     batch of vectors ``[..., n]`` (torch's rule), batch dims broadcasting."""
@@ -472,6 +475,7 @@ def det(A: Tensor) -> Tensor:  # noqa: N803
     return sign * logabsdet.exp()
 
 
+@autocast_op("linalg.cholesky")
 def cholesky(A: Tensor, *, upper: bool = False) -> Tensor:  # noqa: N803
     """The Cholesky factor of each symmetric positive-definite matrix: lower ``L`` with
     ``A = L L^T``, or ``upper`` ``U = L^T``."""
@@ -480,6 +484,7 @@ def cholesky(A: Tensor, *, upper: bool = False) -> Tensor:  # noqa: N803
     return low.mT if upper else low
 
 
+@autocast_op("linalg.qr")
 def qr(A: Tensor, mode: str = "reduced") -> QRResult:  # noqa: N803
     """``(Q, R)`` with ``A = Q R``: ``mode`` 'reduced' (``Q [..., m, k]``), 'complete'
     (``Q [..., m, m]``) or 'r' (Q empty, as in torch)."""
@@ -493,6 +498,7 @@ def qr(A: Tensor, mode: str = "reduced") -> QRResult:  # noqa: N803
     return QRResult(q, r)
 
 
+@autocast_op("linalg.eigh")
 def eigh(A: Tensor, UPLO: str = "L") -> EighResult:  # noqa: N803
     """Ascending eigenvalues and orthonormal eigenvectors of symmetric matrices, read from the
     lower (``UPLO='L'``) or upper triangle."""
@@ -503,11 +509,13 @@ def eigh(A: Tensor, UPLO: str = "L") -> EighResult:  # noqa: N803
     return EighResult(w, v)
 
 
+@autocast_op("linalg.eigvalsh")
 def eigvalsh(A: Tensor, UPLO: str = "L") -> Tensor:  # noqa: N803
     """The ascending eigenvalues of symmetric matrices (``eigh``'s first output)."""
     return eigh(A, UPLO).eigenvalues
 
 
+@autocast_op("linalg.svd")
 def svd(A: Tensor, full_matrices: bool = True) -> SVDResult:  # noqa: N803
     """``(U, S, Vh)`` with ``A = U diag(S) Vh``, singular values descending."""
     _checked("svd", A)
@@ -515,6 +523,7 @@ def svd(A: Tensor, full_matrices: bool = True) -> SVDResult:  # noqa: N803
     return SVDResult(u, s, vh)
 
 
+@autocast_op("linalg.svdvals")
 def svdvals(A: Tensor) -> Tensor:  # noqa: N803
     """The singular values, descending (gradient ``U diag(g) Vh``)."""
     _checked("svdvals", A)
@@ -635,6 +644,7 @@ def matrix_rank(A: Tensor, *, atol: float | None = None,  # noqa: N803
     return (s > _tolerance(s, A.shape, atol, rtol)).cast(A.backend.int_dtype).sum(-1)
 
 
+@autocast_op("linalg.lstsq")
 def lstsq(A: Tensor, B: Tensor, rcond: float | None = None, *,  # noqa: N803
           driver: str | None = None) -> LstsqResult:
     """The least-squares solution of ``A X = B`` (the minimum-norm one where ``A`` is wide),

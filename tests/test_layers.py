@@ -46,7 +46,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("autodiff", "fusion"),
     ("tensor",),
     ("custom_ops", "data", "record"),
-    ("func", "linalg", "distributed"),
+    ("func", "linalg", "distributed", "amp"),
     ("burnpy",),
     ("nn",),
     ("optim",),

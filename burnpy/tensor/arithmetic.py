@@ -38,6 +38,7 @@ from burnpy.tensor._core import (
     is_tensor,
     new,
 )
+from burnpy.tensor.autocast_hook import autocast_op
 from burnpy.tensor.checks import broadcast_shapes, numel
 from burnpy.tensor.creation import CreationOps
 from burnpy.tensor.layout import cat, diagonal
@@ -767,6 +768,7 @@ class ArithmeticOps:
             dim = next((d for d, n in enumerate(shape) if n == 3), -1)
         return cross("linalg.cross", self, other, dim)
 
+    @autocast_op("matmul")
     def matmul(self: Tensor, other: Tensor) -> Tensor:
         """Matrix product with torch's rules: 1-d operands, batched and broadcast batch dims."""
         op = "matmul"
@@ -846,51 +848,62 @@ class ArithmeticOps:
         """``other - alpha * self``."""
         return operand(self, other, "rsub") - self * alpha
 
+    @autocast_op("mm")
     def mm(self: Tensor, mat2: Tensor) -> Tensor:
         """The product of two matrices."""
         return mm(self, mat2)
 
+    @autocast_op("bmm")
     def bmm(self: Tensor, mat2: Tensor) -> Tensor:
         """Batched products of two 3-d tensors with the same batch size."""
         return bmm(self, mat2)
 
+    @autocast_op("mv")
     def mv(self: Tensor, vec: Tensor) -> Tensor:
         """A matrix times a vector."""
         return mv(self, vec)
 
+    @autocast_op("dot")
     def dot(self: Tensor, other: Tensor) -> Tensor:
         """The dot product of two 1-d tensors of one dtype."""
         return dot(self, other)
 
+    @autocast_op("outer")
     def outer(self: Tensor, vec2: Tensor) -> Tensor:
         """``self[i] * vec2[j]`` for two 1-d tensors."""
         return outer(self, vec2)
 
+    @autocast_op("kron")
     def kron(self: Tensor, other: Tensor) -> Tensor:
         """The Kronecker product."""
         return kron(self, other)
 
+    @autocast_op("addmm")
     def addmm(self: Tensor, mat1: Tensor, mat2: Tensor, *, beta: float = 1,
               alpha: float = 1) -> Tensor:
         """``beta * self + alpha * (mat1 @ mat2)``."""
         return added("addmm", self, mm(mat1, mat2, "addmm"), beta, alpha)
 
+    @autocast_op("baddbmm")
     def baddbmm(self: Tensor, batch1: Tensor, batch2: Tensor, *, beta: float = 1,
                 alpha: float = 1) -> Tensor:
         """``beta * self + alpha * bmm(batch1, batch2)``."""
         return added("baddbmm", self, bmm(batch1, batch2, "baddbmm"), beta,
                                alpha)
 
+    @autocast_op("addbmm")
     def addbmm(self: Tensor, batch1: Tensor, batch2: Tensor, *, beta: float = 1,
                alpha: float = 1) -> Tensor:
         """``beta * self + alpha * sum_i batch1[i] @ batch2[i]``."""
         return addbmm(self, batch1, batch2, beta, alpha)
 
+    @autocast_op("addmv")
     def addmv(self: Tensor, mat: Tensor, vec: Tensor, *, beta: float = 1,
               alpha: float = 1) -> Tensor:
         """``beta * self + alpha * (mat @ vec)``."""
         return added("addmv", self, mv(mat, vec, "addmv"), beta, alpha)
 
+    @autocast_op("addr")
     def addr(self: Tensor, vec1: Tensor, vec2: Tensor, *, beta: float = 1,
              alpha: float = 1) -> Tensor:
         """``beta * self + alpha * outer(vec1, vec2)``."""

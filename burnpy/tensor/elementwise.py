@@ -36,6 +36,7 @@ from burnpy.tensor.arithmetic import (
     scalar_like,
     signed_unary,
 )
+from burnpy.tensor.autocast_hook import autocast_op
 from burnpy.tensor.checks import broadcast_shapes, normalize_dim
 from burnpy.tensor.clamp_bounds import clamp_tensor_bounds
 from burnpy.tensor.creation import CreationOps
@@ -370,6 +371,7 @@ class ElementwiseOps:
         require_float(self, "softplus")
         return new(self.backend, self.backend.softplus(self.primitive, float(beta)), FLOAT)
 
+    @autocast_op("softmax")
     def softmax(self: Tensor, dim: int, dtype: DTypeLike | None = None) -> Tensor:
         """exp(x) normalized along ``dim`` (computed in ``dtype`` when given: the input is
         cast first, as torch's)."""
@@ -381,6 +383,7 @@ class ElementwiseOps:
         d = normalize_dim("softmax", dim, self.ndim)
         return new(self.backend, self.backend.softmax(self.primitive, d), FLOAT)
 
+    @autocast_op("log_softmax")
     def log_softmax(self: Tensor, dim: int, dtype: DTypeLike | None = None) -> Tensor:
         """x - logsumexp(x) along ``dim`` (computed in ``dtype`` when given: the input is
         cast first, as torch's)."""

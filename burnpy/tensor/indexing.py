@@ -37,6 +37,7 @@ from burnpy.tensor._core import (
     is_tensor,
     new,
 )
+from burnpy.tensor.autocast_hook import autocast_op
 from burnpy.tensor.checks import broadcast_shapes, normalize_dim, numel, python_int
 from burnpy.tensor.creation import CreationOps
 from burnpy.tensor.layout import arange_of, cat, kind_op, zeros_of
@@ -698,6 +699,7 @@ class IndexingOps:
         """A copy with the slices at ``index`` along ``dim`` set to ``value``."""
         return index_fill(self, dim, index, value)
 
+    @autocast_op("index_copy")
     def index_copy(self: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor:
         """A copy with the slices at ``index`` along ``dim`` replaced by ``source``'s."""
         return self.select_assign(dim, index, source)
@@ -726,6 +728,7 @@ class IndexingOps:
                              f"{describe(expected)}")
         return self._assigned((slice(None),) * d + (index,), src)
 
+    @autocast_op("scatter_reduce")
     def scatter_reduce(self: Tensor, dim: int, index: Tensor, src: Tensor, reduce: str, *,
                        include_self: bool = True) -> Tensor:
         """``src`` reduced into a copy at ``index`` along ``dim`` with ``reduce`` (sum, prod,

@@ -26,6 +26,7 @@ from burnpy.tensor._core import (
     common_dtype,
     new,
 )
+from burnpy.tensor.autocast_hook import autocast_op
 from burnpy.tensor.checks import infer_shape, normalize_dim, normalize_dims, numel, python_int
 from burnpy.tensor.creation import CreationOps
 from burnpy.tensor.quantized import check_same_scheme
@@ -58,6 +59,7 @@ def dims_arg(dims: tuple[Any, ...]) -> tuple[int, ...]:
     return tuple(dims)
 
 
+@autocast_op("cat")
 def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     """Concatenate tensors of one backend, kind and rank along an existing dim."""
     tensors = list(tensors)
@@ -94,6 +96,7 @@ def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     return new(backend, kind_op(first, "cat")(parts, d), kind)
 
 
+@autocast_op("stack")
 def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     """Join equal-shaped tensors along a new dim."""
     tensors = list(tensors)
@@ -618,6 +621,7 @@ class LayoutOps:
         """Matrices (in dims ``dim1``, ``dim2``) whose ``offset`` diagonal is the last dim."""
         return diag_embed(self, offset, dim1, dim2)
 
+    @autocast_op("trace")
     def trace(self: Tensor) -> Tensor:
         """The sum of a matrix's diagonal."""
         if self.ndim != 2:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, NamedTuple, overload
 from burnpy.backend.dtype import DTypeLike
 from burnpy.backend.errors import IndexOutOfBoundsError, KindError, ShapeError, describe
 from burnpy.tensor._core import BOOL, FLOAT, INT, TensorBase, new
+from burnpy.tensor.autocast_hook import autocast_op
 from burnpy.tensor.checks import normalize_dim, normalize_dims
 from burnpy.tensor.creation import CreationOps
 from burnpy.tensor.layout import kind_op
@@ -152,6 +153,7 @@ class ReductionOps:
             return self.cast(dtype).sum(dim, keepdim)
         return reduce(numeric(self, "sum"), "sum", dim, keepdim)
 
+    @autocast_op("prod")
     def prod(self: Tensor, dim: Dims = None, keepdim: bool = False, *,
              dtype: DTypeLike | None = None) -> Tensor:
         """Product over ``dim`` (an int, several, or all); bools multiply as ints. With
@@ -200,6 +202,7 @@ class ReductionOps:
         zero = v == 0.0
         return v.mask_fill(zero, 1.0).sqrt().mask_fill(zero, 0.0)
 
+    @autocast_op("logsumexp")
     def logsumexp(self: Tensor, dim: int | Sequence[int], keepdim: bool = False) -> Tensor:
         """log(sum(exp(x))) along ``dim`` (one dim or several), stable for large values."""
         if self.ndim == 0:
@@ -292,6 +295,7 @@ class ReductionOps:
         """The number of non-zero (true) elements, overall or along ``dim``, as an int tensor."""
         return as_bool(self).int().sum(dim)
 
+    @autocast_op("cumsum")
     def cumsum(self: Tensor, dim: int, *, dtype: DTypeLike | None = None) -> Tensor:
         """Running sum along ``dim`` (in ``dtype`` when given: the input is cast first)."""
         t = numeric(self if dtype is None else self.cast(dtype), "cumsum")
@@ -300,6 +304,7 @@ class ReductionOps:
         d = normalize_dim("cumsum", dim, t.ndim)
         return new(t.backend, kind_op(t, "cumsum")(t.primitive, d), t.kind)
 
+    @autocast_op("cumprod")
     def cumprod(self: Tensor, dim: int, *, dtype: DTypeLike | None = None) -> Tensor:
         """Running product along ``dim`` (in ``dtype`` when given: the input is cast first)."""
         t = numeric(self if dtype is None else self.cast(dtype), "cumprod")

@@ -25,6 +25,7 @@ from burnpy.backend.errors import (
     describe,
 )
 from burnpy.tensor._core import BOOL, FLOAT, INT, TensorBase
+from burnpy.tensor.autocast_hook import autocast_op
 from burnpy.tensor.checks import broadcast_shapes, normalize_dim
 from burnpy.tensor.creation import CreationOps
 from burnpy.tensor.layout import cat
@@ -371,6 +372,7 @@ _CDIST_MODES = ("use_mm_for_euclid_dist_if_necessary", "use_mm_for_euclid_dist",
                 "donot_use_mm_for_euclid_dist")
 
 
+@autocast_op("cdist")
 def cdist(x1: Tensor, x2: Tensor, p: float = 2.0,
           compute_mode: str = "use_mm_for_euclid_dist_if_necessary") -> Tensor:
     """torch.cdist: the ``p``-norm distance between each row of ``x1`` (``*, P, M``) and each row

@@ -10,6 +10,7 @@ from burnpy.backend.errors import InvalidArgumentError, ShapeError, describe
 from burnpy.backend.ops.activation_ops import GeluApproximate
 from burnpy.nn.functional._common import _inplace
 from burnpy.tensor import Tensor
+from burnpy.tensor.autocast_hook import autocast_op
 
 
 def relu(x: Tensor, inplace: bool = False) -> Tensor:
@@ -178,6 +179,7 @@ def _channel_param(op: str, input: Tensor, weight: Tensor) -> Tensor:
     return weight.reshape((1, weight.shape[0]) + (1,) * (input.ndim - 2))
 
 
+@autocast_op("prelu")
 def prelu(input: Tensor, weight: Tensor) -> Tensor:
     """x for x >= 0, ``weight * x`` below, with a learned slope per channel (dim 1)."""
     slope = _channel_param("prelu", input, weight)

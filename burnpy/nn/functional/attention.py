@@ -8,9 +8,11 @@ from burnpy.nn.functional._common import _same
 from burnpy.nn.functional.dropout import dropout
 from burnpy.tensor import Tensor
 from burnpy.tensor._core import BOOL, FLOAT, check_same_backend, new
+from burnpy.tensor.autocast_hook import autocast_op
 from burnpy.tensor.checks import broadcast_shapes
 
 
+@autocast_op("scaled_dot_product_attention")
 def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
                                  attn_mask: Tensor | None = None, dropout_p: float = 0.0,
                                  is_causal: bool = False, *, scale: float | None = None,

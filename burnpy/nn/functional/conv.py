@@ -22,6 +22,7 @@ from burnpy.nn.functional._common import (
 )
 from burnpy.tensor import Tensor
 from burnpy.tensor._core import FLOAT, new
+from burnpy.tensor.autocast_hook import autocast_op
 
 
 def _same_padding(op: str, x: Tensor, weight: Tensor, stride: IntOrTuple, dilation: IntOrTuple,
@@ -84,6 +85,7 @@ def _conv(op: str, n: int, x: Tensor, weight: Tensor, bias: Tensor | None, strid
     return new(b, out, FLOAT)
 
 
+@autocast_op("conv1d")
 def conv1d(x: Tensor, weight: Tensor, bias: Tensor | None = None, stride: IntOrTuple = 1,
            padding: IntOrTuple | str = 0, dilation: IntOrTuple = 1, groups: int = 1) -> Tensor:
     """1-d convolution of ``[n, c_in, l]`` (or unbatched ``[c_in, l]``) by
@@ -91,6 +93,7 @@ def conv1d(x: Tensor, weight: Tensor, bias: Tensor | None = None, stride: IntOrT
     return _conv("conv1d", 1, x, weight, bias, stride, padding, dilation, groups)
 
 
+@autocast_op("conv2d")
 def conv2d(x: Tensor, weight: Tensor, bias: Tensor | None = None, stride: IntOrTuple = 1,
            padding: IntOrTuple | str = 0, dilation: IntOrTuple = 1, groups: int = 1) -> Tensor:
     """2-d convolution of ``[n, c_in, h, w]`` (or unbatched ``[c_in, h, w]``) by
@@ -98,6 +101,7 @@ def conv2d(x: Tensor, weight: Tensor, bias: Tensor | None = None, stride: IntOrT
     return _conv("conv2d", 2, x, weight, bias, stride, padding, dilation, groups)
 
 
+@autocast_op("conv3d")
 def conv3d(x: Tensor, weight: Tensor, bias: Tensor | None = None, stride: IntOrTuple = 1,
            padding: IntOrTuple | str = 0, dilation: IntOrTuple = 1, groups: int = 1) -> Tensor:
     """3-d convolution of ``[n, c_in, d, h, w]`` (or unbatched ``[c_in, d, h, w]``);
@@ -142,6 +146,7 @@ def _conv_transpose(op: str, n: int, x: Tensor, weight: Tensor, bias: Tensor | N
     return new(b, out, FLOAT)
 
 
+@autocast_op("conv_transpose1d")
 def conv_transpose1d(x: Tensor, weight: Tensor, bias: Tensor | None = None,
                      stride: IntOrTuple = 1, padding: IntOrTuple = 0,
                      output_padding: IntOrTuple = 0, groups: int = 1,
@@ -151,6 +156,7 @@ def conv_transpose1d(x: Tensor, weight: Tensor, bias: Tensor | None = None,
                            output_padding, groups, dilation)
 
 
+@autocast_op("conv_transpose2d")
 def conv_transpose2d(x: Tensor, weight: Tensor, bias: Tensor | None = None,
                      stride: IntOrTuple = 1, padding: IntOrTuple = 0,
                      output_padding: IntOrTuple = 0, groups: int = 1,
@@ -160,6 +166,7 @@ def conv_transpose2d(x: Tensor, weight: Tensor, bias: Tensor | None = None,
                            output_padding, groups, dilation)
 
 
+@autocast_op("conv_transpose3d")
 def conv_transpose3d(x: Tensor, weight: Tensor, bias: Tensor | None = None,
                      stride: IntOrTuple = 1, padding: IntOrTuple = 0,
                      output_padding: IntOrTuple = 0, groups: int = 1,

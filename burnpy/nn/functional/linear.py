@@ -7,8 +7,10 @@ from burnpy.backend.errors import KindError, ShapeError, describe
 from burnpy.nn.functional._common import _same
 from burnpy.tensor import Tensor
 from burnpy.tensor._core import FLOAT, QUANTIZED, new
+from burnpy.tensor.autocast_hook import autocast_op
 
 
+@autocast_op("linear")
 def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """``x @ weight.T + bias`` with ``weight [out, in]``."""
     op = "linear"

@@ -24,6 +24,7 @@ from burnpy.nn.functional.distance import pairwise_distance
 from burnpy.nn.functional.linear import linear
 from burnpy.tensor import Tensor
 from burnpy.tensor._core import FLOAT, check_same_backend, new
+from burnpy.tensor.autocast_hook import autocast_op
 
 _REDUCTIONS = ("mean", "sum", "none")
 
@@ -60,6 +61,7 @@ def _class_weight(weight: Tensor, ndim: int) -> Tensor:
     return weight.reshape((1, weight.shape[0]) + (1,) * (ndim - 2))
 
 
+@autocast_op("nll_loss")
 def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,
              *, ignore_index: int = -100, reduction: str = "mean") -> Tensor:
     """Negative log likelihood of log-probabilities ``input [N, C, *]`` at int ``target [N, *]``
@@ -111,6 +113,7 @@ def _class_weights(op: str, logp: Tensor, target: Tensor, weight: Tensor | None,
     return picked, kept.cast(logp.dtype)
 
 
+@autocast_op("cross_entropy")
 def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
                   *, ignore_index: int = -100, reduction: str = "mean",
                   label_smoothing: float = 0.0) -> Tensor:
@@ -188,6 +191,7 @@ def _fused_cross_entropy(logits: Tensor, target: Tensor, ignore_index: int,
     return total * (1.0 / kept) if kept else total * math.nan
 
 
+@autocast_op("mse_loss")
 def mse_loss(input: Tensor, target: Tensor, *, reduction: str = "mean") -> Tensor:
     """Squared error ``(input - target)^2``."""
     _check("mse_loss", reduction, input)
@@ -195,6 +199,7 @@ def mse_loss(input: Tensor, target: Tensor, *, reduction: str = "mean") -> Tenso
     return _reduce((input - target).square(), reduction)
 
 
+@autocast_op("l1_loss")
 def l1_loss(input: Tensor, target: Tensor, *, reduction: str = "mean") -> Tensor:
     """Absolute error ``|input - target|``."""
     _check("l1_loss", reduction, input)
@@ -202,6 +207,7 @@ def l1_loss(input: Tensor, target: Tensor, *, reduction: str = "mean") -> Tensor
     return _reduce((input - target).abs(), reduction)
 
 
+@autocast_op("huber_loss")
 def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean",
                delta: float = 1.0) -> Tensor:
     """Quadratic for ``|d| <= delta``, linear beyond: ``0.5 d^2`` or ``delta (|d| - delta/2)``."""
@@ -215,6 +221,7 @@ def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean",
     return _reduce(loss, reduction)
 
 
+@autocast_op("binary_cross_entropy_with_logits")
 def binary_cross_entropy_with_logits(input: Tensor, target: Tensor,
                                      weight: Tensor | None = None, *, reduction: str = "mean",
                                      pos_weight: Tensor | None = None) -> Tensor:
@@ -234,6 +241,7 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor,
     return _reduce(loss, reduction)
 
 
+@autocast_op("kl_div")
 def kl_div(input: Tensor, target: Tensor, *, reduction: str = "mean",
            log_target: bool = False) -> Tensor:
     """KL divergence ``target * (log target - input)`` of log-probabilities ``input``
@@ -250,6 +258,7 @@ def kl_div(input: Tensor, target: Tensor, *, reduction: str = "mean",
     return _reduce(loss, reduction)
 
 
+@autocast_op("smooth_l1_loss")
 def smooth_l1_loss(input: Tensor, target: Tensor, *, reduction: str = "mean",
                    beta: float = 1.0) -> Tensor:
     """``0.5 d^2 / beta`` for ``|d| < beta``, ``|d| - beta / 2`` beyond (beta = 0: L1)."""
@@ -265,6 +274,7 @@ def smooth_l1_loss(input: Tensor, target: Tensor, *, reduction: str = "mean",
     return _reduce(quadratic.square() * (0.5 / beta) + (abs_diff - quadratic), reduction)
 
 
+@autocast_op("binary_cross_entropy")
 def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
                          *, reduction: str = "mean") -> Tensor:
     """``-[y log x + (1 - y) log(1 - x)]`` of probabilities ``x``, each log clamped at -100
@@ -279,6 +289,7 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
     return _reduce(loss, reduction)
 
 
+@autocast_op("poisson_nll_loss")
 def poisson_nll_loss(input: Tensor, target: Tensor, log_input: bool = True,
                      full: bool = False, *, eps: float = 1e-8,
                      reduction: str = "mean") -> Tensor:
@@ -321,6 +332,7 @@ def gaussian_nll_loss(input: Tensor, target: Tensor, var: Tensor | float, full: 
     return _reduce(loss, reduction)
 
 
+@autocast_op("margin_ranking_loss")
 def margin_ranking_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: float = 0.0,
                         *, reduction: str = "mean") -> Tensor:
     """``max(0, -y (x1 - x2) + margin)`` for labels ``y`` in {1, -1} (int labels promoted to
@@ -330,6 +342,7 @@ def margin_ranking_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: 
     return _reduce((-y * (input1 - input2) + margin).clamp(min=0.0), reduction)
 
 
+@autocast_op("triplet_margin_loss")
 def triplet_margin_loss(anchor: Tensor, positive: Tensor, negative: Tensor,
                         margin: float = 1.0, p: float = 2.0, eps: float = 1e-6,
                         swap: bool = False, *, reduction: str = "mean") -> Tensor:
@@ -343,6 +356,7 @@ def triplet_margin_loss(anchor: Tensor, positive: Tensor, negative: Tensor,
     return _reduce((d_pos - d_neg + margin).clamp(min=0.0), reduction)
 
 
+@autocast_op("cosine_embedding_loss")
 def cosine_embedding_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: float = 0.0,
                           *, reduction: str = "mean") -> Tensor:
     """``1 - cos(x1, x2)`` where ``y = 1``, ``max(0, cos(x1, x2) - margin)`` where
@@ -424,6 +438,7 @@ def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths: Tensor | Sequenc
     return _reduce(loss, reduction)
 
 
+@autocast_op("hinge_embedding_loss")
 def hinge_embedding_loss(input: Tensor, target: Tensor, margin: float = 1.0, *,
                          reduction: str = "mean") -> Tensor:
     """``x`` where ``y = 1``, ``max(0, margin - x)`` where ``y = -1`` (a label in neither set
@@ -435,6 +450,7 @@ def hinge_embedding_loss(input: Tensor, target: Tensor, margin: float = 1.0, *,
     return _reduce(below_margin + input.mask_fill(target == -1, 0.0), reduction)
 
 
+@autocast_op("soft_margin_loss")
 def soft_margin_loss(input: Tensor, target: Tensor, *, reduction: str = "mean") -> Tensor:
     """Two-class logistic loss ``log(1 + exp(-y x))`` for labels ``y`` in {1, -1}."""
     op = "soft_margin_loss"
@@ -479,6 +495,7 @@ def _margin_batch(op: str, input: Tensor, target: Tensor, target_ndim: int) -> t
     return input, target
 
 
+@autocast_op("multi_margin_loss")
 def multi_margin_loss(input: Tensor, target: Tensor, p: int = 1, margin: float = 1.0,
                       weight: Tensor | None = None, *, reduction: str = "mean") -> Tensor:
     """Multi-class hinge loss of ``input [N, C]`` (or ``[C]``) at class indices:
@@ -506,6 +523,7 @@ def multi_margin_loss(input: Tensor, target: Tensor, p: int = 1, margin: float =
     return _reduce(loss.squeeze(0) if unbatched else loss, reduction)
 
 
+@autocast_op("multilabel_margin_loss")
 def multilabel_margin_loss(input: Tensor, target: Tensor, *, reduction: str = "mean") -> Tensor:
     """Multi-label hinge loss of ``input [N, C]`` (or ``[C]``): each row of int ``target``
     (values in ``[-1, C)``) lists the sample's classes up to its first -1;

@@ -13,6 +13,7 @@ from burnpy.nn.functional._common import _float, _same
 from burnpy.nn.functional.padding import pad
 from burnpy.tensor import Tensor
 from burnpy.tensor._core import FLOAT, check_same_backend, new
+from burnpy.tensor.autocast_hook import autocast_op
 
 
 def batch_norm(x: Tensor, running_mean: Tensor | None = None,
@@ -77,6 +78,7 @@ def batch_norm_train(x: Tensor, weight: Tensor | None, bias: Tensor | None, eps:
     return new(b, y, FLOAT), new(b, mean, FLOAT), new(b, var, FLOAT)
 
 
+@autocast_op("layer_norm")
 def layer_norm(x: Tensor, normalized_shape: int | Sequence[int], weight: Tensor | None = None,
                bias: Tensor | None = None, eps: float = 1e-5) -> Tensor:
     """Normalize over the trailing ``normalized_shape`` dims (torch's ``layer_norm``), then
@@ -130,6 +132,7 @@ def _affine(op: str, y: Tensor, weight: Tensor | None, bias: Tensor | None) -> T
     return y
 
 
+@autocast_op("group_norm")
 def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None,
                bias: Tensor | None = None, eps: float = 1e-5) -> Tensor:
     """Normalize each group of channels of ``[n, c, *]`` per sample (biased variance), then

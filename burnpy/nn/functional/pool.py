@@ -19,6 +19,7 @@ from burnpy.nn.functional._common import IntOrTuple, _float_input, _host, _ints,
 from burnpy.nn.functional.padding import pad
 from burnpy.tensor import Tensor
 from burnpy.tensor._core import FLOAT, INT, new
+from burnpy.tensor.autocast_hook import autocast_op
 
 
 def _pool_args(op: str, n: int, x: Tensor, kernel_size: IntOrTuple, stride: IntOrTuple | None,
@@ -177,6 +178,7 @@ def _windows(op: str, x: Tensor, n: int, kernel_size: IntOrTuple, stride: IntOrT
     return padded, extras, (k, s, p, d)
 
 
+@autocast_op("avg_pool3d")
 def avg_pool3d(input: Tensor, kernel_size: IntOrTuple, stride: IntOrTuple | None = None,
                padding: IntOrTuple = 0, ceil_mode: bool = False,
                count_include_pad: bool = True, divisor_override: int | None = None) -> Tensor:
@@ -210,6 +212,7 @@ def _divisor(x: Tensor, k: tuple[int, ...], s: tuple[int, ...], p: tuple[int, ..
     return _host(x, counts.sum(axis=tuple(range(-len(k), 0))))
 
 
+@autocast_op("max_pool3d")
 def max_pool3d(input: Tensor, kernel_size: IntOrTuple, stride: IntOrTuple | None = None,
                padding: IntOrTuple = 0, dilation: IntOrTuple = 1, ceil_mode: bool = False,
                return_indices: bool = False) -> Any:
@@ -267,6 +270,7 @@ def _adaptive_by_dims(op: str, x: Tensor, n: int, output_size: int | Sequence[in
     return out
 
 
+@autocast_op("adaptive_avg_pool3d")
 def adaptive_avg_pool3d(input: Tensor, output_size: int | Sequence[int | None] | None
                         ) -> Tensor:
     """Average pool ``[n, c, d, h, w]`` to a fixed ``output_size`` (None keeps a dim)."""
@@ -319,6 +323,7 @@ def adaptive_max_pool2d(input: Tensor, output_size: int | Sequence[int | None],
     return _adaptive_max("adaptive_max_pool2d", input, 2, output_size, return_indices)
 
 
+@autocast_op("adaptive_max_pool3d")
 def adaptive_max_pool3d(input: Tensor, output_size: int | Sequence[int | None],
                         return_indices: bool = False) -> Any:
     """Max pool ``[n, c, d, h, w]`` to a fixed size; with ``return_indices`` also each max's
@@ -428,6 +433,7 @@ def _fractional_max_pool(op: str, n: int, x: Tensor, kernel_size: IntOrTuple,
     return values.reshape(b, c, *sizes), where.reshape(b, c, *sizes)
 
 
+@autocast_op("fractional_max_pool2d")
 def fractional_max_pool2d(input: Tensor, kernel_size: IntOrTuple,
                           output_size: IntOrTuple | None = None,
                           output_ratio: float | Sequence[float] | None = None,
@@ -440,6 +446,7 @@ def fractional_max_pool2d(input: Tensor, kernel_size: IntOrTuple,
                                 output_ratio, return_indices, _random_samples)
 
 
+@autocast_op("fractional_max_pool3d")
 def fractional_max_pool3d(input: Tensor, kernel_size: IntOrTuple,
                           output_size: IntOrTuple | None = None,
                           output_ratio: float | Sequence[float] | None = None,
@@ -493,6 +500,7 @@ def max_unpool1d(input: Tensor, indices: Tensor, kernel_size: IntOrTuple,
                        output_size)
 
 
+@autocast_op("max_unpool2d")
 def max_unpool2d(input: Tensor, indices: Tensor, kernel_size: IntOrTuple,
                  stride: IntOrTuple | None = None, padding: IntOrTuple = 0,
                  output_size: Sequence[int] | None = None) -> Tensor:
@@ -502,6 +510,7 @@ def max_unpool2d(input: Tensor, indices: Tensor, kernel_size: IntOrTuple,
                        output_size)
 
 
+@autocast_op("max_unpool3d")
 def max_unpool3d(input: Tensor, indices: Tensor, kernel_size: IntOrTuple,
                  stride: IntOrTuple | None = None, padding: IntOrTuple = 0,
                  output_size: Sequence[int] | None = None) -> Tensor:

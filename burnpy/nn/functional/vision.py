@@ -13,6 +13,7 @@ from burnpy.nn.functional._common import IntOrTuple, _float, _float_input, _host
 from burnpy.nn.functional._resize import resize_axis
 from burnpy.tensor import Tensor
 from burnpy.tensor._core import FLOAT, new
+from burnpy.tensor.autocast_hook import autocast_op
 
 _INTERPOLATE_DIMS = {"linear": 1, "bilinear": 2, "bicubic": 2, "trilinear": 3}
 
@@ -107,6 +108,7 @@ def _source_coordinate(coord: Tensor, size: int, padding_mode: str,
     return pos
 
 
+@autocast_op("grid_sample")
 def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear",
                 padding_mode: str = "zeros", align_corners: bool | None = None) -> Tensor:
     """Sample ``input [n, c, h, w]`` at the normalized (x, y) points of ``grid
