@@ -98,6 +98,60 @@ def int8_linear_kernel() -> Int8Linear:
     return kernel  # numba's dispatcher, untyped: callable as the Python function
 
 
+@functools.cache
+def int4_linear_kernel() -> Int8Linear:
+    """``int4_linear(x, w, scales, bias, out)``: ``int8_linear`` for int4 weights, read packed.
+
+    ``w [n, k / 2]`` uint8 holds two two's-complement 4-bit values a byte, element ``2t`` of a
+    row in the low nibble and ``2t + 1`` in the high one (``pack_bytes``' layout, which is the
+    CPU's packed uint32 words read bytewise); ``k`` and the block are even. Each input row is
+    split once into its even and odd elements, so the dots read both operands contiguously
+    (what lets LLVM vectorize them) and each weight byte is sign-extended in registers: a
+    decoding step reads half a byte a weight.
+    """
+
+    @njit_cached(**KERNEL_OPTIONS, inline="always")
+    def dot(even: Any, odd: Any, b: Any) -> Any:
+        acc = np.float32(0.0)
+        for t in range(b.shape[0]):
+            v = np.int32(b[t])
+            lo = ((v & 15) ^ 8) - 8
+            hi = ((v >> 4) ^ 8) - 8
+            acc += even[t] * np.float32(lo) + odd[t] * np.float32(hi)
+        return acc
+
+    @njit_cached(**KERNEL_OPTIONS, boundscheck=False)
+    def kernel(x: Any, w: Any, scales: Any, bias: Any, out: Any) -> None:
+        n, half = w.shape
+        k = 2 * half
+        x, out = x.reshape((-1, k)), out.reshape((-1, n))
+        blocks = scales.shape[1]
+        step = half // blocks
+        has_bias = bias.shape[0] != 0
+        even = np.empty(half, dtype=np.float32)
+        odd = np.empty(half, dtype=np.float32)
+        for i in range(x.shape[0]):
+            x_row = x[i]
+            for t in range(half):
+                even[t] = x_row[2 * t]
+                odd[t] = x_row[2 * t + 1]
+            o_row = out[i]
+            for j in range(n):
+                w_row = w[j]
+                s_row = scales[j]
+                if blocks == 1:
+                    acc = dot(even, odd, w_row) * s_row[0]
+                else:
+                    acc = np.float32(0.0)
+                    for b in range(blocks):
+                        lo = b * step
+                        acc += dot(even[lo:lo + step], odd[lo:lo + step],
+                                   w_row[lo:lo + step]) * s_row[b]
+                o_row[j] = acc + bias[j] if has_bias else acc
+
+    return kernel  # numba's dispatcher, untyped: callable as the Python function
+
+
 #: ``batch_norm_backward(x, grad, mean, invstd, scale, dx, sums)``: see ``batch_norm_backward``.
 BatchNormBackward = Callable[[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray,
                               np.ndarray, np.ndarray], None]

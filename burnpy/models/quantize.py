@@ -187,9 +187,8 @@ def load_quantized(model: M, path: str | Path) -> M:
             return None
         if tuple(data.shape) != weight.shape:
             raise RecordError(f"load_quantized: {source} holds '{name}.weight' quantized as "
-                              f"{describe(tuple(data.shape))}, but the model's "
-                              f"{type(module).__name__} needs [out, in] = "
-                              f"{describe(weight.shape)}")
+                              f"{list(data.shape)}, but the model's {type(module).__name__} "
+                              f"needs [out, in] = {list(weight.shape)}")
         w = weight.detach()
         b = w.inner().backend if w.backend.ad_enabled() else w.backend
         bias = getattr(module, "bias", None)

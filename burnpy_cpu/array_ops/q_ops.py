@@ -22,7 +22,7 @@ from burnpy.backend.ops._marker import backend_classmethod
 from burnpy.backend.ops.q_ops import requantize
 from burnpy.quantization.scheme import QuantLevel, QuantScheme, QuantStore
 from burnpy_cpu.array_ops._shared import A, ArrayLayoutOps
-from burnpy_cpu.numba_kernels import Int8Linear, int8_linear_kernel
+from burnpy_cpu.numba_kernels import Int8Linear, int4_linear_kernel, int8_linear_kernel
 
 if TYPE_CHECKING:
     from burnpy.backend.base import Backend
@@ -72,19 +72,20 @@ class QuantizedArray:
 
 
 class Int8LinearPlan:
-    """What ``q_linear``'s int8 kernel needs of one weight ``[n, k]``, worked out once: the
-    int8 values, float32 scales ``[n, k / block]`` (a per-tensor scale repeated down the rows),
-    the compiled kernel, the output's last dim ``(n,)`` and the most input elements (``_THIN``
+    """What ``q_linear``'s compiled kernel needs of one weight ``[n, k]``, worked out once: the
+    integer values (int8 ``[n, k]``, or int4 packed two a byte, uint8 ``[n, k / 2]``), float32
+    scales ``[n, k / block]`` (a per-tensor scale repeated down the rows), the kernel for
+    those values, the output's last dim ``(n,)`` and the most input elements (``_THIN``
     rows) it takes."""
 
     __slots__ = ("data", "kernel", "max_size", "out_tail", "scales")
 
-    def __init__(self, data: A, scales: A) -> None:
+    def __init__(self, data: A, scales: A, k: int) -> None:
         self.data, self.scales = data, scales
-        n, k = data.shape
-        self.out_tail = (n,)
+        self.out_tail = (data.shape[0],)
         self.max_size = _THIN * k
-        self.kernel: Int8Linear = int8_linear_kernel()
+        self.kernel: Int8Linear = (int4_linear_kernel() if data.dtype == np.uint8
+                                   else int8_linear_kernel())
 
 
 def _pack(xp: Any, values: A, scheme: QuantScheme) -> A:
@@ -402,25 +403,33 @@ class ArrayQOps(ArrayLayoutOps):
 
     @classmethod
     def _int8_linear_plan(cls, weight: QuantizedArray) -> Int8LinearPlan | Literal[False]:
-        """The ``int8_linear`` plan of a non-empty 2-d weight of native int8 values per tensor
-        or in blocks along ``in``, on NumPy; else False."""
+        """The compiled kernel's plan of a non-empty 2-d weight on NumPy, quantized per tensor
+        or in blocks along ``in``: native int8 values, or int4 ones packed two a byte (``in``
+        and the block even, so rows and blocks start on a byte); else False."""
         scheme = weight.scheme
+        bits, block = scheme.value.bits, scheme.level.block_size
         if (cls.xp is not np or len(weight.shape) != 2 or 0 in weight.shape
-                or scheme.store is not QuantStore.NATIVE
-                or scheme.value.bits != 8 or weight.block_axis not in (None, 1)
-                or not weight.data.flags.c_contiguous):
+                or weight.block_axis not in (None, 1) or not weight.data.flags.c_contiguous):
             return False
-        n = weight.shape[0]
+        n, k = weight.shape
+        if bits == 8 and scheme.store is QuantStore.NATIVE:
+            data = weight.data
+        elif bits == 4 and k % 2 == 0 and (weight.block_axis is None or block is None
+                                           or block % 2 == 0):
+            data = weight.data.view(np.uint8)[:n * k // 2].reshape(n, k // 2)
+        else:
+            return False
         scales = cls._effective_scales(weight, _F32)
         scales = (np.full((n, 1), scales.reshape(()), dtype=_F32) if weight.block_axis is None
                   else np.ascontiguousarray(scales))
-        return Int8LinearPlan(weight.data, scales)
+        return Int8LinearPlan(data, scales, k)
 
     @backend_classmethod
     def q_linear(cls: type[ArrayQBackend], x: A, weight: QuantizedArray, bias: A | None) -> A:
         """Weight-only ``x @ weight.T + bias`` (float activations). On NumPy, a float32 input
-        of at most ``_THIN`` rows times an int8 weight (per tensor, or blocks along ``in``)
-        runs a compiled kernel on the integers (``int8_linear``), the bias added in its pass;
+        of at most ``_THIN`` rows times an int8 or int4 weight (per tensor, or blocks along
+        ``in``) runs a compiled kernel on the integers (``int8_linear``, ``int4_linear``, int4
+        read packed), the bias added in its pass;
         anything else dequantizes the weight for the call and uses the float ``linear``."""
         plan = weight.linear_plan
         if plan is None:
