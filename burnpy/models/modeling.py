@@ -14,8 +14,10 @@ import burnpy.nn as nn
 from burnpy.backend.dtype import DType
 from burnpy.backend.errors import InvalidArgumentError, RecordError
 from burnpy.backend.registry import default_backend
+from burnpy.nn.init import no_init_weights
 from burnpy.nn.module import IncompatibleKeys
 from burnpy.record import map_safetensors
+from burnpy.record.mapped import copy_out
 from burnpy.tensor import Tensor
 from burnpy.tensor.creation import from_owned_data
 
@@ -153,23 +155,37 @@ class PreTrainedModel(nn.Module):
         """The model saved in ``directory`` (by transformers' ``save_pretrained``), on
         ``backend`` (the default backend when None) in ``dtype`` (the backend's float dtype
         when None), in eval mode. Missing or unexpected weights raise ``StateDictError``;
-        with ``strict=False`` they are left as initialized and listed in ``loading_info``."""
+        with ``strict=False`` they are initialized as the architecture does and listed in
+        ``loading_info``.
+
+        The model is built without initializing its weights (``no_init_weights``: their
+        memory is never touched) and each weight is copied once out of the file's memory map,
+        whose pages are released as it goes: loading holds about the model's size, not two or
+        three times it."""
         config = cls.config_class.from_dict(read_config(directory))
         b = backend or default_backend()
         dt = DType.of(dtype) if dtype is not None else b.float_dtype
         if not dt.is_float:
             raise InvalidArgumentError(f"{cls.__name__}.from_pretrained: dtype must be a float "
                                        f"dtype, got {dt!r}")
-        model = cls(config, backend=b, dtype=dt)
-        model.loading_info = model.load_checkpoint(read_weights(directory), strict=strict)
+        with no_init_weights():
+            model = cls(config, backend=b, dtype=dt)
+        info = model.load_checkpoint(read_weights(directory), strict=strict)
+        if info.missing_keys:  # strict=False: the architecture's own initialization for these
+            fresh = cls(config, backend=b, dtype=dt).state_dict()
+            model.load_state_dict({k: fresh[k] for k in info.missing_keys}, strict=False,
+                                  assign=True)
+        model.loading_info = info
         model.eval()
         return model
 
     def load_checkpoint(self, state: dict[str, TensorData],
                         strict: bool = True) -> IncompatibleKeys:
         """Load a transformers checkpoint's tensors (names as saved, with or without the base
-        model's prefix), each copied at most once: converted to the module's dtype or copied
-        out of the file's memory map. Returns ``load_state_dict``'s missing/unexpected keys."""
+        model's prefix), each copied once, converted to the module's dtype, out of the file's
+        memory map (``copy_out``, which releases the mapped pages as it copies), into tensors
+        that take the copy as their own. Returns ``load_state_dict``'s missing/unexpected
+        keys."""
         own = self.state_dict()
         prefix = self.base_model_prefix + "."
         if prefix != ".":
@@ -187,9 +203,7 @@ class PreTrainedModel(nn.Module):
             like = own.get(key)
             if like is None or tuple(data.shape) != like.shape:
                 values[key] = data  # load_state_dict reports it
-            elif data.dtype is like.dtype:
-                values[key] = Tensor.from_data(data, backend=like.backend, device=like.device)
             else:
-                values[key] = from_owned_data(data.convert(like.dtype), backend=like.backend,
+                values[key] = from_owned_data(copy_out(data, like.dtype), backend=like.backend,
                                               device=like.device)
         return self.load_state_dict(values, strict=strict, assign=True)

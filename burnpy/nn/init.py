@@ -11,7 +11,9 @@ from the backend's seeded generator. Fans follow torch: for a weight ``[out, in,
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Literal, TypedDict
 
 import numpy as np
@@ -27,6 +29,21 @@ if TYPE_CHECKING:
     from burnpy.backend.base import Backend
 
 FanMode = Literal["fan_in", "fan_out"]
+
+_SKIPPED: ContextVar[bool] = ContextVar("burnpy_init_skipped", default=False)
+
+
+@contextmanager
+def no_init_weights() -> Iterator[None]:
+    """Inside, the sampling initializers leave values unset (``uniform``/``normal`` give
+    ``Tensor.empty``, the in-place ones leave the tensor as it is), as transformers'
+    ``no_init_weights``: a model whose every weight is loaded next never samples or touches
+    memory it is about to replace."""
+    token = _SKIPPED.set(True)
+    try:
+        yield
+    finally:
+        _SKIPPED.reset(token)
 
 
 class Placement(TypedDict):
@@ -69,6 +86,8 @@ def uniform(shape: Sequence[int], low: float = 0.0, high: float = 1.0, *,
             backend: type[Backend] | None = None, device: Device | None = None,
             dtype: DTypeLike | None = None) -> Tensor:
     """Samples of U(low, high); ``low == high`` gives a constant."""
+    if _SKIPPED.get():
+        return Tensor.empty(tuple(shape), backend=backend, device=device, dtype=dtype)
     if high == low:
         return constant(shape, low, backend=backend, device=device, dtype=dtype)
     return Tensor.random(tuple(shape), Distribution.uniform(low, high), backend=backend,
@@ -79,6 +98,8 @@ def normal(shape: Sequence[int], mean: float = 0.0, std: float = 1.0, *,
            backend: type[Backend] | None = None, device: Device | None = None,
            dtype: DTypeLike | None = None) -> Tensor:
     """Samples of N(mean, std^2)."""
+    if _SKIPPED.get():
+        return Tensor.empty(tuple(shape), backend=backend, device=device, dtype=dtype)
     return Tensor.random(tuple(shape), Distribution.normal(mean, std), backend=backend,
                          device=device, dtype=dtype)
 
@@ -161,6 +182,8 @@ def _fill(tensor: Tensor, value: Tensor) -> Tensor:
     """Make ``tensor`` hold ``value`` in place, under ``no_grad`` as torch's initialisers do:
     the object and, for a parameter, its leaf identity stay (tied weights stay tied, its
     gradient keeps its key), and a graph that saved the old value refuses its backward."""
+    if _SKIPPED.get():
+        return tensor
     with no_grad():
         return tensor.copy_(value)
 

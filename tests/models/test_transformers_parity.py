@@ -212,6 +212,20 @@ def test_missing_and_unexpected_keys_are_reported(tmp_path: Path) -> None:
     assert model.loading_info == (["model.norm.weight"], ["model.extra.weight"])
 
 
+def test_a_missing_weight_is_initialized(tmp_path: Path) -> None:
+    """The model is built without initializing its weights; one the file lacks (strict=False)
+    gets the architecture's initialization: Linear's U(-1/sqrt(in), 1/sqrt(in))."""
+    _write("llama_gqa_tied", tmp_path)
+    from safetensors.torch import load_file, save_file
+    state = load_file(tmp_path / "model.safetensors")
+    state.pop("model.layers.0.mlp.up_proj.weight")
+    save_file(state, tmp_path / "model.safetensors", metadata={"format": "pt"})
+    model = bpm.LlamaForCausalLM.from_pretrained(tmp_path, backend=CpuBackend, strict=False)
+    assert model.loading_info == (["model.layers.0.mlp.up_proj.weight"], [])
+    w = model.model.layers[0].mlp.up_proj.weight.into_data().array
+    assert w.shape == (24, 16) and np.abs(w).max() <= 0.25 and w.std() > 0.05
+
+
 @pytest.mark.parametrize(("change", "field"), [
     ({"model_type": "mamba"}, "model_type"),
     ({"hidden_act": "gelu_10"}, "hidden_act"),
