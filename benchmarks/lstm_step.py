@@ -7,7 +7,11 @@ runs the same modules with the same weights (burnpy's ``nn`` names them as torch
 state dict is copied as it is). float32, one thread, alternating burnpy and torch steps;
 prints medians and the steps/s ratio (target >= 1.0x torch). ``--floor`` also times the
 step's matrix products alone, as burnpy's CPU backend runs them (OpenBLAS through NumPy).
-Run: ``.venv/bin/python benchmarks/lstm_step.py [--floor]``.
+``--breakdown`` splits both steps into forward (with the loss), backward and optimizer, in
+thread CPU time (robust to a loaded machine), beside the matrix products alone of each pass:
+on the reference machine the products alone cost about what torch's whole pass does (torch's
+oneDNN LSTM layer runs the same products at the same rate, its cell arithmetic fused in).
+Run: ``.venv/bin/python benchmarks/lstm_step.py [--floor] [--breakdown]``.
 """
 
 from __future__ import annotations
@@ -18,7 +22,10 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMB
     os.environ[_var] = "1"
 
 import argparse  # noqa: E402
+import statistics  # noqa: E402
+import time  # noqa: E402
 from collections.abc import Callable  # noqa: E402
+from typing import Any  # noqa: E402
 
 import _timing  # noqa: E402 - also pins glibc's allocator: freed buffers stay in the process
 import numpy as np  # noqa: E402
@@ -83,13 +90,25 @@ class BurnpyStep:
         self.model, self.data, self.backend, self.i = model, data, backend, 0
         self.optim = Adam(lr=LR)
 
-    def __call__(self) -> float:
+    def forward(self) -> Tensor:
+        """The next batch's mean cross entropy."""
         x, y = self.data[self.i % len(self.data)]
         self.i += 1
         logits = self.model(Tensor.from_data(x, backend=self.backend))
-        loss = F.cross_entropy(logits.reshape((-1, VOCAB)),
+        return F.cross_entropy(logits.reshape((-1, VOCAB)),
                                Tensor.from_data(y.reshape(-1), backend=self.backend))
-        self.optim.step(self.model, loss.backward())
+
+    def backward(self, loss: Tensor) -> Any:
+        """The gradients of ``loss``."""
+        return loss.backward()
+
+    def update(self, grads: Any) -> None:
+        """One Adam step."""
+        self.optim.step(self.model, grads)
+
+    def __call__(self) -> float:
+        loss = self.forward()
+        self.update(self.backward(loss))
         return float(loss.item())
 
 
@@ -101,22 +120,34 @@ class TorchStep:
         self.data = [(torch.from_numpy(x), torch.from_numpy(y)) for x, y in data]
         self.optim = torch.optim.Adam(model.parameters(), lr=LR)
 
-    def __call__(self) -> float:
+    def forward(self) -> torch.Tensor:
+        """The next batch's mean cross entropy."""
         x, y = self.data[self.i % len(self.data)]
         self.i += 1
         logits = self.model(x)
-        loss = tnn.functional.cross_entropy(logits.reshape(-1, VOCAB), y.reshape(-1))
+        return tnn.functional.cross_entropy(logits.reshape(-1, VOCAB), y.reshape(-1))
+
+    def backward(self, loss: torch.Tensor) -> None:
+        """The gradients of ``loss``, into the parameters."""
         self.optim.zero_grad(set_to_none=True)
         loss.backward()
+
+    def update(self, grads: None) -> None:
+        """One Adam step (torch's gradients live on the parameters)."""
         self.optim.step()
+
+    def __call__(self) -> float:
+        loss = self.forward()
+        self.backward(loss)
+        self.update(None)
         return float(loss.item())
 
 
-def matmul_floor() -> Callable[[], None]:
+def matmul_floor() -> tuple[Callable[[], None], Callable[[], None]]:
     """The step's matrix products alone on NumPy (OpenBLAS), with the shapes and count
-    burnpy's step runs: the input projections, the head, 64 recurrent products per layer and
-    direction of the pass, and the weight and input gradients. What is left of burnpy's step
-    above this is everything else."""
+    burnpy's step runs, as ``(forward, backward)``: the input projections, the head and 64
+    recurrent products per layer; then the same 64 per layer backward and the weight and
+    input gradients. What is left of burnpy's step above these is everything else."""
     rng = np.random.default_rng(0)
     rows, gates = BATCH * SEQ, 4 * HIDDEN
 
@@ -129,22 +160,50 @@ def matmul_floor() -> Callable[[], None]:
         f(rows, HIDDEN), f(VOCAB, HIDDEN), f(rows, VOCAB)
     z_t = np.empty((gates, BATCH), np.float32)
 
-    def run() -> None:
+    def forward() -> None:
         for x, w in ((x1, w1), (x2, w2)):
             x @ w.T
+            for _ in range(SEQ):
+                np.matmul(w_hh, h_t, out=z_t)
         y @ w_out.T
+
+    def backward() -> None:
         dy @ w_out
         dy.T @ y
         for x, w in ((x1, w1), (x2, w2)):
-            for _ in range(SEQ):
-                np.matmul(w_hh, h_t, out=z_t)
             for _ in range(SEQ):
                 dz @ w_hh
             dg.T @ y
             dg @ w
             dg.T @ x
 
-    return run
+    return forward, backward
+
+
+def breakdown(ours: BurnpyStep, theirs: TorchStep, rounds: int) -> None:
+    """Median thread CPU time of each pass of both steps, alternating, beside the matrix
+    products alone of the forward and backward passes."""
+    mm_forward, mm_backward = matmul_floor()
+    samples: dict[tuple[str, str], list[float]] = {}
+
+    def timed(who: str, phase: str, fn: Callable[..., Any], *args: Any) -> Any:
+        start = time.thread_time()
+        out = fn(*args)
+        samples.setdefault((who, phase), []).append(time.thread_time() - start)
+        return out
+
+    for r in range(rounds + 2):
+        for who, step in (("burnpy", ours), ("torch", theirs))[::1 if r % 2 else -1]:
+            loss = timed(who, "forward", step.forward)
+            timed(who, "update", step.update, timed(who, "backward", step.backward, loss))
+        timed("matmuls", "forward", mm_forward)
+        timed("matmuls", "backward", mm_backward)
+    med = {k: statistics.median(v[2:]) * 1e3 for k, v in samples.items()}
+    print(f"thread CPU ms per pass, median of {rounds} alternating steps")
+    print(f"  {'pass':10s} {'burnpy':>8s} {'torch':>8s} {'matmuls alone':>14s}")
+    for phase in ("forward", "backward", "update"):
+        alone = f"{med[('matmuls', phase)]:14.2f}" if ("matmuls", phase) in med else ""
+        print(f"  {phase:10s} {med[('burnpy', phase)]:8.2f} {med[('torch', phase)]:8.2f}{alone}")
 
 
 def pair() -> tuple[BurnpyStep, TorchStep]:
@@ -161,6 +220,8 @@ def main() -> None:
     p.add_argument("--rounds", type=int, default=20)
     p.add_argument("--floor", action="store_true",
                    help="also time the step's matrix products alone (NumPy, same shapes)")
+    p.add_argument("--breakdown", action="store_true",
+                   help="also split both steps into forward, backward and optimizer")
     args = p.parse_args()
     torch.set_num_threads(1)
     ours, theirs = pair()
@@ -169,12 +230,15 @@ def main() -> None:
     steps: dict[str, Callable[[], object]] = {"burnpy Autodiff(CpuBackend)": ours,
                                               "torch CPU eager": theirs}
     if args.floor:
-        steps["matmuls alone (OpenBLAS)"] = matmul_floor()
+        mm_forward, mm_backward = matmul_floor()
+        steps["matmuls alone (OpenBLAS)"] = lambda: (mm_forward(), mm_backward())
     med = _timing.alternate(steps, 1, args.rounds)
     _timing.report_steps(
         f"char LSTM: {LAYERS} layers, hidden {HIDDEN}, embedding {EMBED}, vocab {VOCAB}, "
         f"batch {BATCH}, sequence {SEQ}; float32, one thread, Adam; median of {args.rounds} "
         f"alternating steps (losses agree for 3 steps)", med)
+    if args.breakdown:
+        breakdown(ours, theirs, args.rounds)
 
 
 if __name__ == "__main__":
