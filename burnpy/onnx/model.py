@@ -106,7 +106,7 @@ class GraphRunner:
         def subgraph(graph: GraphProto, feeds: Sequence[Tensor | None]) -> list[Tensor | None]:
             return self.run_graph(graph, feeds, values)
 
-        ctx = OpContext(self.backend, self.device, label, opset, subgraph)
+        ctx = OpContext(self.backend, self.device, label, opset, len(node.output), subgraph)
         result = impl.fn(ctx, inputs, attrs)
         outputs = [result] if isinstance(result, Tensor) else list(result)
         for i, name in enumerate(node.output):

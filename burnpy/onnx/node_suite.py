@@ -21,6 +21,7 @@ from onnx import AttributeProto, ModelProto, TensorProto, TypeProto
 from onnx.backend.test.loader import load_model_tests
 
 from burnpy.backend.errors import BurnpyError
+from burnpy.onnx.attributes import tensor_to_numpy
 from burnpy.onnx.errors import UnsupportedOnnxError
 from burnpy.onnx.model import OnnxModule
 from burnpy.tensor import Tensor
@@ -153,6 +154,11 @@ class Outcome:
     detail: str = ""
 
 
+def _as_array(value: object) -> np.ndarray:
+    """A case's input or expected output as an array (some are ``TensorProto``s)."""
+    return tensor_to_numpy(value) if isinstance(value, TensorProto) else np.asarray(value)
+
+
 def _to_numpy(value: object) -> np.ndarray:
     if not isinstance(value, Tensor):
         raise TypeError(f"output is {type(value).__name__}, not a Tensor")
@@ -189,11 +195,11 @@ def run_case(case: TestCase, backend: type[Backend],
             warnings.simplefilter("ignore")
             module = OnnxModule(case.model, backend)
             for inputs, expected in case.data_sets:
-                feeds = [make(np.asarray(a)) for a in inputs]
+                feeds = [make(_as_array(a)) for a in inputs]
                 result = module(*feeds)
                 got = [_to_numpy(result)] if isinstance(result, Tensor) else \
                     [_to_numpy(r) for r in result]
-                why = compare(got, [np.asarray(e) for e in expected], case.rtol, case.atol)
+                why = compare(got, [_as_array(e) for e in expected], case.rtol, case.atol)
                 if why:
                     return Outcome("wrong", why)
     except UnsupportedOnnxError as e:

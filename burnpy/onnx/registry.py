@@ -82,14 +82,16 @@ def registered_ops() -> dict[tuple[str, str], list[int]]:
 class OpContext:
     """What an op function knows beyond its inputs: where tensors live and which node runs."""
 
-    __slots__ = ("backend", "device", "label", "opset", "run_subgraph")
+    __slots__ = ("backend", "device", "label", "num_outputs", "opset", "run_subgraph")
 
     def __init__(self, backend: type[Backend], device: Device | None, label: str, opset: int,
-                 run_subgraph: SubgraphRunner) -> None:
+                 num_outputs: int, run_subgraph: SubgraphRunner) -> None:
         self.backend = backend
         self.device = device
         self.label = label
         self.opset = opset
+        #: How many outputs the node names (Split's count; optional outputs it asks for).
+        self.num_outputs = num_outputs
         self.run_subgraph = run_subgraph
 
     def unsupported(self, what: str, attribute: str | None = None) -> NoReturn:

@@ -226,8 +226,6 @@ def _mod(ctx: OpContext, inputs: Inputs, attrs: Attributes) -> Outputs:
     a, b = ctx.arg(inputs, 0), ctx.arg(inputs, 1)
     _same_dtype(ctx, a, b)
     fmod = attrs.int("fmod", 0)
-    if fmod == 0 and a.kind == "float":
-        ctx.unsupported("fmod=0 on floats", "fmod")
     return a.fmod(b) if fmod else a.remainder(b)
 
 
@@ -311,3 +309,20 @@ def _cast_like(ctx: OpContext, inputs: Inputs, attrs: Attributes) -> Outputs:
         ctx.unsupported("round_mode other than 'up' (a float8 option)", "round_mode")
     return _cast(ctx, ctx.arg(inputs, 0), ctx.arg(inputs, 1).dtype, attrs)
 
+
+
+@onnx_op("Swish", 24, attrs=("alpha",))
+def _swish(ctx: OpContext, inputs: Inputs, attrs: Attributes) -> Outputs:
+    """ONNX Swish: x * sigmoid(alpha * x)."""
+    x = ctx.arg(inputs, 0)
+    return x * (x * attrs.float("alpha", 1.0)).sigmoid()
+
+
+@onnx_op("Shrink", 9, attrs=("bias", "lambd"))
+def _shrink(ctx: OpContext, inputs: Inputs, attrs: Attributes) -> Outputs:
+    """ONNX Shrink: x + bias below -lambd, x - bias above lambd, 0 between."""
+    x = ctx.arg(inputs, 0)
+    bias, lambd = attrs.float("bias", 0.0), attrs.float("lambd", 0.5)
+    zero = x.zeros_like()
+    out = zero.mask_where(x < -lambd, x + bias)
+    return out.mask_where(x > lambd, x - bias)

@@ -11,6 +11,7 @@ import math
 
 import burnpy
 import burnpy.nn.functional as F
+from burnpy import linalg
 from burnpy.onnx.attributes import Attributes
 from burnpy.onnx.ops.shape import _pad_tensor
 from burnpy.onnx.registry import OpContext, Outputs, onnx_op
@@ -350,3 +351,62 @@ def _lrn(ctx: OpContext, inputs: Inputs, attrs: Attributes) -> Outputs:
         total = total + squares[:, i:i + x.shape[1]]
     scale = total * (attrs.float("alpha", 1e-4) / size) + attrs.float("bias", 1.0)
     return x / scale ** attrs.float("beta", 0.75)
+
+
+@onnx_op("RMSNormalization", 23, attrs=("axis", "epsilon", "stash_type"))
+def _rms_norm(ctx: OpContext, inputs: Inputs, attrs: Attributes) -> Outputs:
+    """ONNX RMSNormalization: x / sqrt(mean(x^2) + epsilon) * scale over the dims from axis."""
+    x, scale = ctx.arg(inputs, 0), ctx.arg(inputs, 1)
+    dims = list(range(attrs.int("axis", -1) % x.ndim, x.ndim))
+    xs = _stash(ctx, x, attrs)
+    inv = ((xs * xs).mean(dims, keepdim=True) + attrs.float("epsilon", 1e-5)).rsqrt()
+    return (xs * inv).cast(x.dtype) * scale
+
+
+@onnx_op("LpNormalization", 1, attrs=("axis", "p"))
+def _lp_normalization(ctx: OpContext, inputs: Inputs, attrs: Attributes) -> Outputs:
+    """ONNX LpNormalization: x divided by its L1 or L2 norm along ``axis`` (0 where it is 0)."""
+    x = ctx.arg(inputs, 0)
+    axis = attrs.int("axis", -1) % x.ndim
+    p = attrs.int("p", 2)
+    if p == 1:
+        norm = x.abs().sum(axis, keepdim=True)
+    elif p == 2:
+        norm = (x * x).sum(axis, keepdim=True).sqrt()
+    else:
+        ctx.unsupported(f"p={p}", "p")
+    zero = norm == 0
+    return (x / norm.mask_fill(zero, 1)).mask_fill(zero.expand(x.shape), 0)
+
+
+@onnx_op("MeanVarianceNormalization", 9, attrs=("axes",))
+def _mean_variance_normalization(ctx: OpContext, inputs: Inputs, attrs: Attributes) -> Outputs:
+    """ONNX MeanVarianceNormalization: (x - E[x]) / (sqrt(E[x^2] - E[x]^2) + 1e-9)."""
+    x = ctx.arg(inputs, 0)
+    axes = [a % x.ndim for a in (attrs.ints("axes") or [0, 2, 3])]
+    mean = x.mean(axes, keepdim=True)
+    std = ((x * x).mean(axes, keepdim=True) - mean * mean).sqrt()
+    return (x - mean) / (std + 1e-9)
+
+
+@onnx_op("LpPool", 2, attrs=("auto_pad", "ceil_mode", "dilations", "kernel_shape", "p",
+                             "pads", "strides"))
+def _lp_pool(ctx: OpContext, inputs: Inputs, attrs: Attributes) -> Outputs:
+    """ONNX LpPool: (sum of |x|^p over each window)^(1/p), zero padding."""
+    x = ctx.arg(inputs, 0)
+    n, k, strides, dilations, pads = _window_args(ctx, x, attrs, None)
+    if any(d != 1 for d in dilations):
+        ctx.unsupported(f"dilations={dilations}", "dilations")
+    p = float(attrs.int("p", 2))
+    ceil_mode = bool(attrs.int("ceil_mode", 0))
+    powered = _pad_tensor(ctx, x.abs() ** p, [(0, 0), (0, 0), *pads], "constant", 0.0)
+    y = _AVG_POOL[n](powered, k, strides, 0, ceil_mode, True) * float(math.prod(k))
+    if ceil_mode:
+        y = _crop_ceil_windows(y, x.shape[2:], k, strides, dilations, pads)
+    return y ** (1.0 / p)
+
+
+@onnx_op("Det", 11)
+def _det(ctx: OpContext, inputs: Inputs, attrs: Attributes) -> Outputs:
+    """ONNX Det: the determinant of each square matrix in the last two dims."""
+    return linalg.det(ctx.arg(inputs, 0))

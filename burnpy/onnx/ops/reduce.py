@@ -13,7 +13,7 @@ import numpy as np
 
 from burnpy.onnx.attributes import Attributes
 from burnpy.onnx.registry import OpContext, Outputs, onnx_op
-from burnpy.tensor import Tensor
+from burnpy.tensor import Tensor, cat
 
 Inputs = list[Tensor | None]
 
@@ -104,9 +104,10 @@ def _cumsum(ctx: OpContext, inputs: Inputs, attrs: Attributes) -> Outputs:
     reverse = attrs.int("reverse", 0)
     if reverse:
         x = x.flip(axis)
-    out = x.cumsum(axis).cast(x.dtype)
     if attrs.int("exclusive", 0):
-        out = out - x
+        zeros = x.narrow(axis, 0, 1).zeros_like()
+        x = cat([zeros, x.narrow(axis, 0, x.shape[axis] - 1)], axis)
+    out = x.cumsum(axis).cast(x.dtype)
     return out.flip(axis) if reverse else out
 
 
@@ -124,3 +125,18 @@ def _topk(ctx: OpContext, inputs: Inputs, attrs: Attributes) -> Outputs:
     index = np.take(order, np.arange(k), axis=axis).astype(np.int64)
     index_t = ctx.constant(index)
     return [x.gather(axis, index_t), index_t]
+
+
+@onnx_op("CumProd", 26, attrs=("exclusive", "reverse"))
+def _cumprod(ctx: OpContext, inputs: Inputs, attrs: Attributes) -> Outputs:
+    """ONNX CumProd along an axis given as an input, inclusive or exclusive, either way."""
+    x = ctx.arg(inputs, 0)
+    axis = ctx.ints(ctx.arg(inputs, 1))[0] % x.ndim
+    reverse = attrs.int("reverse", 0)
+    if reverse:
+        x = x.flip(axis)
+    if attrs.int("exclusive", 0):
+        ones = x.narrow(axis, 0, 1).ones_like()
+        x = cat([ones, x.narrow(axis, 0, x.shape[axis] - 1)], axis)
+    out = x.cumprod(axis).cast(x.dtype)
+    return out.flip(axis) if reverse else out

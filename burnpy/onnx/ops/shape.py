@@ -224,8 +224,7 @@ def _split(ctx: OpContext, x: Tensor, axis: int, sizes: list[int] | None,
     dim = x.shape[axis]
     if sizes is None:
         if num_outputs is None:
-            ctx.unsupported("Split without sizes or num_outputs (needs the node's output "
-                            "count)")
+            num_outputs = ctx.num_outputs
         chunk = -(-dim // num_outputs)
         sizes = [min(chunk, dim - i * chunk) for i in range(num_outputs)]
     if sum(sizes) != dim:
@@ -301,13 +300,15 @@ def _depth_to_space(ctx: OpContext, inputs: Inputs, attrs: Attributes) -> Output
     return y.reshape(n, c // (b * b), h * b, w * b)
 
 
-@onnx_op("SpaceToDepth", 1, attrs=("blocksize",))
+@onnx_op("SpaceToDepth", 1, attrs=("blocksize", "mode"))
 def _space_to_depth(ctx: OpContext, inputs: Inputs, attrs: Attributes) -> Outputs:
-    """ONNX SpaceToDepth."""
+    """ONNX SpaceToDepth (DCR or CRD order of the channel blocks)."""
     x = ctx.arg(inputs, 0)
     b = attrs.int("blocksize", 0)
     n, c, h, w = x.shape
-    y = x.reshape(n, c, h // b, b, w // b, b).permute(0, 3, 5, 1, 2, 4)
+    y = x.reshape(n, c, h // b, b, w // b, b)
+    y = y.permute(0, 3, 5, 1, 2, 4) if attrs.string("mode", "DCR") == "DCR" else \
+        y.permute(0, 1, 3, 5, 2, 4)
     return y.reshape(n, c * b * b, h // b, w // b)
 
 
