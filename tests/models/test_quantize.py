@@ -96,6 +96,33 @@ def test_int4_linear_file_is_packed_and_reloads_bit_identical(tmp_path: Path) ->
     assert sizes["int8"] > 1_179_000
 
 
+def test_a_file_written_before_packing_still_loads(tmp_path: Path) -> None:
+    """Records written before int4 was packed hold one int8 a value and no logical shape."""
+    import json
+    import zlib
+
+    import safetensors
+
+    q = Tensor.from_data(RNG.standard_normal((4, 16)).astype(np.float32)).quantize(
+        QuantScheme.int4(8))
+    data = q.into_data()
+    assert data.quant is not None
+    arrays = {"w": np.ascontiguousarray(data.array), "w::scales": data.quant.scales}
+    entries = {"w": {"kind": "quantized", "dtype": "qint4", "crc32": zlib.crc32(
+                   arrays["w"].tobytes()), "scheme": data.quant.scheme.to_dict(),
+                   "block_axis": 1, "float_dtype": "float32"},
+               "w::scales": {"kind": "float", "dtype": "float32", "part_of": "w",
+                             "crc32": zlib.crc32(arrays["w::scales"].tobytes())}}
+    specs = {name: safetensors.TensorSpec(dtype=str(arr.dtype), shape=list(arr.shape),
+                                          data_ptr=arr.ctypes.data, data_len=arr.nbytes)
+             for name, arr in arrays.items()}
+    meta = {"format": "burnpy-record", "version": "2", "kind": "module",
+            "tensors": json.dumps(entries), "extra": "{}"}
+    (tmp_path / "old.bpr").write_bytes(bytes(safetensors.serialize(specs, metadata=meta)))
+    loaded = bp.record.read_record(tmp_path / "old.bpr").tensors["w"]
+    assert loaded == data and loaded.nbytes == data.nbytes
+
+
 # ---- the compiled weight-only kernels --------------------------------------------------------
 
 KERNEL_SCHEMES = [QuantScheme.int8(), QuantScheme.int8(8), QuantScheme.int8(full_range=True),
