@@ -304,7 +304,7 @@ class BertPreTrainedModel(PreTrainedModel):
     config_class = BertConfig
     config: BertConfig
     base_model_prefix = "bert"
-    keys_to_ignore_on_load = (r"(^|\.)position_ids$",)
+    keys_to_ignore_on_load: ClassVar[tuple[str, ...]] = (r"(^|\.)position_ids$",)
 
     def load_checkpoint(self, state: dict[str, TensorData],
                         strict: bool = True) -> IncompatibleKeys:
@@ -407,7 +407,11 @@ class BertOnlyMLMHead(nn.Module):
 class BertForMaskedLM(BertPreTrainedModel):
     """``BertModel`` without its pooler and the masked LM head ``cls``, whose decoder weight
     is the word embedding table (and its bias ``cls.predictions.bias``) unless
-    ``tie_word_embeddings`` is false."""
+    ``tie_word_embeddings`` is false. A pretraining checkpoint's pooler and next-sentence
+    head (``BertForPreTraining``'s, as published BERT checkpoints hold) are ignored."""
+
+    keys_to_ignore_on_load = (*BertPreTrainedModel.keys_to_ignore_on_load,
+                              r"^bert\.pooler\.", r"^cls\.seq_relationship\.")
 
     def __init__(self, config: BertConfig, *, backend: type[Backend] | None = None,
                  dtype: DTypeLike | None = None) -> None:
