@@ -1,4 +1,5 @@
-"""ONNX's transformer operators (opset 23 on): Attention, RotaryEmbedding, SwiGLU, and the
+"""ONNX's transformer operators (opset 23 on): Attention, the preview FlexAttention (with its
+modifier subgraphs), RotaryEmbedding, SwiGLU, the KV-cache write TensorScatter, and the
 recurrent-state ops LinearAttention and CausalConvWithState (RMSNormalization and Swish live
 with the other normalizations and activations, in ``nn`` and ``elementwise``).
 
@@ -16,6 +17,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from onnx import GraphProto
 
 import burnpy
 import burnpy.nn.functional as F
@@ -317,3 +319,80 @@ def _linear_attention(ctx: OpContext, inputs: Inputs, attrs: Attributes) -> Outp
         outs.append((q4[:, :, i, :].unsqueeze(-2) @ read).squeeze(-2) * scale)
     out = burnpy.stack(outs, dim=2).permute(0, 2, 1, 3).reshape(b, t, qh * d_v)
     return [out.cast(q.dtype), state.cast(past.dtype if past is not None else q.dtype)]
+
+
+@onnx_op("FlexAttention", 1, attrs=("prob_mod", "scale", "score_mod", "softmax_precision"),
+         domain="ai.onnx.preview")
+def _flex_attention(ctx: OpContext, inputs: Inputs, attrs: Attributes) -> Outputs:
+    """ai.onnx.preview FlexAttention: attention over 4-d Q, K, V (GQA by repeating KV heads)
+    whose scores and probabilities pass through the optional ``score_mod`` and ``prob_mod``
+    subgraphs, the softmax in ``softmax_precision`` (float32 unless the input is float64)."""
+    q, k, v = (_float_input(ctx, inputs, i) for i in range(3))
+    if not (q.ndim == k.ndim == v.ndim == 4):
+        ctx.error(f"Q, K, V must be 4-d, got shapes {q.shape}, {k.shape}, {v.shape}")
+    heads, kv_heads = q.shape[1], k.shape[1]
+    if v.shape[1] != kv_heads or v.shape[2] != k.shape[2] or k.shape[3] != q.shape[3]:
+        ctx.error(f"K {k.shape} and V {v.shape} do not fit Q {q.shape}")
+    if heads != kv_heads:
+        if heads % kv_heads:
+            ctx.error(f"{heads} query heads are not a multiple of {kv_heads} KV heads")
+        k = k.repeat_interleave(heads // kv_heads, dim=1)
+        v = v.repeat_interleave(heads // kv_heads, dim=1)
+    scale = attrs.float("scale", 0.0) if "scale" in attrs else 1.0 / math.sqrt(q.shape[3])
+    root = float(np.sqrt(np.float32(scale)))
+    precision = attrs.int("softmax_precision", 0)
+    work = burnpy_dtype(precision, ctx.label) if precision else (
+        burnpy.float64 if q.dtype == burnpy.float64 else burnpy.float32)
+    scores = ((q * root) @ (k * root).swap_dims(-1, -2)).cast(work)
+    score_mod, prob_mod = attrs.graph("score_mod"), attrs.graph("prob_mod")
+    if score_mod is not None:
+        scores = _modifier(ctx, score_mod, scores)
+    exp = (scores - scores.amax(dim=-1, keepdim=True)).exp()
+    probs = exp / exp.sum(dim=-1, keepdim=True)
+    if prob_mod is not None:
+        probs = _modifier(ctx, prob_mod, probs)
+    return (probs @ v.cast(work)).cast(v.dtype)
+
+
+def _modifier(ctx: OpContext, graph: GraphProto, x: Tensor) -> Tensor:
+    """Run a one-input, one-output modifier subgraph of FlexAttention on ``x``."""
+    if len(graph.input) != 1 or len(graph.output) != 1:
+        ctx.error(f"modifier {graph.name!r} must take and give one tensor")
+    (out,) = ctx.run_subgraph(graph, [x])
+    if out is None or out.shape != x.shape:
+        ctx.error(f"modifier {graph.name!r} must give a tensor of shape {x.shape}")
+    return out.cast(x.dtype)
+
+
+@onnx_op("TensorScatter", 24, attrs=("axis", "mode"))
+def _tensor_scatter(ctx: OpContext, inputs: Inputs, attrs: Attributes) -> Outputs:
+    """ONNX TensorScatter: writes ``update`` into a KV cache along ``axis`` from each batch
+    entry's ``write_indices`` (0 when absent), wrapping around under ``mode="circular"``."""
+    cache, update = ctx.arg(inputs, 0), ctx.arg(inputs, 1)
+    indices = ctx.optional(inputs, 2)
+    mode = attrs.string("mode", "linear")
+    if mode not in ("linear", "circular"):
+        ctx.unsupported(f"mode={mode!r}", "mode")
+    axis = attrs.int("axis", -2)
+    if not -cache.ndim < axis < cache.ndim or axis % cache.ndim == 0:
+        ctx.error(f"axis {axis} must name a non-batch dim of a {cache.ndim}-d cache")
+    axis %= cache.ndim
+    if update.ndim != cache.ndim or update.dtype != cache.dtype or any(
+            u != c for i, (u, c) in enumerate(zip(update.shape, cache.shape, strict=True))
+            if i != axis) or update.shape[axis] > cache.shape[axis]:
+        ctx.error(f"update {update.shape} ({update.dtype!r}) does not fit cache "
+                  f"{cache.shape} ({cache.dtype!r}) along axis {axis}")
+    batch, length, size = cache.shape[0], update.shape[axis], cache.shape[axis]
+    starts = ctx.ints(indices) if indices is not None else [0] * batch
+    if len(starts) != batch:
+        ctx.error(f"write_indices has {len(starts)} values for batch {batch}")
+    rows = []
+    for b, start in enumerate(starts):
+        where = [start + i for i in range(length)]
+        if mode == "circular":
+            where = [w % size for w in where]
+        elif start < 0 or start + length > size:
+            ctx.error(f"batch entry {b} writes positions {start}..{start + length - 1} "
+                      f"outside the cache's {size}")
+        rows.append(cache[b].index_copy(axis - 1, ctx.constant(where, "int64"), update[b]))
+    return burnpy.stack(rows, dim=0)
