@@ -6,17 +6,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import onnx
 import pytest
+from onnx import TensorProto, helper, numpy_helper
 
 import burnpy as bp
+from burnpy.onnx import OnnxError, UnsupportedOnnxError, load
+from burnpy.onnx.registry import lookup
 from burnpy_cpu import CpuBackend
-
-onnx = pytest.importorskip("onnx")
-
-from onnx import TensorProto, helper, numpy_helper  # noqa: E402
-
-from burnpy.onnx import OnnxError, UnsupportedOnnxError, load  # noqa: E402
-from burnpy.onnx.registry import lookup  # noqa: E402
 
 
 def _model(nodes: list[onnx.NodeProto], inputs: list[str], outputs: list[str],
@@ -30,9 +27,10 @@ def _model(nodes: list[onnx.NodeProto], inputs: list[str], outputs: list[str],
 
 
 def _linear(rng: np.random.Generator) -> tuple[onnx.ModelProto, dict[str, np.ndarray]]:
-    init = {"layer.0/weight:0": rng.standard_normal((4, 3)).astype(np.float32),
-            "bias": rng.standard_normal(3).astype(np.float32),
-            "shape": np.array([-1, 3], dtype=np.int64)}
+    init: dict[str, np.ndarray] = {
+        "layer.0/weight:0": rng.standard_normal((4, 3)).astype(np.float32),
+        "bias": rng.standard_normal(3).astype(np.float32),
+        "shape": np.array([-1, 3], dtype=np.int64)}
     nodes = [helper.make_node("MatMul", ["x", "layer.0/weight:0"], ["h"], name="mm"),
              helper.make_node("Add", ["h", "bias"], ["a"]),
              helper.make_node("Reshape", ["a", "shape"], ["y"])]
@@ -82,7 +80,7 @@ def test_an_unknown_operator_names_the_node_op_and_opset() -> None:
 
 def test_an_attribute_the_op_does_not_read_is_refused_not_ignored() -> None:
     node = helper.make_node("Relu", ["x"], ["y"], name="r", bogus=3)
-    with pytest.raises(UnsupportedOnnxError, match="Relu node 'r' .*attribute 'bogus'"):
+    with pytest.raises(UnsupportedOnnxError, match=r"Relu node 'r' .*attribute 'bogus'"):
         load(_model([node], ["x"], ["y"]))(bp.tensor(np.ones(2, np.float32)))
 
 

@@ -13,8 +13,6 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("onnx")
-
 from burnpy.onnx import node_suite
 from burnpy_cpu import CpuBackend
 

@@ -15,12 +15,10 @@ import torch
 
 import burnpy as bp
 from burnpy import optim
+from burnpy.onnx import OnnxModule, load
 from burnpy_cpu import CpuBackend
 
 ort = pytest.importorskip("onnxruntime")
-pytest.importorskip("onnx")
-
-from burnpy.onnx import OnnxModule, load  # noqa: E402
 
 torch.set_num_threads(1)
 
