@@ -1,5 +1,27 @@
-"""The ONNX operators, one module per topic; importing this package registers them all."""
+"""The ONNX operators, one module per topic; importing this package registers them all.
 
-from burnpy.onnx.ops import attention, control, elementwise, indexing, nn, recurrent, reduce, shape
+One name per line, so engineers adding topics in parallel touch separate lines."""
 
-__all__ = ["attention", "control", "elementwise", "indexing", "nn", "recurrent", "reduce", "shape"]
+from burnpy.onnx.ops import (
+    attention,
+    control,
+    elementwise,
+    indexing,
+    loss,
+    nn,
+    recurrent,
+    reduce,
+    shape,
+)
+
+__all__ = [
+    "attention",
+    "control",
+    "elementwise",
+    "indexing",
+    "loss",
+    "nn",
+    "recurrent",
+    "reduce",
+    "shape",
+]
