@@ -27,6 +27,7 @@ import numpy as np
 from tqdm import tqdm
 
 from burnpy import distributed as dist
+from burnpy.amp import GradScaler, autocast
 from burnpy.autodiff import Autodiff
 from burnpy.distributed.metrics import average_metrics
 from burnpy.examples.digits import BACKENDS, load_backend
@@ -215,6 +216,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                    help="data-parallel over the ranks of mpiexec (burnpy.distributed)")
     p.add_argument("--fusion", action="store_true",
                    help="run on Fusion(backend): elementwise chains fused into compiled kernels")
+    p.add_argument("--amp", choices=sorted(AMP_DTYPES), default=None,
+                   help="mixed precision: the forward pass under bp.autocast in bfloat16 or "
+                        "float16 (float16 with a GradScaler)")
     args = p.parse_args(argv)
     if args.short:
         args.n_layer, args.n_embd, args.block_size, args.batch_size = 1, 32, 32, 8
@@ -224,6 +228,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     if args.eval_every is None:
         args.eval_every = max(1, args.steps // 6)
     return args
+
+
+#: ``--amp``'s choices: the autocast dtype of each.
+AMP_DTYPES = {"bf16": "bfloat16", "fp16": "float16"}
 
 
 def inference(model: GPT) -> GPT:
@@ -309,17 +317,23 @@ def run(args: argparse.Namespace) -> RunResult:
                disable=args.no_progress or rank != 0 or not _is_terminal(), dynamic_ncols=True,
                leave=False)
     running: list[float] = []
+    region = autocast(inner.default_device().type, AMP_DTYPES.get(args.amp),
+                      enabled=args.amp is not None)
+    scaler = GradScaler(enabled=args.amp == "fp16")
     for step in bar:
         # The batch of a step depends only on (seed, step): a resumed run replays the same data.
         # Each rank takes its slice of the step's windows.
         x, y = batch(data.train, np.random.default_rng([args.seed, step]),
                      args.batch_size * world, args.block_size)
         mine = slice(rank * args.batch_size, (rank + 1) * args.batch_size)
-        logits = trained(Tensor.from_data(x[mine], backend=backend))
-        loss = cross_entropy(logits.reshape(-1, logits.shape[-1]),
-                             Tensor.from_data(y[mine], backend=backend).reshape(-1))
-        grads = loss.backward()
-        optim.step(model, grads, sched.step())
+        with region:
+            logits = trained(Tensor.from_data(x[mine], backend=backend))
+            loss = cross_entropy(logits.reshape(-1, logits.shape[-1]),
+                                 Tensor.from_data(y[mine], backend=backend).reshape(-1))
+        grads = scaler.scale(loss).backward()
+        # The scaler unscales before the optimizer clips, and skips steps that overflowed.
+        scaler.step(optim, model, grads, sched.step())
+        scaler.update()
         running.append(float(loss.item()))
         bar.set_postfix(loss=f"{running[-1]:.4f}", refresh=False)
         if (step + 1) % args.eval_every == 0 or step + 1 in (stop, args.steps):

@@ -1,15 +1,19 @@
 """The GPT example trained under ``bp.autocast("cpu", bfloat16)`` tracks the same model under
 ``torch.autocast("cpu", torch.bfloat16)``: same weights, same batches, AdamW, 50 steps, the
-losses agree within 2e-2 relative at every step (bfloat16 keeps 8 bits of mantissa)."""
+losses agree within 2e-2 relative at every step (bfloat16 keeps 8 bits of mantissa). The
+example script trains with ``--amp bf16`` and ``--amp fp16``."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pytest
 import torch
 
 from burnpy import Autodiff, Tensor, autocast
+from burnpy.examples import gpt
 from burnpy.examples.gpt_model import GPT, GPTConfig, decay_groups
 from burnpy.optim import AdamW
 from burnpy_cpu import CpuBackend
@@ -77,3 +81,11 @@ def test_gpt_losses_track_torch_autocast_for_50_steps() -> None:
         theirs.append(want.item())
     np.testing.assert_allclose(ours, theirs, rtol=2e-2)
     assert ours[-1] < 0.8 * ours[0]  # it learns
+
+
+@pytest.mark.parametrize("amp", ["bf16", "fp16"])
+def test_example_trains_with_amp(amp: str, tmp_path: Path,
+                                 capsys: pytest.CaptureFixture[str]) -> None:
+    assert gpt.main(["--short", "--no-progress", "--steps", "6", "--eval-every", "3",
+                     "--sample-tokens", "5", "--amp", amp, "--out", str(tmp_path)]) == 0
+    assert "perplexity" in capsys.readouterr().out
