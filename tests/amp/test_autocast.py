@@ -222,3 +222,21 @@ def test_no_grad_region() -> None:
     with bp.no_grad(), bp.autocast("cpu"):
         y = F.linear(x, w)
     assert y.dtype is DType.bfloat16 and not y.is_require_grad()
+
+
+def test_func_grad_and_jvp_run_inside_regions() -> None:
+    x, w = _t(_arr(3, 4)), _t(_arr(4, 2, seed=1))
+
+    def f(x: Tensor, w: Tensor) -> Tensor:
+        with bp.autocast("cpu"):
+            y = x @ w
+        assert y.dtype is DType.bfloat16
+        return y.float().sum()
+
+    want_grad = np.broadcast_to(w.to_numpy().sum(1), (3, 4))
+    np.testing.assert_allclose(bp.func.grad(f)(x, w).to_numpy(), want_grad, rtol=2e-2,
+                               atol=2e-2)
+    ones = _t(np.ones((3, 4), np.float32))
+    _, tangent = bp.func.jvp(f, (x, w), (ones, None))
+    np.testing.assert_allclose(tangent.item(), float((ones.to_numpy() @ w.to_numpy()).sum()),
+                               rtol=2e-2)
