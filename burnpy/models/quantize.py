@@ -90,8 +90,6 @@ def _quantized_weight(name: str, module: nn.Module, weight: Tensor,
                          f"{weight.shape[1]}; pick a block size that does, or leave the layer "
                          "out with filter_fn")
     w = weight.detach()
-    if w.backend.ad_enabled():
-        w = w.inner()
     if not w.backend.supports_dtype(w.device, scheme.param.dtype):
         raise UnsupportedDTypeError(f"{where}: {w.backend.__name__} cannot store the scheme's "
                                     f"{scheme.param.dtype!r} scales ({scheme})",
@@ -189,10 +187,9 @@ def load_quantized(model: M, path: str | Path) -> M:
             raise RecordError(f"load_quantized: {source} holds '{name}.weight' quantized as "
                               f"{list(data.shape)}, but the model's {type(module).__name__} "
                               f"needs [out, in] = {list(weight.shape)}")
-        w = weight.detach()
-        b = w.inner().backend if w.backend.ad_enabled() else w.backend
         bias = getattr(module, "bias", None)
-        return QuantizedLinear(Tensor.from_data(data, backend=b, device=weight.device),
+        return QuantizedLinear(Tensor.from_data(data, backend=weight.backend,
+                                                device=weight.device),
                                bias.detach() if isinstance(bias, Tensor) else None)
 
     _replace(model, "", restore)

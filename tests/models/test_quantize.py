@@ -274,14 +274,21 @@ def test_int4_model_file_is_about_a_quarter_of_int8s_weights(tmp_path: Path) -> 
     assert sizes["int4"] < weights / 2 + scales + 8_000  # + biases and the header
 
 
-def test_an_autodiff_model_is_quantized_on_its_inner_backend() -> None:
+def test_an_autodiff_model_quantizes_and_its_valid_copy_runs_on_the_inner_backend() -> None:
     from burnpy.autodiff import Autodiff
 
-    model = nn.Sequential(nn.Linear(8, 16, backend=Autodiff(CpuBackend)))
-    quantize(nn.Sequential(model), QuantScheme.int8())
-    layer = model[0]
-    assert isinstance(layer, QuantizedLinear)
-    assert layer.weight.backend is CpuBackend
+    ad = Autodiff(CpuBackend)
+    model = nn.Sequential(nn.LayerNorm(8, backend=ad), nn.Linear(8, 16, backend=ad))
+    quantize(model, QuantScheme.int4(8))
+    assert isinstance(model[1], QuantizedLinear)
+    x = RNG.standard_normal((2, 8)).astype(np.float32)
+    tracked = model(Tensor.from_data(x, backend=ad)).to_numpy()
+    inference = model.valid()  # what generate() runs an Autodiff model as
+    assert isinstance(inference, nn.Sequential)
+    assert inference[1].weight.backend is CpuBackend
+    # the same products, summed in another order (the tracked path dequantizes the weight)
+    np.testing.assert_allclose(inference(Tensor.from_data(x)).to_numpy(), tracked, rtol=1e-5,
+                               atol=1e-6)
 
 
 # ---- errors ----------------------------------------------------------------------------------
