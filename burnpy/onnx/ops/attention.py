@@ -145,9 +145,7 @@ def _attention(ctx: OpContext, inputs: Inputs, attrs: Attributes) -> Outputs:
         if part is not None:
             bias = part if bias is None else bias + part
 
-    scale = attrs.float("scale", 1.0 / math.sqrt(head_size)) if "scale" in attrs \
-        else 1.0 / math.sqrt(head_size)
-    root = math.sqrt(scale)
+    root = math.sqrt(attrs.float("scale", 1.0 / math.sqrt(head_size)))
     scores = (q * root) @ (k * root).swap_dims(-1, -2)
     softcap = attrs.float("softcap", 0.0)
     if softcap > 0:
@@ -338,8 +336,8 @@ def _flex_attention(ctx: OpContext, inputs: Inputs, attrs: Attributes) -> Output
             ctx.error(f"{heads} query heads are not a multiple of {kv_heads} KV heads")
         k = k.repeat_interleave(heads // kv_heads, dim=1)
         v = v.repeat_interleave(heads // kv_heads, dim=1)
-    scale = attrs.float("scale", 0.0) if "scale" in attrs else 1.0 / math.sqrt(q.shape[3])
-    root = float(np.sqrt(np.float32(scale)))
+    # The definition takes the square root in float32.
+    root = float(np.sqrt(np.float32(attrs.float("scale", 1.0 / math.sqrt(q.shape[3])))))
     precision = attrs.int("softmax_precision", 0)
     work = burnpy_dtype(precision, ctx.label) if precision else (
         burnpy.float64 if q.dtype == burnpy.float64 else burnpy.float32)
