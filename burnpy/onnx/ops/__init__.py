@@ -12,6 +12,7 @@ from burnpy.onnx.ops import (
     recurrent,
     reduce,
     shape,
+    vision,
 )
 
 __all__ = [
@@ -24,4 +25,5 @@ __all__ = [
     "recurrent",
     "reduce",
     "shape",
+    "vision",
 ]

@@ -1,0 +1,206 @@
+"""ONNX image operators: Resize (and its predecessor Upsample).
+
+Resize is separable: along each resized axis the output is a fixed linear map of the input
+(nearest, linear or cubic taps, antialiased or not, with ONNX's coordinate transformations),
+so each axis becomes one matrix ``W [out, in]`` built on the host and applied with a matmul.
+That runs on any backend and differentiates under Autodiff.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from burnpy.onnx.attributes import Attributes
+from burnpy.onnx.registry import OpContext, Outputs, onnx_op
+from burnpy.tensor import Tensor
+
+Inputs = list[Tensor | None]
+
+_COORDINATE_MODES = ("half_pixel", "half_pixel_symmetric", "pytorch_half_pixel",
+                     "align_corners", "asymmetric", "tf_crop_and_resize")
+_NEAREST_MODES = ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil")
+
+
+def _source_coordinates(mode: str, out_size: int, in_size: int, scale: float,
+                        roi: tuple[float, float]) -> np.ndarray:
+    """The input coordinate each output position samples (ONNX's coordinate modes)."""
+    y = np.arange(out_size, dtype=np.float64)
+    width = scale * in_size  # the unrounded output length the modes refer to
+    if mode == "align_corners":
+        return np.zeros(out_size) if width == 1 else y * (in_size - 1) / (width - 1)
+    if mode == "asymmetric":
+        return y / scale
+    if mode == "tf_crop_and_resize":
+        start, end = roi
+        if width == 1:
+            return np.full(out_size, (end - start) * (in_size - 1) / 2 + start * (in_size - 1))
+        return y * (end - start) * (in_size - 1) / (width - 1) + start * (in_size - 1)
+    if mode == "pytorch_half_pixel":
+        return np.full(out_size, -0.5) if width == 1 else (y + 0.5) / scale - 0.5
+    if mode == "half_pixel_symmetric":
+        offset = in_size / 2 * (1 - out_size / width)
+        return offset + (y + 0.5) / scale - 0.5
+    return (y + 0.5) / scale - 0.5  # half_pixel
+
+
+def _cubic(x: np.ndarray, a: float) -> np.ndarray:
+    """Keys' cubic convolution kernel with parameter ``a``."""
+    x = np.abs(x)
+    near = ((a + 2) * x - (a + 3)) * x * x + 1
+    far = ((a * x - 5 * a) * x + 8 * a) * x - 4 * a
+    return np.where(x <= 1, near, np.where(x < 2, far, 0.0))
+
+
+def _taps(kind: str, ratio: np.ndarray, scale: float, attrs: Attributes, nearest_mode: str,
+          antialias: bool) -> tuple[np.ndarray, int]:
+    """Per output position, the tap weights [out, n] and the kernel's first offset relative
+    to floor(x) (for ``ratio`` in (0, 1], the fraction of the source coordinate past it)."""
+    r = ratio[:, None]
+    if kind == "nearest":
+        whole = r == 1
+        if nearest_mode == "round_prefer_floor":
+            right = r > 0.5
+        elif nearest_mode == "round_prefer_ceil":
+            right = r >= 0.5
+        else:
+            right = np.full_like(r, nearest_mode == "ceil", dtype=bool)
+        right = right | whole
+        return np.concatenate([~right, right], axis=1).astype(np.float64), 0
+    if kind == "linear":
+        if not antialias or scale >= 1:
+            return np.concatenate([1 - r, r], axis=1), 0
+        start = math.floor(-1 / scale) + 1
+        offsets = np.arange(start, 2 - start)
+        weights = np.clip(1 - np.abs((offsets[None, :] - r) * scale), 0, 1)
+        return weights / weights.sum(axis=1, keepdims=True), start
+    a = attrs.float("cubic_coeff_a", -0.75)
+    if antialias and scale < 1:
+        start = math.floor(-2 / scale) + 1
+        offsets = np.arange(start, 2 - start)
+        weights = _cubic(scale * (offsets[None, :] - r), a)
+        return weights / weights.sum(axis=1, keepdims=True), start
+    offsets = np.arange(-1, 3)
+    return _cubic(offsets[None, :] - r, a), -1
+
+
+def _axis_matrix(attrs: Attributes, kind: str, coordinate_mode: str, nearest_mode: str,
+                 in_size: int, out_size: int, scale: float,
+                 roi: tuple[float, float]) -> tuple[np.ndarray, np.ndarray | None]:
+    """``W [out, in]`` mapping one axis of the input to the output, and the mask of output
+    positions that take the extrapolation value (tf_crop_and_resize), or None."""
+    x = _source_coordinates(coordinate_mode, out_size, in_size, scale, roi)
+    base = np.floor(x)
+    ratio = np.where(x == base, 1.0, x - base)
+    # With ratio 1 on whole coordinates, the taps start one pixel to the left of x.
+    left = np.where(x == base, base - 1, base).astype(np.int64)
+    weights, start = _taps(kind, ratio, scale, attrs, nearest_mode,
+                           bool(attrs.int("antialias", 0)))
+    index = left[:, None] + start + np.arange(weights.shape[1])[None, :]
+    if attrs.int("exclude_outside", 0):
+        weights = np.where((index < 0) | (index >= in_size), 0.0, weights)
+        total = weights.sum(axis=1, keepdims=True)
+        weights = weights / np.where(total == 0, 1.0, total)
+    matrix = np.zeros((out_size, in_size))
+    rows = np.repeat(np.arange(out_size), weights.shape[1])
+    np.add.at(matrix, (rows, np.clip(index, 0, in_size - 1).reshape(-1)), weights.reshape(-1))
+    outside = None
+    if coordinate_mode == "tf_crop_and_resize":
+        outside = (x < 0) | (x > in_size - 1)
+        matrix[outside] = 0.0
+    return matrix, outside
+
+
+def _resize(ctx: OpContext, x: Tensor, attrs: Attributes, kind: str, coordinate_mode: str,
+            nearest_mode: str, scales: list[float] | None, sizes: list[int] | None,
+            roi: list[float] | None, axes: list[int] | None) -> Tensor:
+    if kind not in ("nearest", "linear", "cubic"):
+        ctx.unsupported(f"mode={kind!r}", "mode")
+    if coordinate_mode not in _COORDINATE_MODES:
+        ctx.unsupported(f"coordinate_transformation_mode={coordinate_mode!r}",
+                        "coordinate_transformation_mode")
+    if kind == "nearest" and nearest_mode not in _NEAREST_MODES:
+        ctx.unsupported(f"nearest_mode={nearest_mode!r}", "nearest_mode")
+    rank = x.ndim
+    axes = list(range(rank)) if axes is None else [a % rank for a in axes]
+    full_roi = [0.0] * rank + [1.0] * rank
+    if roi:
+        for i, a in enumerate(axes):
+            full_roi[a], full_roi[a + rank] = roi[i], roi[i + len(axes)]
+    if sizes is not None:
+        factors = [sizes[i] / x.shape[a] for i, a in enumerate(axes)]
+        policy = attrs.string("keep_aspect_ratio_policy", "stretch")
+        if policy in ("not_larger", "not_smaller"):
+            common = min(factors) if policy == "not_larger" else max(factors)
+            factors = [common] * len(axes)
+            sizes = [int(common * x.shape[a] + 0.5) for a in axes]
+        elif policy != "stretch":
+            ctx.unsupported(f"keep_aspect_ratio_policy={policy!r}", "keep_aspect_ratio_policy")
+        out_sizes = list(sizes)
+    elif scales is not None:
+        factors = list(scales)
+        out_sizes = [int(f * x.shape[a]) for f, a in zip(factors, axes, strict=True)]
+    else:
+        ctx.error("one of scales and sizes is required")
+    compute = x if x.kind == "float" else x.cast("float32")
+    extrapolation = attrs.float("extrapolation_value", 0.0)
+    for axis, scale, size in zip(axes, factors, out_sizes, strict=True):
+        window = (full_roi[axis], full_roi[axis + rank])
+        if math.isclose(scale, 1.0) and size == x.shape[axis] and window == (0.0, 1.0):
+            continue
+        matrix, outside = _axis_matrix(attrs, kind, coordinate_mode, nearest_mode,
+                                       x.shape[axis], size, scale, window)
+        w = ctx.constant(matrix.T.astype(compute.dtype.numpy))
+        compute = (compute.movedim(axis, -1) @ w).movedim(-1, axis)
+        if outside is not None and outside.any():
+            shape = [1] * rank
+            shape[axis] = size
+            mask = ctx.constant(outside.reshape(shape)).expand(compute.shape)
+            compute = compute.mask_fill(mask, extrapolation)
+    if x.kind == "float":
+        return compute
+    info = np.iinfo(x.dtype.numpy)
+    return compute.round().clamp(float(info.min), float(info.max)).cast(x.dtype)
+
+
+_RESIZE_ATTRS = ("coordinate_transformation_mode", "cubic_coeff_a", "exclude_outside",
+                 "extrapolation_value", "mode", "nearest_mode")
+
+
+def _by_scales(ctx: OpContext, inputs: Inputs, attrs: Attributes, nearest_mode: str) -> Tensor:
+    x, scales = ctx.arg(inputs, 0), ctx.arg(inputs, 1)
+    return _resize(ctx, x, attrs, attrs.string("mode", "nearest"), "asymmetric", nearest_mode,
+                   [float(v) for v in scales.to_numpy().reshape(-1)], None, None, None)
+
+
+@onnx_op("Resize", 10, attrs=("mode",))
+def _resize_10(ctx: OpContext, inputs: Inputs, attrs: Attributes) -> Outputs:
+    """ONNX Resize at opset 10: scales only, asymmetric coordinates."""
+    return _by_scales(ctx, inputs, attrs, "round_prefer_floor")
+
+
+@onnx_op("Upsample", 9, attrs=("mode",))
+def _upsample(ctx: OpContext, inputs: Inputs, attrs: Attributes) -> Outputs:
+    """ONNX Upsample: Resize by scales, asymmetric coordinates, nearest taking the floor."""
+    return _by_scales(ctx, inputs, attrs, "floor")
+
+
+@onnx_op("Resize", 11, attrs=_RESIZE_ATTRS)
+@onnx_op("Resize", 18, attrs=(*_RESIZE_ATTRS, "antialias", "axes", "keep_aspect_ratio_policy"))
+def _resize_11(ctx: OpContext, inputs: Inputs, attrs: Attributes) -> Outputs:
+    """ONNX Resize from opset 11: roi, scales or sizes, coordinate and nearest modes, cubic
+    parameters, and from 18 antialiasing, axes and the aspect-ratio policy."""
+    x = ctx.arg(inputs, 0)
+    roi, scales, sizes = (ctx.optional(inputs, i) for i in (1, 2, 3))
+
+    def values(t: Tensor | None) -> list[float] | None:
+        return None if t is None or t.numel() == 0 else \
+            [float(v) for v in t.to_numpy().reshape(-1)]
+
+    size_values = values(sizes)
+    return _resize(ctx, x, attrs, attrs.string("mode", "nearest"),
+                   attrs.string("coordinate_transformation_mode", "half_pixel"),
+                   attrs.string("nearest_mode", "round_prefer_floor"), values(scales),
+                   None if size_values is None else [int(v) for v in size_values],
+                   values(roi), attrs.ints("axes"))
