@@ -284,7 +284,7 @@ def test_an_autodiff_model_quantizes_and_its_valid_copy_runs_on_the_inner_backen
     x = RNG.standard_normal((2, 8)).astype(np.float32)
     tracked = model(Tensor.from_data(x, backend=ad)).to_numpy()
     inference = model.valid()  # what generate() runs an Autodiff model as
-    assert isinstance(inference, nn.Sequential)
+    assert isinstance(inference, nn.Sequential) and isinstance(inference[1], QuantizedLinear)
     assert inference[1].weight.backend is CpuBackend
     # the same products, summed in another order (the tracked path dequantizes the weight)
     np.testing.assert_allclose(inference(Tensor.from_data(x)).to_numpy(), tracked, rtol=1e-5,
