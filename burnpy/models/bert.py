@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
 import burnpy.nn as nn
-from burnpy.backend.errors import KindError, ShapeError
+from burnpy.backend.errors import InvalidArgumentError, KindError, ShapeError
 from burnpy.models.layers import activation
 from burnpy.models.modeling import ConfigError, PretrainedConfig, PreTrainedModel
 from burnpy.models.outputs import (
@@ -152,7 +152,7 @@ class BertEmbeddings(nn.Module):
         owner = "BertModel"
         if inputs_embeds is None:
             if input_ids is None:
-                raise ShapeError(f"{owner}: give input_ids or inputs_embeds")
+                raise InvalidArgumentError(f"{owner}: give input_ids or inputs_embeds")
             if input_ids.ndim != 2:
                 raise ShapeError(f"{owner}: input_ids must be [batch, seq], got "
                                  f"{list(input_ids.shape)}")

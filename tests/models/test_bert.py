@@ -150,6 +150,22 @@ def test_float32_outputs_match_transformers(name: str, hf_cls: type[Any], tmp_pa
     _compare(_run_ours(model, plain, None, CpuBackend), theirs, 1e-5)
 
 
+def test_explicit_positions_and_input_embeddings(tmp_path: Path) -> None:
+    hf = _write("gelu_new_untied", tf.BertModel, tmp_path)
+    model = BertModel.from_pretrained(tmp_path, backend=CpuBackend)
+    inputs = _inputs(hf.config)
+    positions = np.arange(3 * 9).reshape(3, 9) % 7 + 2
+    with torch.no_grad():
+        embeds = hf.embeddings.word_embeddings(torch.from_numpy(inputs["input_ids"]))
+        theirs = hf(inputs_embeds=embeds, attention_mask=torch.from_numpy(inputs["attention_mask"]),
+                    position_ids=torch.from_numpy(positions), output_hidden_states=True)
+    ours = model(inputs_embeds=Tensor.from_data(embeds.numpy(), backend=CpuBackend),
+                 attention_mask=Tensor.from_data(inputs["attention_mask"], backend=CpuBackend),
+                 position_ids=Tensor.from_data(positions, backend=CpuBackend),
+                 output_hidden_states=True)
+    _compare(ours, theirs, 1e-5)
+
+
 @pytest.mark.parametrize(("problem_type", "num_labels", "kind"), [
     (None, 1, "float"), (None, 3, "int"), (None, 3, "binary"), ("regression", 3, "float"),
     ("multi_label_classification", 2, "binary"), ("single_label_classification", 3, "int")])
