@@ -100,7 +100,7 @@ class BertConfig(PretrainedConfig):
         object.__setattr__(self, "num_labels", labels)
 
     @property
-    def labels(self) -> int:
+    def label_count(self) -> int:
         """The number of classifier outputs (``num_labels`` once resolved)."""
         return self.num_labels or 2
 
@@ -473,7 +473,7 @@ class BertForSequenceClassification(BertPreTrainedModel):
     def __init__(self, config: BertConfig, *, backend: type[Backend] | None = None,
                  dtype: DTypeLike | None = None) -> None:
         self.config = config
-        self.num_labels = config.labels
+        self.num_labels = config.label_count
         self.bert = BertModel(config, backend=backend, dtype=dtype)
         self.dropout_p = (config.classifier_dropout if config.classifier_dropout is not None
                           else config.hidden_dropout_prob)
