@@ -1,4 +1,5 @@
-"""ONNX image operators: Resize (and its predecessor Upsample).
+"""ONNX image operators: Resize (and its predecessor Upsample), GridSample, AffineGrid,
+CenterCropPad, Col2Im.
 
 Resize is separable: along each resized axis the output is a fixed linear map of the input
 (nearest, linear or cubic taps, antialiased or not, with ONNX's coordinate transformations),
@@ -12,7 +13,9 @@ import math
 
 import numpy as np
 
+import burnpy.nn.functional as F
 from burnpy.onnx.attributes import Attributes
+from burnpy.onnx.ops.shape import _pad_tensor
 from burnpy.onnx.registry import OpContext, Outputs, onnx_op
 from burnpy.tensor import Tensor
 
@@ -204,3 +207,61 @@ def _resize_11(ctx: OpContext, inputs: Inputs, attrs: Attributes) -> Outputs:
                    attrs.string("nearest_mode", "round_prefer_floor"), values(scales),
                    None if size_values is None else [int(v) for v in size_values],
                    values(roi), attrs.ints("axes"))
+
+
+@onnx_op("GridSample", 16, attrs=("align_corners", "mode", "padding_mode"))
+@onnx_op("GridSample", 20, attrs=("align_corners", "mode", "padding_mode"))
+def _grid_sample(ctx: OpContext, inputs: Inputs, attrs: Attributes) -> Outputs:
+    """ONNX GridSample of 2-d images, bilinear or nearest (``F.grid_sample``)."""
+    x, grid = ctx.arg(inputs, 0), ctx.arg(inputs, 1)
+    mode = attrs.string("mode", "bilinear" if ctx.opset < 20 else "linear")
+    modes = {"linear": "bilinear", "bilinear": "bilinear", "nearest": "nearest"}
+    if mode not in modes:
+        ctx.unsupported(f"mode={mode!r}", "mode")
+    if x.ndim != 4:
+        ctx.unsupported(f"a {x.ndim - 2}-d grid sample (input {x.shape})")
+    padding = attrs.string("padding_mode", "zeros")
+    if padding not in ("zeros", "border", "reflection"):
+        ctx.unsupported(f"padding_mode={padding!r}", "padding_mode")
+    return F.grid_sample(x, grid, modes[mode], padding, bool(attrs.int("align_corners", 0)))
+
+
+@onnx_op("AffineGrid", 20, attrs=("align_corners",))
+def _affine_grid(ctx: OpContext, inputs: Inputs, attrs: Attributes) -> Outputs:
+    """ONNX AffineGrid: normalized sampling points of affine maps (``F.affine_grid``)."""
+    theta, size = ctx.arg(inputs, 0), ctx.ints(ctx.arg(inputs, 1))
+    return F.affine_grid(theta, size, bool(attrs.int("align_corners", 0)))
+
+
+@onnx_op("CenterCropPad", 18, attrs=("axes",))
+def _center_crop_pad(ctx: OpContext, inputs: Inputs, attrs: Attributes) -> Outputs:
+    """ONNX CenterCropPad: each given axis cropped or zero-padded to its new length, centred
+    (an odd difference puts the extra element at the end when padding, the start when
+    cropping)."""
+    x, shape = ctx.arg(inputs, 0), ctx.ints(ctx.arg(inputs, 1))
+    axes = [a % x.ndim for a in (attrs.ints("axes") or range(x.ndim))]
+    for axis, size in zip(axes, shape, strict=True):
+        dim = x.shape[axis]
+        if size < dim:
+            start = (dim - size) // 2
+            x = x.narrow(axis, start, size)
+        elif size > dim:
+            before = (size - dim) // 2
+            widths = [(0, 0)] * x.ndim
+            widths[axis] = (before, size - dim - before)
+            x = _pad_tensor(ctx, x, widths, "constant", 0.0)
+    return x
+
+
+@onnx_op("Col2Im", 18, attrs=("dilations", "pads", "strides"))
+def _col2im(ctx: OpContext, inputs: Inputs, attrs: Attributes) -> Outputs:
+    """ONNX Col2Im of 2-d images (``F.fold``), symmetric pads."""
+    x = ctx.arg(inputs, 0)
+    image, block = ctx.ints(ctx.arg(inputs, 1)), ctx.ints(ctx.arg(inputs, 2))
+    if len(image) != 2:
+        ctx.unsupported(f"a {len(image)}-d image")
+    pads = attrs.ints("pads") or [0, 0, 0, 0]
+    if pads[:2] != pads[2:]:
+        ctx.unsupported(f"asymmetric pads {pads}", "pads")
+    return F.fold(x, image, block, attrs.ints("dilations") or 1, pads[:2],
+                  attrs.ints("strides") or 1)
