@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 
 FanMode = Literal["fan_in", "fan_out"]
 
-_SKIPPED: ContextVar[bool] = ContextVar("burnpy_init_skipped", default=False)
+_SKIPPED: ContextVar[bool] = ContextVar("init_skipped", default=False)
 
 
 @contextmanager
