@@ -8,8 +8,10 @@ from burnpy.models.hub import ARCHITECTURES, from_pretrained
 from burnpy.models.llama import LlamaConfig, LlamaForCausalLM, LlamaModel
 from burnpy.models.modeling import ConfigError, PretrainedConfig, PreTrainedModel
 from burnpy.models.outputs import BaseModelOutputWithPast, CausalLMOutputWithPast
+from burnpy.models.quantize import QuantizedLinear, load_quantized, quantize
 
 __all__ = ["ARCHITECTURES", "BaseModelOutputWithPast", "CausalLMOutputWithPast", "ConfigError",
            "DynamicCache", "GPT2Config", "GPT2LMHeadModel", "GPT2Model", "GenerationMixin",
            "LlamaConfig", "LlamaForCausalLM", "LlamaModel", "PreTrainedModel",
-           "PretrainedConfig", "from_pretrained"]
+           "PretrainedConfig", "QuantizedLinear", "from_pretrained", "load_quantized",
+           "quantize"]
