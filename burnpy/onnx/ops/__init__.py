@@ -13,6 +13,7 @@ from burnpy.onnx.ops import (
     recurrent,
     reduce,
     shape,
+    signal,
     vision,
 )
 
@@ -27,5 +28,6 @@ __all__ = [
     "recurrent",
     "reduce",
     "shape",
+    "signal",
     "vision",
 ]
