@@ -13,7 +13,6 @@ from burnpy.onnx.ops import (
     recurrent,
     reduce,
     shape,
-    signal,
     vision,
 )
 
@@ -28,6 +27,5 @@ __all__ = [
     "recurrent",
     "reduce",
     "shape",
-    "signal",
     "vision",
 ]
