@@ -4,6 +4,7 @@ One name per line, so engineers adding topics in parallel touch separate lines."
 
 from burnpy.onnx.ops import (
     attention,
+    audio,
     control,
     elementwise,
     indexing,
@@ -18,6 +19,7 @@ from burnpy.onnx.ops import (
 
 __all__ = [
     "attention",
+    "audio",
     "control",
     "elementwise",
     "indexing",
