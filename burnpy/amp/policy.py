@@ -44,6 +44,7 @@ _FP32_LOSSES = (
     "binary_cross_entropy", "binary_cross_entropy_with_logits", "kl_div",
     "margin_ranking_loss", "hinge_embedding_loss", "soft_margin_loss", "triplet_margin_loss",
     "multi_margin_loss", "multilabel_margin_loss", "poisson_nll_loss", "cosine_embedding_loss",
+    "ctc_loss",
 )
 
 _FP32_LINALG = (
@@ -57,7 +58,10 @@ _CPU: dict[str, CastPolicy] = {
     **dict.fromkeys((
         "prod", "trace", "cdist", "avg_pool3d", "max_pool3d",
         "adaptive_avg_pool3d", "adaptive_max_pool3d", "max_unpool2d", "max_unpool3d",
-        "fractional_max_pool2d", "fractional_max_pool3d", "grid_sample",
+        "fractional_max_pool2d", "fractional_max_pool3d", "grid_sample", "reflection_pad",
+        "replication_pad",
+        # composites whose torch decomposition runs avg_pool3d (float32 list)
+        "local_response_norm", "lp_pool3d",
     ), CastPolicy.FP32),
     **dict.fromkeys(("cat", "stack", "index_copy"), CastPolicy.PROMOTE),
     **dict.fromkeys(("mv", "dot", "outer", "kron", "addmv", "addr", "scatter_reduce"),

@@ -19,7 +19,7 @@ from burnpy.tensor.autocast_hook import MARKED_OPS
 
 CPU = POLICY["cpu"]
 #: torch's names for ops burnpy spells otherwise (one burnpy op for both).
-TORCH_ALIASES = {"nll_loss2d": "nll_loss"}
+TORCH_ALIASES = {"nll_loss2d": "nll_loss", "reflection_pad1d": "reflection_pad"}
 
 
 def _r(*shape: int, dtype: torch.dtype = torch.float32) -> torch.Tensor:
@@ -106,6 +106,13 @@ PROBES: dict[str, Callable[[torch.dtype], Any]] = {
     "grid_sample": lambda d: tf.grid_sample(_r(1, 1, 4, 4, dtype=d),
                                             torch.rand(1, 2, 2, 2).to(d) * 2 - 1,
                                             align_corners=False),
+    "ctc_loss": lambda d: tf.ctc_loss(_r(6, 2, 4, dtype=d).log_softmax(2),
+                                      torch.tensor([[1, 2], [3, 1]]), torch.tensor([6, 6]),
+                                      torch.tensor([2, 2])),
+    "reflection_pad": lambda d: tf.pad(_r(1, 2, 5, dtype=d), (2, 1), mode="reflect"),
+    "replication_pad": lambda d: tf.pad(_r(1, 2, 5, dtype=d), (2, 1), mode="replicate"),
+    "local_response_norm": lambda d: tf.local_response_norm(_r(1, 4, 5, 5, dtype=d), 3),
+    "lp_pool3d": lambda d: tf.lp_pool3d(_r(1, 1, 4, 4, 4, dtype=d), 2.0, 2),
     "cat": lambda d: torch.cat([_r(2, dtype=d), _r(2)]),
     "stack": lambda d: torch.stack([_r(2, dtype=d), _r(2)]),
     "index_copy": lambda d: _r(3, 2, dtype=d).index_copy(0, torch.tensor([0, 2]), _r(2, 2)),

@@ -373,6 +373,7 @@ def cosine_embedding_loss(input1: Tensor, input2: Tensor, target: Tensor, margin
 _NEG = -1e30  # log(0) in the CTC recursion: finite, so the gradient of logsumexp stays finite
 
 
+@autocast_op("ctc_loss")
 def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths: Tensor | Sequence[int],
              target_lengths: Tensor | Sequence[int], blank: int = 0, reduction: str = "mean",
              zero_infinity: bool = False) -> Tensor:

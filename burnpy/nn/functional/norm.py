@@ -212,6 +212,7 @@ def rms_norm(input: Tensor, normalized_shape: int | Sequence[int],
                              None if weight is None else weight.primitive, e), FLOAT)
 
 
+@autocast_op("local_response_norm")
 def local_response_norm(input: Tensor, size: int, alpha: float = 1e-4, beta: float = 0.75,
                         k: float = 1.0) -> Tensor:
     """``x / (k + alpha * mean of x^2 over size neighbouring channels) ** beta``."""

@@ -9,6 +9,7 @@ import numpy as np
 
 from burnpy.backend.errors import InvalidArgumentError, ShapeError, describe
 from burnpy.tensor import Tensor
+from burnpy.tensor.autocast_hook import autocast_op
 
 
 def _pad_index(mode: str, size: int, before: int, after: int) -> list[int]:
@@ -78,5 +79,16 @@ def pad(input: Tensor, pad: Sequence[int], mode: str = "constant",
             raise ShapeError(f"{op}: cannot {mode}-pad an empty dim of "
                              f"{describe(input.shape)}")
         if before or after:
-            out = out.index_select(dim, _pad_index(mode, size, before, after))
+            out = _PAD_SELECT[mode](out, dim, _pad_index(mode, size, before, after))
     return out
+
+
+def _select(out: Tensor, dim: int, index: list[int]) -> Tensor:
+    """``out`` padded along ``dim`` by reading ``index`` (the non-constant modes)."""
+    return out.index_select(dim, index)
+
+
+#: The select each non-constant mode pads with; reflect and replicate carry torch's autocast
+#: names (its float32 list holds reflection_pad*d and replication_pad*d, not circular pads).
+_PAD_SELECT = {"reflect": autocast_op("reflection_pad")(_select),
+               "replicate": autocast_op("replication_pad")(_select), "circular": _select}

@@ -356,6 +356,7 @@ def lp_pool2d(input: Tensor, norm_type: float, kernel_size: IntOrTuple,
     return _lp_pool("lp_pool2d", 2, input, norm_type, kernel_size, stride, ceil_mode)
 
 
+@autocast_op("lp_pool3d")
 def lp_pool3d(input: Tensor, norm_type: float, kernel_size: IntOrTuple,
               stride: IntOrTuple | None = None, ceil_mode: bool = False) -> Tensor:
     """Power-average pool: ``(sum of x^p over each window) ^ (1/p)`` of ``[n, c, d, h, w]``."""
