@@ -225,6 +225,8 @@ def trunc_normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float 
         raise InvalidArgumentError(f"{op}: need a < b and std > 0, got a={a}, b={b}, std={std} "
                                    f"(tensor of shape {describe(tensor.shape)}, "
                                    f"{tensor.dtype!r})")
+    if _SKIPPED.get():  # normal() gives unset values: nothing to truncate, the tensor stays
+        return tensor
     value = normal(tensor.shape, mean, std, **where).detach()
     outside = (value < a) | (value > b)
     while bool(outside.any()):
