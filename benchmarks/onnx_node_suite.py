@@ -66,7 +66,8 @@ def main() -> None:
         print("\nfailures:")
         for name, outcome in sorted(outcomes.items()):
             if outcome.status in ("wrong", "crash", "error"):
-                print(f"  {name}: {outcome.status}: {outcome.detail[:300]}")
+                known = " (known difference)" if name in node_suite.KNOWN_DIFFERENCES else ""
+                print(f"  {name}: {outcome.status}{known}: {outcome.detail[:300]}")
     if args.write_expected:
         passing = sorted(n for n, o in outcomes.items() if o.status == "pass")
         EXPECTED.write_text("".join(f"{n}\n" for n in passing))

@@ -53,6 +53,15 @@ EXCLUDED: dict[str, str] = {
     "image decoder": "ImageDecoder, which decodes image files",
 }
 
+#: Eligible cases whose expected outputs burnpy differs from beyond the runner's tolerance
+#: while being right, with why; the test accepts "wrong" for these and no other case.
+KNOWN_DIFFERENCES: dict[str, str] = {
+    "test_dft_inverse": "the expected imaginary parts hold NumPy's complex64 FFT round-off "
+                        "(1.9e-7, above atol 1e-7) where the exact value is 0; onnxruntime "
+                        "differs too (20 values)",
+    "test_dft_inverse_opset19": "as test_dft_inverse",
+}
+
 
 def _type_codes(tp: TypeProto) -> tuple[set[int], set[str]]:
     """Element types and value kinds (tensor, sequence, optional, map...) in a type."""

@@ -14,6 +14,7 @@ from burnpy.onnx.ops import (
     recurrent,
     reduce,
     shape,
+    signal,
     vision,
 )
 
@@ -29,5 +30,6 @@ __all__ = [
     "recurrent",
     "reduce",
     "shape",
+    "signal",
     "vision",
 ]
