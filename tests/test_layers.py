@@ -43,7 +43,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("backend",),
     ("quantization",),
     ("ir",),
-    ("autodiff", "fusion"),
+    ("autodiff", "fusion", "capture"),
     ("tensor",),
     ("custom_ops", "data", "record"),
     ("func", "linalg", "distributed", "amp"),

@@ -1,0 +1,251 @@
+"""``Capture(B)``: the decorator backend that runs every op on B and records it while asked.
+
+``Capture(B)`` builds, once per B and thread-safely (``DecoratorFactory``), a subclass of
+``CaptureBackend`` whose primitives are B's own: each protocol op (required or provided) is
+B's op behind a wrapper that, only while a recording is active in the calling thread, appends
+the call to the recording's ``Graph``. A provided op is recorded as one call (``linear``,
+``layer_norm``), since B runs its composition on B itself, below the recorder: the graph keeps
+the protocol's level of description, which is what an exporter translates and what a replay
+calls. Outside a recording an op costs one extra call and one attribute test.
+
+``Autodiff(Capture(B))`` records a training step's forward and backward ops: Autodiff's rules
+are written with its inner backend's ops, which are Capture's.
+"""
+
+from __future__ import annotations
+
+import inspect
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any, ClassVar
+
+from burnpy.backend.base import Backend
+from burnpy.backend.decorator import DecoratorFactory, InnerDevices, inner_attributes
+from burnpy.backend.device import Device
+from burnpy.backend.dtype import DType
+from burnpy.backend.errors import InvalidArgumentError
+from burnpy.backend.ops._marker import provided_ops, required_ops
+from burnpy.capture.graph import CONSTANT, INPUT, NODE, Graph, Node, Ref, Value
+from burnpy.ir.desc import TensorDesc
+
+#: Ops that never take part in a recording: device lookups and gradient flags read no values.
+_UNRECORDED = frozenset({"float_device", "int_device", "bool_device", "q_device",
+                         "float_is_require_grad"})
+
+
+class _OpSpec:
+    """Where a protocol op's tensors are, read once from its signature's annotations: the
+    positions and names of its tensor parameters (a tensor, an optional one or a sequence of
+    them) and whether it returns tensors (a primitive, or a tuple of primitives and Nones)."""
+
+    __slots__ = ("names", "positions", "returns_tensors")
+
+    def __init__(self, name: str) -> None:
+        attr = inspect.getattr_static(Backend, name)
+        function = attr.__func__ if isinstance(attr, staticmethod | classmethod) else attr
+        signature = inspect.signature(function)
+        parameters = list(signature.parameters.values())
+        if isinstance(attr, classmethod):
+            parameters = parameters[1:]
+        tensors = [(i, p.name) for i, p in enumerate(parameters)
+                   if "Primitive" in str(p.annotation)]
+        self.positions = frozenset(i for i, _ in tensors)
+        self.names = frozenset(n for _, n in tensors)
+        returned = str(signature.return_annotation)
+        self.returns_tensors = "Primitive" in returned or returned.endswith("Result")
+
+
+class _Recording:
+    """An active recording: its graph, the thread it belongs to, and each primitive met so far
+    by ``id`` with its value index (the primitive kept alive so that no id is reused)."""
+
+    __slots__ = ("dtypes", "graph", "ids", "thread")
+
+    def __init__(self, graph: Graph) -> None:
+        self.graph = graph
+        self.thread = threading.get_ident()
+        self.ids: dict[int, tuple[int, Any]] = {}
+        self.dtypes: dict[Any, DType] = {}
+
+    def add(self, primitive: Any, kind: str, producer: int = -1) -> int:
+        """A new value for ``primitive`` (rebinding its identity to it), its index."""
+        graph = self.graph
+        index = len(graph.values)
+        dtype = self.dtypes.get(primitive.dtype)
+        if dtype is None:
+            dtype = self.dtypes[primitive.dtype] = DType.of(primitive.dtype)
+        desc = TensorDesc(tuple(primitive.shape), dtype)
+        graph.values.append(Value(index, kind, desc, primitive if kind == CONSTANT else None,
+                                  producer))
+        self.ids[id(primitive)] = (index, primitive)
+        return index
+
+    def read(self, primitive: Any) -> int:
+        """The value index of a primitive an op reads (a new constant when first met)."""
+        found = self.ids.get(id(primitive))
+        if found is not None:
+            return found[0]
+        return self.add(primitive, CONSTANT)
+
+    def tensor(self, arg: Any, reads: list[int]) -> Any:
+        """A tensor argument (or None, or a sequence of tensors) as ``Ref``s."""
+        if arg is None:
+            return None
+        if isinstance(arg, tuple | list):
+            return type(arg)(self.tensor(a, reads) for a in arg)
+        index = self.read(arg)
+        reads.append(index)
+        return Ref(index)
+
+    def result(self, value: Any, producer: int, made: list[int]) -> Any:
+        """The result's structure with a new value for each tensor in it (None stays)."""
+        if value is None:
+            return None
+        if isinstance(value, tuple | list):
+            return tuple(self.result(v, producer, made) for v in value) if isinstance(
+                value, tuple) else [self.result(v, producer, made) for v in value]
+        index = self.add(value, CONSTANT if producer < 0 else NODE, producer)
+        made.append(index)
+        return Ref(index)
+
+    def record(self, name: str, spec: _OpSpec, args: tuple[Any, ...],
+               kwargs: dict[str, Any], result: Any) -> None:
+        """Append the call ``name(*args, **kwargs) -> result`` to the graph."""
+        reads: list[int] = []
+        positions = spec.positions
+        arg_refs = tuple(self.tensor(a, reads) if i in positions else a
+                         for i, a in enumerate(args))
+        kwarg_refs = {k: self.tensor(v, reads) if k in spec.names else v
+                      for k, v in kwargs.items()}
+        graph = self.graph
+        if not spec.returns_tensors:
+            if name.endswith("_into_data") and reads:
+                graph.host_reads.append((len(graph.nodes), reads[0]))
+            return
+        if name.endswith("_from_data"):
+            self.result(result, -1, [])  # host data: a constant of the graph
+            return
+        made: list[int] = []
+        structure = self.result(result, len(graph.nodes), made)
+        graph.nodes.append(Node(name, arg_refs, kwarg_refs, tuple(reads), tuple(made),
+                                structure))
+
+
+class _State:
+    """What a Capture class's op wrappers share: B and the active recording (or None)."""
+
+    __slots__ = ("inner", "recording")
+
+    def __init__(self, inner: type[Backend]) -> None:
+        self.inner = inner
+        self.recording: _Recording | None = None
+
+
+class CaptureBackend(InnerDevices, Backend, abstract=True):
+    """Base of every ``Capture(B)`` class: B's primitives and ops, recorded on request."""
+
+    InnerBackend: ClassVar[type[Backend]]
+    _state: ClassVar[_State]
+
+    @classmethod
+    def name(cls, device: Device | None = None) -> str:
+        return f"capture<{cls.InnerBackend.name(device)}>"
+
+    @classmethod
+    def ad_enabled(cls) -> bool:
+        return cls.InnerBackend.ad_enabled()
+
+    @staticmethod
+    def inner(tensor: Any) -> Any:
+        """B's primitive of a tensor: the tensor itself (Capture's primitives are B's)."""
+        return tensor
+
+    int_inner = bool_inner = q_inner = from_inner = int_from_inner = bool_from_inner = (
+        q_from_inner) = inner
+
+    @classmethod
+    @contextmanager
+    def recording(cls, inputs: Sequence[Any] = ()) -> Iterator[Graph]:
+        """Record, in this thread, every op called until the block ends into the graph it
+        yields; ``inputs`` (B's primitives) are the graph's inputs, in order. Name its results
+        with ``set_outputs`` before the block ends."""
+        state = cls._state
+        if state.recording is not None:
+            raise InvalidArgumentError(
+                f"{cls.__name__}.recording: a recording is already active on this backend")
+        recording = _Recording(Graph(cls.InnerBackend))
+        for primitive in inputs:
+            if not (hasattr(primitive, "shape") and hasattr(primitive, "dtype")):
+                raise InvalidArgumentError(
+                    f"{cls.__name__}.recording: inputs must be {cls.InnerBackend.__name__}'s "
+                    f"primitives, got {type(primitive).__name__}")
+            recording.graph.inputs.append(recording.add(primitive, INPUT))
+        state.recording = recording
+        try:
+            yield recording.graph
+        finally:
+            state.recording = None
+
+    @classmethod
+    def set_outputs(cls, graph: Graph, outputs: Sequence[Any]) -> None:
+        """Name ``outputs`` (primitives met by the active recording of ``graph``, or constants
+        met now) as the graph's results, in order."""
+        recording = cls._state.recording
+        if recording is None or recording.graph is not graph:
+            raise InvalidArgumentError(
+                f"{cls.__name__}.set_outputs: call it inside the graph's recording")
+        graph.outputs = [recording.read(p) for p in outputs]
+
+    @classmethod
+    def record(cls, fn: Callable[..., Any], *inputs: Any) -> tuple[Graph, Any]:
+        """Run ``fn(*inputs)`` (B's primitives in, a primitive or a tuple/list of them out)
+        once while recording; returns the graph (inputs and outputs set) and ``fn``'s result."""
+        with cls.recording(inputs) as graph:
+            result = fn(*inputs)
+            outputs = result if isinstance(result, tuple | list) else (result,)
+            cls.set_outputs(graph, outputs)
+        return graph, result
+
+
+def _wrapped(name: str, state: _State) -> Callable[..., Any]:
+    """B's op ``name``, recorded while a recording is active in the calling thread."""
+    inner_op = getattr(state.inner, name)
+    get_ident = threading.get_ident
+    spec = _OpSpec(name)
+
+    def op(*args: Any, **kwargs: Any) -> Any:
+        result = inner_op(*args, **kwargs)
+        recording = state.recording
+        if recording is not None and recording.thread == get_ident():
+            recording.record(name, spec, args, kwargs, result)
+        return result
+
+    op.__name__ = op.__qualname__ = name
+    op.__doc__ = f"``{name}`` on the inner backend, recorded while a recording is active."
+    return op
+
+
+def _build(inner: type[Backend]) -> type[CaptureBackend]:
+    """The decorator class of ``inner``: every protocol op B's, behind the recorder."""
+    state = _State(inner)
+    namespace: dict[str, Any] = {}
+    for name in sorted({*required_ops(Backend), *provided_ops(Backend)}):
+        op = getattr(inner, name) if name in _UNRECORDED else _wrapped(name, state)
+        namespace[name] = staticmethod(op)
+    name = f"Capture[{inner.__name__}]"
+    namespace.update(inner_attributes(inner, name,
+                                      f"{inner.__name__}, its op calls recorded on request."))
+    namespace.update(
+        __module__=__name__,
+        FloatTensorPrimitive=inner.FloatTensorPrimitive,
+        IntTensorPrimitive=inner.IntTensorPrimitive,
+        BoolTensorPrimitive=inner.BoolTensorPrimitive,
+        trusted_binary_ops=inner.trusted_binary_ops,
+        _state=state,
+    )
+    return type(name, (CaptureBackend,), namespace)
+
+
+Capture: DecoratorFactory[type[CaptureBackend]] = DecoratorFactory("Capture", _build)
+"""``Capture(B)`` / ``Capture[B]``: the recording decorator class of backend ``B``, one per B."""

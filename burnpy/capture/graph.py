@@ -1,0 +1,142 @@
+"""The graph a ``Capture(B)`` recording builds: protocol op calls in program order over values.
+
+A value is a graph input, a constant (a tensor the recording met before any recorded op made
+it: a parameter, a buffer, data uploaded from the host) or an output of a recorded node; it is
+named by its index in ``Graph.values``. A node keeps its op's arguments as they were passed,
+each tensor replaced by the ``Ref`` of its value, so ``Graph.replay`` runs the same calls of B
+again on new inputs, with no Tensor, Autodiff or module code in between.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from burnpy.backend.errors import InvalidArgumentError
+from burnpy.ir.desc import TensorDesc
+
+#: The kinds of value: given to the recording, met before being made, made by a node.
+INPUT, CONSTANT, NODE = "input", "constant", "node"
+
+
+class Ref:
+    """A tensor argument or result of a node: the index of its value in ``Graph.values``."""
+
+    __slots__ = ("index",)
+
+    def __init__(self, index: int) -> None:
+        self.index = index
+
+    def __repr__(self) -> str:
+        return f"%{self.index}"
+
+
+class Value:
+    """One tensor of the graph: its ``kind`` (``INPUT``, ``CONSTANT``, ``NODE``), its shape and
+    dtype, and for a constant its primitive (``data``), kept for replay and export."""
+
+    __slots__ = ("data", "desc", "index", "kind", "producer")
+
+    def __init__(self, index: int, kind: str, desc: TensorDesc, data: Any = None,
+                 producer: int = -1) -> None:
+        self.index = index
+        self.kind = kind
+        self.desc = desc
+        self.data = data
+        #: The position in ``Graph.nodes`` of the node making it (-1 for inputs and constants).
+        self.producer = producer
+
+    def __repr__(self) -> str:
+        return f"%{self.index}: {self.kind} {self.desc}"
+
+
+class Node:
+    """One recorded protocol op call: ``op`` (e.g. ``"float_matmul"``), its positional and
+    keyword arguments with ``Ref``s in place of tensors, the values it reads (``inputs``) and
+    makes (``outputs``), and its result's structure (a ``Ref``, or a tuple/list of them)."""
+
+    __slots__ = ("args", "inputs", "kwargs", "op", "outputs", "result")
+
+    def __init__(self, op: str, args: tuple[Any, ...], kwargs: dict[str, Any],
+                 inputs: tuple[int, ...], outputs: tuple[int, ...], result: Any) -> None:
+        self.op = op
+        self.args = args
+        self.kwargs = kwargs
+        self.inputs = inputs
+        self.outputs = outputs
+        self.result = result
+
+    def __repr__(self) -> str:
+        args = [repr(a) for a in self.args] + [f"{k}={v!r}" for k, v in self.kwargs.items()]
+        outs = ", ".join(f"%{i}" for i in self.outputs)
+        return f"{outs} = {self.op}({', '.join(args)})"
+
+
+class Graph:
+    """A recording of protocol op calls on one backend (``backend``, the inner backend B).
+
+    ``values`` are every tensor met, ``nodes`` the calls in program order, ``inputs`` and
+    ``outputs`` the indices of the graph's inputs and results (``set_outputs``), and
+    ``host_reads`` the values read on the host while recording (``(node position, value)``:
+    where a compiled replay would have to split).
+    """
+
+    __slots__ = ("backend", "host_reads", "inputs", "nodes", "outputs", "values")
+
+    def __init__(self, backend: Any) -> None:
+        self.backend = backend
+        self.values: list[Value] = []
+        self.nodes: list[Node] = []
+        self.inputs: list[int] = []
+        self.outputs: list[int] = []
+        self.host_reads: list[tuple[int, int]] = []
+
+    def __repr__(self) -> str:
+        lines = [f"graph({', '.join(f'%{i}: {self.values[i].desc}' for i in self.inputs)})"]
+        lines += [f"  {node!r}" for node in self.nodes]
+        lines.append(f"  return {', '.join(f'%{i}' for i in self.outputs)}")
+        return "\n".join(lines)
+
+    def constants(self) -> list[Value]:
+        """The constant values (parameters, buffers, host data), in the order first met."""
+        return [v for v in self.values if v.kind == CONSTANT]
+
+    def replay(self, inputs: Sequence[Any]) -> list[Any]:
+        """Run the recorded calls again on B with ``inputs`` (B's primitives, in the order of
+        ``self.inputs``; same shapes and dtypes as recorded), returning the output primitives.
+
+        Each node's op is B's own, looked up once per node; constants are the recorded ones.
+        """
+        if len(inputs) != len(self.inputs):
+            raise InvalidArgumentError(f"Graph.replay: the graph takes {len(self.inputs)} "
+                                       f"input(s), got {len(inputs)}")
+        env: list[Any] = [v.data for v in self.values]
+        for index, value in zip(self.inputs, inputs, strict=True):
+            env[index] = value
+        backend = self.backend
+        for node in self.nodes:
+            op: Callable[..., Any] = getattr(backend, node.op)
+            args = [_bind(a, env) for a in node.args]
+            kwargs = {k: _bind(v, env) for k, v in node.kwargs.items()}
+            _store(node.result, op(*args, **kwargs), env)
+        return [env[i] for i in self.outputs]
+
+
+def _bind(template: Any, env: list[Any]) -> Any:
+    """An argument with each ``Ref`` replaced by its value's primitive in ``env``."""
+    kind = type(template)
+    if kind is Ref:
+        return env[template.index]
+    if kind is tuple or kind is list:
+        return kind(_bind(t, env) for t in template)
+    return template
+
+
+def _store(template: Any, result: Any, env: list[Any]) -> None:
+    """Put each tensor of ``result`` where the node's result ``template`` names it."""
+    kind = type(template)
+    if kind is Ref:
+        env[template.index] = result
+    elif kind is tuple or kind is list:
+        for t, r in zip(template, result, strict=True):
+            _store(t, r, env)
