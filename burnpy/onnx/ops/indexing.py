@@ -41,9 +41,11 @@ def _scatter(ctx: OpContext, data: Tensor, dim: int, index: Tensor, updates: Ten
     return data.scatter_reduce(dim, index, updates, _REDUCE[reduction], include_self=True)
 
 
+@onnx_op("Scatter", 9, attrs=("axis",))
 @onnx_op("ScatterElements", 11, attrs=("axis", "reduction"))
 def _scatter_elements(ctx: OpContext, inputs: Inputs, attrs: Attributes) -> Outputs:
-    """ONNX ScatterElements (torch.scatter, with an optional reduction)."""
+    """ONNX ScatterElements (torch.scatter, with an optional reduction), and Scatter, its
+    name before opset 11."""
     data, indices, updates = (ctx.arg(inputs, i) for i in range(3))
     axis = attrs.int("axis", 0) % data.ndim
     index = indices.mask_where(indices < 0, indices + data.shape[axis]).long()
@@ -74,11 +76,8 @@ def _gather_nd(ctx: OpContext, inputs: Inputs, attrs: Attributes) -> Outputs:
     k = indices.shape[-1]
     batch = math.prod(data.shape[:b])
     inner = data.shape[b:]
-    flat = _host_indices(ctx, indices, (math.prod(data.shape[:b]),) + inner)
-    offsets = _host_indices(ctx, indices.reshape(batch, -1, k), inner) \
-        if b else flat.reshape(1, -1)
-    if b:
-        offsets = offsets + (np.arange(batch) * math.prod(inner[:k]))[:, None]
+    offsets = _host_indices(ctx, indices.reshape(batch, -1, k), inner)
+    offsets = offsets + (np.arange(batch) * math.prod(inner[:k]))[:, None]
     rows = data.reshape([batch * math.prod(inner[:k]), *inner[k:]])
     picked = rows.index_select(0, ctx.constant(offsets.reshape(-1)))
     return picked.reshape(list(indices.shape[:-1]) + list(inner[k:]))

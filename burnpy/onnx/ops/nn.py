@@ -217,13 +217,22 @@ def _channel(t: Tensor, ndim: int) -> Tensor:
 @onnx_op("BatchNormalization", 9, attrs=("epsilon", "momentum"))
 @onnx_op("BatchNormalization", 14, attrs=("epsilon", "momentum", "training_mode"))
 def _batch_norm(ctx: OpContext, inputs: Inputs, attrs: Attributes) -> Outputs:
-    """ONNX BatchNormalization in inference mode: the running statistics normalize."""
+    """ONNX BatchNormalization: the running statistics normalize, or with training_mode the
+    batch's (biased variance), returning the running statistics updated by ``momentum``."""
     x, scale, bias, mean, var = (ctx.arg(inputs, i) for i in range(5))
-    if attrs.int("training_mode", 0):
-        ctx.unsupported("training_mode=1", "training_mode")
     if not attrs.int("spatial", 1):
         ctx.unsupported("spatial=0", "spatial")
     eps = attrs.float("epsilon", 1e-5)
+    if attrs.int("training_mode", 0):
+        # The batch's statistics normalize; the running ones come back updated.
+        dims = [d for d in range(x.ndim) if d != 1]
+        batch_mean = x.mean(dims)
+        batch_var = ((x - _channel(batch_mean, x.ndim)) ** 2).mean(dims)
+        momentum = attrs.float("momentum", 0.9)
+        inv = (_channel(batch_var, x.ndim) + eps).rsqrt() * _channel(scale, x.ndim)
+        y = (x - _channel(batch_mean, x.ndim)) * inv + _channel(bias, x.ndim)
+        return [y, mean * momentum + batch_mean * (1 - momentum),
+                var * momentum + batch_var * (1 - momentum)]
     inv = (_channel(var, x.ndim) + eps).rsqrt() * _channel(scale, x.ndim)
     return (x - _channel(mean, x.ndim)) * inv + _channel(bias, x.ndim)
 

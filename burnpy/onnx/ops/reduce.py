@@ -31,8 +31,12 @@ def _reduce(op_type: str, input_since: int, fn: Callable[[Tensor, list[int]], Te
                 return x
             axes = list(range(x.ndim))
         dims = sorted({a % x.ndim if x.ndim else 0 for a in axes}) if x.ndim else []
-        if x.ndim and x.kind == "bool":
-            ctx.unsupported("bool input")
+        if x.kind == "bool":
+            if op_type not in ("ReduceMax", "ReduceMin"):
+                ctx.unsupported(f"bool input of {op_type}")
+            # Over bools the max is any, the min all (ONNX allows them from opset 20).
+            as_int = run(ctx, [x.cast("int8")], attrs, axes)
+            return as_int.cast("bool")
         if any(x.shape[d] == 0 for d in dims):
             if empty is None:
                 ctx.error(f"reduction over an empty dim of shape {x.shape}")
@@ -121,7 +125,12 @@ def _topk(ctx: OpContext, inputs: Inputs, attrs: Attributes) -> Outputs:
     largest = bool(attrs.int("largest", 1))
     # ONNX breaks ties by the lower index: a stable sort gives that order.
     array = x.to_numpy()
-    order = np.argsort(-array if largest else array, axis=axis, kind="stable")
+    if largest:  # descending, ties by lower index: a stable sort of the reversed values
+        n = array.shape[axis]
+        order = (n - 1) - np.flip(np.argsort(np.flip(array, axis), axis=axis, kind="stable"),
+                                  axis)
+    else:
+        order = np.argsort(array, axis=axis, kind="stable")
     index = np.take(order, np.arange(k), axis=axis).astype(np.int64)
     index_t = ctx.constant(index)
     return [x.gather(axis, index_t), index_t]
