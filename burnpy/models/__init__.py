@@ -1,16 +1,35 @@
 """Pretrained architectures with transformers' names, configurations and outputs, loaded from a
 Hugging Face checkpoint directory: ``from_pretrained(directory, backend=B)``."""
 
+from burnpy.models.bert import (
+    BertConfig,
+    BertForMaskedLM,
+    BertForSequenceClassification,
+    BertModel,
+)
 from burnpy.models.cache import DynamicCache
 from burnpy.models.generation import GenerationMixin
 from burnpy.models.gpt2 import GPT2Config, GPT2LMHeadModel, GPT2Model
 from burnpy.models.hub import ARCHITECTURES, from_pretrained
 from burnpy.models.llama import LlamaConfig, LlamaForCausalLM, LlamaModel
 from burnpy.models.modeling import ConfigError, PretrainedConfig, PreTrainedModel
-from burnpy.models.outputs import BaseModelOutputWithPast, CausalLMOutputWithPast
+from burnpy.models.outputs import (
+    BaseModelOutputWithPast,
+    BaseModelOutputWithPooling,
+    BaseModelOutputWithPoolingAndNoAttention,
+    CausalLMOutputWithPast,
+    ImageClassifierOutput,
+    ImageClassifierOutputWithNoAttention,
+    MaskedLMOutput,
+    SequenceClassifierOutput,
+)
 from burnpy.models.quantize import QuantizedLinear, load_quantized, quantize
 
-__all__ = ["ARCHITECTURES", "BaseModelOutputWithPast", "CausalLMOutputWithPast", "ConfigError",
+__all__ = ["ARCHITECTURES", "BaseModelOutputWithPast", "BaseModelOutputWithPooling",
+           "BaseModelOutputWithPoolingAndNoAttention", "BertConfig", "BertForMaskedLM",
+           "BertForSequenceClassification", "BertModel", "ImageClassifierOutput",
+           "ImageClassifierOutputWithNoAttention", "MaskedLMOutput",
+           "SequenceClassifierOutput", "CausalLMOutputWithPast", "ConfigError",
            "DynamicCache", "GPT2Config", "GPT2LMHeadModel", "GPT2Model", "GenerationMixin",
            "LlamaConfig", "LlamaForCausalLM", "LlamaModel", "PreTrainedModel",
            "PretrainedConfig", "QuantizedLinear", "from_pretrained", "load_quantized",

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from burnpy.models.bert import BertForMaskedLM, BertForSequenceClassification, BertModel
 from burnpy.models.gpt2 import GPT2LMHeadModel, GPT2Model
 from burnpy.models.llama import LlamaForCausalLM, LlamaModel
 from burnpy.models.modeling import ConfigError, PreTrainedModel, read_config
@@ -16,6 +17,7 @@ if TYPE_CHECKING:
 #: transformers' class names burnpy implements, by the ``model_type`` they belong to; the
 #: first of each is what a config naming no known ``architectures`` entry gets.
 ARCHITECTURES: dict[str, tuple[type[PreTrainedModel], ...]] = {
+    "bert": (BertForMaskedLM, BertModel, BertForSequenceClassification),
     "gpt2": (GPT2LMHeadModel, GPT2Model),
     "llama": (LlamaForCausalLM, LlamaModel),
 }

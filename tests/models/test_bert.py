@@ -14,6 +14,7 @@ import pytest
 import torch
 import transformers as tf
 
+import burnpy.models as bpm
 from burnpy.autodiff import Autodiff
 from burnpy.models.bert import (
     BertConfig,
@@ -293,3 +294,17 @@ def test_unsupported_config_is_refused_naming_the_field(change: dict[str, Any], 
     with pytest.raises(ConfigError, match=f"config field {field}"):
         BertForSequenceClassification.from_pretrained(tmp_path, backend=CpuBackend)
     assert BertConfig().num_labels == 2  # and the defaults are transformers'
+
+
+@pytest.mark.parametrize("hf_cls", [tf.BertModel, tf.BertForMaskedLM,
+                                    tf.BertForSequenceClassification])
+def test_from_pretrained_picks_the_saved_architecture(hf_cls: type[Any],
+                                                      tmp_path: Path) -> None:
+    """``bp.models.from_pretrained`` reads ``architectures`` from the config and builds that
+    class, whose logits (or hidden states) are transformers'."""
+    theirs = _write("gelu_tied", hf_cls, tmp_path)
+    ours = bpm.from_pretrained(tmp_path, backend=CpuBackend)
+    assert type(ours).__name__ == hf_cls.__name__
+    inputs = _inputs(theirs.config)
+    _compare(_run_ours(ours, inputs, None, CpuBackend),
+             _run_theirs(theirs, inputs, None, torch.float32), 1e-5)
