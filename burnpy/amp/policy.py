@@ -2,9 +2,13 @@
 float32, which at their widest input dtype, and which run as written with autocast paused.
 
 This is the one table autocast reads. Its lists are torch's (``autocast_mode.cpp``'s CPU and
-CUDA lists, restricted to the ops burnpy has), checked against torch by
-``tests/amp/test_policy.py``, which runs each op under ``torch.autocast``. Names are the ones
-``burnpy.tensor.autocast_hook.autocast_op`` marks the ops with (torch's names).
+CUDA lists, restricted to the ops burnpy has). The CPU lists are checked against torch by
+``tests/amp/test_policy.py``, which runs each op under ``torch.autocast("cpu")``, and by
+``tests/amp/test_autocast_ops.py`` over every conformance case; the CUDA lists cannot be
+(the test machines' torch has no CUDA). Names are the ones
+``burnpy.tensor.autocast_hook.autocast_op`` marks the ops with (torch's names). Torch's CUDA
+float32 list also holds pointwise math (``exp``, ``log``, ``pow``...): burnpy leaves those
+unmarked, since every marked op pays the hook's check on every backend.
 
 Device types name backend families by ``Device.type``: ``"cpu"`` is ``CpuBackend`` (and any
 backend whose devices are CPU devices, decorated or not), ``"cuda"`` is ``CudaBackend``,
