@@ -23,6 +23,7 @@ from types import TracebackType
 from typing import Any, TypeVar
 
 from burnpy.amp.policy import DEFAULT_DTYPE, POLICY, CastPolicy
+from burnpy.autodiff.modes import is_grad_enabled
 from burnpy.autodiff.tensor import AutodiffTensor
 from burnpy.backend.dtype import DType, DTypeLike, promote_floats
 from burnpy.backend.errors import DTypeError, InvalidArgumentError
@@ -78,10 +79,12 @@ def _eligible(value: Any, device_type: str) -> bool:
 
 def _cached_cast(t: Tensor, dtype: DType, lower: DType) -> Tensor:
     """``t`` in ``dtype``; a float32 leaf requiring grad cast to the lower dtype is cached for
-    the rest of the outermost region (torch's ``cached_cast``)."""
+    the rest of the outermost region (torch's ``cached_cast``). Not under ``no_grad``: that
+    cast is untracked, and a later use of the cache would lose the gradient (as torch's)."""
     st = _state
     primitive = t.primitive
     cacheable = (st.cache_enabled and dtype is lower and t.dtype is DType.float32
+                 and is_grad_enabled()
                  and isinstance(primitive, AutodiffTensor) and primitive.node is not None
                  and primitive.node.op is None and not hasattr(t, "_view_of"))
     if not cacheable:

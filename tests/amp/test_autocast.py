@@ -122,6 +122,19 @@ def test_parameters_are_cast_once_per_region() -> None:
         assert not cache
 
 
+def test_a_cast_under_no_grad_is_not_cached() -> None:
+    w = _t(_arr(2, 4), AD).require_grad()
+    x = _t(_arr(3, 4), AD)
+    with bp.autocast("cpu"):
+        with bp.no_grad():
+            F.linear(x, w)
+        y = F.linear(x, w)
+    g = w.grad(y.float().sum().backward())
+    assert g is not None
+    np.testing.assert_allclose(g.to_numpy(), np.broadcast_to(x.to_numpy().sum(0), (2, 4)),
+                               rtol=2e-2)
+
+
 def test_cached_cast_follows_a_written_parameter() -> None:
     w = _t(_arr(2, 4), AD).require_grad()
     x = _t(_arr(3, 4), AD)
