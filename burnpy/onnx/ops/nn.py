@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 import burnpy
 import burnpy.nn.functional as F
 from burnpy import linalg
@@ -99,6 +101,36 @@ def _crop_ceil_windows(y: Tensor, spatial: tuple[int, ...], k: list[int], stride
     return y[tuple(key)]
 
 
+def _window_sum(ctx: OpContext, x: Tensor, k: list[int], strides: list[int],
+                dilations: list[int], pads: list[tuple[int, int]], ceil_mode: bool) -> Tensor:
+    """The sum over each (dilated) pooling window of ``x``, zero padded, with ONNX's output
+    size: one strided slice per kernel offset, added up. Serves the dilated pools that
+    ``burnpy.nn.functional``'s pools do not take."""
+    spatial = x.shape[2:]
+    outs = []
+    for size, kk, s, d, (b, e) in zip(spatial, k, strides, dilations, pads, strict=True):
+        span = size + b + e - (kk - 1) * d - 1
+        out = (-(-span // s) if ceil_mode else span // s) + 1
+        if ceil_mode and (out - 1) * s >= size + b:
+            out -= 1
+        outs.append(out)
+    # Extra zeros at the end for ceil-mode windows running past the padded input.
+    widths = [(b, max(e, (o - 1) * s + (kk - 1) * d + 1 - size - b))
+              for size, kk, s, d, (b, e), o in zip(spatial, k, strides, dilations, pads, outs,
+                                                   strict=True)]
+    padded = _pad_tensor(ctx, x, [(0, 0), (0, 0), *widths], "constant", 0.0)
+    parts = []
+    for offset in np.ndindex(*k):
+        key = [slice(None), slice(None)]
+        for o, kk_off, s, d in zip(outs, offset, strides, dilations, strict=True):
+            key.append(slice(kk_off * d, kk_off * d + (o - 1) * s + 1, s))
+        parts.append(padded[tuple(key)])
+    total = parts[0]
+    for part in parts[1:]:
+        total = total + part
+    return total
+
+
 def _symmetric(pads: list[tuple[int, int]]) -> bool:
     return all(a == b for a, b in pads)
 
@@ -160,18 +192,62 @@ def _conv_transpose(ctx: OpContext, inputs: Inputs, attrs: Attributes) -> Output
 @onnx_op("MaxPool", 1, attrs=("auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads",
                               "storage_order", "strides"))
 def _max_pool(ctx: OpContext, inputs: Inputs, attrs: Attributes) -> Outputs:
-    """ONNX MaxPool (the Indices output is not supported)."""
+    """ONNX MaxPool; the optional Indices output (flat int64 positions in the input, row
+    major) where the padding is symmetric."""
     x = ctx.arg(inputs, 0)
+    dtype = x.dtype
     if x.kind != "float":
-        ctx.unsupported(f"integer MaxPool ({x.dtype!r})")
+        if x.dtype not in (burnpy.uint8, burnpy.int8, burnpy.int16):
+            ctx.unsupported(f"integer MaxPool ({x.dtype!r})")
+        x = x.cast(burnpy.float32)  # exact for these types; the max is one of the values
     n, k, strides, dilations, pads = _window_args(ctx, x, attrs, None)
     padding = [p[0] for p in pads]
     ceil_mode = bool(attrs.int("ceil_mode", 0))
-    if _symmetric(pads) and all(2 * p <= kk for p, kk in zip(padding, k, strict=True)):
-        return _MAX_POOL[n](x, k, strides, padding, dilations, ceil_mode)
+    symmetric = _symmetric(pads) and all(2 * p <= kk for p, kk in zip(padding, k, strict=True))
+    if ctx.num_outputs > 1:
+        if not symmetric:
+            ctx.unsupported("the Indices output with asymmetric pads")
+        y, index = _MAX_POOL[n](x, k, strides, padding, dilations, ceil_mode, True)
+        plane = math.prod(x.shape[2:])
+        if attrs.int("storage_order", 0):  # column major: the first spatial dim varies fastest
+            if n != 2:
+                ctx.unsupported(f"storage_order=1 over {n} spatial dims", "storage_order")
+            h, w = x.shape[2:]
+            index = index.floor_div(w) + index.remainder(w) * h
+        base = ctx.constant((np.arange(x.shape[0] * x.shape[1]) * plane).astype(np.int64))
+        index = index.long() + base.reshape([x.shape[0], x.shape[1]] + [1] * n)
+        return [y.cast(dtype), index]
+    if symmetric:
+        return _MAX_POOL[n](x, k, strides, padding, dilations, ceil_mode).cast(dtype)
     padded = _pad_tensor(ctx, x, [(0, 0), (0, 0), *pads], "constant", -math.inf)
     y = _MAX_POOL[n](padded, k, strides, 0, dilations, ceil_mode)
-    return _crop_ceil_windows(y, x.shape[2:], k, strides, dilations, pads) if ceil_mode else y
+    y = _crop_ceil_windows(y, x.shape[2:], k, strides, dilations, pads) if ceil_mode else y
+    return y.cast(dtype)
+
+
+@onnx_op("MaxUnpool", 9, attrs=("kernel_shape", "pads", "strides"))
+def _max_unpool(ctx: OpContext, inputs: Inputs, attrs: Attributes) -> Outputs:
+    """ONNX MaxUnpool: the values written at MaxPool's flat indices into zeros of the shape
+    the pool inverts, zero-padded at the end to ``output_shape`` when given."""
+    x, index = ctx.arg(inputs, 0), ctx.arg(inputs, 1)
+    shape_input = ctx.optional(inputs, 2)
+    n = x.ndim - 2
+    k = attrs.ints("kernel_shape") or []
+    strides = attrs.ints("strides") or [1] * n
+    pads = attrs.ints("pads") or [0] * (2 * n)
+    inferred = list(x.shape[:2]) + [(size - 1) * s + kk - pads[i] - pads[i + n]
+                                    for i, (size, s, kk) in enumerate(
+                                        zip(x.shape[2:], strides, k, strict=True))]
+    zeros = Tensor.zeros(math.prod(inferred), backend=x.backend, device=x.device,
+                         dtype=x.dtype)
+    out = zeros.scatter(0, index.reshape(-1).long(), x.reshape(-1)).reshape(inferred)
+    if shape_input is None:
+        return out
+    # A larger output_shape keeps the inferred block at the start, zeros after it.
+    shape = ctx.ints(shape_input)
+    return _pad_tensor(ctx, out, [(0, want - have) for have, want in zip(inferred, shape,
+                                                                         strict=True)],
+                       "constant", 0.0)
 
 
 @onnx_op("AveragePool", 1, attrs=("auto_pad", "ceil_mode", "count_include_pad",
@@ -180,9 +256,15 @@ def _avg_pool(ctx: OpContext, inputs: Inputs, attrs: Attributes) -> Outputs:
     """ONNX AveragePool: padded zeros counted in the divisor only with count_include_pad."""
     x = ctx.arg(inputs, 0)
     n, k, strides, dilations, pads = _window_args(ctx, x, attrs, None)
-    if any(d != 1 for d in dilations):
-        ctx.unsupported(f"dilations={dilations}", "dilations")
     ceil_mode = bool(attrs.int("ceil_mode", 0))
+    if any(d != 1 for d in dilations):
+        total = _window_sum(ctx, x, k, strides, dilations, pads, ceil_mode)
+        inside = x.ones_like()[:1, :1]
+        if attrs.int("count_include_pad", 0):
+            inside = _pad_tensor(ctx, inside, [(0, 0), (0, 0), *pads], "constant", 1.0)
+            pads = [(0, 0)] * n
+        count = _window_sum(ctx, inside, k, strides, dilations, pads, ceil_mode)
+        return total / count
     if not any(b or e for b, e in pads):
         return _AVG_POOL[n](x, k, strides, 0, ceil_mode, True)
     widths = [(0, 0), (0, 0), *pads]
@@ -404,10 +486,10 @@ def _lp_pool(ctx: OpContext, inputs: Inputs, attrs: Attributes) -> Outputs:
     """ONNX LpPool: (sum of |x|^p over each window)^(1/p), zero padding."""
     x = ctx.arg(inputs, 0)
     n, k, strides, dilations, pads = _window_args(ctx, x, attrs, None)
-    if any(d != 1 for d in dilations):
-        ctx.unsupported(f"dilations={dilations}", "dilations")
     p = float(attrs.int("p", 2))
     ceil_mode = bool(attrs.int("ceil_mode", 0))
+    if any(d != 1 for d in dilations):
+        return _window_sum(ctx, x.abs() ** p, k, strides, dilations, pads, ceil_mode) ** (1 / p)
     powered = _pad_tensor(ctx, x.abs() ** p, [(0, 0), (0, 0), *pads], "constant", 0.0)
     y = _AVG_POOL[n](powered, k, strides, 0, ceil_mode, True) * float(math.prod(k))
     if ceil_mode:
