@@ -80,7 +80,9 @@ def _eligible(value: Any, device_type: str) -> bool:
 def _cached_cast(t: Tensor, dtype: DType, lower: DType) -> Tensor:
     """``t`` in ``dtype``; a float32 leaf requiring grad cast to the lower dtype is cached for
     the rest of the outermost region (torch's ``cached_cast``). Not under ``no_grad``: that
-    cast is untracked, and a later use of the cache would lose the gradient (as torch's)."""
+    cast is untracked, and a later use of the cache would lose the gradient (as torch's). A
+    cached cast whose graph a backward pass consumed is cast again (several steps, or
+    accumulated gradients, in one region)."""
     st = _state
     primitive = t.primitive
     cacheable = (st.cache_enabled and dtype is lower and t.dtype is DType.float32
@@ -91,7 +93,9 @@ def _cached_cast(t: Tensor, dtype: DType, lower: DType) -> Tensor:
         return t.cast(dtype)
     hit = st.cache.get(id(t))  # keeps the source primitive: a reused id cannot match it
     if hit is not None and hit[0] is primitive:  # not written since (a step replaces it)
-        return hit[1]
+        node = hit[1].primitive.node
+        if node is None or node.parents is not None:  # a backward pass has not consumed it
+            return hit[1]
     cast = t.cast(dtype)
     st.cache[id(t)] = (primitive, cast)
     return cast

@@ -135,6 +135,17 @@ def test_a_cast_under_no_grad_is_not_cached() -> None:
                                rtol=2e-2)
 
 
+def test_several_backward_passes_in_one_region() -> None:
+    w = _t(_arr(2, 4), AD).require_grad()
+    x = _t(_arr(3, 4), AD)
+    want = np.broadcast_to(x.to_numpy().sum(0), (2, 4))
+    with bp.autocast("cpu"):
+        for _ in range(2):  # the first backward consumed the cached cast: it is cast again
+            g = w.grad(F.linear(x, w).float().sum().backward())
+            assert g is not None
+            np.testing.assert_allclose(g.to_numpy(), want, rtol=2e-2)
+
+
 def test_cached_cast_follows_a_written_parameter() -> None:
     w = _t(_arr(2, 4), AD).require_grad()
     x = _t(_arr(3, 4), AD)
