@@ -231,16 +231,35 @@ def _mod(ctx: OpContext, inputs: Inputs, attrs: Attributes) -> Outputs:
 
 @onnx_op("BitShift", 11, attrs=("direction",))
 def _bit_shift(ctx: OpContext, inputs: Inputs, attrs: Attributes) -> Outputs:
-    """ONNX BitShift of unsigned integers: multiply or floor-divide by powers of two."""
+    """ONNX BitShift of integers (on the host: integers carry no gradient). A shift outside
+    [0, bits) gives 0 (the sign, -1 or 0, shifting a signed value right); a left shift of a
+    signed value shifts its two's-complement bits."""
     x, y = ctx.arg(inputs, 0), ctx.arg(inputs, 1)
     _same_dtype(ctx, x, y)
     direction = attrs.string("direction", "")
-    factor = ctx.constant(2, x.dtype.numpy).pow(y)
-    if direction == "LEFT":
-        return x * factor
+    if direction not in ("LEFT", "RIGHT"):
+        ctx.error(f"direction must be LEFT or RIGHT, got {direction!r}")
+    a, b = np.broadcast_arrays(x.to_numpy(), y.to_numpy())
+    bits = a.dtype.itemsize * 8
+    valid = (b >= 0) & (b < bits)
+    shift = np.where(valid, b, 0)
     if direction == "RIGHT":
-        return x.floor_div(factor)
-    ctx.error(f"direction must be LEFT or RIGHT, got {direction!r}")
+        out = np.where(valid, np.right_shift(a, shift), np.where(a < 0, -1, 0).astype(a.dtype))
+    else:
+        unsigned = np.dtype(f"u{a.dtype.itemsize}")
+        moved = np.left_shift(a.view(unsigned), shift.astype(unsigned)).view(a.dtype)
+        out = np.where(valid, moved, 0).astype(a.dtype)
+    return ctx.constant(out)
+
+
+@onnx_op("BitCast", 26, attrs=("to",))
+def _bit_cast(ctx: OpContext, inputs: Inputs, attrs: Attributes) -> Outputs:
+    """ONNX BitCast: the same bytes read as another type of the same width (on the host)."""
+    x = ctx.arg(inputs, 0)
+    to = burnpy_dtype(attrs.int("to", 0), ctx.label)
+    if to.itemsize != x.dtype.itemsize:
+        ctx.error(f"cannot reinterpret {x.dtype!r} as {to!r}: their widths differ")
+    return ctx.constant(x.to_numpy().copy().view(to.numpy))
 
 
 def _variadic(op_type: str, since: int, fn: Callable[[Tensor, Tensor], Tensor],
