@@ -41,7 +41,7 @@ def _wide_float(ctx: OpContext) -> DType:
 def _quantized_dtype(ctx: OpContext, dtype: DType, what: str) -> DType:
     """``dtype`` when it is one of the saturating integer types, else unsupported."""
     if dtype not in _RANGES:
-        ctx.unsupported(f"{what} of type {onnx_type_name(TO_ONNX.get(dtype, 0))}")
+        ctx.unsupported(f"{what} of type {dtype!r} (int8, uint8 and int16 are)")
     return dtype
 
 
