@@ -17,6 +17,7 @@ from onnx import ModelProto
 from burnpy.backend.registry import default_backend
 from burnpy.onnx import ops as ops
 from burnpy.onnx.errors import OnnxError, UnsupportedOnnxError
+from burnpy.onnx.export import OnnxExportError, export
 from burnpy.onnx.model import OnnxModule
 from burnpy.onnx.registry import onnx_op
 
@@ -54,4 +55,5 @@ def _check_no_external(model: ModelProto) -> None:
                             "file; pass base_dir= (the folder of the .onnx file)")
 
 
-__all__ = ["OnnxError", "OnnxModule", "UnsupportedOnnxError", "load", "onnx_op"]
+__all__ = ["OnnxError", "OnnxExportError", "OnnxModule", "UnsupportedOnnxError", "export",
+           "load", "onnx_op"]

@@ -1,0 +1,953 @@
+"""``bp.onnx.export``: a burnpy module or function written as an ONNX model, from a recorded run.
+
+The run is recorded on ``Capture(B)`` (B: the example arguments' backend, its inner backend
+under ``Autodiff``), in eval mode; each recorded protocol op is then written as a few ONNX
+nodes by one function of ``TRANSLATIONS``. Parameters and other constants become
+initializers, named after the module's parameters and buffers where they are theirs.
+
+Dynamic axes: the run is recorded again with each dynamic dim changed alone and with all of
+them changed together; the ints of op arguments (reshape targets, expand shapes, slice bounds,
+arange ends) that differ between the recordings are solved as ``scale * prod(dims) + offset``
+of the dims they follow and written as ``Shape``/``Mul``/``Add`` nodes over the inputs.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+import os
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, fields, is_dataclass
+from typing import Any
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+from burnpy.autodiff.backend import AutodiffBackend
+from burnpy.backend.base import Backend
+from burnpy.backend.dtype import DType
+from burnpy.capture import CONSTANT, Capture, Graph, Node, Ref
+from burnpy.ir.desc import TensorDesc
+from burnpy.nn.module import Module
+from burnpy.onnx.dtypes import TO_ONNX
+from burnpy.onnx.errors import OnnxError
+from burnpy.tensor import Tensor
+
+#: The opset written when none is asked for, and the oldest one the translations use
+#: (reductions take their axes as an input from opset 18).
+DEFAULT_OPSET = 18
+MIN_OPSET = 18
+
+#: ONNX's "to the end" for a ``Slice`` without a stop.
+_INT64_MAX = np.iinfo(np.int64).max
+
+
+class OnnxExportError(OnnxError):
+    """A run ``export`` cannot write: an op it does not translate, or a value that depends on
+    a dynamic dim in a way it cannot derive."""
+
+
+@dataclass(frozen=True)
+class Sym:
+    """An int argument that follows dynamic dims: ``scale * prod(dims) + offset``."""
+
+    scale: int
+    dims: tuple[str, ...]
+    offset: int
+
+
+def export(module_or_fn: Module | Callable[..., Any], example_args: Any,
+           path: str | os.PathLike[str] | None, opset_version: int | None = None,
+           input_names: Sequence[str] | None = None,
+           output_names: Sequence[str] | None = None,
+           dynamic_axes: Mapping[str, Mapping[int, str] | Sequence[int]] | None = None
+           ) -> onnx.ModelProto:
+    """Write ``module_or_fn(*example_args)`` as an ONNX model at ``path`` (skipped when None)
+    and return it.
+
+    ``example_args``: a tensor or a tuple of tensors, all of one backend. The result may be a
+    tensor, a tuple or list of tensors, or a dataclass (``bp.models``' outputs: their tensor
+    fields, named after them). ``dynamic_axes`` maps an input's name to ``{axis: dim name}``
+    (or a list of axes); inputs sharing a dim name share its size.
+    """
+    args = tuple(example_args) if isinstance(example_args, tuple | list) else (example_args,)
+    if not args or not all(isinstance(a, Tensor) for a in args):
+        raise OnnxExportError("export: example_args must be a tensor or a tuple of tensors, "
+                              f"got {type(example_args).__name__}")
+    opset = DEFAULT_OPSET if opset_version is None else opset_version
+    newest = onnx.defs.onnx_opset_version()
+    if not MIN_OPSET <= opset <= newest:
+        raise OnnxExportError(f"export: opset_version {opset} is outside {MIN_OPSET}..{newest}")
+    names = list(input_names) if input_names is not None else [
+        f"input_{i}" for i in range(len(args))]
+    if len(names) != len(args):
+        raise OnnxExportError(f"export: {len(names)} input_names for {len(args)} inputs")
+    label = _label(module_or_fn)
+    symbols = _symbols(dynamic_axes or {}, names, args, output_names)
+    base = _record(module_or_fn, args)
+    if output_names is not None and len(output_names) != len(base.graph.outputs):
+        raise OnnxExportError(f"export: {len(output_names)} output_names for "
+                              f"{len(base.graph.outputs)} outputs of {label}")
+    outs = list(output_names) if output_names is not None else base.output_names
+    dynamic = _Dynamic(symbols, names, args)
+    if symbols.sizes:
+        dynamic.merge(base.graph, [_record(module_or_fn, a).graph for a in dynamic.variants()],
+                      label)
+    builder = _Builder(base.graph, opset, base.parameter_names, dynamic, label)
+    model = builder.build(names, outs)
+    onnx.checker.check_model(model, full_check=True)
+    if path is not None:
+        onnx.save(model, os.fspath(path))
+    return model
+
+
+def _label(target: Any) -> str:
+    return type(target).__name__ if isinstance(target, Module) else getattr(
+        target, "__qualname__", repr(target))
+
+
+# ---- recording ----------------------------------------------------------------------------------
+
+@dataclass
+class _Recorded:
+    """One recorded run: its graph, the ONNX names of its outputs (from the result's
+    structure) and the names of the module's tensors by primitive identity."""
+
+    graph: Graph
+    output_names: list[str]
+    parameter_names: dict[int, str]
+
+
+def _module_tensors(module: Module) -> Iterator[tuple[str, Tensor]]:
+    """Every tensor a module holds: its parameters and buffers by name, then tensors kept as
+    plain attributes (by attribute path)."""
+    yield from module.named_parameters()
+    yield from module.named_buffers()
+    for prefix, sub in module.named_modules():
+        for attr, value in vars(sub).items():
+            if isinstance(value, Tensor):
+                yield (f"{prefix}.{attr}" if prefix else attr), value
+
+
+def _record(target: Module | Callable[..., Any], args: tuple[Tensor, ...]) -> _Recorded:
+    """Run ``target(*args)`` once on ``Capture(B)`` in eval mode: every tensor of the module
+    and the arguments is moved onto the capture backend for the run (same values; B's own
+    primitive under Autodiff) and put back after."""
+    backend = args[0].backend
+    if any(a.backend is not backend for a in args):
+        raise OnnxExportError("export: the example arguments are on different backends: "
+                              + ", ".join(a.backend.name() for a in args))
+    autodiff = backend if issubclass(backend, AutodiffBackend) else None
+    capture = Capture(backend if autodiff is None else autodiff.InnerBackend)
+    module = target if isinstance(target, Module) else None
+    moved: dict[int, tuple[Tensor, Any, Any]] = {}
+    names: dict[int, str] = {}
+
+    def move(t: Tensor) -> None:
+        if id(t) in moved or t.backend is not backend:
+            return
+        moved[id(t)] = (t, t.backend, t.primitive)
+        if t.kind == "float" and autodiff is not None:
+            t.primitive = autodiff.inner(t.primitive)
+        t.backend = capture
+
+    training = module.training if module is not None else False
+    try:
+        if module is not None:
+            module.eval()
+            for name, t in _module_tensors(module):
+                move(t)
+                names.setdefault(id(t.primitive), name)
+        for a in args:
+            move(a)
+        with capture.recording([a.primitive for a in args]) as graph:
+            result = target(*args)
+            flat, out_names = _flatten(result)
+            capture.set_outputs(graph, [t.primitive for t in flat])
+    finally:
+        for t, b, p in moved.values():
+            t.backend, t.primitive = b, p
+        if module is not None:
+            module.train(training)
+    return _Recorded(graph, out_names, names)
+
+
+def _flatten(result: Any, name: str = "output") -> tuple[list[Tensor], list[str]]:
+    """The tensors of a result and their default names (a dataclass's field names)."""
+    if isinstance(result, Tensor):
+        return [result], [name]
+    tensors: list[Tensor] = []
+    labels: list[str] = []
+    if is_dataclass(result) and not isinstance(result, type):
+        parts = [(f.name, getattr(result, f.name)) for f in fields(result)]
+    elif isinstance(result, tuple | list):
+        parts = [(f"{name}_{i}", r) for i, r in enumerate(result)]
+    else:
+        raise OnnxExportError(f"export: the result must hold tensors, got "
+                              f"{type(result).__name__}")
+    for label, part in parts:
+        if isinstance(part, Tensor | tuple | list) or (is_dataclass(part)
+                                                       and not isinstance(part, type)):
+            found, found_names = _flatten(part, label)
+            tensors += found
+            labels += found_names if len(found) > 1 or not isinstance(part, Tensor) else [label]
+    if len(tensors) == 1 and not isinstance(result, tuple | list):
+        labels = [labels[0]]
+    return tensors, labels
+
+
+# ---- dynamic dims --------------------------------------------------------------------------------
+
+@dataclass
+class _Symbols:
+    """The dynamic dims: each name's size in the example, where it is read (input, axis),
+    and the names given to outputs' dims."""
+
+    sizes: dict[str, int]
+    places: dict[str, list[tuple[int, int]]]
+    output_axes: dict[str, dict[int, str]]
+
+
+def _symbols(dynamic_axes: Mapping[str, Mapping[int, str] | Sequence[int]],
+             names: list[str], args: tuple[Tensor, ...],
+             output_names: Sequence[str] | None) -> _Symbols:
+    sizes: dict[str, int] = {}
+    places: dict[str, list[tuple[int, int]]] = {}
+    output_axes: dict[str, dict[int, str]] = {}
+    for name, axes in dynamic_axes.items():
+        named = dict(axes) if isinstance(axes, Mapping) else {a: f"{name}_dim{a}" for a in axes}
+        if name not in names:
+            if output_names is not None and name in output_names:
+                output_axes[name] = {int(k): v for k, v in named.items()}
+                continue
+            raise OnnxExportError(f"export: dynamic_axes names {name!r}, which is not an input "
+                                  f"({names}) or an output")
+        i = names.index(name)
+        for axis, dim in named.items():
+            rank = len(args[i].shape)
+            if not -rank <= axis < rank:
+                raise OnnxExportError(f"export: dynamic axis {axis} of input {name!r} is "
+                                      f"outside its shape {list(args[i].shape)}")
+            size = args[i].shape[axis % rank]
+            if sizes.setdefault(dim, size) != size:
+                raise OnnxExportError(f"export: dynamic dim {dim!r} is {sizes[dim]} and "
+                                      f"{size} in the example inputs")
+            places.setdefault(dim, []).append((i, axis % rank))
+    return _Symbols(sizes, places, output_axes)
+
+
+class _Dynamic:
+    """The recordings at other sizes of the dynamic dims, and what differs between them."""
+
+    def __init__(self, symbols: _Symbols, names: list[str], args: tuple[Tensor, ...]) -> None:
+        self.symbols = symbols
+        self.names = names
+        self.args = args
+        self.order = list(symbols.sizes)
+        #: Each recording's size of every dim: the example, each dim changed alone, all.
+        self.points: list[dict[str, int]] = []
+        #: The output dims that differ between recordings, by output position.
+        self.output_dims: dict[int, dict[int, Sym]] = {}
+
+    def _other(self, size: int, step: int) -> int:
+        return size - step if size >= 4 else size + step
+
+    def variants(self) -> Iterator[tuple[Tensor, ...]]:
+        """The example arguments resized: each dim alone by one, then all of them by two
+        (smaller where the size is 4 or more, else larger), their values repeated."""
+        base = dict(self.symbols.sizes)
+        self.points = [base]
+        for dim in self.order:
+            self.points.append({**base, dim: self._other(base[dim], 1)})
+        self.points.append({d: self._other(s, 2) for d, s in base.items()})
+        for point in self.points[1:]:
+            yield tuple(self._resized(i, a, point) for i, a in enumerate(self.args))
+
+    def _resized(self, i: int, arg: Tensor, point: dict[str, int]) -> Tensor:
+        array = arg.to_numpy()
+        for dim, where in self.symbols.places.items():
+            for index, axis in where:
+                if index == i:
+                    array = np.take(array, np.arange(point[dim]) % array.shape[axis], axis=axis)
+        return Tensor.from_numpy(np.ascontiguousarray(array), backend=arg.backend)
+
+    def merge(self, base: Graph, others: list[Graph], label: str) -> None:
+        """Replace, in ``base``'s nodes, each int argument that differs between the
+        recordings by its ``Sym``; raise when the recordings differ otherwise."""
+        for g in others:
+            if [n.op for n in g.nodes] != [n.op for n in base.nodes] or len(
+                    g.values) != len(base.values):
+                raise OnnxExportError(
+                    f"export of {label}: the run records other ops when the dynamic dims "
+                    f"{self.order} change size (control flow on a size): it cannot be exported "
+                    "with these dynamic axes")
+        for i, value in enumerate(base.values):
+            if value.kind != CONSTANT:
+                continue
+            for g in others:
+                other = g.values[i]
+                if other.kind != CONSTANT or other.desc != value.desc or not np.array_equal(
+                        np.asarray(other.data), np.asarray(value.data)):
+                    reader = next((n.op for n in base.nodes if i in n.inputs), "the output")
+                    raise OnnxExportError(
+                        f"export of {label}: a constant read by {reader} ({value.desc}) "
+                        f"changes with the dynamic dims {self.order}; build it from tensor "
+                        "ops on the inputs instead of host data")
+        for position, node in enumerate(base.nodes):
+            where = f"{label}, node {position} ({node.op})"
+            node.args = tuple(self._merged(a, [g.nodes[position].args[k] for g in others],
+                                           where) for k, a in enumerate(node.args))
+            node.kwargs = {k: self._merged(v, [g.nodes[position].kwargs[k] for g in others],
+                                           where) for k, v in node.kwargs.items()}
+        for o, index in enumerate(base.outputs):
+            shapes = [base.values[index].desc.shape] + [
+                g.values[g.outputs[o]].desc.shape for g in others]
+            self.output_dims[o] = {
+                axis: self._solve([s[axis] for s in shapes], f"{label}, output {o}")
+                for axis in range(len(shapes[0])) if len({s[axis] for s in shapes}) > 1}
+
+    def _merged(self, value: Any, others: list[Any], where: str) -> Any:
+        if isinstance(value, Ref) or value is None or isinstance(value, str | float | DType):
+            if not isinstance(value, Ref | float) and any(o != value for o in others):
+                raise OnnxExportError(f"export of {where}: argument {value!r} changes with the "
+                                      f"dynamic dims")
+            if isinstance(value, float) and any(o != value for o in others):
+                raise OnnxExportError(f"export of {where}: the number {value!r} changes with "
+                                      f"the dynamic dims {self.order}; it cannot be derived")
+            return value
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, int | np.integer):
+            values = [int(value)] + [int(o) for o in others]
+            return values[0] if len(set(values)) == 1 else self._solve(values, where)
+        if isinstance(value, slice):
+            return slice(*(self._merged(getattr(value, f), [getattr(o, f) for o in others],
+                                        where) for f in ("start", "stop", "step")))
+        if isinstance(value, tuple | list):
+            if any(len(o) != len(value) for o in others):
+                raise OnnxExportError(f"export of {where}: argument {value!r} changes length "
+                                      "with the dynamic dims")
+            return type(value)(self._merged(v, [o[i] for o in others], where)
+                               for i, v in enumerate(value))
+        return value
+
+    def _solve(self, values: list[int], where: str) -> Sym:
+        """``values`` (one per recording) as ``scale * prod(dims) + offset``."""
+        points = self.points
+        moved = tuple(d for k, d in enumerate(self.order) if values[k + 1] != values[0])
+
+        def product(point: dict[str, int]) -> int:
+            return math.prod(point[d] for d in moved)
+
+        if moved:
+            spread = product(points[-1]) - product(points[0])
+            scale, rest = divmod(values[-1] - values[0], spread) if spread else (0, 1)
+            offset = values[0] - scale * product(points[0])
+            if not rest and scale and all(scale * product(p) + offset == v
+                                          for p, v in zip(points, values, strict=True)):
+                return Sym(scale, moved, offset)
+        raise OnnxExportError(
+            f"export of {where}: the value {values[0]} takes the values {values} as the dynamic "
+            f"dims {self.order} take {[list(p.values()) for p in points]}, which is not "
+            "scale * product(dims) + offset; it cannot be derived from the inputs' shapes")
+
+
+# ---- the ONNX graph ------------------------------------------------------------------------------
+
+class _Builder:
+    """The ONNX nodes and initializers of one recorded graph, and the names of its values."""
+
+    def __init__(self, graph: Graph, opset: int, parameter_names: dict[int, str],
+                 dynamic: _Dynamic, label: str) -> None:
+        self.graph = graph
+        self.opset = opset
+        self.parameter_names = parameter_names
+        self.dynamic = dynamic
+        self.label = label
+        self.nodes: list[onnx.NodeProto] = []
+        self.initializers: list[TensorProto] = []
+        self.names: dict[int, str] = {}
+        self.taken: set[str] = set()
+        self.cache: dict[Any, str] = {}
+        self.input_names: list[str] = []
+
+    def fresh(self, base: str) -> str:
+        """A name no value of the model has yet."""
+        name, n = base, 0
+        while name in self.taken:
+            n += 1
+            name = f"{base}_{n}"
+        self.taken.add(name)
+        return name
+
+    def emit(self, op_type: str, inputs: Sequence[str], outputs: int = 1,
+             **attrs: Any) -> list[str]:
+        """Append an ONNX node; its output names."""
+        outs = [self.fresh(op_type.lower()) for _ in range(outputs)]
+        self.nodes.append(helper.make_node(op_type, list(inputs), outs,
+                                           name=self.fresh(f"node_{op_type}"), **attrs))
+        return outs
+
+    def one(self, op_type: str, *inputs: str, **attrs: Any) -> str:
+        """Append a one-output ONNX node; its output name."""
+        return self.emit(op_type, inputs, 1, **attrs)[0]
+
+    def const(self, array: np.ndarray, base: str = "const") -> str:
+        """An initializer holding ``array`` (small ones shared by value)."""
+        key = (array.dtype.str, array.shape, array.tobytes()) if array.size <= 16 else None
+        if key is not None and key in self.cache:
+            return self.cache[key]
+        name = self.fresh(base)
+        self.initializers.append(numpy_helper.from_array(array, name))
+        if key is not None:
+            self.cache[key] = name
+        return name
+
+    def scalar(self, value: float | int | bool, dtype: DType) -> str:
+        """A 0-d constant of ``dtype``."""
+        return self.const(np.array(value, dtype=dtype.numpy))
+
+    def v(self, ref: Ref) -> str:
+        """The ONNX name of a recorded value."""
+        return self.names[ref.index]
+
+    def d(self, ref: Ref) -> TensorDesc:
+        """The shape and dtype of a recorded value (as recorded at the example's sizes)."""
+        return self.graph.values[ref.index].desc
+
+    def dim(self, name: str) -> str:
+        """A dynamic dim's size, ``[1]`` int64, read from the first input that has it."""
+        key = ("dim", name)
+        if key not in self.cache:
+            index, axis = self.dynamic.symbols.places[name][0]
+            self.cache[key] = self.one("Shape", self.input_names[index], start=axis,
+                                       end=axis + 1)
+        return self.cache[key]
+
+    def sym(self, s: Sym) -> str:
+        """``s`` computed from the inputs' shapes, ``[1]`` int64."""
+        if s not in self.cache:
+            out = self.dim(s.dims[0])
+            for d in s.dims[1:]:
+                out = self.one("Mul", out, self.dim(d))
+            if s.scale != 1:
+                out = self.one("Mul", out, self.const(np.array([s.scale], np.int64)))
+            if s.offset:
+                out = self.one("Add", out, self.const(np.array([s.offset], np.int64)))
+            self.cache[s] = out
+        return self.cache[s]
+
+    def ints(self, values: Sequence[int | Sym]) -> str:
+        """A 1-D int64 tensor of ``values``, with the dynamic ones computed."""
+        if not any(isinstance(v, Sym) for v in values):
+            return self.const(np.array([int(v) for v in values if not isinstance(v, Sym)],
+                                       np.int64))
+        parts: list[str] = []
+        run: list[int] = []
+        for v in values:
+            if isinstance(v, Sym):
+                if run:
+                    parts.append(self.const(np.array(run, np.int64)))
+                    run = []
+                parts.append(self.sym(v))
+            else:
+                run.append(int(v))
+        if run:
+            parts.append(self.const(np.array(run, np.int64)))
+        return self.one("Concat", *parts, axis=0)
+
+    def int_scalar(self, value: int | Sym, dtype: DType) -> str:
+        """A 0-d int of ``dtype``: a constant, or a dynamic value reshaped and cast."""
+        if not isinstance(value, Sym):
+            return self.scalar(int(value), dtype)
+        out = self.one("Reshape", self.sym(value), self.const(np.zeros(0, np.int64)))
+        return out if dtype == DType.int64 else self.one("Cast", out, to=TO_ONNX[dtype])
+
+    def error(self, position: int, node: Node, why: str) -> OnnxExportError:
+        return OnnxExportError(f"export of {self.label}: node {position} {node.op} "
+                               f"({', '.join(str(self.graph.values[i].desc) for i in node.inputs)}"
+                               f"): {why}")
+
+    def build(self, input_names: list[str], output_names: list[str]) -> onnx.ModelProto:
+        graph = self.graph
+        self.input_names = input_names
+        inputs = []
+        dims: dict[tuple[int, int], str] = {}
+        for dim, where in self.dynamic.symbols.places.items():
+            for index, axis in where:
+                dims[(index, axis)] = dim
+        for k, (index, name) in enumerate(zip(graph.inputs, input_names, strict=True)):
+            self.taken.add(name)
+            self.names[index] = name
+            desc = graph.values[index].desc
+            shape = [dims.get((k, a), size) for a, size in enumerate(desc.shape)]
+            inputs.append(helper.make_tensor_value_info(name, _onnx_type(desc.dtype, name),
+                                                        shape))
+        self.taken.update(output_names)
+        for value in graph.values:
+            if value.kind == CONSTANT:
+                base = self.parameter_names.get(id(value.data), f"constant_{value.index}")
+                name = self.fresh(base)
+                self.names[value.index] = name
+                array = np.asarray(value.data)
+                _onnx_type(value.desc, name)
+                self.initializers.append(numpy_helper.from_array(
+                    np.ascontiguousarray(array.reshape(value.desc.shape)), name))
+        for position, node in enumerate(graph.nodes):
+            translate = TRANSLATIONS.get(node.op)
+            if translate is None:
+                raise self.error(position, node, "this protocol op has no ONNX translation")
+            bound = _bind(node)
+            try:
+                outs = translate(self, bound, node)
+            except OnnxExportError as e:
+                raise self.error(position, node, str(e)) from None
+            for index, name in zip(node.outputs, outs, strict=True):
+                self.names[index] = name
+        outputs = []
+        for o, (index, name) in enumerate(zip(graph.outputs, output_names, strict=True)):
+            self.nodes.append(helper.make_node("Identity", [self.names[index]], [name],
+                                               name=self.fresh(f"node_output_{o}")))
+            desc = graph.values[index].desc
+            named = self.dynamic.symbols.output_axes.get(name, {})
+            dynamic = self.dynamic.output_dims.get(o, {})
+            shape = [named.get(a) or (_dim_name(dynamic[a], name, a) if a in dynamic else size)
+                     for a, size in enumerate(desc.shape)]
+            outputs.append(helper.make_tensor_value_info(name, _onnx_type(desc.dtype, name),
+                                                         shape))
+        onnx_graph = helper.make_graph(self.nodes, self.label, inputs, outputs,
+                                       self.initializers)
+        model = helper.make_model(onnx_graph, producer_name="burnpy",
+                                  opset_imports=[helper.make_opsetid("", self.opset)])
+        return model
+
+
+def _dim_name(s: Sym, output: str, axis: int) -> str:
+    if s.scale == 1 and s.offset == 0 and len(s.dims) == 1:
+        return s.dims[0]
+    return f"{output}_dim{axis}"
+
+
+def _onnx_type(dtype: Any, where: str) -> int:
+    dtype = dtype.dtype if isinstance(dtype, TensorDesc) else dtype
+    try:
+        return TO_ONNX[dtype]
+    except KeyError:
+        raise OnnxExportError(f"export: {where} has dtype {dtype!r}, which ONNX cannot "
+                              "hold") from None
+
+
+_SIGNATURES: dict[str, inspect.Signature] = {}
+
+
+def _bind(node: Node) -> dict[str, Any]:
+    """A node's arguments by the protocol op's parameter names, defaults filled in."""
+    signature = _SIGNATURES.get(node.op)
+    if signature is None:
+        attr = inspect.getattr_static(Backend, node.op)
+        function = attr.__func__ if isinstance(attr, staticmethod | classmethod) else attr
+        signature = inspect.signature(function)
+        if isinstance(attr, classmethod):
+            signature = signature.replace(parameters=list(signature.parameters.values())[1:])
+        _SIGNATURES[node.op] = signature
+    bound = signature.bind(*node.args, **node.kwargs)
+    bound.apply_defaults()
+    return dict(bound.arguments)
+
+
+# ---- translations: one function per protocol op ------------------------------------------------
+
+Translation = Callable[[_Builder, dict[str, Any], Node], list[str]]
+TRANSLATIONS: dict[str, Translation] = {}
+
+
+def _out_dtype(b: _Builder, node: Node, k: int = 0) -> DType:
+    return b.graph.values[node.outputs[k]].desc.dtype
+
+
+def _unary(op_type: str) -> Translation:
+    def translate(b: _Builder, a: dict[str, Any], node: Node) -> list[str]:
+        return [b.one(op_type, b.v(next(iter(a.values()))))]
+    return translate
+
+
+def _binary(op_type: str) -> Translation:
+    def translate(b: _Builder, a: dict[str, Any], node: Node) -> list[str]:
+        return [b.one(op_type, b.v(a["lhs"]), b.v(a["rhs"]))]
+    return translate
+
+
+def _with_scalar(op_type: str, negate: bool = False) -> Translation:
+    """``lhs op rhs`` where ``rhs`` is a number, in ``lhs``'s dtype (``Not`` after it when
+    ``negate``: ``not_equal_elem``)."""
+    def translate(b: _Builder, a: dict[str, Any], node: Node) -> list[str]:
+        x = a["lhs"]
+        out = b.one(op_type, b.v(x), b.scalar(a["rhs"], b.d(x).dtype))
+        return [b.one("Not", out) if negate else out]
+    return translate
+
+
+for _kind in ("float", "int"):
+    for _op, _onnx in (("add", "Add"), ("sub", "Sub"), ("mul", "Mul")):
+        TRANSLATIONS[f"{_kind}_{_op}"] = _binary(_onnx)
+        TRANSLATIONS[f"{_kind}_{_op}_scalar"] = _with_scalar(_onnx)
+    for _op, _onnx in (("equal", "Equal"), ("greater", "Greater"), ("lower", "Less"),
+                       ("greater_equal", "GreaterOrEqual"), ("lower_equal", "LessOrEqual")):
+        TRANSLATIONS[f"{_kind}_{_op}"] = _binary(_onnx)
+        TRANSLATIONS[f"{_kind}_{_op}_elem"] = _with_scalar(_onnx)
+    TRANSLATIONS[f"{_kind}_not_equal_elem"] = _with_scalar("Equal", negate=True)
+TRANSLATIONS.update({
+    "float_div": _binary("Div"), "float_div_scalar": _with_scalar("Div"),
+    "float_matmul": _binary("MatMul"), "float_powf": _binary("Pow"),
+    "float_powf_scalar": lambda b, a, n: [b.one("Pow", b.v(a["tensor"]),
+                                                b.scalar(a["exponent"], b.d(a["tensor"]).dtype))],
+    "bool_and": _binary("And"), "bool_or": _binary("Or"), "bool_xor": _binary("Xor"),
+    "bool_equal": _binary("Equal"),
+})
+for _name, _onnx in (("float_exp", "Exp"), ("float_log", "Log"), ("float_sqrt", "Sqrt"),
+                     ("float_neg", "Neg"), ("float_recip", "Reciprocal"), ("float_abs", "Abs"),
+                     ("float_cos", "Cos"), ("float_sin", "Sin"), ("float_tan", "Tan"),
+                     ("float_tanh", "Tanh"), ("float_erf", "Erf"), ("float_floor", "Floor"),
+                     ("float_ceil", "Ceil"), ("float_sign", "Sign"), ("float_round", "Round"),
+                     ("float_sinh", "Sinh"), ("float_cosh", "Cosh"), ("float_asin", "Asin"),
+                     ("float_acos", "Acos"), ("float_atan", "Atan"), ("float_detach", "Identity"),
+                     ("int_neg", "Neg"), ("int_abs", "Abs"), ("int_sign", "Sign"),
+                     ("bool_not", "Not"), ("relu", "Relu"), ("sigmoid", "Sigmoid")):
+    TRANSLATIONS[_name] = _unary(_onnx)
+
+
+def _translation(*names: str) -> Callable[[Translation], Translation]:
+    """Register ``fn`` as the translation of each protocol op in ``names``."""
+    def register(fn: Translation) -> Translation:
+        for name in names:
+            TRANSLATIONS[name] = fn
+        return fn
+    return register
+
+
+def _kinds(op: str, kinds: tuple[str, ...] = ("float", "int", "bool")) -> tuple[str, ...]:
+    return tuple(f"{k}_{op}" for k in kinds)
+
+
+@_translation("float_square")
+def _square(b: _Builder, a: dict[str, Any], node: Node) -> list[str]:
+    x = b.v(a["tensor"])
+    return [b.one("Mul", x, x)]
+
+
+@_translation("float_clamp")
+def _clamp(b: _Builder, a: dict[str, Any], node: Node) -> list[str]:
+    dtype = b.d(a["tensor"]).dtype
+    low = "" if a["min"] is None else b.scalar(a["min"], dtype)
+    high = "" if a["max"] is None else b.scalar(a["max"], dtype)
+    return [b.one("Clip", b.v(a["tensor"]), low, high)]
+
+
+@_translation("silu")
+def _silu(b: _Builder, a: dict[str, Any], node: Node) -> list[str]:
+    x = b.v(a["x"])
+    return [b.one("Mul", x, b.one("Sigmoid", x))]
+
+
+@_translation("gelu")
+def _gelu(b: _Builder, a: dict[str, Any], node: Node) -> list[str]:
+    """``x/2 (1 + erf(x/sqrt 2))``, or with ``approximate="tanh"`` torch's tanh form."""
+    x, dtype = b.v(a["x"]), b.d(a["x"]).dtype
+    half, one = b.scalar(0.5, dtype), b.scalar(1.0, dtype)
+    if a["approximate"] == "tanh":
+        cube = b.one("Mul", b.one("Mul", x, x), x)
+        inner = b.one("Add", x, b.one("Mul", cube, b.scalar(0.044715, dtype)))
+        t = b.one("Tanh", b.one("Mul", inner, b.scalar(math.sqrt(2.0 / math.pi), dtype)))
+    else:
+        t = b.one("Erf", b.one("Mul", x, b.scalar(1.0 / math.sqrt(2.0), dtype)))
+    return [b.one("Mul", b.one("Mul", x, half), b.one("Add", t, one))]
+
+
+@_translation("leaky_relu")
+def _leaky_relu(b: _Builder, a: dict[str, Any], node: Node) -> list[str]:
+    return [b.one("LeakyRelu", b.v(a["x"]), alpha=float(a["negative_slope"]))]
+
+
+@_translation("softmax", "log_softmax")
+def _softmax(b: _Builder, a: dict[str, Any], node: Node) -> list[str]:
+    op_type = "Softmax" if node.op == "softmax" else "LogSoftmax"
+    return [b.one(op_type, b.v(a["x"]), axis=int(a["dim"]))]
+
+
+@_translation("linear")
+def _linear(b: _Builder, a: dict[str, Any], node: Node) -> list[str]:
+    """``x @ weight^T + bias`` (weight ``[out, in]``)."""
+    out = b.one("MatMul", b.v(a["x"]), b.one("Transpose", b.v(a["weight"]), perm=[1, 0]))
+    return [out if a["bias"] is None else b.one("Add", out, b.v(a["bias"]))]
+
+
+@_translation("embedding")
+def _embedding(b: _Builder, a: dict[str, Any], node: Node) -> list[str]:
+    return [b.one("Gather", b.v(a["weight"]), b.v(a["indices"]), axis=0)]
+
+
+@_translation("layer_norm")
+def _layer_norm(b: _Builder, a: dict[str, Any], node: Node) -> list[str]:
+    x, desc = a["x"], b.d(a["x"])
+    ndim = int(a["normalized_ndim"])
+    normalized = desc.shape[len(desc.shape) - ndim:]
+    weight = b.v(a["weight"]) if a["weight"] is not None else b.const(
+        np.ones(normalized, desc.dtype.numpy))
+    inputs = [b.v(x), weight] + ([b.v(a["bias"])] if a["bias"] is not None else [])
+    return [b.one("LayerNormalization", *inputs, axis=-ndim, epsilon=float(a["eps"]))]
+
+
+@_translation("rms_norm")
+def _rms_norm(b: _Builder, a: dict[str, Any], node: Node) -> list[str]:
+    """``x / sqrt(mean(x^2) + eps) * weight`` over the last ``normalized_ndim`` dims."""
+    x, dtype = b.v(a["x"]), b.d(a["x"]).dtype
+    axes = b.const(np.arange(-int(a["normalized_ndim"]), 0, dtype=np.int64))
+    mean = b.one("ReduceMean", b.one("Mul", x, x), axes, keepdims=1)
+    rms = b.one("Sqrt", b.one("Add", mean, b.scalar(float(a["eps"]), dtype)))
+    out = b.one("Mul", x, b.one("Reciprocal", rms))
+    return [out if a["weight"] is None else b.one("Mul", out, b.v(a["weight"]))]
+
+
+@_translation("attention")
+def _attention(b: _Builder, a: dict[str, Any], node: Node) -> list[str]:
+    """The protocol's composition: ``softmax(q * scale @ k^T, masked) @ v``, a causal mask
+    built from the runtime lengths, rows with every key masked giving zeros."""
+    q, k, v = (b.v(a[n]) for n in ("query", "key", "value"))
+    desc = b.d(a["query"])
+    dtype, rank = desc.dtype, len(desc.shape)
+    scale = a["scale"] if a["scale"] is not None else 1.0 / math.sqrt(desc.shape[-1])
+    perm = [*range(rank - 2), rank - 1, rank - 2]
+    scores = b.one("MatMul", b.one("Mul", q, b.scalar(scale, dtype)),
+                   b.one("Transpose", k, perm=perm))
+    minus_inf = b.scalar(float("-inf"), dtype)
+    if a["is_causal"]:
+        zero, one = b.scalar(0, DType.int64), b.scalar(1, DType.int64)
+        lq = b.one("Squeeze", b.one("Shape", q, start=rank - 2, end=rank - 1))
+        lk = b.one("Squeeze", b.one("Shape", k, start=rank - 2, end=rank - 1))
+        rows = b.one("Unsqueeze", b.one("Range", zero, lq, one), b.const(np.array([1], np.int64)))
+        cols = b.one("Range", zero, lk, one)
+        scores = b.one("Where", b.one("Greater", cols, rows), minus_inf, scores)
+    if a["mask"] is None:
+        return [b.one("MatMul", b.one("Softmax", scores, axis=-1), v)]
+    scores = b.one("Where", b.v(a["mask"]), scores, minus_inf)
+    dead = b.one("Equal", b.one("ReduceMax", scores, b.const(np.array([-1], np.int64)), keepdims=1),
+                 minus_inf)
+    zero_f = b.scalar(0.0, dtype)
+    weights = b.one("Softmax", b.one("Where", dead, zero_f, scores), axis=-1)
+    return [b.one("MatMul", b.one("Where", dead, zero_f, weights), v)]
+
+
+@_translation("conv")
+def _conv(b: _Builder, a: dict[str, Any], node: Node) -> list[str]:
+    options = a["options"]
+    inputs = [b.v(a["x"]), b.v(a["weight"])] + ([b.v(a["bias"])] if a["bias"] is not None
+                                                 else [])
+    padding = list(options.padding)
+    return [b.one("Conv", *inputs, strides=list(options.stride), pads=padding + padding,
+                  dilations=list(options.dilation), group=int(options.groups))]
+
+
+@_translation("max_pool")
+def _max_pool(b: _Builder, a: dict[str, Any], node: Node) -> list[str]:
+    padding = list(a["padding"])
+    return [b.one("MaxPool", b.v(a["x"]), kernel_shape=list(a["kernel"]),
+                  strides=list(a["stride"]), pads=padding + padding,
+                  dilations=list(a["dilation"]), ceil_mode=int(a["ceil_mode"]))]
+
+
+@_translation("avg_pool")
+def _avg_pool(b: _Builder, a: dict[str, Any], node: Node) -> list[str]:
+    padding = list(a["padding"])
+    return [b.one("AveragePool", b.v(a["x"]), kernel_shape=list(a["kernel"]),
+                  strides=list(a["stride"]), pads=padding + padding,
+                  count_include_pad=int(a["count_include_pad"]), ceil_mode=int(a["ceil_mode"]))]
+
+
+@_translation("adaptive_avg_pool")
+def _adaptive_avg_pool(b: _Builder, a: dict[str, Any], node: Node) -> list[str]:
+    """A global average pool, or an even split into windows (``kernel = stride = in / out``)."""
+    sizes = b.d(a["x"]).shape[2:]
+    out = [int(s) for s in a["output_size"]]
+    if all(o == 1 for o in out):
+        return [b.one("GlobalAveragePool", b.v(a["x"]))]
+    if any(s % o for s, o in zip(sizes, out, strict=True)):
+        raise OnnxExportError(f"an adaptive pool from {list(sizes)} to {out} has windows of "
+                              "several sizes, which ONNX's AveragePool cannot write")
+    kernel = [s // o for s, o in zip(sizes, out, strict=True)]
+    return [b.one("AveragePool", b.v(a["x"]), kernel_shape=kernel, strides=kernel)]
+
+
+@_translation(*_kinds("reshape"))
+def _reshape(b: _Builder, a: dict[str, Any], node: Node) -> list[str]:
+    return [b.one("Reshape", b.v(a["tensor"]), b.ints(a["shape"]), allowzero=1)]
+
+
+@_translation(*_kinds("expand"))
+def _expand(b: _Builder, a: dict[str, Any], node: Node) -> list[str]:
+    return [b.one("Expand", b.v(a["tensor"]), b.ints(a["shape"]))]
+
+
+@_translation(*_kinds("swap_dims"))
+def _swap_dims(b: _Builder, a: dict[str, Any], node: Node) -> list[str]:
+    perm = list(range(len(b.d(a["tensor"]).shape)))
+    d1, d2 = int(a["dim1"]), int(a["dim2"])
+    perm[d1], perm[d2] = perm[d2], perm[d1]
+    return [b.one("Transpose", b.v(a["tensor"]), perm=perm)]
+
+
+@_translation(*_kinds("permute"))
+def _permute(b: _Builder, a: dict[str, Any], node: Node) -> list[str]:
+    return [b.one("Transpose", b.v(a["tensor"]), perm=[int(x) for x in a["axes"]])]
+
+
+@_translation(*_kinds("slice"))
+def _slice(b: _Builder, a: dict[str, Any], node: Node) -> list[str]:
+    slices = a["slices"]
+    starts = [0 if s.start is None else s.start for s in slices]
+    stops = [_INT64_MAX if s.stop is None else s.stop for s in slices]
+    steps = [1 if s.step is None else s.step for s in slices]
+    return [b.one("Slice", b.v(a["tensor"]), b.ints(starts), b.ints(stops),
+                  b.ints(list(range(len(slices)))), b.ints(steps))]
+
+
+@_translation(*_kinds("cat"))
+def _cat(b: _Builder, a: dict[str, Any], node: Node) -> list[str]:
+    return [b.one("Concat", *(b.v(t) for t in a["tensors"]), axis=int(a["dim"]))]
+
+
+@_translation(*_kinds("repeat_dim"))
+def _repeat_dim(b: _Builder, a: dict[str, Any], node: Node) -> list[str]:
+    repeats = [1] * len(b.d(a["tensor"]).shape)
+    repeats[int(a["dim"])] = a["times"]
+    return [b.one("Tile", b.v(a["tensor"]), b.ints(repeats))]
+
+
+@_translation("float_select", "int_select", "bool_select")
+def _select(b: _Builder, a: dict[str, Any], node: Node) -> list[str]:
+    return [b.one("Gather", b.v(a["tensor"]), b.v(a["indices"]), axis=int(a["dim"]))]
+
+
+@_translation("float_gather", "int_gather", "bool_gather")
+def _gather(b: _Builder, a: dict[str, Any], node: Node) -> list[str]:
+    return [b.one("GatherElements", b.v(a["tensor"]), b.v(a["indices"]), axis=int(a["dim"]))]
+
+
+@_translation("float_mask_fill", "int_mask_fill")
+def _mask_fill(b: _Builder, a: dict[str, Any], node: Node) -> list[str]:
+    value = b.scalar(a["value"], b.d(a["tensor"]).dtype)
+    return [b.one("Where", b.v(a["mask"]), value, b.v(a["tensor"]))]
+
+
+@_translation("float_mask_where", "int_mask_where", "bool_mask_where")
+def _mask_where(b: _Builder, a: dict[str, Any], node: Node) -> list[str]:
+    return [b.one("Where", b.v(a["mask"]), b.v(a["value"]), b.v(a["tensor"]))]
+
+
+def _filled(value: float | int | bool) -> Translation:
+    def translate(b: _Builder, a: dict[str, Any], node: Node) -> list[str]:
+        dtype = _out_dtype(b, node)
+        fill = a.get("fill_value", value)
+        return [b.one("ConstantOfShape", b.ints(a["shape"]),
+                      value=numpy_helper.from_array(np.array([fill], dtype.numpy)))]
+    return translate
+
+
+for _kind, _zero, _one in (("float", 0.0, 1.0), ("int", 0, 1)):
+    TRANSLATIONS[f"{_kind}_zeros"] = _filled(_zero)
+    TRANSLATIONS[f"{_kind}_ones"] = _filled(_one)
+    TRANSLATIONS[f"{_kind}_full"] = _filled(_zero)
+TRANSLATIONS["bool_full"] = _filled(False)
+
+
+@_translation("int_arange")
+def _arange(b: _Builder, a: dict[str, Any], node: Node) -> list[str]:
+    dtype = _out_dtype(b, node)
+    return [b.one("Range", *(b.int_scalar(a[n], dtype) for n in ("start", "end", "step")))]
+
+
+@_translation("float_cast", "int_cast", "int_into_float", "float_into_int", "bool_into_float",
+              "bool_into_int")
+def _cast(b: _Builder, a: dict[str, Any], node: Node) -> list[str]:
+    dtype = _out_dtype(b, node)
+    return [b.one("Cast", b.v(a["tensor"]), to=_onnx_type(dtype, node.op))]
+
+
+def _reduce(op_type: str, keep: bool) -> Translation:
+    """A reduction over one dim (kept, as the protocol's ``_dim`` ops) or over all of them
+    (the protocol's result shaped as recorded)."""
+    def translate(b: _Builder, a: dict[str, Any], node: Node) -> list[str]:
+        x = b.v(a["tensor"])
+        if keep:
+            return [b.one(op_type, x, b.const(np.array([int(a["dim"])], np.int64)), keepdims=1)]
+        out = b.one(op_type, x, keepdims=0)
+        shape = b.graph.values[node.outputs[0]].desc.shape
+        return [out if not shape else b.one("Reshape", out, b.ints(list(shape)))]
+    return translate
+
+
+for _kind in ("float", "int"):
+    TRANSLATIONS[f"{_kind}_sum_dim"] = _reduce("ReduceSum", True)
+    TRANSLATIONS[f"{_kind}_sum"] = _reduce("ReduceSum", False)
+    TRANSLATIONS[f"{_kind}_max_dim"] = _reduce("ReduceMax", True)
+    TRANSLATIONS[f"{_kind}_min_dim"] = _reduce("ReduceMin", True)
+    TRANSLATIONS[f"{_kind}_max"] = _reduce("ReduceMax", False)
+    TRANSLATIONS[f"{_kind}_min"] = _reduce("ReduceMin", False)
+TRANSLATIONS["float_mean_dim"] = _reduce("ReduceMean", True)
+TRANSLATIONS["float_mean"] = _reduce("ReduceMean", False)
+
+
+@_translation("float_argmax", "float_argmin", "int_argmax", "int_argmin")
+def _argmax(b: _Builder, a: dict[str, Any], node: Node) -> list[str]:
+    op_type = "ArgMax" if node.op.endswith("argmax") else "ArgMin"
+    return [b.one(op_type, b.v(a["tensor"]), axis=int(a["dim"]), keepdims=1,
+                  select_last_index=0)]
+
+
+@_translation("float_cumsum", "int_cumsum")
+def _cumsum(b: _Builder, a: dict[str, Any], node: Node) -> list[str]:
+    return [b.one("CumSum", b.v(a["tensor"]), b.scalar(int(a["dim"]), DType.int64))]
+
+
+# ---- linear algebra -----------------------------------------------------------------------------
+
+def _inverse(b: _Builder, x: str, desc: TensorDesc) -> str:
+    """The inverse of square matrices ``[..., n, n]`` by the adjugate: each cofactor is the
+    ``Det`` of a minor gathered with constant indices, divided by ``Det(x)``."""
+    n = desc.shape[-1]
+    if n == 1:
+        return b.one("Reciprocal", x)
+    keep = np.array([[j for j in range(n) if j != i] for i in range(n)], np.int64)
+    rank = len(desc.shape)
+    rows = b.one("Gather", x, b.const(keep), axis=rank - 2)      # [..., n_i, n-1, n]
+    minors = b.one("Gather", rows, b.const(keep), axis=rank)      # [..., n_i, n-1, n_j, n-1]
+    batch = list(range(rank - 2))
+    minors = b.one("Transpose", minors, perm=[*batch, rank - 2, rank, rank - 1, rank + 1])
+    signs = np.array([[(-1.0) ** (i + j) for j in range(n)] for i in range(n)],
+                     desc.dtype.numpy)
+    cofactors = b.one("Mul", b.one("Det", minors), b.const(signs))
+    det = b.one("Unsqueeze", b.one("Det", x), b.const(np.array([-1, -2], np.int64)))
+    adjugate = b.one("Transpose", cofactors, perm=[*batch, rank - 1, rank - 2])
+    return b.one("Div", adjugate, det)
+
+
+@_translation("float_inv")
+def _inv(b: _Builder, a: dict[str, Any], node: Node) -> list[str]:
+    return [_inverse(b, b.v(a["tensor"]), b.d(a["tensor"]))]
+
+
+@_translation("float_solve")
+def _solve(b: _Builder, a: dict[str, Any], node: Node) -> list[str]:
+    lhs, rhs = a["lhs"], a["rhs"]
+    if len(b.d(rhs).shape) == len(b.d(lhs).shape) - 1:
+        vector = b.one("Unsqueeze", b.v(rhs), b.const(np.array([-1], np.int64)))
+        product = b.one("MatMul", _inverse(b, b.v(lhs), b.d(lhs)), vector)
+        return [b.one("Squeeze", product, b.const(np.array([-1], np.int64)))]
+    return [b.one("MatMul", _inverse(b, b.v(lhs), b.d(lhs)), b.v(rhs))]
+
+
+@_translation("float_slogdet")
+def _slogdet(b: _Builder, a: dict[str, Any], node: Node) -> list[str]:
+    det = b.one("Det", b.v(a["tensor"]))
+    return [b.one("Sign", det), b.one("Log", b.one("Abs", det))]
+
