@@ -184,8 +184,9 @@ class PreTrainedModel(nn.Module):
         """Load a transformers checkpoint's tensors (names as saved, with or without the base
         model's prefix), each copied once, converted to the module's dtype, out of the file's
         memory map (``copy_out``, which releases the mapped pages as it copies), into tensors
-        that take the copy as their own. Returns ``load_state_dict``'s missing/unexpected
-        keys."""
+        that take the copy as their own; the weights of ``nn.Linear`` layers (a tied embedding
+        too) are stored column-major, the layout a decoding step's ``x @ weight.T`` reads
+        fastest. Returns ``load_state_dict``'s missing/unexpected keys."""
         own = self.state_dict()
         prefix = self.base_model_prefix + "."
         if prefix != ".":
@@ -196,6 +197,7 @@ class PreTrainedModel(nn.Module):
             elif wants and not has:
                 state = {prefix + k: v for k, v in state.items()}
         ignore = [re.compile(p) for p in self.keys_to_ignore_on_load]
+        projections = {id(m.weight) for m in self.modules() if isinstance(m, nn.Linear)}
         values: dict[str, Tensor | TensorData] = {}
         for key, data in state.items():
             if any(p.search(key) for p in ignore):
@@ -204,6 +206,6 @@ class PreTrainedModel(nn.Module):
             if like is None or tuple(data.shape) != like.shape:
                 values[key] = data  # load_state_dict reports it
             else:
-                values[key] = from_owned_data(copy_out(data, like.dtype), backend=like.backend,
-                                              device=like.device)
+                host = copy_out(data, like.dtype, transposed=id(like) in projections)
+                values[key] = from_owned_data(host, backend=like.backend, device=like.device)
         return self.load_state_dict(values, strict=strict, assign=True)

@@ -77,3 +77,10 @@ def test_copy_out_refuses_quantized(tmp_path: Path) -> None:
     data = TensorData(np.zeros((2, 2), dtype=np.float32))
     with pytest.raises(DTypeError, match="copy_out"):
         copy_out(data, DType.qint8)
+
+
+def test_copy_out_transposed_keeps_values_column_major(tmp_path: Path) -> None:
+    path, tensors = _file(tmp_path, torch.bfloat16)
+    out = copy_out(map_safetensors(path)["small"], DType.float32, transposed=True)
+    assert out.array.shape == (5, 7) and out.array.flags.f_contiguous
+    np.testing.assert_array_equal(out.array, tensors["small"].float().numpy())
