@@ -209,21 +209,96 @@ def _resize_11(ctx: OpContext, inputs: Inputs, attrs: Attributes) -> Outputs:
                    values(roi), attrs.ints("axes"))
 
 
+def _reflect(x: np.ndarray, low: float, high: float) -> np.ndarray:
+    """``x`` reflected at ``low`` and ``high`` until inside them."""
+    span = high - low
+    if span <= 0:
+        return np.full_like(x, low)
+    below = x < low
+    distance = np.where(below, low - x, x - high)
+    flips = np.floor(distance / span)
+    rest = distance - flips * span
+    even = flips % 2 == 0
+    inward = np.where(below, np.where(even, low + rest, high - rest),
+                      np.where(even, high - rest, low + rest))
+    return np.where((x < low) | (x > high), inward, x)
+
+
+def _cubic_taps(t: np.ndarray) -> list[np.ndarray]:
+    """The four cubic convolution weights (a = -0.75) at offsets -1, 0, 1, 2 from floor(x)."""
+    return [_cubic(t + 1, -0.75), _cubic(t, -0.75), _cubic(1 - t, -0.75), _cubic(2 - t, -0.75)]
+
+
+def _grid_sample_nd(ctx: OpContext, x: Tensor, grid: Tensor, mode: str, padding: str,
+                    align_corners: bool) -> Tensor:
+    """GridSample over any number of spatial dims: tap indices and weights from the grid on
+    the host, values gathered from ``x`` (gradients reach ``x``, not the grid)."""
+    n, c = x.shape[:2]
+    spatial = x.shape[2:]
+    points = grid.to_numpy().astype(np.float64).reshape(n, -1, len(spatial))[..., ::-1]
+    taps: list[list[tuple[np.ndarray, np.ndarray, np.ndarray]]] = []  # per dim
+    for d, size in enumerate(spatial):
+        coord = points[..., d]
+        coord = ((coord + 1) / 2 * (size - 1) if align_corners
+                 else ((coord + 1) * size - 1) / 2)
+        low, high = (0.0, size - 1.0) if align_corners else (-0.5, size - 0.5)
+        if mode == "nearest":
+            coord = np.rint(coord)
+        outside = (coord < low) | (coord > high)
+        if padding == "border":
+            coord = np.where(outside, np.clip(coord, 0, size - 1), coord)
+        elif padding == "reflection":
+            coord = _reflect(coord, low, high)
+        base = np.floor(coord)
+        if mode == "nearest":
+            offsets, weights = [0], [np.ones_like(coord)]
+            base = coord
+        elif mode == "linear":
+            offsets, weights = [0, 1], [1 - (coord - base), coord - base]
+        else:
+            offsets, weights = [-1, 0, 1, 2], _cubic_taps(coord - base)
+        dim_taps = []
+        for offset, weight in zip(offsets, weights, strict=True):
+            index = base + offset
+            valid = np.ones_like(index, dtype=bool)
+            if padding == "zeros":
+                valid = (index >= 0) & (index <= size - 1)
+            elif padding == "reflection":
+                index = np.trunc(_reflect(index, low, high))
+            index = np.clip(index, 0, size - 1).astype(np.int64)
+            dim_taps.append((index, weight, valid))
+        taps.append(dim_taps)
+    strides = [math.prod(spatial[d + 1:]) for d in range(len(spatial))]
+    flat = x.reshape(n, c, -1)
+    out: Tensor | None = None
+    for combo in np.ndindex(*[len(t) for t in taps]):
+        index = sum(taps[d][i][0] * strides[d] for d, i in enumerate(combo))
+        weight = np.prod([taps[d][i][1] * taps[d][i][2] for d, i in enumerate(combo)], axis=0)
+        index_t = ctx.constant(np.asarray(index, dtype=np.int64)).unsqueeze(1)
+        picked = flat.gather(2, index_t.expand(n, c, index_t.shape[2]))
+        term = picked * ctx.constant(weight.astype(x.dtype.numpy)).unsqueeze(1)
+        out = term if out is None else out + term
+    return (flat.narrow(2, 0, 0) if out is None else out).reshape(n, c, *grid.shape[1:-1])
+
+
 @onnx_op("GridSample", 16, attrs=("align_corners", "mode", "padding_mode"))
 @onnx_op("GridSample", 20, attrs=("align_corners", "mode", "padding_mode"))
 def _grid_sample(ctx: OpContext, inputs: Inputs, attrs: Attributes) -> Outputs:
-    """ONNX GridSample of 2-d images, bilinear or nearest (``F.grid_sample``)."""
+    """ONNX GridSample: 2-d bilinear and nearest through ``F.grid_sample`` (differentiable in
+    the grid too); cubic and 3-d sampling gather from taps computed on the host."""
     x, grid = ctx.arg(inputs, 0), ctx.arg(inputs, 1)
     mode = attrs.string("mode", "bilinear" if ctx.opset < 20 else "linear")
-    modes = {"linear": "bilinear", "bilinear": "bilinear", "nearest": "nearest"}
-    if mode not in modes:
+    mode = {"bilinear": "linear", "bicubic": "cubic"}.get(mode, mode)
+    if mode not in ("linear", "nearest", "cubic"):
         ctx.unsupported(f"mode={mode!r}", "mode")
-    if x.ndim != 4:
-        ctx.unsupported(f"a {x.ndim - 2}-d grid sample (input {x.shape})")
     padding = attrs.string("padding_mode", "zeros")
     if padding not in ("zeros", "border", "reflection"):
         ctx.unsupported(f"padding_mode={padding!r}", "padding_mode")
-    return F.grid_sample(x, grid, modes[mode], padding, bool(attrs.int("align_corners", 0)))
+    align_corners = bool(attrs.int("align_corners", 0))
+    if x.ndim == 4 and mode != "cubic":
+        return F.grid_sample(x, grid, "bilinear" if mode == "linear" else "nearest", padding,
+                             align_corners)
+    return _grid_sample_nd(ctx, x, grid, mode, padding, align_corners)
 
 
 @onnx_op("AffineGrid", 20, attrs=("align_corners",))
