@@ -130,19 +130,38 @@ def _module_tensors(module: Module) -> Iterator[tuple[str, Tensor]]:
                 yield (f"{prefix}.{attr}" if prefix else attr), value
 
 
+def _held(target: Module | Callable[..., Any]) -> Iterator[tuple[str, Module | Tensor]]:
+    """The modules and tensors a run reads without taking them as arguments: the module
+    itself, or a function's bound module and the modules and tensors it names (closure
+    cells and globals), each with the prefix its initializers are named under."""
+    if isinstance(target, Module):
+        yield "", target
+        return
+    owner = getattr(target, "__self__", None)
+    if isinstance(owner, Module):
+        yield "", owner
+    function = getattr(target, "__func__", target)
+    if not inspect.isfunction(function):
+        return
+    named = inspect.getclosurevars(function)
+    for name, value in {**named.globals, **named.nonlocals}.items():
+        if isinstance(value, Module | Tensor):
+            yield name, value
+
+
 def _record(target: Module | Callable[..., Any], args: tuple[Tensor, ...]) -> _Recorded:
-    """Run ``target(*args)`` once on ``Capture(B)`` in eval mode: every tensor of the module
-    and the arguments is moved onto the capture backend for the run (same values; B's own
-    primitive under Autodiff) and put back after."""
+    """Run ``target(*args)`` once on ``Capture(B)`` in eval mode: every tensor of the modules
+    it holds and of the arguments is moved onto the capture backend for the run (same
+    values; B's own primitive under Autodiff) and put back after, as are the training flags."""
     backend = args[0].backend
     if any(a.backend is not backend for a in args):
         raise OnnxExportError("export: the example arguments are on different backends: "
                               + ", ".join(a.backend.name() for a in args))
     autodiff = backend if issubclass(backend, AutodiffBackend) else None
     capture = Capture(backend if autodiff is None else autodiff.InnerBackend)
-    module = target if isinstance(target, Module) else None
     moved: dict[int, tuple[Tensor, Any, Any]] = {}
     names: dict[int, str] = {}
+    training: list[tuple[Module, bool]] = []
 
     def move(t: Tensor) -> None:
         if id(t) in moved or t.backend is not backend:
@@ -152,13 +171,17 @@ def _record(target: Module | Callable[..., Any], args: tuple[Tensor, ...]) -> _R
             t.primitive = autodiff.inner(t.primitive)
         t.backend = capture
 
-    training = module.training if module is not None else False
     try:
-        if module is not None:
-            module.eval()
-            for name, t in _module_tensors(module):
+        for prefix, held in _held(target):
+            if isinstance(held, Tensor):
+                move(held)
+                names.setdefault(id(held.primitive), prefix)
+                continue
+            training.append((held, held.training))
+            held.eval()
+            for name, t in _module_tensors(held):
                 move(t)
-                names.setdefault(id(t.primitive), name)
+                names.setdefault(id(t.primitive), f"{prefix}.{name}" if prefix else name)
         for a in args:
             move(a)
         with capture.recording([a.primitive for a in args]) as graph:
@@ -168,8 +191,8 @@ def _record(target: Module | Callable[..., Any], args: tuple[Tensor, ...]) -> _R
     finally:
         for t, b, p in moved.values():
             t.backend, t.primitive = b, p
-        if module is not None:
-            module.train(training)
+        for module, mode in training:
+            module.train(mode)
     return _Recorded(graph, out_names, names)
 
 
