@@ -16,6 +16,7 @@ from burnpy.onnx.ops import (
     reduce,
     shape,
     signal,
+    text,
     vision,
 )
 
@@ -33,5 +34,6 @@ __all__ = [
     "reduce",
     "shape",
     "signal",
+    "text",
     "vision",
 ]
