@@ -35,7 +35,9 @@ from burnpy.backend.dtype import (
     int32,
     int64,
     uint8,
+    uint16,
     uint32,
+    uint64,
 )
 from burnpy.backend.errors import GradAccessError
 from burnpy.custom_ops import Function, GradFn
@@ -78,7 +80,8 @@ __all__ = [
     "NoCheckpointing", "QuantScheme", "RecordError", "ShapeError", "Tensor", "TensorData",
     "UnsupportedDTypeError", "ValuesIndices",
     "bfloat16", "bool_", "cat", "float16", "float32", "float64", "int16", "int32", "int64", "int8",
-    "from_dlpack", "from_numpy", "stack", "tensor", "uint32", "uint8", "where",
+    "from_dlpack", "from_numpy", "stack", "tensor", "uint16", "uint32", "uint64", "uint8",
+    "where",
     "Function", "GradFn",
 ]
 

@@ -27,7 +27,9 @@ _WHY = {
     DType.float64: "WGSL has no f64",
     DType.int64: "WGSL has no i64",
     DType.bfloat16: "WGSL has no bf16",
+    DType.uint64: "WGSL has no u64",
     DType.int16: "WGSL has no 16-bit integers",
+    DType.uint16: "WGSL has no 16-bit integers",
     DType.int8: "WGSL has no 8-bit integers",
     DType.uint8: "WGSL has no 8-bit integers",
 }

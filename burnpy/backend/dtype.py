@@ -23,7 +23,9 @@ class DType(enum.Enum):
     int16 = "int16"
     int8 = "int8"
     uint8 = "uint8"
+    uint16 = "uint16"
     uint32 = "uint32"
+    uint64 = "uint64"
     bool_ = "bool"
     qint8 = "qint8"
     qint4 = "qint4"
@@ -93,7 +95,11 @@ class DType(enum.Enum):
 DTypeLike = DType | str | np.dtype[Any] | type
 
 _FLOATS = frozenset({DType.float64, DType.float32, DType.float16, DType.bfloat16})
-_INTS = frozenset({DType.int64, DType.int32, DType.int16, DType.int8, DType.uint8, DType.uint32})
+_INTS = frozenset({DType.int64, DType.int32, DType.int16, DType.int8, DType.uint8, DType.uint16,
+                   DType.uint32, DType.uint64})
+#: torch's "shell" unsigned dtypes: each meets only itself (and the floats); torch refuses to
+#: promote them with any other int or bool dtype.
+_SHELL_UNSIGNED = frozenset({DType.uint16, DType.uint32, DType.uint64})
 
 _TO_NUMPY: dict[DType, np.dtype[Any]] = {
     DType.float64: np.dtype(np.float64),
@@ -105,7 +111,9 @@ _TO_NUMPY: dict[DType, np.dtype[Any]] = {
     DType.int16: np.dtype(np.int16),
     DType.int8: np.dtype(np.int8),
     DType.uint8: np.dtype(np.uint8),
+    DType.uint16: np.dtype(np.uint16),
     DType.uint32: np.dtype(np.uint32),
+    DType.uint64: np.dtype(np.uint64),
     DType.bool_: np.dtype(np.bool_),
 }
 _FROM_NUMPY: dict[np.dtype[Any], DType] = {v: k for k, v in _TO_NUMPY.items()}
@@ -117,7 +125,13 @@ _BY_NAME: dict[str, DType] = {d.value: d for d in DType}
 _BY_NAME.update({"bool_": DType.bool_, "f64": DType.float64, "f32": DType.float32,
                  "f16": DType.float16, "bf16": DType.bfloat16, "i64": DType.int64,
                  "i32": DType.int32, "i16": DType.int16, "i8": DType.int8, "u8": DType.uint8,
-                 "u32": DType.uint32})
+                 "u16": DType.uint16, "u32": DType.uint32, "u64": DType.uint64})
+
+#: The int dtypes among which NumPy's promotion is torch's, as DTypes and as NumPy dtypes: a
+#: backend's NumPy-style binary op may mix them directly (a shell unsigned one may not).
+NUMPY_PROMOTING_INTS: frozenset[object] = frozenset(
+    {d for d in _INTS if d not in _SHELL_UNSIGNED}
+    | {_TO_NUMPY[d] for d in _INTS if d not in _SHELL_UNSIGNED})
 
 # Fast path for hot code: numpy dtype -> DType without going through DType.of.
 dtype_of_numpy = _FROM_NUMPY.__getitem__
@@ -135,14 +149,21 @@ def promote_floats(a: DType, b: DType) -> DType:
     return a if ra > rb else b
 
 
-def promote_ints(a: DType, b: DType) -> DType:
-    """The int dtype that holds both (NumPy's rule, capped at int64)."""
+def promote_ints(a: DType, b: DType, op: str = "promote_ints") -> DType:
+    """The int dtype two int dtypes meet at, as ``torch.promote_types``: the smallest holding
+    both (uint8 with int8 is int16); uint16, uint32 and uint64 meet no other int dtype, a
+    DTypeError naming ``op``, as in torch, rather than a silent widening."""
     if a is b:
         return a
-    return _FROM_NUMPY.get(np.promote_types(a.numpy, b.numpy), DType.int64)
+    if a in _SHELL_UNSIGNED or b in _SHELL_UNSIGNED:
+        raise DTypeError(f"{op}: {a!r} and {b!r} have no common dtype (uint16, uint32 and "
+                         "uint64 promote with no other int dtype, as in torch); cast one with "
+                         ".to(dtype)")
+    # Among int8..int64 and uint8, NumPy's rule is torch's and never leaves int64.
+    return _FROM_NUMPY[np.promote_types(a.numpy, b.numpy)]
 
 
 float64, float32, float16, bfloat16 = DType.float64, DType.float32, DType.float16, DType.bfloat16
-int64, int32, int16, int8, uint8, uint32 = (DType.int64, DType.int32, DType.int16, DType.int8,
-                                            DType.uint8, DType.uint32)
+int64, int32, int16, int8 = DType.int64, DType.int32, DType.int16, DType.int8
+uint8, uint16, uint32, uint64 = DType.uint8, DType.uint16, DType.uint32, DType.uint64
 bool_ = DType.bool_

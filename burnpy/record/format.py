@@ -46,7 +46,8 @@ VERSION = 2
 _TAGS = {
     DType.float64: "F64", DType.float32: "F32", DType.float16: "F16", DType.bfloat16: "BF16",
     DType.int64: "I64", DType.int32: "I32", DType.int16: "I16", DType.int8: "I8",
-    DType.uint8: "U8", DType.uint32: "U32", DType.bool_: "BOOL",
+    DType.uint8: "U8", DType.uint16: "U16", DType.uint32: "U32", DType.uint64: "U64",
+    DType.bool_: "BOOL",
 }
 
 

@@ -99,7 +99,7 @@ def common_dtype(op: str, a: Tensor, b: Tensor) -> DType:
     if a.kind is FLOAT and b.kind is FLOAT:
         return promote_floats(da, db)
     if a.kind is INT and b.kind is INT:
-        return promote_ints(da, db)
+        return promote_ints(da, db, op)
     raise DTypeError(f"{op}: cannot mix {article(a.kind)} tensor ({da!r}) with "
                      f"{article(b.kind)} tensor ({db!r}); cast one with .float() or .int()")
 

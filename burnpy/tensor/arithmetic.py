@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from burnpy.backend.dtype import DType
+from burnpy.backend.dtype import NUMPY_PROMOTING_INTS, DType
 from burnpy.backend.errors import (
     DivisionByZeroError,
     DTypeError,
@@ -108,6 +108,8 @@ LOWER_EQUAL = _cmp("lower_equal")
 BITWISE_AND = BinarySpec("bitwise_and", None, None, "int_bitwise_and", None, "bool_and")
 BITWISE_OR = BinarySpec("bitwise_or", None, None, "int_bitwise_or", None, "bool_or")
 BITWISE_XOR = BinarySpec("bitwise_xor", None, None, "int_bitwise_xor", None, "bool_xor")
+LEFT_SHIFT = BinarySpec("bitwise_left_shift", None, None, "int_bitwise_left_shift", None)
+RIGHT_SHIFT = BinarySpec("bitwise_right_shift", None, None, "int_bitwise_right_shift", None)
 ATAN2 = BinarySpec("atan2", "float_atan2", None, None, None)
 HYPOT = BinarySpec("hypot", "float_hypot", None, None, None)
 LOGADDEXP = BinarySpec("logaddexp", "float_logaddexp", None, None, None)
@@ -115,8 +117,8 @@ LOGADDEXP2 = BinarySpec("logaddexp2", "float_logaddexp2", None, None, None)
 
 #: Every operator's table entry, for the checks that each named op exists.
 BINARY_SPECS = (ADD, SUB, MUL, DIV, FLOOR_DIV, REMAINDER, POW, EQUAL, NOT_EQUAL, GREATER,
-                GREATER_EQUAL, LOWER, LOWER_EQUAL, BITWISE_AND, BITWISE_OR, BITWISE_XOR, ATAN2,
-                HYPOT, LOGADDEXP, LOGADDEXP2)
+                GREATER_EQUAL, LOWER, LOWER_EQUAL, BITWISE_AND, BITWISE_OR, BITWISE_XOR, LEFT_SHIFT,
+                RIGHT_SHIFT, ATAN2, HYPOT, LOGADDEXP, LOGADDEXP2)
 
 
 def as_number(value: object) -> int | float | None:
@@ -144,6 +146,7 @@ def scalar_like(t: Tensor, value: Any, op: str) -> Tensor:
         dtype = DType.bool_
     else:
         dtype = t.dtype if t.kind is INT else t.backend.int_dtype
+        value = wrapped_int(value, dtype)
     return CreationOps.full((), value, backend=t.backend, device=t.device, dtype=dtype)
 
 
@@ -220,11 +223,22 @@ def binary_scalar(spec: BinarySpec, a: Tensor, value: int | float) -> Tensor:
             raise DTypeError(f"pow: an int tensor to a negative int power ({value}) is not an "
                              "int; use .float()")
         return new(b, b.int_powi_scalar(a.primitive, value), INT)
+    if not spec.returns_bool:
+        value = wrapped_int(value, a.dtype)
     if spec.name in ("floor_div", "remainder") and value == 0:
         raise DivisionByZeroError(f"{op}: integer division by zero")
     if spec.int_scalar is None:
         return binary_tensors(spec, a, scalar_like(a, value, op))
     return new(b, getattr(b, spec.int_scalar)(a.primitive, value), spec.out_int)
+
+
+def wrapped_int(value: int, dtype: DType) -> int:
+    """``value`` cast to the int ``dtype`` with C's wraparound (-1 is 255 for uint8), as torch
+    casts a Python number meeting an int tensor in arithmetic and bitwise ops."""
+    info = np.iinfo(dtype.numpy)
+    if info.min <= value <= info.max:
+        return value
+    return (value - info.min) % (info.max - info.min + 1) + info.min
 
 
 def all_false(t: Tensor) -> Tensor:
@@ -585,7 +599,12 @@ def _binary(a: Tensor, other: object, spec: BinarySpec) -> Tensor:
                 try:
                     if kind is FLOAT and spec.float_op is not None:
                         return new(b, getattr(b, spec.float_op)(p, q), spec.out_float)
-                    if kind is INT and spec.int_fast_op is not None:
+                    # Mixed int dtypes meet by NumPy's rule only where it is torch's (uint16
+                    # with int32 is an error there): the others take the general path.
+                    if kind is INT and spec.int_fast_op is not None and (
+                            p.dtype is q.dtype or p.dtype == q.dtype
+                            or (p.dtype in NUMPY_PROMOTING_INTS
+                                and q.dtype in NUMPY_PROMOTING_INTS)):
                         return new(b, getattr(b, spec.int_fast_op)(p, q), spec.out_int)
                 except ValueError:
                     broadcast_shapes(spec.name, p.shape, q.shape)
@@ -603,7 +622,10 @@ def _binary(a: Tensor, other: object, spec: BinarySpec) -> Tensor:
             return new(b, getattr(b, spec.float_scalar)(a.primitive, other), spec.out_float)
         if (kind is INT and cls is int and spec.int_scalar is not None
                 and spec.int_fast_op is not None):
-            return new(b, getattr(b, spec.int_scalar)(a.primitive, other), spec.out_int)
+            try:
+                return new(b, getattr(b, spec.int_scalar)(a.primitive, other), spec.out_int)
+            except OverflowError:  # a number outside the dtype: the general path wraps it
+                pass
     elif is_tensor(other):  # a subclass of Tensor
         return binary_tensors(spec, a, other)
     number = as_number(other)
@@ -743,6 +765,27 @@ class ArithmeticOps:
         return _binary(self, other, BITWISE_XOR)
 
     __xor__ = __rxor__ = bitwise_xor
+
+    def bitwise_left_shift(self: Tensor, other: Tensor | int) -> Tensor:
+        """Elementwise ``self << other`` of int tensors (torch.bitwise_left_shift)."""
+        return _binary(self, other, LEFT_SHIFT)
+
+    __lshift__ = bitwise_left_shift
+
+    def __rlshift__(self: Tensor, other: int) -> Tensor:
+        """``other << self`` for a Python int ``other``."""
+        return reflected(self, other, LEFT_SHIFT)
+
+    def bitwise_right_shift(self: Tensor, other: Tensor | int) -> Tensor:
+        """Elementwise ``self >> other`` of int tensors (torch.bitwise_right_shift: signed ones
+        keep their sign)."""
+        return _binary(self, other, RIGHT_SHIFT)
+
+    __rshift__ = bitwise_right_shift
+
+    def __rrshift__(self: Tensor, other: int) -> Tensor:
+        """``other >> self`` for a Python int ``other``."""
+        return reflected(self, other, RIGHT_SHIFT)
 
     def atan2(self: Tensor, other: Tensor) -> Tensor:
         """Elementwise angle of the point ``(other, self)`` in radians, in [-pi, pi]."""
