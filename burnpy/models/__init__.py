@@ -8,6 +8,7 @@ from burnpy.models.bert import (
     BertModel,
 )
 from burnpy.models.cache import DynamicCache
+from burnpy.models.classification import ClassificationConfig
 from burnpy.models.generation import GenerationMixin
 from burnpy.models.gpt2 import GPT2Config, GPT2LMHeadModel, GPT2Model
 from burnpy.models.hub import ARCHITECTURES, from_pretrained
@@ -24,13 +25,17 @@ from burnpy.models.outputs import (
     SequenceClassifierOutput,
 )
 from burnpy.models.quantize import QuantizedLinear, load_quantized, quantize
+from burnpy.models.resnet import ResNetConfig, ResNetForImageClassification, ResNetModel
+from burnpy.models.vit import ViTConfig, ViTForImageClassification, ViTModel
 
-__all__ = ["ARCHITECTURES", "BaseModelOutputWithPast", "BaseModelOutputWithPooling",
-           "BaseModelOutputWithPoolingAndNoAttention", "BertConfig", "BertForMaskedLM",
-           "BertForSequenceClassification", "BertModel", "ImageClassifierOutput",
-           "ImageClassifierOutputWithNoAttention", "MaskedLMOutput",
-           "SequenceClassifierOutput", "CausalLMOutputWithPast", "ConfigError",
-           "DynamicCache", "GPT2Config", "GPT2LMHeadModel", "GPT2Model", "GenerationMixin",
-           "LlamaConfig", "LlamaForCausalLM", "LlamaModel", "PreTrainedModel",
-           "PretrainedConfig", "QuantizedLinear", "from_pretrained", "load_quantized",
-           "quantize"]
+__all__ = [
+    "ARCHITECTURES", "BaseModelOutputWithPast", "BaseModelOutputWithPooling",
+    "BaseModelOutputWithPoolingAndNoAttention", "BertConfig", "BertForMaskedLM",
+    "BertForSequenceClassification", "BertModel", "CausalLMOutputWithPast",
+    "ClassificationConfig", "ConfigError", "DynamicCache", "GPT2Config", "GPT2LMHeadModel",
+    "GPT2Model", "GenerationMixin", "ImageClassifierOutput",
+    "ImageClassifierOutputWithNoAttention", "LlamaConfig", "LlamaForCausalLM", "LlamaModel",
+    "MaskedLMOutput", "PreTrainedModel", "PretrainedConfig", "QuantizedLinear", "ResNetConfig",
+    "ResNetForImageClassification", "ResNetModel", "SequenceClassifierOutput", "ViTConfig",
+    "ViTForImageClassification", "ViTModel", "from_pretrained", "load_quantized", "quantize",
+]

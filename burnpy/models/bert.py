@@ -6,14 +6,14 @@ output, its loss chosen by ``problem_type``)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
 import burnpy.nn as nn
 from burnpy.backend.errors import InvalidArgumentError, KindError, ShapeError
+from burnpy.models.classification import ClassificationConfig, classification_loss, problem_type
 from burnpy.models.layers import activation
-from burnpy.models.modeling import ConfigError, PretrainedConfig, PreTrainedModel
+from burnpy.models.modeling import ConfigError, PreTrainedModel
 from burnpy.models.outputs import (
     BaseModelOutputWithPooling,
     MaskedLMOutput,
@@ -29,15 +29,10 @@ if TYPE_CHECKING:
     from burnpy.backend.dtype import DTypeLike
     from burnpy.nn.module import IncompatibleKeys
 
-#: transformers' ``problem_type`` values a sequence classifier's loss follows.
-PROBLEM_TYPES = ("regression", "single_label_classification", "multi_label_classification")
-
-
 @dataclass(frozen=True)
-class BertConfig(PretrainedConfig):
-    """transformers' ``BertConfig`` fields that shape the model, with its defaults. An older
-    file's ``position_embedding_type`` must be ``absolute``; ``num_labels`` is resolved as
-    transformers resolves it (the length of ``id2label``, else the field, else 2)."""
+class BertConfig(ClassificationConfig):
+    """transformers' ``BertConfig`` fields that shape the model, with its defaults and label
+    fields. An older file's ``position_embedding_type`` must be ``absolute``."""
 
     model_type: ClassVar[str] = "bert"
 
@@ -57,15 +52,12 @@ class BertConfig(PretrainedConfig):
     is_decoder: bool = False
     add_cross_attention: bool = False
     classifier_dropout: float | None = None
-    problem_type: str | None = None
-    num_labels: int | None = None
-    id2label: dict[str, str] | None = None
     tie_word_embeddings: bool = True
     pad_token_id: int | None = 0
 
     def __post_init__(self) -> None:
-        """Refuse, naming the field, what burnpy's BERT does not compute; resolve
-        ``num_labels``."""
+        """Refuse, naming the field, what burnpy's BERT does not compute; resolve the label
+        fields (``ClassificationConfig``)."""
         activation("BertConfig", "hidden_act", self.hidden_act)
         if self.position_embedding_type != "absolute":
             raise ConfigError(f"BertConfig: config field position_embedding_type is "
@@ -79,30 +71,7 @@ class BertConfig(PretrainedConfig):
             raise ConfigError(f"BertConfig: config field hidden_size ({self.hidden_size}) is "
                               f"not a multiple of num_attention_heads "
                               f"({self.num_attention_heads})")
-        if self.problem_type is not None and self.problem_type not in PROBLEM_TYPES:
-            raise ConfigError(f"BertConfig: config field problem_type is "
-                              f"{self.problem_type!r}, not one of {PROBLEM_TYPES} or null")
-        if self.id2label is not None and not isinstance(self.id2label, dict):
-            raise ConfigError(f"BertConfig: config field id2label must be an object, got "
-                              f"{self.id2label!r}")
-        given = self.num_labels
-        if given is not None and (not isinstance(given, int) or isinstance(given, bool)
-                                  or given < 1):
-            raise ConfigError(f"BertConfig: config field num_labels must be a positive int, "
-                              f"got {given!r}")
-        labels = len(self.id2label) if self.id2label else given or 2
-        if given is not None and given != labels:
-            raise ConfigError(f"BertConfig: config field num_labels ({given}) does not match "
-                              f"id2label, which has {labels} labels")
-        if self.problem_type == "single_label_classification" and labels == 1:
-            raise ConfigError("BertConfig: config field problem_type is "
-                              "'single_label_classification', which needs num_labels > 1")
-        object.__setattr__(self, "num_labels", labels)
-
-    @property
-    def label_count(self) -> int:
-        """The number of classifier outputs (``num_labels`` once resolved)."""
-        return self.num_labels or 2
+        super().__post_init__()
 
 
 def _ids(owner: str, name: str, value: Tensor, like: Tensor, batch: int, seq: int) -> Tensor:
@@ -440,31 +409,6 @@ class BertForMaskedLM(BertPreTrainedModel):
         return MaskedLMOutput(logits, loss, out.hidden_states)
 
 
-def _mse(logits: Tensor, labels: Tensor) -> Tensor:
-    """transformers' regression loss: one output's logits and labels squeezed first."""
-    labels = labels.cast(logits.dtype)
-    if logits.shape[-1] == 1:
-        return F.mse_loss(logits.squeeze(), labels.squeeze())
-    return F.mse_loss(logits, labels)
-
-
-def _single_label(logits: Tensor, labels: Tensor) -> Tensor:
-    """Cross entropy of ``[batch, num_labels]`` logits at class indices ``[batch]``."""
-    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1))
-
-
-def _multi_label(logits: Tensor, labels: Tensor) -> Tensor:
-    """Binary cross entropy with logits against 0/1 targets ``[batch, num_labels]``."""
-    return F.binary_cross_entropy_with_logits(logits, labels.cast(logits.dtype))
-
-
-LOSSES: dict[str, Callable[[Tensor, Tensor], Tensor]] = {
-    "regression": _mse,
-    "single_label_classification": _single_label,
-    "multi_label_classification": _multi_label,
-}
-
-
 class BertForSequenceClassification(BertPreTrainedModel):
     """``BertModel`` and ``classifier``, a linear layer from the pooled output to
     ``num_labels`` logits (after dropout of ``classifier_dropout``, else
@@ -473,7 +417,7 @@ class BertForSequenceClassification(BertPreTrainedModel):
     def __init__(self, config: BertConfig, *, backend: type[Backend] | None = None,
                  dtype: DTypeLike | None = None) -> None:
         self.config = config
-        self.num_labels = config.label_count
+        self.num_labels = config.num_labels
         self.bert = BertModel(config, backend=backend, dtype=dtype)
         self.dropout_p = (config.classifier_dropout if config.classifier_dropout is not None
                           else config.hidden_dropout_prob)
@@ -481,16 +425,9 @@ class BertForSequenceClassification(BertPreTrainedModel):
                                     dtype=dtype)
 
     def problem_type(self, labels: Tensor) -> str:
-        """The config's ``problem_type``, else transformers' inference from the labels:
-        regression for one label, single-label for int labels, multi-label for float ones.
-        (transformers stores the inferred type in its config; burnpy's config is frozen, so
-        it is inferred at each call.)"""
-        if self.config.problem_type is not None:
-            return self.config.problem_type
-        if self.num_labels == 1:
-            return "regression"
-        return "single_label_classification" if labels.kind == "int" else \
-            "multi_label_classification"
+        """The loss ``labels`` get: the config's ``problem_type``, else transformers' choice
+        from the labels."""
+        return problem_type(self.config, labels)
 
     def forward(self, input_ids: Tensor | None = None, attention_mask: Tensor | None = None,
                 token_type_ids: Tensor | None = None, position_ids: Tensor | None = None,
@@ -503,6 +440,7 @@ class BertForSequenceClassification(BertPreTrainedModel):
         assert out.pooler_output is not None
         pooled = F.dropout(out.pooler_output, self.dropout_p, self.training)
         logits = self.classifier(pooled)
-        loss = None if labels is None else LOSSES[self.problem_type(labels)](logits, labels)
+        loss = None if labels is None else classification_loss(
+            "BertForSequenceClassification", self.config, logits, labels)
         return SequenceClassifierOutput(logits, loss, out.hidden_states)
 

@@ -28,6 +28,10 @@ class ClassificationConfig(PretrainedConfig):
         """Derive ``num_labels`` from ``id2label``; ``ConfigError`` names a field that
         contradicts another or an unknown ``problem_type``."""
         owner = type(self).__name__
+        n = self.num_labels
+        if not isinstance(n, int) or isinstance(n, bool) or n < 0:
+            raise ConfigError(f"{owner}: config field num_labels must be an int >= 0, got "
+                              f"{n!r}")
         if self.id2label is not None:
             if not isinstance(self.id2label, dict):
                 raise ConfigError(f"{owner}: config field id2label must be an object, got "
@@ -44,6 +48,18 @@ class ClassificationConfig(PretrainedConfig):
                               "'single_label_classification', which needs num_labels > 1")
 
 
+def problem_type(config: ClassificationConfig, labels: Tensor) -> str:
+    """The config's ``problem_type``, else transformers' choice from the labels: regression
+    for one label, single-label for int labels, multi-label otherwise. (transformers stores
+    the choice in its config; burnpy's config is frozen, so it is made at each call.)"""
+    if config.problem_type is not None:
+        return config.problem_type
+    if config.num_labels == 1:
+        return "regression"
+    return "single_label_classification" if labels.kind == "int" else \
+        "multi_label_classification"
+
+
 def classification_loss(owner: str, config: ClassificationConfig, logits: Tensor,
                         labels: Tensor) -> Tensor:
     """transformers' loss of ``logits [batch, num_labels]`` against ``labels``: the mean
@@ -52,10 +68,7 @@ def classification_loss(owner: str, config: ClassificationConfig, logits: Tensor
     num_labels]`` targets for multi-label. Without a ``problem_type`` it is chosen as
     transformers does: regression for one label, single-label for int labels."""
     n = config.num_labels
-    problem = config.problem_type
-    if problem is None:
-        problem = ("regression" if n == 1 else "single_label_classification"
-                   if labels.kind == "int" else "multi_label_classification")
+    problem = problem_type(config, labels)
     if labels.backend is not logits.backend or labels.device != logits.device:
         labels = labels.to_backend(logits.backend, logits.device)
     if problem == "single_label_classification":

@@ -9,23 +9,28 @@ from burnpy.models.bert import BertForMaskedLM, BertForSequenceClassification, B
 from burnpy.models.gpt2 import GPT2LMHeadModel, GPT2Model
 from burnpy.models.llama import LlamaForCausalLM, LlamaModel
 from burnpy.models.modeling import ConfigError, PreTrainedModel, read_config
+from burnpy.models.resnet import ResNetForImageClassification, ResNetModel
+from burnpy.models.vit import ViTForImageClassification, ViTModel
 
 if TYPE_CHECKING:
     from burnpy.backend.base import Backend
     from burnpy.backend.dtype import DTypeLike
 
 #: transformers' class names burnpy implements, by the ``model_type`` they belong to; the
-#: first of each is what a config naming no known ``architectures`` entry gets.
+#: first of each (the head published checkpoints carry) is what a config naming no
+#: ``architectures`` gets.
 ARCHITECTURES: dict[str, tuple[type[PreTrainedModel], ...]] = {
     "bert": (BertForMaskedLM, BertModel, BertForSequenceClassification),
     "gpt2": (GPT2LMHeadModel, GPT2Model),
     "llama": (LlamaForCausalLM, LlamaModel),
+    "resnet": (ResNetForImageClassification, ResNetModel),
+    "vit": (ViTForImageClassification, ViTModel),
 }
 
 
 def architecture(config: dict[str, object]) -> type[PreTrainedModel]:
     """The class for a ``config.json``: its ``architectures`` entry when burnpy has it, else
-    the causal LM of its ``model_type``; ``ConfigError`` names the field otherwise."""
+    the first class of its ``model_type``; ``ConfigError`` names the field otherwise."""
     model_type = config.get("model_type")
     classes = ARCHITECTURES.get(model_type) if isinstance(model_type, str) else None
     if classes is None:

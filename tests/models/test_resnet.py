@@ -16,6 +16,7 @@ import pytest
 import torch
 import transformers as tf
 
+import burnpy.models as bpm
 from burnpy.autodiff import Autodiff
 from burnpy.backend.errors import ShapeError
 from burnpy.models.modeling import ConfigError
@@ -108,7 +109,8 @@ def _loss(ours: Any, theirs: Any) -> tuple[Tensor, torch.Tensor]:
 @pytest.mark.parametrize("name", sorted(CONFIGS))
 def test_float32_outputs_match_transformers(name: str, tmp_path: Path) -> None:
     hf = _write(name, tmp_path)
-    model = CONFIGS[name][1].from_pretrained(tmp_path, backend=CpuBackend)
+    model = bpm.from_pretrained(tmp_path, backend=CpuBackend)  # the class config.json names
+    assert type(model) is CONFIGS[name][1]
     assert sorted(model.state_dict()) == sorted(hf.state_dict())
     with torch.no_grad():
         ours, theirs = _run(hf, model, CpuBackend, name, np.float32)

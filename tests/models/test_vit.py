@@ -15,6 +15,7 @@ import pytest
 import torch
 import transformers as tf
 
+import burnpy.models as bpm
 from burnpy.autodiff import Autodiff
 from burnpy.backend.errors import ShapeError
 from burnpy.models.modeling import ConfigError, read_weights
@@ -96,7 +97,8 @@ def _run(hf: Any, model: Any, backend: Any, x: np.ndarray, labels: np.ndarray | 
 @pytest.mark.parametrize("name", sorted(CONFIGS))
 def test_float32_outputs_match_transformers(name: str, tmp_path: Path) -> None:
     hf = _write(name, tmp_path)
-    model = CONFIGS[name][1].from_pretrained(tmp_path, backend=CpuBackend)
+    model = bpm.from_pretrained(tmp_path, backend=CpuBackend)  # the class config.json names
+    assert type(model) is CONFIGS[name][1]
     with torch.no_grad():
         ours, theirs = _run(hf, model, CpuBackend, _inputs(hf.config), _labels(name))
     _compare(ours, theirs, 1e-5)
