@@ -81,7 +81,7 @@ class Graph:
     where a compiled replay would have to split).
     """
 
-    __slots__ = ("backend", "host_reads", "inputs", "nodes", "outputs", "values")
+    __slots__ = ("_plan", "backend", "host_reads", "inputs", "nodes", "outputs", "values")
 
     def __init__(self, backend: Any) -> None:
         self.backend = backend
@@ -90,6 +90,7 @@ class Graph:
         self.inputs: list[int] = []
         self.outputs: list[int] = []
         self.host_reads: list[tuple[int, int]] = []
+        self._plan: list[_Step] | None = None
 
     def __repr__(self) -> str:
         lines = [f"graph({', '.join(f'%{i}: {self.values[i].desc}' for i in self.inputs)})"]
@@ -105,21 +106,60 @@ class Graph:
         """Run the recorded calls again on B with ``inputs`` (B's primitives, in the order of
         ``self.inputs``; same shapes and dtypes as recorded), returning the output primitives.
 
-        Each node's op is B's own, looked up once per node; constants are the recorded ones.
+        Each node's op is B's own, looked up once, on the first replay, with where its
+        arguments come from (the graph must not change after that). Constants are the
+        recorded primitives themselves, so a replay reads their current values.
         """
         if len(inputs) != len(self.inputs):
             raise InvalidArgumentError(f"Graph.replay: the graph takes {len(self.inputs)} "
                                        f"input(s), got {len(inputs)}")
+        plan = self._plan
+        if plan is None:
+            plan = self._plan = [_Step(self.backend, node) for node in self.nodes]
         env: list[Any] = [v.data for v in self.values]
         for index, value in zip(self.inputs, inputs, strict=True):
             env[index] = value
-        backend = self.backend
-        for node in self.nodes:
-            op: Callable[..., Any] = getattr(backend, node.op)
-            args = [_bind(a, env) for a in node.args]
-            kwargs = {k: _bind(v, env) for k, v in node.kwargs.items()}
-            _store(node.result, op(*args, **kwargs), env)
+        for step in plan:
+            if step.nested:
+                args = [_bind(a, env) for a in step.args]
+                kwargs = {k: _bind(v, env) for k, v in step.kwargs.items()}
+            else:
+                args = list(step.args)
+                for position, index in step.slots:
+                    args[position] = env[index]
+                kwargs = step.kwargs
+            result = step.op(*args, **kwargs)
+            if step.out >= 0:
+                env[step.out] = result
+            else:
+                _store(step.result, result, env)
         return [env[i] for i in self.outputs]
+
+
+class _Step:
+    """A node as a replay runs it: B's op, and for the common call (tensors as top-level
+    positional arguments, one tensor out) the argument positions to fill and the output's
+    value index; ``nested`` sends any other call through the general ``_bind``."""
+
+    __slots__ = ("args", "kwargs", "nested", "op", "out", "result", "slots")
+
+    def __init__(self, backend: Any, node: Node) -> None:
+        self.op: Callable[..., Any] = getattr(backend, node.op)
+        self.args = node.args
+        self.kwargs = node.kwargs
+        self.result = node.result
+        self.slots = [(p, a.index) for p, a in enumerate(node.args) if type(a) is Ref]
+        self.nested = any(_holds_ref(a) for a in node.args if type(a) is not Ref) or any(
+            _holds_ref(v) for v in node.kwargs.values())
+        self.out = node.result.index if type(node.result) is Ref else -1
+
+
+def _holds_ref(template: Any) -> bool:
+    """Whether an argument is, or holds (in tuples and lists), a ``Ref``."""
+    kind = type(template)
+    if kind is Ref:
+        return True
+    return (kind is tuple or kind is list) and any(_holds_ref(t) for t in template)
 
 
 def _bind(template: Any, env: list[Any]) -> Any:

@@ -508,8 +508,9 @@ class _Builder:
             inputs.append(helper.make_tensor_value_info(name, _onnx_type(desc.dtype, name),
                                                         shape))
         self.taken.update(output_names)
+        live, needed = _live_nodes(graph)
         for value in graph.values:
-            if value.kind == CONSTANT:
+            if value.kind == CONSTANT and value.index in needed:
                 base = self.parameter_names.get(id(value.data), f"constant_{value.index}")
                 name = self.fresh(base)
                 self.names[value.index] = name
@@ -518,6 +519,8 @@ class _Builder:
                 self.initializers.append(numpy_helper.from_array(
                     np.ascontiguousarray(array.reshape(value.desc.shape)), name))
         for position, node in enumerate(graph.nodes):
+            if not live[position]:
+                continue
             translate = TRANSLATIONS.get(node.op)
             if translate is None:
                 raise self.error(position, node, "this protocol op has no ONNX translation")
@@ -544,6 +547,19 @@ class _Builder:
         model = helper.make_model(onnx_graph, producer_name="burnpy",
                                   opset_imports=[helper.make_opsetid("", self.opset)])
         return model
+
+
+def _live_nodes(graph: Graph) -> tuple[list[bool], set[int]]:
+    """Which nodes, and which values, the outputs depend on (the others, such as index
+    checks read on the host, are not written)."""
+    needed = set(graph.outputs)
+    live = [False] * len(graph.nodes)
+    for position in range(len(graph.nodes) - 1, -1, -1):
+        node = graph.nodes[position]
+        if needed.intersection(node.outputs):
+            live[position] = True
+            needed.update(node.inputs)
+    return live, needed
 
 
 def _dim_name(s: Sym, output: str, axis: int) -> str:
@@ -925,6 +941,21 @@ def _argmax(b: _Builder, a: dict[str, Any], node: Node) -> list[str]:
     op_type = "ArgMax" if node.op.endswith("argmax") else "ArgMin"
     return [b.one(op_type, b.v(a["tensor"]), axis=int(a["dim"]), keepdims=1,
                   select_last_index=0)]
+
+
+@_translation("float_max_dim_with_indices", "float_min_dim_with_indices",
+              "int_max_dim_with_indices", "int_min_dim_with_indices")
+def _extreme_with_index(b: _Builder, a: dict[str, Any], node: Node) -> list[str]:
+    """The largest (smallest) values along ``dim``, kept, and the index of the first one."""
+    x, dim = b.v(a["tensor"]), int(a["dim"])
+    largest = "_max_" in node.op
+    values = b.one("ReduceMax" if largest else "ReduceMin", x,
+                   b.const(np.array([dim], np.int64)), keepdims=1)
+    index = b.one("ArgMax" if largest else "ArgMin", x, axis=dim, keepdims=1,
+                  select_last_index=0)
+    dtype = _out_dtype(b, node, 1)
+    return [values, index if dtype == DType.int64 else b.one("Cast", index,
+                                                              to=_onnx_type(dtype, node.op))]
 
 
 @_translation("float_cumsum", "int_cumsum")

@@ -19,6 +19,7 @@ import burnpy.onnx
 from burnpy import models, nn
 from burnpy.examples.digits import DigitsCNN
 from burnpy.examples.gpt_model import GPT, GPTConfig
+from burnpy.nn import functional as F
 from burnpy.onnx import OnnxExportError
 from burnpy.onnx.export import TRANSLATIONS, Sym
 from burnpy_cpu import CpuBackend
@@ -251,3 +252,24 @@ def test_every_translation_names_a_protocol_op() -> None:
 
     assert all(hasattr(Backend, name) for name in TRANSLATIONS)
     assert Sym(2, ("b", "t"), 1) == Sym(2, ("b", "t"), 1)
+
+
+def _many_ops(x: bp.Tensor, idx: bp.Tensor) -> tuple[bp.Tensor, ...]:
+    """Activations, elementwise math, pools, reductions, indexing and layout in one run."""
+    a = F.softmax(x, -1) + F.log_softmax(x, 1) + F.leaky_relu(x, 0.1) + F.sigmoid(x) * F.silu(x)
+    a = a.clamp(-2.0, 3.0) + x.abs().sqrt() - x.sin() * x.cos() + x.exp() / 10 + x.tanh() ** 2
+    pooled = F.adaptive_avg_pool2d(a, (2, 1)) + F.adaptive_avg_pool2d(a, 1)
+    sums = a.sum(1, keepdim=True) + a.mean(2, keepdim=True) + a.amax(-1, keepdim=True)
+    picked = a.index_select(3, idx) + a.gather(3, idx.reshape(1, 1, 1, -1).expand(2, 3, 4, 3))
+    joined = bp.cat([a, bp.where(a > 0.5, a, sums)], 1).repeat(1, 1, 1, 2)
+    return (F.avg_pool2d(a, 2), pooled, sums, a.argmax(-1), a.cumsum(3), a.permute(0, 2, 3, 1),
+            picked, joined, a.sum())
+
+
+def test_the_translations_of_many_ops_match_burnpy() -> None:
+    x = _floats((2, 3, 4, 6), 3)
+    idx = bp.Tensor.from_numpy(np.array([0, 5, 2], np.int64), backend=B)
+    proto = bp.onnx.export(_many_ops, (x, idx), None, input_names=["x", "idx"])
+    used = {i for n in proto.graph.node for i in n.input}
+    assert all(i.name in used for i in proto.graph.initializer)  # dead checks not written
+    _close(_run(proto, (x, idx)), _outputs(_many_ops(x, idx)))
