@@ -85,6 +85,9 @@ def test_numpy_and_torch_round_trip(dtype: DType, backend: type[bp.Backend]) -> 
     _same(from_torch, arr)
     assert Tensor.from_data([1, 2], dtype=dtype, backend=backend).dtype is dtype
     assert Tensor.zeros((2,), dtype=dtype, backend=backend).to_numpy().dtype == dtype.numpy
+    with np.errstate(over="ignore"):  # the decorators pass int ops through (Fusion eagerly)
+        _same(((t * 3 + t) >> 1) ^ t, ((arr * np.array(3, arr.dtype) + arr) >> 1) ^ arr)
+    _same(t.sum(), torch.from_numpy(arr.copy()).sum())
 
 
 # ---- promotion -----------------------------------------------------------------------------
