@@ -171,22 +171,19 @@ def _conv_transpose(ctx: OpContext, inputs: Inputs, attrs: Attributes) -> Output
         for i in range(n):
             full = (strides[i] * (x.shape[2 + i] - 1) + out_pad[i]
                     + (kernel[i] - 1) * dilations[i] + 1)
-            total = full - wanted[i]
-            if total < 0:
-                ctx.unsupported("an output_shape larger than the full transposed convolution",
-                                "output_shape")
+            total = full - wanted[i]  # negative: an output larger than the full one
             small = total // 2
-            upper = auto_pad != "SAME_LOWER"
+            upper = auto_pad == "SAME_UPPER"  # the spec gives NOTSET the lower split
             pads.append((small, total - small) if upper else (total - small, small))
     elif auto_pad in ("NOTSET", "", "VALID"):
         flat = attrs.ints("pads") or [0] * (2 * n)
         pads = [(flat[i], flat[i + n]) if auto_pad != "VALID" else (0, 0) for i in range(n)]
     else:
         ctx.unsupported(f"auto_pad={auto_pad!r}", "auto_pad")
-    y = _CONV_T[n](x, w, bias, strides, 0, out_pad, attrs.int("group", 1), dilations)
-    key = tuple([slice(None), slice(None)]
-                + [slice(b, y.shape[2 + i] - e) for i, (b, e) in enumerate(pads)])
-    return y[key]
+    y = _CONV_T[n](x, w, None, strides, 0, out_pad, attrs.int("group", 1), dilations)
+    # Pads crop the full output; negative ones extend it with zeros (then the bias).
+    y = _pad_tensor(ctx, y, [(0, 0), (0, 0)] + [(-b, -e) for b, e in pads], "constant", 0.0)
+    return y if bias is None else y + _channel(bias, y.ndim)
 
 
 @onnx_op("MaxPool", 1, attrs=("auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads",

@@ -330,13 +330,30 @@ def _center_crop_pad(ctx: OpContext, inputs: Inputs, attrs: Attributes) -> Outpu
 
 @onnx_op("Col2Im", 18, attrs=("dilations", "pads", "strides"))
 def _col2im(ctx: OpContext, inputs: Inputs, attrs: Attributes) -> Outputs:
-    """ONNX Col2Im of 2-d images (``F.fold``), symmetric pads."""
+    """ONNX Col2Im: the columns ``[n, c * prod(block), blocks]`` summed back into an image of
+    any rank (``F.fold`` for 2-d images with symmetric pads, else a scatter-add)."""
     x = ctx.arg(inputs, 0)
     image, block = ctx.ints(ctx.arg(inputs, 1)), ctx.ints(ctx.arg(inputs, 2))
-    if len(image) != 2:
-        ctx.unsupported(f"a {len(image)}-d image")
-    pads = attrs.ints("pads") or [0, 0, 0, 0]
-    if pads[:2] != pads[2:]:
-        ctx.unsupported(f"asymmetric pads {pads}", "pads")
-    return F.fold(x, image, block, attrs.ints("dilations") or 1, pads[:2],
-                  attrs.ints("strides") or 1)
+    dims = len(image)
+    pads = attrs.ints("pads") or [0] * (2 * dims)
+    dilations = attrs.ints("dilations") or [1] * dims
+    strides = attrs.ints("strides") or [1] * dims
+    if dims == 2 and pads[:2] == pads[2:]:
+        return F.fold(x, image, block, dilations, pads[:2], strides)
+    padded = [size + pads[i] + pads[i + dims] for i, size in enumerate(image)]
+    counts = [(p - (k - 1) * d - 1) // s + 1
+              for p, k, d, s in zip(padded, block, dilations, strides, strict=True)]
+    # Destination of each (kernel offset, block) pair in the padded image, row major.
+    kernel = np.stack(np.meshgrid(*[np.arange(k) for k in block], indexing="ij"), -1)
+    starts = np.stack(np.meshgrid(*[np.arange(c) for c in counts], indexing="ij"), -1)
+    position = (kernel.reshape(-1, 1, dims) * dilations
+                + starts.reshape(1, -1, dims) * strides)
+    index = np.ravel_multi_index(tuple(np.moveaxis(position, -1, 0)), padded).reshape(-1)
+    n, channels = x.shape[0], x.shape[1] // math.prod(block)
+    values = x.reshape(n, channels, -1)
+    target = Tensor.zeros([n, channels, math.prod(padded)], backend=x.backend,
+                          device=x.device, dtype=x.dtype)
+    index_t = ctx.constant(index.astype(np.int64)).reshape(1, 1, -1).expand(values.shape)
+    out = target.scatter_add(2, index_t, values).reshape(n, channels, *padded)
+    return _pad_tensor(ctx, out, [(0, 0), (0, 0)] + [(-pads[i], -pads[i + dims])
+                                                     for i in range(dims)], "constant", 0.0)
