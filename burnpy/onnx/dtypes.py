@@ -1,9 +1,8 @@
 """The map between ONNX element types (``TensorProto.DataType``) and burnpy dtypes.
 
-burnpy has no uint16 or uint64, complex, string, float8, float4 or 4/2-bit integer dtypes: a
-tensor of those raises ``UnsupportedOnnxError`` naming the ONNX type. uint16 and uint64 are
-what the backend node tests would need next (Cast, the bitwise ops, Max/Min, Add/Mul... on
-them); the others fall in the suite's excluded categories.
+burnpy has no complex, string, float8, float4 or 4/2-bit integer dtypes: a tensor of those
+raises ``UnsupportedOnnxError`` naming the ONNX type (they fall in the node suite's excluded
+categories).
 """
 
 from __future__ import annotations
@@ -26,7 +25,9 @@ TO_BURNPY: dict[int, DType] = {
     TensorProto.INT16: DType.int16,
     TensorProto.INT8: DType.int8,
     TensorProto.UINT8: DType.uint8,
+    TensorProto.UINT16: DType.uint16,
     TensorProto.UINT32: DType.uint32,
+    TensorProto.UINT64: DType.uint64,
     TensorProto.BOOL: DType.bool_,
 }
 
