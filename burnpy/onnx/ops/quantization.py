@@ -6,7 +6,7 @@ Every op runs as burnpy tensor ops on the node's backend, so DequantizeLinear st
 differentiable in its scale. Integer products are exact: matmuls accumulate in int32 tensors,
 and convolutions run in float64, exact for every int8/uint8 product sum below 2**53. Rounding
 is half to even and results saturate to the output type, as ONNX defines. burnpy has no
-uint16, float8 or 4-bit dtypes, so those quantized types raise ``UnsupportedOnnxError``.
+float8 or 4-bit dtypes, so those quantized types raise ``UnsupportedOnnxError``.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ _RANGES: dict[DType, tuple[int, int]] = {
     DType.uint8: (0, 255),
     DType.int8: (-128, 127),
     DType.int16: (-32768, 32767),
+    DType.uint16: (0, 65535),
 }
 
 
@@ -41,7 +42,7 @@ def _wide_float(ctx: OpContext) -> DType:
 def _quantized_dtype(ctx: OpContext, dtype: DType, what: str) -> DType:
     """``dtype`` when it is one of the saturating integer types, else unsupported."""
     if dtype not in _RANGES:
-        ctx.unsupported(f"{what} of type {dtype!r} (int8, uint8 and int16 are)")
+        ctx.unsupported(f"{what} of type {dtype!r} (int8, uint8, int16 and uint16 are)")
     return dtype
 
 
