@@ -76,7 +76,8 @@ class Graph:
     """A recording of protocol op calls on one backend (``backend``, the inner backend B).
 
     ``values`` are every tensor met, ``nodes`` the calls in program order, ``inputs`` and
-    ``outputs`` the indices of the graph's inputs and results (``set_outputs``), and
+    ``outputs`` the indices of the graph's inputs and results (``CaptureBackend.set_outputs``),
+    and
     ``host_reads`` the values read on the host while recording (``(node position, value)``:
     where a compiled replay would have to split).
     """

@@ -104,7 +104,7 @@ def export(module_or_fn: Module | Callable[..., Any], example_args: Any,
 
 def _label(target: Any) -> str:
     return type(target).__name__ if isinstance(target, Module) else getattr(
-        target, "__qualname__", repr(target))
+        target, "__name__", repr(target))
 
 
 # ---- recording ----------------------------------------------------------------------------------
@@ -197,11 +197,11 @@ def _record(target: Module | Callable[..., Any], args: tuple[Tensor, ...]) -> _R
 
 
 def _flatten(result: Any, name: str = "output") -> tuple[list[Tensor], list[str]]:
-    """The tensors of a result and their default names (a dataclass's field names)."""
+    """The tensors of a result, in order, and their default names: ``output`` for a tensor,
+    ``output_0``... for a tuple or list, a dataclass's field names (``logits``); other
+    values inside (None fields, caches) are left out."""
     if isinstance(result, Tensor):
         return [result], [name]
-    tensors: list[Tensor] = []
-    labels: list[str] = []
     if is_dataclass(result) and not isinstance(result, type):
         parts = [(f.name, getattr(result, f.name)) for f in fields(result)]
     elif isinstance(result, tuple | list):
@@ -209,14 +209,14 @@ def _flatten(result: Any, name: str = "output") -> tuple[list[Tensor], list[str]
     else:
         raise OnnxExportError(f"export: the result must hold tensors, got "
                               f"{type(result).__name__}")
+    tensors: list[Tensor] = []
+    labels: list[str] = []
     for label, part in parts:
         if isinstance(part, Tensor | tuple | list) or (is_dataclass(part)
                                                        and not isinstance(part, type)):
-            found, found_names = _flatten(part, label)
+            found, found_labels = _flatten(part, label)
             tensors += found
-            labels += found_names if len(found) > 1 or not isinstance(part, Tensor) else [label]
-    if len(tensors) == 1 and not isinstance(result, tuple | list):
-        labels = [labels[0]]
+            labels += found_labels
     return tensors, labels
 
 
@@ -331,17 +331,15 @@ class _Dynamic:
                 for axis in range(len(shapes[0])) if len({s[axis] for s in shapes}) > 1}
 
     def _merged(self, value: Any, others: list[Any], where: str) -> Any:
-        if isinstance(value, Ref) or value is None or isinstance(value, str | float | DType):
-            if not isinstance(value, Ref | float) and any(o != value for o in others):
-                raise OnnxExportError(f"export of {where}: argument {value!r} changes with the "
-                                      f"dynamic dims")
-            if isinstance(value, float) and any(o != value for o in others):
-                raise OnnxExportError(f"export of {where}: the number {value!r} changes with "
-                                      f"the dynamic dims {self.order}; it cannot be derived")
+        """``value`` (an argument as the example's run recorded it) with each int that takes
+        other values in ``others`` (the other runs') replaced by its ``Sym``; any other
+        difference is an error."""
+        if isinstance(value, Ref):
+            if any(not isinstance(o, Ref) or o.index != value.index for o in others):
+                raise OnnxExportError(f"export of {where}: the op reads other values when the "
+                                      f"dynamic dims {self.order} change size")
             return value
-        if isinstance(value, bool):
-            return value
-        if isinstance(value, int | np.integer):
+        if isinstance(value, int | np.integer) and not isinstance(value, bool):
             values = [int(value)] + [int(o) for o in others]
             return values[0] if len(set(values)) == 1 else self._solve(values, where)
         if isinstance(value, slice):
@@ -350,9 +348,12 @@ class _Dynamic:
         if isinstance(value, tuple | list):
             if any(len(o) != len(value) for o in others):
                 raise OnnxExportError(f"export of {where}: argument {value!r} changes length "
-                                      "with the dynamic dims")
+                                      f"with the dynamic dims {self.order}")
             return type(value)(self._merged(v, [o[i] for o in others], where)
                                for i, v in enumerate(value))
+        if any(o != value for o in others):
+            raise OnnxExportError(f"export of {where}: argument {value!r} changes with the "
+                                  f"dynamic dims {self.order}; it cannot be derived")
         return value
 
     def _solve(self, values: list[int], where: str) -> Sym:

@@ -224,6 +224,14 @@ def test_values_not_derivable_from_the_dynamic_dims_are_errors() -> None:
         bp.onnx.export(squared, (_floats((4, 5)),), None, input_names=["x"],
                        dynamic_axes={"x": {0: "n"}})
 
+    def mean_by_hand(x: bp.Tensor) -> bp.Tensor:
+        return x.sum(0) * (1.0 / x.shape[0])
+
+    with pytest.raises(OnnxExportError, match=r"mean_by_hand, node \d+ \(float_mul_scalar\): "
+                                              "argument 0.25 changes with the dynamic dims"):
+        bp.onnx.export(mean_by_hand, (_floats((4, 2)),), None, input_names=["x"],
+                       dynamic_axes={"x": {0: "n"}})
+
     def branches(x: bp.Tensor) -> bp.Tensor:
         return x.exp() if x.shape[0] > 3 else x.sin()
 
