@@ -28,6 +28,7 @@ from burnpy.autodiff.backend import AutodiffBackend
 from burnpy.backend.base import Backend
 from burnpy.backend.dtype import DType
 from burnpy.capture import CONSTANT, Capture, Graph, Node, Ref
+from burnpy.fusion import FusionBackend, materialize
 from burnpy.ir.desc import TensorDesc
 from burnpy.nn.module import Module
 from burnpy.onnx.dtypes import TO_ONNX
@@ -149,6 +150,19 @@ def _held(target: Module | Callable[..., Any]) -> Iterator[tuple[str, Module | T
             yield name, value
 
 
+def _plain(backend: type[Backend]) -> tuple[type[Backend], Callable[[str, Any], Any]]:
+    """The backend under ``backend``'s ``Autodiff`` and ``Fusion`` decorators, and how a
+    primitive of ``backend`` of a kind (``"float"``...) becomes that backend's."""
+    if issubclass(backend, AutodiffBackend):
+        inner, unwrap = _plain(backend.InnerBackend)
+        autodiff = backend
+        return inner, lambda kind, p: unwrap(kind, autodiff.inner(p) if kind == "float" else p)
+    if issubclass(backend, FusionBackend):
+        inner, unwrap = _plain(backend.InnerBackend)
+        return inner, lambda kind, p: unwrap(kind, p if kind == "quantized" else materialize(p))
+    return backend, lambda kind, p: p
+
+
 def _record(target: Module | Callable[..., Any], args: tuple[Tensor, ...]) -> _Recorded:
     """Run ``target(*args)`` once on ``Capture(B)`` in eval mode: every tensor of the modules
     it holds and of the arguments is moved onto the capture backend for the run (same
@@ -157,8 +171,8 @@ def _record(target: Module | Callable[..., Any], args: tuple[Tensor, ...]) -> _R
     if any(a.backend is not backend for a in args):
         raise OnnxExportError("export: the example arguments are on different backends: "
                               + ", ".join(a.backend.name() for a in args))
-    autodiff = backend if issubclass(backend, AutodiffBackend) else None
-    capture = Capture(backend if autodiff is None else autodiff.InnerBackend)
+    plain, unwrap = _plain(backend)
+    capture = Capture(plain)
     moved: dict[int, tuple[Tensor, Any, Any]] = {}
     names: dict[int, str] = {}
     training: list[tuple[Module, bool]] = []
@@ -167,8 +181,7 @@ def _record(target: Module | Callable[..., Any], args: tuple[Tensor, ...]) -> _R
         if id(t) in moved or t.backend is not backend:
             return
         moved[id(t)] = (t, t.backend, t.primitive)
-        if t.kind == "float" and autodiff is not None:
-            t.primitive = autodiff.inner(t.primitive)
+        t.primitive = unwrap(t.kind, t.primitive)
         t.backend = capture
 
     try:
@@ -293,7 +306,7 @@ class _Dynamic:
             for index, axis in where:
                 if index == i:
                     array = np.take(array, np.arange(point[dim]) % array.shape[axis], axis=axis)
-        return Tensor.from_numpy(np.ascontiguousarray(array), backend=arg.backend)
+        return Tensor.from_data(np.ascontiguousarray(array), backend=arg.backend)
 
     def merge(self, base: Graph, others: list[Graph], label: str) -> None:
         """Replace, in ``base``'s nodes, each int argument that differs between the

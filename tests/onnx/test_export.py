@@ -281,3 +281,14 @@ def test_the_translations_of_many_ops_match_burnpy() -> None:
     used = {i for n in proto.graph.node for i in n.input}
     assert all(i.name in used for i in proto.graph.initializer)  # dead checks not written
     _close(_run(proto, (x, idx)), _outputs(_many_ops(x, idx)))
+
+
+def test_a_model_on_fusion_over_autodiff_exports() -> None:
+    backend = bp.Autodiff(bp.Fusion(B))
+    model = nn.Sequential(nn.Linear(4, 8, backend=backend), nn.GELU(),
+                          nn.Linear(8, 2, backend=backend))
+    x = bp.Tensor.from_data(np.linspace(-1, 1, 12, dtype=np.float32).reshape(3, 4),
+                            backend=backend)
+    proto = bp.onnx.export(model, x, None)
+    assert all(p.backend is backend for p in model.parameters())
+    _close(_run(proto, (x,)), [model(x).to_numpy()])
