@@ -163,7 +163,7 @@ class Outcome:
     detail: str = ""
 
 
-def _as_array(value: object) -> np.ndarray:
+def as_array(value: object) -> np.ndarray:
     """A case's input or expected output as an array (some are ``TensorProto``s)."""
     return tensor_to_numpy(value) if isinstance(value, TensorProto) else np.asarray(value)
 
@@ -204,11 +204,11 @@ def run_case(case: TestCase, backend: type[Backend],
             warnings.simplefilter("ignore")
             module = OnnxModule(case.model, backend)
             for inputs, expected in case.data_sets:
-                feeds = [make(_as_array(a)) for a in inputs]
+                feeds = [make(as_array(a)) for a in inputs]
                 result = module(*feeds)
                 got = [_to_numpy(result)] if isinstance(result, Tensor) else \
                     [_to_numpy(r) for r in result]
-                why = compare(got, [_as_array(e) for e in expected], case.rtol, case.atol)
+                why = compare(got, [as_array(e) for e in expected], case.rtol, case.atol)
                 if why:
                     return Outcome("wrong", why)
     except UnsupportedOnnxError as e:
