@@ -8,6 +8,17 @@ in node order (None for an omitted optional input) and the node's ``Attributes``
 tensor or a sequence of them (None for an output it leaves out). A registration lists the
 attributes it reads; a node setting any other one raises ``UnsupportedOnnxError`` before the
 function runs, so an attribute an op ignores can never give a wrong result.
+
+Adding an operator: write the function in the topic module of ``burnpy.onnx.ops``
+(``elementwise``, ``shape``, ``indexing``, ``reduce``, ``nn``, ``loss``, ``vision``,
+``signal``...; a new topic is one line in ``ops/__init__.py``) with burnpy's public tensor ops,
+so it runs on every backend and differentiates; decorate it with ``@onnx_op("Op", since=N,
+attrs=(...))`` once per opset where its inputs or attributes changed; read attributes with
+``attrs.int/ints/float/string/tensor/graph``, shape-valued inputs with ``ctx.ints``, and
+raise ``ctx.unsupported(...)`` for a value it does not handle. Then run
+``python benchmarks/onnx_node_suite.py --only op_name --failures`` and, once its cases pass,
+``--write-expected`` from a clean checkout of the commit (the list must hold only cases the
+committed code passes).
 """
 
 from __future__ import annotations
