@@ -123,7 +123,8 @@ class GenerationMixin(PreTrainedModel):
         like = input_ids if isinstance(input_ids, Tensor) else None
         b = like.backend if like is not None else model.backend
         return Tensor.from_data(out, backend=b, device=None if like is None else like.device,
-                                dtype=None if like is None else like.dtype)
+                                dtype=like.dtype if like is not None
+                                else b.int_dtype if b is not None else None)
 
     @staticmethod
     def _decode(model: GenerationMixin, ids: np.ndarray, mask: np.ndarray, steps: int,
@@ -131,16 +132,18 @@ class GenerationMixin(PreTrainedModel):
                 stops: list[int], pad: int | None) -> np.ndarray:
         """The new tokens ``[batch, <= steps]``: the prompt once, then one token per step."""
         b, dev = model.backend, model.device
+        ints = b.int_dtype if b is not None else None  # int32 on WebGPU, which has no int64
         padded = not mask.all()
         positions = np.maximum(np.cumsum(mask, axis=1) - 1, 0) * mask
         feed, done = ids, np.zeros(ids.shape[0], dtype=bool)
         cache = DynamicCache()
         tokens: list[np.ndarray] = []
         for _ in range(steps):
-            out = model(Tensor.from_data(feed, backend=b, device=dev),
-                        attention_mask=Tensor.from_data(mask, backend=b, device=dev)
+            out = model(Tensor.from_data(feed, backend=b, device=dev, dtype=ints),
+                        attention_mask=Tensor.from_data(mask, backend=b, device=dev, dtype=ints)
                         if padded else None,
-                        position_ids=Tensor.from_data(positions, backend=b, device=dev),
+                        position_ids=Tensor.from_data(positions, backend=b, device=dev,
+                                                      dtype=ints),
                         past_key_values=cache, use_cache=True, logits_to_keep=1)
             logits = out.logits[:, -1]
             if do_sample:
