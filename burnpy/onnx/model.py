@@ -22,7 +22,7 @@ from burnpy.nn.module import Module
 from burnpy.onnx.attributes import Attributes, tensor_to_numpy
 from burnpy.onnx.dtypes import check_array_dtype
 from burnpy.onnx.errors import OnnxError, UnsupportedOnnxError, node_label
-from burnpy.onnx.registry import OpContext, lookup
+from burnpy.onnx.registry import OpContext, OpImpl, lookup
 from burnpy.tensor import Tensor
 
 if TYPE_CHECKING:
@@ -67,6 +67,24 @@ def _topological(nodes: Sequence[NodeProto], known: set[str]) -> list[NodeProto]
     return ordered
 
 
+class PreparedNode:
+    """A node resolved once for repeated runs (see ``GraphRunner.prepare``)."""
+
+    __slots__ = ("attrs", "constant", "impl", "inputs", "kept", "label", "opset", "outputs")
+
+    def __init__(self, impl: OpImpl, attrs: Attributes, label: str, opset: int,
+                 inputs: tuple[str, ...], outputs: tuple[str, ...], constant: bool) -> None:
+        self.impl = impl
+        self.attrs = attrs
+        self.label = label
+        self.opset = opset
+        self.inputs = inputs
+        self.outputs = outputs
+        #: A Constant node (no inputs): its outputs, once made, are ``kept`` for later runs.
+        self.constant = constant
+        self.kept: list[Tensor | None] | None = None
+
+
 class GraphRunner:
     """Runs ONNX graphs (the main graph and the subgraphs of control-flow ops) on one backend,
     with the model's opset per domain."""
@@ -77,8 +95,9 @@ class GraphRunner:
         self.device = device
         self.opsets = opsets
 
-    def run_node(self, node: NodeProto, values: Values) -> None:
-        """Run one node, reading its inputs from and writing its outputs to ``values``."""
+    def prepare(self, node: NodeProto) -> PreparedNode:
+        """What running ``node`` needs that its inputs do not change: the implementation,
+        label, parsed attributes and value names (read once: protobuf fields are slow)."""
         domain = "" if node.domain == "ai.onnx" else node.domain
         opset = self.opsets.get(domain)
         label = node_label(node.name, node.op_type, domain, opset or 0)
@@ -92,24 +111,43 @@ class GraphRunner:
         if extra:
             raise UnsupportedOnnxError(f"{label}, attribute {sorted(extra)[0]!r}: the "
                                        "attribute is not supported")
-        inputs: list[Tensor | None] = []
-        for name in node.input:
-            if not name:
-                inputs.append(None)
-                continue
-            if name not in values:
-                raise OnnxError(f"{label}: input {name!r} is not produced by any earlier node")
-            inputs.append(values[name])
-        while inputs and inputs[-1] is None:
-            inputs.pop()
+        constant = domain == "" and node.op_type == "Constant" and not node.input
+        return PreparedNode(impl, attrs, label, opset, tuple(node.input), tuple(node.output),
+                            constant)
 
-        def subgraph(graph: GraphProto, feeds: Sequence[Tensor | None]) -> list[Tensor | None]:
-            return self.run_graph(graph, feeds, values)
+    def run_node(self, node: NodeProto, values: Values) -> None:
+        """Run one node, reading its inputs from and writing its outputs to ``values``."""
+        self.run_prepared(self.prepare(node), values)
 
-        ctx = OpContext(self.backend, self.device, label, opset, len(node.output), subgraph)
-        result = impl.fn(ctx, inputs, attrs)
-        outputs = [result] if isinstance(result, Tensor) else list(result)
-        for i, name in enumerate(node.output):
+    def run_prepared(self, node: PreparedNode, values: Values) -> None:
+        """Run one prepared node, reading its inputs from and writing its outputs to
+        ``values``; a Constant node's outputs are made once and kept."""
+        label = node.label
+        outputs = node.kept
+        if outputs is None:
+            inputs: list[Tensor | None] = []
+            for name in node.inputs:
+                if not name:
+                    inputs.append(None)
+                    continue
+                if name not in values:
+                    raise OnnxError(f"{label}: input {name!r} is not produced by any earlier "
+                                    "node")
+                inputs.append(values[name])
+            while inputs and inputs[-1] is None:
+                inputs.pop()
+
+            def subgraph(graph: GraphProto,
+                         feeds: Sequence[Tensor | None]) -> list[Tensor | None]:
+                return self.run_graph(graph, feeds, values)
+
+            ctx = OpContext(self.backend, self.device, label, node.opset, len(node.outputs),
+                            subgraph)
+            result = node.impl.fn(ctx, inputs, node.attrs)
+            outputs = [result] if isinstance(result, Tensor) else list(result)
+            if node.constant:
+                node.kept = outputs
+        for i, name in enumerate(node.outputs):
             if not name:
                 continue
             if i >= len(outputs) or outputs[i] is None:
@@ -171,6 +209,7 @@ class OnnxModule(Module):
         self.input_names = [i.name for i in graph.input if i.name not in self.parameter_names]
         self.output_names = [o.name for o in graph.output]
         self._nodes = _topological(graph.node, set(self.input_names) | set(self.parameter_names))
+        self._prepared: list[PreparedNode] | None = None
 
     def forward(self, *inputs: Tensor) -> Tensor | tuple[Tensor | None, ...]:
         """Run the graph on ``inputs`` (in the graph's input order)."""
@@ -185,8 +224,10 @@ class OnnxModule(Module):
                 raise OnnxError(f"OnnxModule({self._graph.name!r}): input {name!r} must be a "
                                 f"Tensor, got {type(value).__name__}")
             values[name] = value
-        for node in self._nodes:
-            self._runner.run_node(node, values)
+        if self._prepared is None:  # resolved on the first call, which raises what a node lacks
+            self._prepared = [self._runner.prepare(node) for node in self._nodes]
+        for node in self._prepared:
+            self._runner.run_prepared(node, values)
         missing = [name for name in self.output_names if name not in values]
         if missing:
             raise OnnxError(f"OnnxModule({self._graph.name!r}): no node produces the "
