@@ -34,12 +34,19 @@ _UNRECORDED = frozenset({"float_device", "int_device", "bool_device", "q_device"
                          "float_is_require_grad"})
 
 
+#: What one op call adds to a recording.
+_MAKES_TENSORS, _MAKES_CONSTANT, _READS_HOST, _RECORDS_NOTHING = (
+    "node", "constant", "host read", "nothing")
+
+
 class _OpSpec:
     """Where a protocol op's tensors are, read once from its signature's annotations: the
     positions and names of its tensor parameters (a tensor, an optional one or a sequence of
-    them) and whether it returns tensors (a primitive, or a tuple of primitives and Nones)."""
+    them) and what a call adds to a recording: a node (an op returning tensors: a primitive,
+    or a tuple of primitives and Nones), a constant (host data uploaded), a host read (a
+    value downloaded), or nothing (a device or flag lookup)."""
 
-    __slots__ = ("names", "positions", "returns_tensors")
+    __slots__ = ("kind", "name", "names", "positions")
 
     def __init__(self, name: str) -> None:
         attr = inspect.getattr_static(Backend, name)
@@ -53,7 +60,11 @@ class _OpSpec:
         self.positions = frozenset(i for i, _ in tensors)
         self.names = frozenset(n for _, n in tensors)
         returned = str(signature.return_annotation)
-        self.returns_tensors = "Primitive" in returned or returned.endswith("Result")
+        self.name = name
+        #: What a call adds to a recording (see the ``_MAKES_...`` kinds).
+        self.kind = (_MAKES_CONSTANT if name.endswith("_from_data") else
+                     _MAKES_TENSORS if "Primitive" in returned or returned.endswith("Result")
+                     else _READS_HOST if name.endswith("_into_data") else _RECORDS_NOTHING)
 
 
 class _Recording:
@@ -109,27 +120,28 @@ class _Recording:
         made.append(index)
         return Ref(index)
 
-    def record(self, name: str, spec: _OpSpec, args: tuple[Any, ...],
-               kwargs: dict[str, Any], result: Any) -> None:
-        """Append the call ``name(*args, **kwargs) -> result`` to the graph."""
+    def record(self, spec: _OpSpec, args: tuple[Any, ...], kwargs: dict[str, Any],
+               result: Any) -> None:
+        """Append the call ``spec.name(*args, **kwargs) -> result`` to the graph."""
         reads: list[int] = []
         positions = spec.positions
-        arg_refs = tuple(self.tensor(a, reads) if i in positions else a
-                         for i, a in enumerate(args))
+        arg_refs = tuple([self.tensor(a, reads) if i in positions else a
+                          for i, a in enumerate(args)]) if positions else args
         kwarg_refs = {k: self.tensor(v, reads) if k in spec.names else v
-                      for k, v in kwargs.items()}
+                      for k, v in kwargs.items()} if kwargs else {}
         graph = self.graph
-        if not spec.returns_tensors:
-            if name.endswith("_into_data") and reads:
+        if spec.kind is _READS_HOST:
+            if reads:
                 graph.host_reads.append((len(graph.nodes), reads[0]))
             return
-        if name.endswith("_from_data"):
+        if spec.kind is _MAKES_CONSTANT:
             self.result(result, -1, [])  # host data: a constant of the graph
             return
-        made: list[int] = []
-        structure = self.result(result, len(graph.nodes), made)
-        graph.nodes.append(Node(name, arg_refs, kwarg_refs, tuple(reads), tuple(made),
-                                structure))
+        if spec.kind is _MAKES_TENSORS:
+            made: list[int] = []
+            structure = self.result(result, len(graph.nodes), made)
+            graph.nodes.append(Node(spec.name, arg_refs, kwarg_refs, tuple(reads),
+                                    tuple(made), structure))
 
 
 class _State:
@@ -218,7 +230,7 @@ def _wrapped(name: str, state: _State) -> Callable[..., Any]:
         result = inner_op(*args, **kwargs)
         recording = state.recording
         if recording is not None and recording.thread == get_ident():
-            recording.record(name, spec, args, kwargs, result)
+            recording.record(spec, args, kwargs, result)
         return result
 
     op.__name__ = op.__qualname__ = name
