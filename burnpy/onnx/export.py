@@ -91,7 +91,7 @@ def export(module_or_fn: Module | Callable[..., Any], example_args: Any,
         raise OnnxExportError(f"export: {len(output_names)} output_names for "
                               f"{len(base.graph.outputs)} outputs of {label}")
     outs = list(output_names) if output_names is not None else base.output_names
-    dynamic = _Dynamic(symbols, names, args)
+    dynamic = _Dynamic(symbols, args)
     if symbols.sizes:
         dynamic.merge(base.graph, [_record(module_or_fn, a).graph for a in dynamic.variants()],
                       label)
@@ -266,6 +266,10 @@ def _symbols(dynamic_axes: Mapping[str, Mapping[int, str] | Sequence[int]],
                 raise OnnxExportError(f"export: dynamic axis {axis} of input {name!r} is "
                                       f"outside its shape {list(args[i].shape)}")
             size = args[i].shape[axis % rank]
+            if size < 2:
+                raise OnnxExportError(f"export: dynamic dim {dim!r} (axis {axis} of input "
+                                      f"{name!r}) has size {size} in the example; give it 2 "
+                                      "or more (a size of 1 broadcasts, so it records other ops)")
             if sizes.setdefault(dim, size) != size:
                 raise OnnxExportError(f"export: dynamic dim {dim!r} is {sizes[dim]} and "
                                       f"{size} in the example inputs")
@@ -273,32 +277,33 @@ def _symbols(dynamic_axes: Mapping[str, Mapping[int, str] | Sequence[int]],
     return _Symbols(sizes, places, output_axes)
 
 
+def _other(size: int, step: int) -> int:
+    """A size ``step`` away from ``size``: smaller from 4 up (no size 1, where broadcasting
+    would take other paths), else larger."""
+    return size - step if size >= 4 else size + step
+
+
 class _Dynamic:
     """The recordings at other sizes of the dynamic dims, and what differs between them."""
 
-    def __init__(self, symbols: _Symbols, names: list[str], args: tuple[Tensor, ...]) -> None:
+    def __init__(self, symbols: _Symbols, args: tuple[Tensor, ...]) -> None:
         self.symbols = symbols
-        self.names = names
         self.args = args
         self.order = list(symbols.sizes)
-        #: Each recording's size of every dim: the example, each dim changed alone, all.
-        self.points: list[dict[str, int]] = []
+        #: Each recording's size of every dim: the example's, each dim changed alone by one,
+        #: then all of them by two (smaller where the size is 4 or more, else larger).
+        base = dict(symbols.sizes)
+        self.points: list[dict[str, int]] = [base] + [
+            {**base, dim: _other(base[dim], 1)} for dim in self.order] + [
+            {d: _other(size, 2) for d, size in base.items()}]
         #: The output dims that differ between recordings, by output position.
         self.output_dims: dict[int, dict[int, Sym]] = {}
 
-    def _other(self, size: int, step: int) -> int:
-        return size - step if size >= 4 else size + step
-
-    def variants(self) -> Iterator[tuple[Tensor, ...]]:
-        """The example arguments resized: each dim alone by one, then all of them by two
-        (smaller where the size is 4 or more, else larger), their values repeated."""
-        base = dict(self.symbols.sizes)
-        self.points = [base]
-        for dim in self.order:
-            self.points.append({**base, dim: self._other(base[dim], 1)})
-        self.points.append({d: self._other(s, 2) for d, s in base.items()})
-        for point in self.points[1:]:
-            yield tuple(self._resized(i, a, point) for i, a in enumerate(self.args))
+    def variants(self) -> list[tuple[Tensor, ...]]:
+        """The example arguments at the sizes of each recording after the first, their
+        values repeated along each resized axis."""
+        return [tuple(self._resized(i, a, point) for i, a in enumerate(self.args))
+                for point in self.points[1:]]
 
     def _resized(self, i: int, arg: Tensor, point: dict[str, int]) -> Tensor:
         array = arg.to_numpy()

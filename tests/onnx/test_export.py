@@ -250,6 +250,8 @@ def test_bad_arguments_are_errors() -> None:
         bp.onnx.export(lambda t: t, [np.ones(2)], None)
     with pytest.raises(OnnxExportError, match="not an input"):
         bp.onnx.export(lambda t: t.exp(), x, None, dynamic_axes={"nope": [0]})
+    with pytest.raises(OnnxExportError, match="has size 1 in the example; give it 2"):
+        bp.onnx.export(lambda t: t.exp(), _floats((1, 3)), None, dynamic_axes={"input_0": [0]})
     with pytest.raises(OnnxExportError, match="is 2 and 3"):
         bp.onnx.export(lambda a, b: a + b.sum(), (x, _floats((3, 3))), None,
                        input_names=["a", "b"], dynamic_axes={"a": {0: "n"}, "b": {0: "n"}})
