@@ -91,9 +91,10 @@ from burnpy.autodiff import ForwardAD  # noqa: E402
 
 __all__ += ["ForwardAD", "func"]
 
+from burnpy.capture import Capture  # noqa: E402
 from burnpy.fusion import Fusion  # noqa: E402
 
-__all__ += ["Fusion"]
+__all__ += ["Capture", "Fusion"]
 
 # Recording modes of every Autodiff backend, per thread (torch's names).
 from burnpy.autodiff.modes import (  # noqa: E402
@@ -207,7 +208,7 @@ __all__ += ["MinMax", "aminmax", "bernoulli", "bincount", "bucketize", "cdist",
 #: should not pay.
 _SUBPACKAGES = frozenset({"nn", "optim", "linalg", "data", "record", "train", "distributed",
                           "quantization", "testing", "autodiff", "backend", "fusion", "ir",
-                          "tensor", "models"})
+                          "tensor", "models", "onnx", "capture"})
 
 
 def __getattr__(name: str) -> object:
@@ -230,6 +231,7 @@ if TYPE_CHECKING:  # type checkers see the subpackages as the attributes they be
     from burnpy import linalg as linalg
     from burnpy import models as models
     from burnpy import nn as nn
+    from burnpy import onnx as onnx
     from burnpy import optim as optim
     from burnpy import record as record
     from burnpy import testing as testing
