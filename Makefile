@@ -8,7 +8,8 @@ PY := $(VENV)/bin/python
 # ``__all__`` does not name its subpackages, and pdoc follows ``__all__``.
 DOC_MODULES := burnpy burnpy.tensor burnpy.nn burnpy.func burnpy.optim \
 	burnpy.record burnpy.train burnpy.data burnpy.autodiff burnpy.custom_ops burnpy.backend \
-	burnpy.quantization burnpy.testing burnpy_cpu burnpy_cuda burnpy_wgpu
+	burnpy.quantization burnpy.testing burnpy.models burnpy.onnx burnpy.capture burnpy.amp \
+	burnpy.linalg burnpy_cpu burnpy_cuda burnpy_wgpu
 
 .PHONY: demo test lint typecheck docs bench clean pinn gpt gpu-check gpu-prepare
 
