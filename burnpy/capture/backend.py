@@ -71,13 +71,17 @@ class _Recording:
     """An active recording: its graph, the thread it belongs to, and each primitive met so far
     by ``id`` with its value index (the primitive kept alive so that no id is reused)."""
 
-    __slots__ = ("dtypes", "graph", "ids", "thread")
+    __slots__ = ("dtypes", "graph", "ids", "on_host_read", "thread")
 
-    def __init__(self, graph: Graph) -> None:
+    def __init__(self, graph: Graph,
+                 on_host_read: Callable[[str], None] | None = None) -> None:
         self.graph = graph
         self.thread = threading.get_ident()
         self.ids: dict[int, tuple[int, Any]] = {}
         self.dtypes: dict[Any, DType] = {}
+        #: Called with the op's name when a value is read on the host (``bp.compile``'s
+        #: ``fullgraph=True`` raises there, where the caller's line is on the stack).
+        self.on_host_read = on_host_read
 
     def add(self, primitive: Any, kind: str, producer: int = -1) -> int:
         """A new value for ``primitive`` (rebinding its identity to it), its index."""
@@ -131,6 +135,8 @@ class _Recording:
                       for k, v in kwargs.items()} if kwargs else {}
         graph = self.graph
         if spec.kind is _READS_HOST:
+            if self.on_host_read is not None:
+                self.on_host_read(spec.name)
             if reads:
                 graph.host_reads.append((len(graph.nodes), reads[0]))
             return
@@ -178,15 +184,17 @@ class CaptureBackend(InnerDevices, Backend, abstract=True):
 
     @classmethod
     @contextmanager
-    def recording(cls, inputs: Sequence[Any] = ()) -> Iterator[Graph]:
+    def recording(cls, inputs: Sequence[Any] = (),
+                  on_host_read: Callable[[str], None] | None = None) -> Iterator[Graph]:
         """Record, in this thread, every op called until the block ends into the graph it
         yields; ``inputs`` (B's primitives) are the graph's inputs, in order. Name its results
-        with ``set_outputs`` before the block ends."""
+        with ``set_outputs`` before the block ends. ``on_host_read(op)``, when given, is called
+        at each host read (``float_into_data``...), on the reader's stack."""
         state = cls._state
         if state.recording is not None:
             raise InvalidArgumentError(
                 f"{cls.__name__}.recording: a recording is already active on this backend")
-        recording = _Recording(Graph(cls.InnerBackend))
+        recording = _Recording(Graph(cls.InnerBackend), on_host_read)
         for primitive in inputs:
             if not (hasattr(primitive, "shape") and hasattr(primitive, "dtype")):
                 raise InvalidArgumentError(
