@@ -20,7 +20,7 @@ from onnx import GraphProto, ModelProto, NodeProto
 from burnpy.backend.device import Device
 from burnpy.nn.module import Module
 from burnpy.onnx.attributes import Attributes, tensor_to_numpy
-from burnpy.onnx.dtypes import check_array_dtype
+from burnpy.onnx.dtypes import check_array_dtype, for_backend
 from burnpy.onnx.errors import OnnxError, UnsupportedOnnxError, node_label
 from burnpy.onnx.registry import OpContext, OpImpl, lookup
 from burnpy.tensor import Tensor
@@ -171,10 +171,13 @@ class GraphRunner:
         return [values[o.name] for o in graph.output]
 
     def constant(self, proto: onnx.TensorProto, where: str) -> Tensor:
-        """An initializer or constant as a tensor on this backend."""
+        """An initializer or constant as a tensor on this backend (int64 as its int dtype
+        where it has no int64)."""
         array = tensor_to_numpy(proto)
-        check_array_dtype(array, f"{where}, tensor {proto.name!r}")
-        return Tensor.from_data(array, backend=self.backend, device=self.device)
+        label = f"{where}, tensor {proto.name!r}"
+        check_array_dtype(array, label)
+        return Tensor.from_data(for_backend(array, self.backend, self.device, label),
+                                backend=self.backend, device=self.device)
 
 
 class OnnxModule(Module):

@@ -22,6 +22,7 @@ from onnx.backend.test.loader import load_model_tests
 
 from burnpy.backend.errors import BurnpyError
 from burnpy.onnx.attributes import tensor_to_numpy
+from burnpy.onnx.dtypes import for_backend
 from burnpy.onnx.errors import UnsupportedOnnxError
 from burnpy.onnx.model import OnnxModule
 from burnpy.tensor import Tensor
@@ -104,8 +105,8 @@ def _model_features(model: ModelProto) -> tuple[set[str], set[str], set[int], se
                 elif attr.type == AttributeProto.GRAPHS:
                     for g in attr.graphs:
                         visit(g)
-                elif attr.name in ("to", "dtype", "output_dtype") and attr.type == \
-                        AttributeProto.INT:
+                elif attr.name in ("to", "dtype", "output_dtype", "softmax_precision") and \
+                        attr.type == AttributeProto.INT:
                     codes.add(attr.i)
 
     visit(model.graph)
@@ -137,6 +138,27 @@ def category(case: TestCase) -> str | None:
     if "ImageDecoder" in ops:
         return "image decoder"
     return None
+
+
+#: The element types of a float32 case: float32 data, with int64 (or int32) shapes and
+#: indices, which a backend without int64 runs in its int dtype, and bool masks.
+_FLOAT32_CASE_TYPES = {TensorProto.FLOAT, TensorProto.INT64, TensorProto.INT32,
+                       TensorProto.BOOL}
+
+
+def is_float32(case: TestCase) -> bool:
+    """Whether ``case`` is one of "the float32 ones" that also run on backends with 32-bit
+    types only (WebGPU): eligible, every graph output float32, and no element type anywhere
+    other than float32, int64/int32 (shapes, indices) and bool."""
+    assert case.model is not None
+    if category(case) is not None:
+        return False
+    graph = case.model.graph
+    if any(o.type.tensor_type.elem_type != TensorProto.FLOAT for o in graph.output):
+        return False
+    codes = _model_features(case.model)[2]
+    codes.update(i.type.tensor_type.elem_type for i in graph.input)
+    return codes <= _FLOAT32_CASE_TYPES
 
 
 @functools.cache
@@ -196,9 +218,12 @@ def compare(outputs: list[np.ndarray], expected: list[np.ndarray], rtol: float,
 
 def run_case(case: TestCase, backend: type[Backend],
              convert: Callable[[np.ndarray], Tensor] | None = None) -> Outcome:
-    """Run ``case`` on ``backend`` and judge it; never raises for a burnpy failure."""
+    """Run ``case`` on ``backend`` and judge it; never raises for a burnpy failure. Inputs are
+    made by ``convert``, by default as the backend holds them (int64 as its int dtype where
+    it has no int64, as the interpreter runs int64 constants)."""
     assert case.model is not None and case.data_sets is not None
-    make = convert or (lambda a: Tensor.from_data(a, backend=backend))
+    make = convert or (lambda a: Tensor.from_data(for_backend(a, backend, None, "input"),
+                                                  backend=backend))
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")

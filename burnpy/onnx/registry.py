@@ -31,6 +31,7 @@ import numpy as np
 
 from burnpy.backend.device import Device
 from burnpy.onnx.attributes import Attributes
+from burnpy.onnx.dtypes import for_backend
 from burnpy.onnx.errors import OnnxError, UnsupportedOnnxError
 from burnpy.tensor import Tensor
 
@@ -126,9 +127,11 @@ class OpContext:
         return inputs[index] if index < len(inputs) else None
 
     def constant(self, value: Any, dtype: Any = None) -> Tensor:
-        """A tensor holding ``value`` (an array, list or scalar) on this node's backend."""
-        return Tensor.from_data(np.asarray(value) if dtype is None
-                                else np.asarray(value, dtype=dtype),
+        """A tensor holding ``value`` (an array, list or scalar) on this node's backend; int64
+        and float64 as the backend's int and float dtypes where it lacks them (WebGPU)."""
+        array = np.asarray(value) if dtype is None else np.asarray(value, dtype=dtype)
+        return Tensor.from_data(for_backend(array, self.backend, self.device, self.label,
+                                            host_floats=True),
                                 backend=self.backend, device=self.device)
 
     def ints(self, t: Tensor) -> list[int]:

@@ -203,8 +203,8 @@ def _rotary_embedding(ctx: OpContext, inputs: Inputs, attrs: Attributes) -> Outp
     if dim % 2 or dim > size:
         ctx.error(f"rotary_embedding_dim {dim} must be even and at most the head size {size}")
     if positions is not None:
-        cos = cos[positions.cast("int64")]
-        sin = sin[positions.cast("int64")]
+        cos = cos[positions.cast(ctx.backend.int_dtype)]
+        sin = sin[positions.cast(ctx.backend.int_dtype)]
     if cos.shape[-1] != dim // 2 or sin.shape[-1] != dim // 2:
         ctx.error(f"cos/sin caches of shapes {cos.shape}, {sin.shape} do not end in "
                   f"rotary_embedding_dim / 2 = {dim // 2}")

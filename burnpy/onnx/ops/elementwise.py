@@ -10,7 +10,7 @@ import numpy as np
 
 from burnpy.backend.dtype import DType
 from burnpy.onnx.attributes import Attributes
-from burnpy.onnx.dtypes import burnpy_dtype
+from burnpy.onnx.dtypes import burnpy_dtype, index_dtype
 from burnpy.onnx.registry import OpContext, Outputs, onnx_op
 from burnpy.tensor import Tensor
 
@@ -317,7 +317,7 @@ def _cast_op(ctx: OpContext, inputs: Inputs, attrs: Attributes) -> Outputs:
     """ONNX Cast to the element type ``to``."""
     if attrs.string("round_mode", "up") != "up":
         ctx.unsupported("round_mode other than 'up' (a float8 option)", "round_mode")
-    to = burnpy_dtype(attrs.int("to", 0), ctx.label)
+    to = index_dtype(burnpy_dtype(attrs.int("to", 0), ctx.label), ctx.backend, ctx.device)
     return _cast(ctx, ctx.arg(inputs, 0), to, attrs)
 
 

@@ -48,7 +48,8 @@ def _scatter_elements(ctx: OpContext, inputs: Inputs, attrs: Attributes) -> Outp
     name before opset 11."""
     data, indices, updates = (ctx.arg(inputs, i) for i in range(3))
     axis = attrs.int("axis", 0) % data.ndim
-    index = indices.mask_where(indices < 0, indices + data.shape[axis]).long()
+    index = indices.mask_where(indices < 0, indices + data.shape[axis]).cast(
+        ctx.backend.int_dtype)
     return _scatter(ctx, data, axis, index, updates, attrs.string("reduction", "none"))
 
 

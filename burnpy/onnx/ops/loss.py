@@ -16,7 +16,7 @@ def _nll(ctx: OpContext, log_prob: Tensor, target: Tensor, weight: Tensor | None
     reduction = attrs.string("reduction", "mean")
     if reduction not in ("none", "sum", "mean"):
         ctx.unsupported(f"reduction={reduction!r}", "reduction")
-    target = target.long()
+    target = target.cast(ctx.backend.int_dtype)
     ignored = None
     if "ignore_index" in attrs:
         ignored = target == attrs.int("ignore_index", 0)

@@ -212,7 +212,7 @@ def _max_pool(ctx: OpContext, inputs: Inputs, attrs: Attributes) -> Outputs:
             h, w = x.shape[2:]
             index = index.floor_div(w) + index.remainder(w) * h
         base = ctx.constant((np.arange(x.shape[0] * x.shape[1]) * plane).astype(np.int64))
-        index = index.long() + base.reshape([x.shape[0], x.shape[1]] + [1] * n)
+        index = index.cast(ctx.backend.int_dtype) + base.reshape([x.shape[0], x.shape[1]] + [1] * n)
         return [y.cast(dtype), index]
     if symmetric:
         return _MAX_POOL[n](x, k, strides, padding, dilations, ceil_mode).cast(dtype)
@@ -237,7 +237,8 @@ def _max_unpool(ctx: OpContext, inputs: Inputs, attrs: Attributes) -> Outputs:
                                         zip(x.shape[2:], strides, k, strict=True))]
     zeros = Tensor.zeros(math.prod(inferred), backend=x.backend, device=x.device,
                          dtype=x.dtype)
-    out = zeros.scatter(0, index.reshape(-1).long(), x.reshape(-1)).reshape(inferred)
+    out = zeros.scatter(0, index.reshape(-1).cast(ctx.backend.int_dtype), x.reshape(-1)).reshape(
+        inferred)
     if shape_input is None:
         return out
     # A larger output_shape keeps the inferred block at the start, zeros after it.

@@ -125,7 +125,7 @@ def _read(ctx: OpContext, inputs: Inputs, attrs: Attributes, gates: int) -> _Rec
             ctx.error(f"sequence_lens {lengths} do not fit batch {batch} and length {seq}")
         if any(n != seq for n in lengths):
             steps = ctx.constant(list(range(seq)), "int64").reshape(seq, 1, 1)
-            mask = steps < lens.cast("int64").reshape(1, batch, 1)
+            mask = steps < lens.cast(ctx.backend.int_dtype).reshape(1, batch, 1)
     h0 = ctx.optional(inputs, 5)
     if h0 is None:
         h0 = burnpy.Tensor.zeros((dirs, batch, hidden), dtype=x.dtype, backend=ctx.backend,

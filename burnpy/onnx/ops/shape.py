@@ -189,7 +189,7 @@ def _gather(ctx: OpContext, inputs: Inputs, attrs: Attributes) -> Outputs:
     """ONNX Gather: entries of ``axis`` picked by an index tensor of any shape."""
     x, indices = ctx.arg(inputs, 0), ctx.arg(inputs, 1)
     axis = _axis(ctx, attrs.int("axis", 0), x.ndim)
-    flat = _wrap_indices(indices, x.shape[axis]).reshape(-1).long()
+    flat = _wrap_indices(indices, x.shape[axis]).reshape(-1).cast(ctx.backend.int_dtype)
     picked = x.index_select(axis, flat)
     return picked.reshape(x.shape[:axis] + indices.shape + x.shape[axis + 1:])
 
@@ -199,7 +199,7 @@ def _gather_elements(ctx: OpContext, inputs: Inputs, attrs: Attributes) -> Outpu
     """ONNX GatherElements (torch.gather)."""
     x, indices = ctx.arg(inputs, 0), ctx.arg(inputs, 1)
     axis = _axis(ctx, attrs.int("axis", 0), x.ndim)
-    return x.gather(axis, _wrap_indices(indices, x.shape[axis]).long())
+    return x.gather(axis, _wrap_indices(indices, x.shape[axis]).cast(ctx.backend.int_dtype))
 
 
 @onnx_op("Split", 2, attrs=("axis", "split"))
