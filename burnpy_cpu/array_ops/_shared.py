@@ -21,8 +21,28 @@ A = Any  # an array of the backend's array module
 
 def widened(xp: Any, a: A) -> A:
     """``a`` in a dtype to compute in: 16-bit floats are widened to float32 (as torch computes
-    them on the CPU); other arrays are returned as they are."""
-    return a.astype(xp.float32) if a.dtype.itemsize < 4 else a
+    them on the CPU; on NumPy by the compiled casts of ``_half_kernels``); other arrays are
+    returned as they are."""
+    if a.dtype.itemsize >= 4:
+        return a
+    return half_kernels().to_float32(a) if xp is np else a.astype(xp.float32)
+
+
+def narrowed(xp: Any, a: A, dtype: Any) -> A:
+    """``a`` (computed in float32 or wider) in ``dtype``, rounded once: the cast back of a
+    kernel that computed a 16-bit float result in float32 (compiled on NumPy)."""
+    if a.dtype == dtype:
+        return a
+    if xp is np and np.dtype(dtype).itemsize == 2:
+        return half_kernels().cast_array(a, np.dtype(dtype))
+    return a.astype(dtype, copy=False)
+
+
+@functools.cache
+def half_kernels() -> ModuleType:
+    """The compiled casts between float32 and the 16-bit floats (``_half_kernels``), imported
+    on first use for the same reason as ``float32_kernels``."""
+    return importlib.import_module("burnpy_cpu.array_ops._half_kernels")
 
 
 @functools.lru_cache(maxsize=64)

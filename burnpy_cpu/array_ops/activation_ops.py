@@ -15,7 +15,7 @@ from typing import Any, ClassVar, Literal
 
 import numpy as np
 
-from burnpy_cpu.array_ops._shared import float32_kernels, widened
+from burnpy_cpu.array_ops._shared import float32_kernels, narrowed, widened
 from burnpy_cpu.numba_kernels import COMPILED_FLOATS
 from burnpy_cpu.numba_kernels import relu_backward as compiled_relu_backward
 
@@ -93,13 +93,13 @@ class ArrayActivationOps:
         if _fast_float32(xp, x):
             kernels = float32_kernels()
             kernel = kernels.gelu_tanh if approximate == "tanh" else kernels.gelu
-            return kernels.run(kernel, x).astype(dtype, copy=False)
+            return narrowed(xp, kernels.run(kernel, x), dtype)
         if approximate == "tanh":
             u = (x + _GELU_CUBIC * (x * x * x)) * _SQRT_2_OVER_PI
             out = x * _sigmoid(xp, 2.0 * u)
         else:
             out = 0.5 * x * cls.special.erfc(x * -_INV_SQRT_2)
-        return out.astype(dtype, copy=False)
+        return narrowed(xp, out, dtype)
 
     @classmethod
     def gelu_backward(cls, x: A, grad: A, approximate: GeluApproximate = "none") -> A:
@@ -109,7 +109,7 @@ class ArrayActivationOps:
         if _fast_float32(xp, x, grad):
             kernels = float32_kernels()
             kernel = kernels.gelu_tanh_backward if approximate == "tanh" else kernels.gelu_backward
-            return kernels.run(kernel, x, grad).astype(dtype, copy=False)
+            return narrowed(xp, kernels.run(kernel, x, grad), dtype)
         x2 = x * x
         if approximate == "tanh":
             u = (x + _GELU_CUBIC * (x2 * x)) * _SQRT_2_OVER_PI
@@ -119,13 +119,13 @@ class ArrayActivationOps:
         else:
             cdf = 0.5 * cls.special.erfc(x * -_INV_SQRT_2)
             deriv = cdf + x * (xp.exp(-0.5 * x2) * _INV_SQRT_2PI)
-        return (grad * deriv).astype(dtype, copy=False)
+        return narrowed(xp, grad * deriv, dtype)
 
     @classmethod
     def sigmoid(cls, x: A) -> A:
         """1 / (1 + exp(-x)) without overflow, accurate in both tails."""
         xp, dtype = cls.xp, x.dtype
-        return _sigmoid(xp, widened(xp, x)).astype(dtype, copy=False)
+        return narrowed(xp, _sigmoid(xp, widened(xp, x)), dtype)
 
     @classmethod
     def sigmoid_backward(cls, output: A, grad: A) -> A:
@@ -137,20 +137,20 @@ class ArrayActivationOps:
         """log(sigmoid(x)) = min(x, 0) - log1p(exp(-|x|)), stable for large |x|."""
         xp, dtype = cls.xp, x.dtype
         x = widened(xp, x)
-        return (xp.minimum(x, 0) - xp.log1p(xp.exp(-xp.abs(x)))).astype(dtype, copy=False)
+        return narrowed(xp, xp.minimum(x, 0) - xp.log1p(xp.exp(-xp.abs(x))), dtype)
 
     @classmethod
     def log_sigmoid_backward(cls, x: A, grad: A) -> A:
         """Gradient of log_sigmoid: grad * sigmoid(-x)."""
         xp, dtype = cls.xp, x.dtype
-        return (widened(xp, grad) * _sigmoid(xp, -widened(xp, x))).astype(dtype, copy=False)
+        return narrowed(xp, widened(xp, grad) * _sigmoid(xp, -widened(xp, x)), dtype)
 
     @classmethod
     def silu(cls, x: A) -> A:
         """x * sigmoid(x)."""
         xp, dtype = cls.xp, x.dtype
         x = widened(xp, x)
-        return (x * _sigmoid(xp, x)).astype(dtype, copy=False)
+        return narrowed(xp, x * _sigmoid(xp, x), dtype)
 
     @classmethod
     def hard_sigmoid(cls, x: A, alpha: float, beta: float) -> A:
@@ -166,7 +166,7 @@ class ArrayActivationOps:
         x = widened(xp, x)
         e = xp.exp(x - x.max(axis=dim, keepdims=True))
         e /= e.sum(axis=dim, keepdims=True)
-        return e.astype(dtype, copy=False)
+        return narrowed(xp, e, dtype)
 
     @classmethod
     def log_softmax(cls, x: A, dim: int) -> A:
@@ -177,7 +177,7 @@ class ArrayActivationOps:
         x = widened(xp, x)
         shifted = x - x.max(axis=dim, keepdims=True)
         out = shifted - xp.log(xp.exp(shifted).sum(axis=dim, keepdims=True))
-        return out.astype(dtype, copy=False)
+        return narrowed(xp, out, dtype)
 
     @classmethod
     def softplus(cls, x: A, beta: float = 1.0) -> A:
@@ -186,4 +186,4 @@ class ArrayActivationOps:
         xp, dtype = cls.xp, x.dtype
         x = widened(xp, x)
         out = _softplus(xp, x) if beta == 1.0 else _softplus(xp, x * beta) / beta
-        return out.astype(dtype, copy=False)
+        return narrowed(xp, out, dtype)

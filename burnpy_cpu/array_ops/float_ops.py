@@ -10,21 +10,32 @@ import numpy as np
 from burnpy.backend.device import Device
 from burnpy.backend.distribution import Distribution
 from burnpy.backend.dtype import DType
-from burnpy_cpu.array_ops._shared import A, ArrayLayoutOps, float32_kernels
+from burnpy_cpu.array_ops._shared import (
+    A,
+    ArrayLayoutOps,
+    float32_kernels,
+    half_kernels,
+    narrowed,
+    widened,
+)
 
 _raw = ArrayLayoutOps.__dict__.__getitem__
 _HALF = (np.dtype(np.float16), DType.bfloat16.numpy)
 _F32 = np.dtype(np.float32)
-_F16 = np.dtype(np.float16)
 _KERNEL_DTYPES = (_F32, *_HALF)  # computed by the float32 kernels (16-bit floats widened)
 
 
 def _keep_dtype(op: Any) -> staticmethod:
-    """``op`` with its result cast back to the first operand's dtype when NumPy widened it."""
+    """``op`` with its result cast back to the first operand's dtype when NumPy widened it
+    (bfloat16 with a Python float is computed in float32: rounded once, as torch's)."""
 
     def fn(lhs: A, rhs: Any) -> A:
         out = op(lhs, rhs)
-        return out if out.dtype == lhs.dtype else out.astype(lhs.dtype)
+        if out.dtype == lhs.dtype:
+            return out
+        if isinstance(out, np.ndarray):
+            return narrowed(np, out, lhs.dtype)
+        return out.astype(lhs.dtype)
 
     return staticmethod(fn)
 
@@ -38,7 +49,6 @@ class ArrayFloatOps(ArrayLayoutOps):
     float_into_data = _raw("_into_data")
     float_empty = _raw("_empty")
     float_full = _raw("_full")
-    float_cast = _raw("_cast")
     float_reshape = _raw("_reshape")
     float_swap_dims = _raw("_swap_dims")
     float_permute = _raw("_permute")
@@ -88,14 +98,23 @@ class ArrayFloatOps(ArrayLayoutOps):
     float_remainder_scalar = _keep_dtype(operator.mod)
     float_powf_scalar = _keep_dtype(operator.pow)
 
+    @classmethod
+    def float_cast(cls, tensor: A, dtype: DType) -> A:
+        """``tensor`` in ``dtype``; on NumPy the casts from and to the 16-bit floats are
+        compiled loops (``_half_kernels``: NumPy's float16 cast is 60x slower, ml_dtypes'
+        float32 -> bfloat16 4x), bitwise as NumPy's and torch's."""
+        if cls.xp is np and (tensor.dtype.itemsize == 2 or dtype.numpy.itemsize == 2):
+            return half_kernels().cast_array(tensor, dtype.numpy)
+        return tensor.astype(dtype.numpy, copy=False)
+
     @staticmethod
     def float_matmul(lhs: A, rhs: A) -> A:
-        """``lhs @ rhs``; bfloat16 @ bfloat16 stays bfloat16 (ml_dtypes widens it to float32),
-        while mixed dtypes promote as burnpy's rule says (NumPy agrees for every other pair).
-        NumPy's float16 product has no BLAS loop and sums in float16: it runs in float32 and
-        is rounded once, as torch's (30x faster, only the dtype's rounding lost)."""
-        if lhs.dtype == _F16 == rhs.dtype and isinstance(lhs, np.ndarray):
-            return (lhs.astype(_F32) @ rhs.astype(_F32)).astype(_F16)
+        """``lhs @ rhs``; mixed dtypes promote as burnpy's rule says (NumPy agrees for every
+        pair but bfloat16 @ bfloat16, which ml_dtypes widens to float32). On NumPy a float16
+        or bfloat16 product runs in float32 BLAS and is rounded once, as torch's (NumPy's
+        float16 product has no BLAS loop and sums in float16: 30x slower)."""
+        if lhs.dtype in _HALF and lhs.dtype == rhs.dtype and isinstance(lhs, np.ndarray):
+            return narrowed(np, widened(np, lhs) @ widened(np, rhs), lhs.dtype)
         out = lhs @ rhs
         return out.astype(lhs.dtype) if lhs.dtype == rhs.dtype != out.dtype else out
 
@@ -120,7 +139,7 @@ class ArrayFloatOps(ArrayLayoutOps):
             out = out * distribution.b + distribution.a
         else:
             out = (gen.random(shape, dtype=sample_dtype) < distribution.a).astype(sample_dtype)
-        return cls.xp.asarray(out).astype(dtype.numpy, copy=False)
+        return narrowed(cls.xp, cls.xp.asarray(out), dtype.numpy)
 
     @staticmethod
     def float_into_int(tensor: A, dtype: DType) -> A:
@@ -230,17 +249,14 @@ class ArrayFloatOps(ArrayLayoutOps):
         float32 erf widens to float64: 14x torch's time)."""
         if cls.xp is np and tensor.dtype in _KERNEL_DTYPES:
             kernels = float32_kernels()
-            out = kernels.run(kernels.erf, tensor.astype(_F32, copy=False))
-            return out.astype(tensor.dtype, copy=False)
+            return narrowed(np, kernels.run(kernels.erf, widened(np, tensor)), tensor.dtype)
         return cls._special("erf", tensor)
 
     @classmethod
     def _special(cls, name: str, tensor: A, *params: int) -> A:
         """``special.<name>`` (scipy.special or cupyx's), 16-bit floats computed in float32."""
         fn = getattr(cls.special, name)
-        if tensor.dtype in _HALF:
-            return fn(*params, tensor.astype(_F32)).astype(tensor.dtype)
-        return fn(*params, tensor).astype(tensor.dtype, copy=False)
+        return narrowed(cls.xp, fn(*params, widened(cls.xp, tensor)), tensor.dtype)
 
     @classmethod
     def float_erfc(cls, tensor: A) -> A:
@@ -248,8 +264,7 @@ class ArrayFloatOps(ArrayLayoutOps):
         NumPy run the compiled float32 kernel, as ``float_erf``."""
         if cls.xp is np and tensor.dtype in _KERNEL_DTYPES:
             kernels = float32_kernels()
-            out = kernels.run(kernels.erfc, tensor.astype(_F32, copy=False))
-            return out.astype(tensor.dtype, copy=False)
+            return narrowed(np, kernels.run(kernels.erfc, widened(np, tensor)), tensor.dtype)
         return cls._special("erfc", tensor)
 
     @classmethod
@@ -317,49 +332,51 @@ class ArrayFloatOps(ArrayLayoutOps):
     def float_is_inf(cls, tensor: A) -> A:
         return cls.xp.isinf(tensor)
 
-    # Half-precision reductions accumulate in float32, as torch does, then cast back.
+    # Half-precision reductions widen to float32 once (compiled on NumPy, where NumPy's own
+    # float16 -> float32 cast inside a reduction is 60x slower), accumulate there, as torch
+    # does, and round once.
     @classmethod
     def float_sum(cls, tensor: A) -> A:
-        acc = _F32 if tensor.dtype in _HALF else tensor.dtype
-        return cls.xp.asarray(tensor.sum(dtype=acc)).astype(tensor.dtype, copy=False)
+        xp = cls.xp
+        return narrowed(xp, xp.asarray(widened(xp, tensor).sum()), tensor.dtype)
 
-    @staticmethod
-    def float_sum_dim(tensor: A, dim: int) -> A:
-        acc = _F32 if tensor.dtype in _HALF else tensor.dtype
-        return tensor.sum(axis=dim, keepdims=True, dtype=acc).astype(tensor.dtype, copy=False)
+    @classmethod
+    def float_sum_dim(cls, tensor: A, dim: int) -> A:
+        xp = cls.xp
+        return narrowed(xp, widened(xp, tensor).sum(axis=dim, keepdims=True), tensor.dtype)
 
     # The mean of nothing is NaN, as in torch, without NumPy's "Mean of empty slice" warning.
     @classmethod
     def float_mean(cls, tensor: A) -> A:
+        xp = cls.xp
         if tensor.size == 0:
-            return cls.xp.full((), np.nan, dtype=tensor.dtype)
-        acc = _F32 if tensor.dtype in _HALF else tensor.dtype
-        return cls.xp.asarray(tensor.mean(dtype=acc)).astype(tensor.dtype, copy=False)
+            return xp.full((), np.nan, dtype=tensor.dtype)
+        return narrowed(xp, xp.asarray(widened(xp, tensor).mean()), tensor.dtype)
 
     @classmethod
     def float_mean_dim(cls, tensor: A, dim: int) -> A:
+        xp = cls.xp
         if tensor.shape[dim] == 0:
             shape = tensor.shape[:dim] + (1,) + tensor.shape[dim + 1:]
-            return cls.xp.full(shape, np.nan, dtype=tensor.dtype)
-        acc = _F32 if tensor.dtype in _HALF else tensor.dtype
-        return tensor.mean(axis=dim, keepdims=True, dtype=acc).astype(tensor.dtype, copy=False)
+            return xp.full(shape, np.nan, dtype=tensor.dtype)
+        return narrowed(xp, widened(xp, tensor).mean(axis=dim, keepdims=True), tensor.dtype)
 
     @classmethod
     def float_prod(cls, tensor: A) -> A:
-        acc = _F32 if tensor.dtype in _HALF else tensor.dtype
-        return cls.xp.asarray(tensor.prod(dtype=acc)).astype(tensor.dtype, copy=False)
+        xp = cls.xp
+        return narrowed(xp, xp.asarray(widened(xp, tensor).prod()), tensor.dtype)
 
-    @staticmethod
-    def float_prod_dim(tensor: A, dim: int) -> A:
-        acc = _F32 if tensor.dtype in _HALF else tensor.dtype
-        return tensor.prod(axis=dim, keepdims=True, dtype=acc).astype(tensor.dtype, copy=False)
+    @classmethod
+    def float_prod_dim(cls, tensor: A, dim: int) -> A:
+        xp = cls.xp
+        return narrowed(xp, widened(xp, tensor).prod(axis=dim, keepdims=True), tensor.dtype)
 
-    @staticmethod
-    def float_cumsum(tensor: A, dim: int) -> A:
-        acc = _F32 if tensor.dtype in _HALF else tensor.dtype
-        return tensor.cumsum(axis=dim, dtype=acc).astype(tensor.dtype, copy=False)
+    @classmethod
+    def float_cumsum(cls, tensor: A, dim: int) -> A:
+        xp = cls.xp
+        return narrowed(xp, widened(xp, tensor).cumsum(axis=dim), tensor.dtype)
 
-    @staticmethod
-    def float_cumprod(tensor: A, dim: int) -> A:
-        acc = _F32 if tensor.dtype in _HALF else tensor.dtype
-        return tensor.cumprod(axis=dim, dtype=acc).astype(tensor.dtype, copy=False)
+    @classmethod
+    def float_cumprod(cls, tensor: A, dim: int) -> A:
+        xp = cls.xp
+        return narrowed(xp, widened(xp, tensor).cumprod(axis=dim), tensor.dtype)

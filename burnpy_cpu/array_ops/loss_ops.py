@@ -11,7 +11,7 @@ from typing import Any, ClassVar
 
 import numpy
 
-from burnpy_cpu.array_ops._shared import ones, row_kernels, widened
+from burnpy_cpu.array_ops._shared import narrowed, ones, row_kernels, widened
 
 A = Any  # an ``xp.ndarray``
 
@@ -78,6 +78,9 @@ class ArrayLossOps:
         """``logsumexp(row) - row[target]`` per row; exactly 0 on ignored rows, whatever
         their logits hold (torch's value)."""
         xp, dtype = cls.xp, logits.dtype
+        if xp is numpy and dtype.itemsize == 2:  # 16-bit floats: the float32 kernel, one rounding
+            return narrowed(xp, cls.cross_entropy(widened(xp, logits), target, ignore_index),
+                            dtype)
         if _takes_kernels(xp, logits, target):
             x, e, peaks = _shifted_exp(logits)
             loss = numpy.empty(x.shape[0], dtype)
@@ -89,12 +92,16 @@ class ArrayLossOps:
         lse = xp.log(sums) + shift
         rows, safe, kept = _rows_and_targets(xp, target, ignore_index)
         loss = xp.where(kept, lse - x[rows, safe], 0)
-        return loss.astype(dtype, copy=False)
+        return narrowed(xp, loss, dtype)
 
     @classmethod
     def cross_entropy_backward(cls, logits: A, target: A, ignore_index: int, grad: A) -> A:
         """``(softmax(row) - one_hot(target)) * grad`` per row, 0 on ignored rows."""
         xp, dtype = cls.xp, logits.dtype
+        if xp is numpy and dtype.itemsize == 2:  # 16-bit floats: the float32 kernel, one rounding
+            return narrowed(xp, cls.cross_entropy_backward(widened(xp, logits), target,
+                                                           ignore_index, widened(xp, grad)),
+                            dtype)
         if _takes_kernels(xp, logits, target) and grad.dtype == dtype:
             _, e, _ = _shifted_exp(logits)
             row_kernels().cross_entropy_backward(e, numpy.ascontiguousarray(target),
@@ -108,4 +115,4 @@ class ArrayLossOps:
         e[rows, safe] -= g
         if xp is not numpy or not kept.all():  # ignored rows are 0 even where logits are not finite
             e = xp.where(kept[:, None], e, 0)
-        return e.astype(dtype, copy=False)
+        return narrowed(xp, e, dtype)

@@ -42,7 +42,7 @@ from burnpy.backend.ops.module_ops import (
     conv_transpose_output_size,
     pool_output_size,
 )
-from burnpy_cpu.array_ops._shared import widened
+from burnpy_cpu.array_ops._shared import narrowed, widened
 from burnpy_cpu.numba_kernels import (
     COMPILED_FLOATS,
     WINOGRAD_BLOCK,
@@ -793,7 +793,7 @@ class ArrayModuleOps:
                    cls.conv_winograd_min_channels)
         if bias is not None:
             out += widened(xp, bias).reshape(c_out, *(1,) * len(out_sp))
-        return out.astype(dtype, copy=False)
+        return narrowed(xp, out, dtype)
 
     @classmethod
     def conv_weight_backward(cls, x: A, weight: A, grad: A, options: ConvOptions) -> A:
@@ -806,13 +806,13 @@ class ArrayModuleOps:
         if _winograd_pays(xp, x, weight, out_sp, options.stride, options.dilation, g,
                           cls.conv_winograd_min_channels) and _winograd_grad_pays(
                               n, out_sp, weight.shape[:2]) and _finite(x) and _finite(grad):
-            return _weight_grad_winograd(x, grad, options.padding,
-                                         cls.conv_chunk_bytes).astype(dtype, copy=False)
+            grad_weight = _weight_grad_winograd(x, grad, options.padding, cls.conv_chunk_bytes)
+            return narrowed(xp, grad_weight, dtype)
         if _rows_pay(x.shape[1], kernel, options.stride, options.dilation, out_sp, g,
                      cls.conv_rows_max_plane):
             rows = _row_chunks(xp, x, kernel, options.stride, options.dilation,
                                options.padding, out_sp, cls.conv_chunk_bytes)
-            return _weight_grad_rows(xp, grad, rows, weight.shape).astype(dtype, copy=False)
+            return narrowed(xp, _weight_grad_rows(xp, grad, rows, weight.shape), dtype)
         if _flat_pays(options.stride, out_sp, c_out):
             grid, crop = _flat_crop(out_sp, kernel, options.dilation)
             a = _scratch(xp, "grad", (n, c_out, *grid), grad.dtype, cls.conv_chunk_bytes)
@@ -820,17 +820,19 @@ class ArrayModuleOps:
             a[crop] = grad
             if g == 1 and _shifted_pays(x, kernel, options.dilation, out_sp,
                                         cls.conv_chunk_bytes):
-                return _weight_grad_shifted(xp, x, a.reshape(n, c_out, math.prod(grid)),
-                                            kernel, options.dilation, options.padding, out_sp,
-                                            cls.conv_chunk_bytes).astype(dtype, copy=False)
+                grad_weight = _weight_grad_shifted(xp, x, a.reshape(n, c_out, math.prod(grid)),
+                                                   kernel, options.dilation, options.padding,
+                                                   out_sp, cls.conv_chunk_bytes)
+                return narrowed(xp, grad_weight, dtype)
             columns = _flat_chunks(xp, x, kernel, options.dilation, options.padding, out_sp,
                                    g, cls.conv_chunk_bytes)
-            return _weight_grad(xp, a.reshape(n, g, c_out // g, math.prod(grid)), columns,
-                                weight.shape).astype(dtype, copy=False)
+            grad_weight = _weight_grad(xp, a.reshape(n, g, c_out // g, math.prod(grid)),
+                                       columns, weight.shape)
+            return narrowed(xp, grad_weight, dtype)
         a = grad.reshape(n, g, c_out // g, math.prod(out_sp))
         columns = _im2col_chunks(xp, x, kernel, options.stride, options.dilation,
                                  options.padding, out_sp, g, cls.conv_chunk_bytes)
-        return _weight_grad(xp, a, columns, weight.shape).astype(dtype, copy=False)
+        return narrowed(xp, _weight_grad(xp, a, columns, weight.shape), dtype)
 
     @classmethod
     def conv_bias_backward(cls, grad: A) -> A:
@@ -841,7 +843,7 @@ class ArrayModuleOps:
         n, c = grad.shape[:2]
         size = math.prod(grad.shape[2:])
         samples = grad.reshape(n, c * size).sum(axis=0)
-        return samples.reshape(c, size).sum(axis=1).astype(dtype, copy=False)
+        return narrowed(xp, samples.reshape(c, size).sum(axis=1), dtype)
 
     @classmethod
     def conv_transpose(cls, x: A, weight: A, bias: A | None,
@@ -887,7 +889,7 @@ class ArrayModuleOps:
                                  cls.conv_chunk_bytes)
         if bias is not None:
             out += widened(xp, bias).reshape(g * c_out_g, *(1,) * nd)
-        return out.astype(dtype, copy=False)
+        return narrowed(xp, out, dtype)
 
     @classmethod
     def conv_transpose_weight_backward(cls, x: A, weight: A, grad: A,
@@ -901,7 +903,7 @@ class ArrayModuleOps:
         a = x.reshape(n, g, c_in // g, math.prod(in_sp))
         columns = _im2col_chunks(xp, grad, kernel, options.stride, options.dilation,
                                  options.padding, in_sp, g, cls.conv_chunk_bytes)
-        return _weight_grad(xp, a, columns, weight.shape).astype(dtype, copy=False)
+        return narrowed(xp, _weight_grad(xp, a, columns, weight.shape), dtype)
 
     # ---- pooling ------------------------------------------------------------------------------
     @classmethod
@@ -921,7 +923,7 @@ class ArrayModuleOps:
             total += xpad[(Ellipsis, *_tap_window(tap, stride, ones, out_sp))]
         total /= _avg_divisor(xp, x.shape[2:], kernel, stride, padding, out_sp,
                               count_include_pad, x.dtype)
-        return total.astype(dtype, copy=False)
+        return narrowed(xp, total, dtype)
 
     @classmethod
     def avg_pool_backward(cls, x: A, grad: A, kernel: Ints, stride: Ints, padding: Ints,
@@ -934,7 +936,7 @@ class ArrayModuleOps:
                                     count_include_pad, grad.dtype)
         out = _col2im(xp, lambda t: share, x.shape[:2], kernel, stride, (1,) * nd, padding,
                       out_sp, x.shape[2:], grad.dtype)
-        return xp.ascontiguousarray(out).astype(dtype, copy=False)
+        return narrowed(xp, xp.ascontiguousarray(out), dtype)
 
     @classmethod
     def max_pool_with_indices(cls, x: A, kernel: Ints, stride: Ints, padding: Ints,
@@ -967,7 +969,7 @@ class ArrayModuleOps:
                 _max_scan(xp, cols, best[rows], arg[rows], start, True)
         best = best.reshape(n, c, *out_sp)
         indices = xp.take(xp.asarray(offsets), arg.reshape(best.shape)) + xp.asarray(base)
-        return best.astype(dtype, copy=False), indices
+        return narrowed(xp, best, dtype), indices
 
     @classmethod
     def max_pool_with_indices_backward(cls, x: A, grad: A, indices: A) -> A:
@@ -982,11 +984,11 @@ class ArrayModuleOps:
             out = plane_scatter_add(numpy.ascontiguousarray(indices.reshape(n * c, size)),
                                     numpy.ascontiguousarray(grad.reshape(n * c, size)), n * c,
                                     plane)
-            return out.reshape(x.shape).astype(dtype, copy=False)
+            return narrowed(xp, out.reshape(x.shape), dtype)
         flat = indices.reshape(n * c, size) + (xp.arange(n * c, dtype=xp.int64) * plane)[:, None]
         out = xp.zeros(n * c * plane, dtype=grad.dtype)
         xp.add.at(out, flat.reshape(-1), grad.reshape(-1))
-        return out.reshape(x.shape).astype(dtype, copy=False)
+        return narrowed(xp, out.reshape(x.shape), dtype)
 
     @classmethod
     def adaptive_avg_pool(cls, x: A, output_size: Ints) -> A:
@@ -1006,7 +1008,7 @@ class ArrayModuleOps:
             starts, ends = _adaptive_bins(x.shape[axis], o)
             count = _along(xp, (ends - starts).astype(out.dtype), axis, out.ndim)
             out = _run_sum(xp, out, axis, starts, ends) / count
-        return out.astype(dtype, copy=False)
+        return narrowed(xp, out, dtype)
 
     @classmethod
     def adaptive_avg_pool_backward(cls, x: A, grad: A) -> A:
@@ -1026,7 +1028,7 @@ class ArrayModuleOps:
             first = numpy.searchsorted(ends, j, side="right")
             stop = numpy.searchsorted(starts, j, side="right")
             out = _run_sum(xp, out / count, axis, first, stop)
-        return out.astype(dtype, copy=False)
+        return narrowed(xp, out, dtype)
 
     # ---- interpolation ------------------------------------------------------------------------
     @classmethod
@@ -1047,7 +1049,7 @@ class ArrayModuleOps:
                 else:
                     acc += term
             out = acc
-        return out.astype(dtype, copy=False)
+        return narrowed(xp, out, dtype)
 
     @classmethod
     def interpolate_backward(cls, x: A, grad: A, output_size: Ints, mode: InterpolateMode,
@@ -1070,4 +1072,4 @@ class ArrayModuleOps:
                 else:
                     acc += term
             out = acc
-        return out.astype(dtype, copy=False)
+        return narrowed(xp, out, dtype)

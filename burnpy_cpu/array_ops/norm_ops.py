@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 
 import numpy
 
-from burnpy_cpu.array_ops._shared import ones, row_kernels, widened
+from burnpy_cpu.array_ops._shared import narrowed, ones, row_kernels, widened
 from burnpy_cpu.numba_kernels import COMPILED_FLOATS
 from burnpy_cpu.numba_kernels import batch_norm as fused_batch_norm
 from burnpy_cpu.numba_kernels import batch_norm_backward as fused_batch_norm_backward
@@ -85,8 +85,8 @@ class ArrayNormOps:
         y *= batch.spread(scale)
         if bias is not None:
             y += batch.spread(bias)
-        return (y.reshape(x.shape).astype(dtype, copy=False),
-                batch.mean.astype(dtype, copy=False), batch.var.astype(dtype, copy=False))
+        return (narrowed(xp, y.reshape(x.shape), dtype),
+                narrowed(xp, batch.mean, dtype), narrowed(xp, batch.var, dtype))
 
     @classmethod
     def batch_norm_backward(cls, x: A, weight: A | None, grad: A, eps: float,
@@ -111,14 +111,17 @@ class ArrayNormOps:
         centered = batch.centered
         centered *= batch.spread(scale * invstd * grad_weight / batch.count)
         grad_x -= centered
-        return (grad_x.reshape(x.shape).astype(dtype, copy=False),
-                grad_weight.astype(dtype, copy=False), grad_bias.astype(dtype, copy=False))
+        return (narrowed(xp, grad_x.reshape(x.shape), dtype),
+                narrowed(xp, grad_weight, dtype), narrowed(xp, grad_bias, dtype))
 
     @classmethod
     def layer_norm(cls, x: A, normalized_ndim: int, weight: A | None, bias: A | None,
                    eps: float) -> A:
         """Normalize over the trailing ``normalized_ndim`` dims, then scale and shift."""
         xp, dtype = cls.xp, x.dtype
+        if xp is numpy and dtype.itemsize == 2:  # 16-bit floats: the float32 kernel, one rounding
+            return narrowed(xp, cls.layer_norm(widened(xp, x), normalized_ndim,
+                                               _widened(weight), _widened(bias), eps), dtype)
         # the compiled kernel first, whatever the size: a decoding step's [1, 1, width] row
         # costs one call of about a microsecond there against a dozen NumPy calls
         rows = _kernel_rows(xp, x, normalized_ndim, weight, bias)
@@ -136,7 +139,7 @@ class ArrayNormOps:
             centered *= weight.reshape(-1)
         if bias is not None:
             centered += bias.reshape(-1)
-        return centered.reshape(x.shape).astype(dtype, copy=False)
+        return narrowed(xp, centered.reshape(x.shape), dtype)
 
     @classmethod
     def layer_norm_backward(cls, x: A, normalized_ndim: int, weight: A | None, grad: A,
@@ -144,6 +147,11 @@ class ArrayNormOps:
         """Gradients in ``(x, weight, bias)``: with ``xhat`` the normalized rows and
         ``gh = g * weight``, ``dx = invstd * (gh - mean(gh) - xhat * mean(gh * xhat))``."""
         xp, dtype = cls.xp, x.dtype
+        if xp is numpy and dtype.itemsize == 2:  # 16-bit floats: the float32 kernel, one rounding
+            grads = cls.layer_norm_backward(widened(xp, x), normalized_ndim, _widened(weight),
+                                            _widened(grad), eps)
+            return (narrowed(xp, grads[0], dtype), narrowed(xp, grads[1], dtype),
+                    narrowed(xp, grads[2], dtype))
         rows = _kernel_rows(xp, x, normalized_ndim, weight, grad)
         if rows is not None:
             trailing = x.shape[x.ndim - normalized_ndim:]
@@ -156,8 +164,8 @@ class ArrayNormOps:
                 numpy.ascontiguousarray(grad.reshape(rows.shape)), eps, grad_x, grad_weight,
                 grad_bias)
             return (grad_x.reshape(x.shape),
-                    grad_weight.astype(dtype, copy=False).reshape(trailing),
-                    grad_bias.astype(dtype, copy=False).reshape(trailing))
+                    narrowed(xp, grad_weight, dtype).reshape(trailing),
+                    narrowed(xp, grad_bias, dtype).reshape(trailing))
         xhat, invstd = _row_statistics(xp, x, normalized_ndim, eps)
         xhat *= invstd
         g = widened(xp, grad.reshape(xhat.shape))
@@ -172,8 +180,8 @@ class ArrayNormOps:
         xhat *= projection
         grad_x -= xhat
         grad_x *= invstd
-        return (grad_x.reshape(x.shape).astype(dtype, copy=False),
-                grad_weight.astype(dtype, copy=False), grad_bias.astype(dtype, copy=False))
+        return (narrowed(xp, grad_x.reshape(x.shape), dtype),
+                narrowed(xp, grad_weight, dtype), narrowed(xp, grad_bias, dtype))
 
     @classmethod
     def rms_norm(cls, x: A, normalized_ndim: int, weight: A | None, eps: float) -> A:
@@ -184,7 +192,7 @@ class ArrayNormOps:
         y = rows * inv
         if weight is not None:
             y *= widened(xp, weight).reshape(-1)
-        return y.reshape(x.shape).astype(dtype, copy=False)
+        return narrowed(xp, y.reshape(x.shape), dtype)
 
     @classmethod
     def rms_norm_backward(cls, x: A, normalized_ndim: int, weight: A | None, grad: A,
@@ -203,8 +211,7 @@ class ArrayNormOps:
         xhat *= projection
         grad_x = g_hat - xhat
         grad_x *= inv
-        return grad_x.reshape(x.shape).astype(dtype, copy=False), grad_weight.astype(dtype,
-                                                                                      copy=False)
+        return narrowed(xp, grad_x.reshape(x.shape), dtype), narrowed(xp, grad_weight, dtype)
 
 
 #: Inputs up to this many elements that the row kernel does not take (a weight of another
@@ -252,6 +259,11 @@ def _kernel_rows(xp: Any, x: A, normalized_ndim: int, *others: A | None) -> A | 
 
 
 _KERNEL_DTYPES = (numpy.dtype(numpy.float32), numpy.dtype(numpy.float64))
+
+
+def _widened(a: A | None) -> A | None:
+    """A NumPy operand of a 16-bit float kernel in float32 (``None`` when absent)."""
+    return None if a is None else widened(numpy, a)
 
 
 def _or_ones(weight: A | None, width: int, dtype: Any) -> A:

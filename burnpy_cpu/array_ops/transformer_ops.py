@@ -18,7 +18,7 @@ from typing import Any, ClassVar
 
 import numpy
 
-from burnpy_cpu.array_ops._shared import ones, widened
+from burnpy_cpu.array_ops._shared import narrowed, ones, widened
 
 A = Any  # an ``xp.ndarray``
 
@@ -95,8 +95,18 @@ class ArrayTransformerOps:
     @classmethod
     def linear(cls, x: A, weight: A, bias: A | None) -> A:
         """``x @ weight.T + bias``: one matmul over the flattened rows, the bias added in
-        place into its fresh result (the composition allocates a second output)."""
+        place into its fresh result (the composition allocates a second output). 16-bit
+        floats of one dtype are multiplied and biased in float32 and rounded once, as torch's
+        CPU kernels (rounding the product first would round twice, and add in 16 bits)."""
         shape = x.shape
+        dtype = x.dtype
+        if dtype.itemsize == 2 and weight.dtype == dtype and (bias is None
+                                                            or bias.dtype == dtype):
+            xp = cls.xp
+            out = widened(xp, x.reshape(-1, shape[-1])) @ widened(xp, weight).T
+            if bias is not None:
+                out += widened(xp, bias)
+            return narrowed(xp, out, dtype).reshape((*shape[:-1], weight.shape[0]))
         out = cls.float_matmul(x.reshape(-1, shape[-1]), weight.T)
         if bias is not None:
             if bias.dtype == out.dtype:
@@ -148,7 +158,7 @@ class ArrayTransformerOps:
                           is_causal: bool) -> A:
         """The softmax weights ``[..., lq, lk]`` (a transposed view of one buffer)."""
         weights = cls._transposed_weights(query, key, mask, scale, is_causal)
-        return weights.astype(query.dtype, copy=False).swapaxes(-1, -2)
+        return narrowed(cls.xp, weights, query.dtype).swapaxes(-1, -2)
 
     @classmethod
     def attention(cls, query: A, key: A, value: A, mask: A | None, scale: float | None,
@@ -160,7 +170,7 @@ class ArrayTransformerOps:
             return _one_query_attention(query, key, value, scale)
         weights = cls._transposed_weights(query, key, mask, scale, is_causal)
         out = xp.matmul(weights.swapaxes(-1, -2), widened(xp, value))
-        return out.astype(query.dtype, copy=False)
+        return narrowed(xp, out, query.dtype)
 
     @classmethod
     def attention_backward(cls, query: A, key: A, value: A, mask: A | None,
@@ -183,8 +193,8 @@ class ArrayTransformerOps:
         grad_query *= s
         grad_key = xp.matmul(grad_scores, q)
         grad_key *= s
-        return (grad_query.astype(dtype, copy=False), grad_key.astype(dtype, copy=False),
-                grad_value.astype(dtype, copy=False))
+        return (narrowed(xp, grad_query, dtype), narrowed(xp, grad_key, dtype),
+                narrowed(xp, grad_value, dtype))
 
     @classmethod
     def embedding_backward(cls, weight: A, grad: A, indices: A) -> A:
@@ -206,4 +216,4 @@ class ArrayTransformerOps:
             ordered = flat[order]
             starts = numpy.flatnonzero(numpy.concatenate(([True], ordered[1:] != ordered[:-1])))
             out[ordered[starts]] = numpy.add.reduceat(rows[order], starts, axis=0)
-        return out.astype(weight.dtype, copy=False)
+        return narrowed(xp, out, weight.dtype)
