@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import re
 from collections import ChainMap
-from collections.abc import MutableMapping, Sequence
+from collections.abc import Iterator, MutableMapping, Sequence
 from typing import TYPE_CHECKING
 
 import onnx
-from onnx import GraphProto, ModelProto, NodeProto
+from onnx import AttributeProto, GraphProto, ModelProto, NodeProto
 
 from burnpy.backend.device import Device
 from burnpy.nn.module import Module
@@ -65,6 +65,33 @@ def _topological(nodes: Sequence[NodeProto], known: set[str]) -> list[NodeProto]
             break
         pending = rest
     return ordered
+
+
+def _names_read(node: NodeProto) -> Iterator[str]:
+    """The value names ``node`` reads: its inputs, and those its subgraphs read (a subgraph
+    sees the enclosing scope's values by name)."""
+    yield from node.input
+    for attr in node.attribute:
+        for graph in (attr.g,) if attr.type == AttributeProto.GRAPH else attr.graphs:
+            for inner in graph.node:
+                yield from _names_read(inner)
+
+
+def _release_after(nodes: Sequence[NodeProto], keep: set[str]) -> list[tuple[str, ...]]:
+    """For each node, the values (not in ``keep``) that no later node reads, to drop once it
+    has run: intermediates are freed as the graph goes, as a runtime's memory planner does,
+    so the allocator reuses warm memory instead of mapping fresh pages for every op."""
+    last: dict[str, int] = {}
+    for i, node in enumerate(nodes):
+        for name in _names_read(node):
+            last[name] = i
+        for name in node.output:
+            last.setdefault(name, i)  # read by no node: dropped once made
+    release: list[list[str]] = [[] for _ in nodes]
+    for name, i in last.items():
+        if name and name not in keep:
+            release[i].append(name)
+    return [tuple(names) for names in release]
 
 
 class PreparedNode:
@@ -213,6 +240,7 @@ class OnnxModule(Module):
         self.output_names = [o.name for o in graph.output]
         self._nodes = _topological(graph.node, set(self.input_names) | set(self.parameter_names))
         self._prepared: list[PreparedNode] | None = None
+        self._release = _release_after(self._nodes, set(self.output_names))
 
     def forward(self, *inputs: Tensor) -> Tensor | tuple[Tensor | None, ...]:
         """Run the graph on ``inputs`` (in the graph's input order)."""
@@ -229,8 +257,10 @@ class OnnxModule(Module):
             values[name] = value
         if self._prepared is None:  # resolved on the first call, which raises what a node lacks
             self._prepared = [self._runner.prepare(node) for node in self._nodes]
-        for node in self._prepared:
+        for node, dead in zip(self._prepared, self._release, strict=True):
             self._runner.run_prepared(node, values)
+            for name in dead:  # its last reader ran: its memory goes back for reuse
+                values.pop(name, None)
         missing = [name for name in self.output_names if name not in values]
         if missing:
             raise OnnxError(f"OnnxModule({self._graph.name!r}): no node produces the "
