@@ -778,16 +778,17 @@ def _attention(b: _Builder, a: dict[str, Any], node: Node) -> list[str]:
     perm = [*range(rank - 2), rank - 1, rank - 2]
     scores = b.one("MatMul", b.one("Mul", q, b.scalar(scale, dtype)),
                    b.one("Transpose", k, perm=perm))
-    minus_inf = b.scalar(float("-inf"), dtype)
     if a["is_causal"]:
         zero, one = b.scalar(0, DType.int64), b.scalar(1, DType.int64)
         lq = b.one("Squeeze", b.one("Shape", q, start=rank - 2, end=rank - 1))
         lk = b.one("Squeeze", b.one("Shape", k, start=rank - 2, end=rank - 1))
         rows = b.one("Unsqueeze", b.one("Range", zero, lq, one), b.const(np.array([1], np.int64)))
         cols = b.one("Range", zero, lk, one)
-        scores = b.one("Where", b.one("Greater", cols, rows), minus_inf, scores)
+        scores = b.one("Where", b.one("Greater", cols, rows), b.scalar(float("-inf"), dtype),
+                       scores)
     if a["mask"] is None:
         return [b.one("MatMul", b.one("Softmax", scores, axis=-1), v)]
+    minus_inf = b.scalar(float("-inf"), dtype)
     scores = b.one("Where", b.v(a["mask"]), scores, minus_inf)
     dead = b.one("Equal", b.one("ReduceMax", scores, b.const(np.array([-1], np.int64)), keepdims=1),
                  minus_inf)
@@ -824,16 +825,28 @@ def _avg_pool(b: _Builder, a: dict[str, Any], node: Node) -> list[str]:
 
 @_translation("adaptive_avg_pool")
 def _adaptive_avg_pool(b: _Builder, a: dict[str, Any], node: Node) -> list[str]:
-    """A global average pool, or an even split into windows (``kernel = stride = in / out``)."""
-    sizes = b.d(a["x"]).shape[2:]
+    """A global average pool, an even split into windows (``kernel = stride = in / out``),
+    or, for windows of several sizes, each spatial dim in turn: the mean of each window
+    ``[floor(i * in / out), ceil((i + 1) * in / out))``, concatenated (windows are products
+    of intervals, so the means along each dim compose)."""
+    sizes = [int(s) for s in b.d(a["x"]).shape[2:]]
     out = [int(s) for s in a["output_size"]]
     if all(o == 1 for o in out):
         return [b.one("GlobalAveragePool", b.v(a["x"]))]
-    if any(s % o for s, o in zip(sizes, out, strict=True)):
-        raise OnnxExportError(f"an adaptive pool from {list(sizes)} to {out} has windows of "
-                              "several sizes, which ONNX's AveragePool cannot write")
-    kernel = [s // o for s, o in zip(sizes, out, strict=True)]
-    return [b.one("AveragePool", b.v(a["x"]), kernel_shape=kernel, strides=kernel)]
+    if not any(s % o for s, o in zip(sizes, out, strict=True)):
+        kernel = [s // o for s, o in zip(sizes, out, strict=True)]
+        return [b.one("AveragePool", b.v(a["x"]), kernel_shape=kernel, strides=kernel)]
+    x = b.v(a["x"])
+    for axis, (size, o) in enumerate(zip(sizes, out, strict=True), start=2):
+        if size == o:
+            continue
+        parts = []
+        for i in range(o):
+            start, stop = (i * size) // o, -((-(i + 1) * size) // o)
+            window = b.one("Slice", x, b.ints([start]), b.ints([stop]), b.ints([axis]))
+            parts.append(b.one("ReduceMean", window, b.ints([axis]), keepdims=1))
+        x = parts[0] if len(parts) == 1 else b.one("Concat", *parts, axis=axis)
+    return [x]
 
 
 @_translation(*_kinds("reshape"))
@@ -931,16 +944,21 @@ def _cast(b: _Builder, a: dict[str, Any], node: Node) -> list[str]:
     return [b.one("Cast", b.v(a["tensor"]), to=_onnx_type(dtype, node.op))]
 
 
-def _reduce(op_type: str, keep: bool) -> Translation:
-    """A reduction over one dim (kept, as the protocol's ``_dim`` ops) or over all of them
+def _reduced(b: _Builder, x: str, op_type: str, keep: bool, a: dict[str, Any],
+             node: Node) -> str:
+    """``x`` reduced over ``a["dim"]``, kept (the protocol's ``_dim`` ops), or over all dims
     (the protocol's result shaped as recorded)."""
+    if keep:
+        return b.one(op_type, x, b.const(np.array([int(a["dim"])], np.int64)), keepdims=1)
+    out = b.one(op_type, x, keepdims=0)
+    shape = b.graph.values[node.outputs[0]].desc.shape
+    return out if not shape else b.one("Reshape", out, b.ints(list(shape)))
+
+
+def _reduce(op_type: str, keep: bool) -> Translation:
+    """A reduction over one dim or all of them (see ``_reduced``)."""
     def translate(b: _Builder, a: dict[str, Any], node: Node) -> list[str]:
-        x = b.v(a["tensor"])
-        if keep:
-            return [b.one(op_type, x, b.const(np.array([int(a["dim"])], np.int64)), keepdims=1)]
-        out = b.one(op_type, x, keepdims=0)
-        shape = b.graph.values[node.outputs[0]].desc.shape
-        return [out if not shape else b.one("Reshape", out, b.ints(list(shape)))]
+        return [_reduced(b, b.v(a["tensor"]), op_type, keep, a, node)]
     return translate
 
 
@@ -1024,3 +1042,422 @@ def _slogdet(b: _Builder, a: dict[str, Any], node: Node) -> list[str]:
     det = b.one("Det", b.v(a["tensor"]))
     return [b.one("Sign", det), b.one("Log", b.one("Abs", det))]
 
+
+
+# ---- more elementwise math ----------------------------------------------------------------------
+
+for _name, _onnx in (("float_asinh", "Asinh"), ("float_acosh", "Acosh"), ("float_atanh", "Atanh"),
+                     ("float_is_nan", "IsNaN"), ("float_is_inf", "IsInf"),
+                     ("int_bitwise_not", "BitwiseNot")):
+    TRANSLATIONS[_name] = _unary(_onnx)
+for _op, _onnx in (("and", "BitwiseAnd"), ("or", "BitwiseOr"), ("xor", "BitwiseXor")):
+    TRANSLATIONS[f"int_bitwise_{_op}"] = _binary(_onnx)
+TRANSLATIONS["int_matmul"] = _binary("MatMul")
+TRANSLATIONS["int_powi_scalar"] = lambda b, a, n: [
+    b.one("Pow", b.v(a["tensor"]), b.scalar(int(a["exponent"]), b.d(a["tensor"]).dtype))]
+
+
+@_translation("float_not_equal", "int_not_equal", "bool_not_equal")
+def _not_equal(b: _Builder, a: dict[str, Any], node: Node) -> list[str]:
+    return [b.one("Not", b.one("Equal", b.v(a["lhs"]), b.v(a["rhs"])))]
+
+
+@_translation("float_clamp_min", "float_clamp_max", "int_clamp")
+def _clamp_variants(b: _Builder, a: dict[str, Any], node: Node) -> list[str]:
+    """``Clip`` with the one bound the op names (both for ``int_clamp``)."""
+    dtype = b.d(a["tensor"]).dtype
+    low, high = a.get("min"), a.get("max")
+    return [b.one("Clip", b.v(a["tensor"]), "" if low is None else b.scalar(low, dtype),
+                  "" if high is None else b.scalar(high, dtype))]
+
+
+@_translation("float_trunc")
+def _trunc(b: _Builder, a: dict[str, Any], node: Node) -> list[str]:
+    x = b.v(a["tensor"])
+    negative = b.one("Less", x, b.scalar(0.0, b.d(a["tensor"]).dtype))
+    return [b.one("Where", negative, b.one("Ceil", x), b.one("Floor", x))]
+
+
+@_translation("float_log1p")
+def _log1p(b: _Builder, a: dict[str, Any], node: Node) -> list[str]:
+    """``log(u) * x / (u - 1)`` with ``u = 1 + x`` (exact where ``u`` rounds to 1), which
+    keeps the relative accuracy of small ``x`` that ``log(1 + x)`` loses."""
+    x, dtype = b.v(a["tensor"]), b.d(a["tensor"]).dtype
+    one = b.scalar(1.0, dtype)
+    u = b.one("Add", x, one)
+    shifted = b.one("Sub", u, one)
+    exact = b.one("Equal", shifted, b.scalar(0.0, dtype))
+    safe = b.one("Where", exact, one, shifted)
+    scaled = b.one("Mul", b.one("Log", u), b.one("Div", x, safe))
+    # u = inf (x = inf) gives inf * (inf / inf); log(u) is right there.
+    return [b.one("Where", exact, x, b.one("Where", b.one("IsInf", u), b.one("Log", u), scaled))]
+
+
+@_translation("float_expm1")
+def _expm1(b: _Builder, a: dict[str, Any], node: Node) -> list[str]:
+    """``(u - 1) * x / log(u)`` with ``u = exp(x)`` (Kahan's form, accurate for small
+    ``x``), ``x`` where ``u`` rounds to 1 and ``u - 1`` where ``log(u)`` is infinite."""
+    x, dtype = b.v(a["tensor"]), b.d(a["tensor"]).dtype
+    one = b.scalar(1.0, dtype)
+    u = b.one("Exp", x)
+    shifted = b.one("Sub", u, one)
+    log_u = b.one("Log", u)
+    exact = b.one("Equal", shifted, b.scalar(0.0, dtype))
+    far = b.one("Or", exact, b.one("IsInf", log_u))
+    scaled = b.one("Mul", shifted, b.one("Div", x, b.one("Where", far, one, log_u)))
+    return [b.one("Where", exact, x, b.one("Where", b.one("IsInf", log_u), shifted, scaled))]
+
+
+@_translation("float_erfc")
+def _erfc(b: _Builder, a: dict[str, Any], node: Node) -> list[str]:
+    """``1 - erf(x)``: ONNX has no erfc, so far in the right tail (``x > 3``, erfc below
+    2e-5) the result keeps only the absolute accuracy of ``erf``."""
+    return [b.one("Sub", b.scalar(1.0, b.d(a["tensor"]).dtype), b.one("Erf", b.v(a["tensor"])))]
+
+
+@_translation("float_atan2")
+def _atan2(b: _Builder, a: dict[str, Any], node: Node) -> list[str]:
+    """``atan(y / x)`` moved to the quadrant of ``(x, y)``, ``±pi/2`` on the y axis."""
+    y, x, dtype = b.v(a["lhs"]), b.v(a["rhs"]), b.d(a["lhs"]).dtype
+    zero = b.scalar(0.0, dtype)
+    angle = b.one("Atan", b.one("Div", y, x))
+    up = b.one("GreaterOrEqual", y, zero)
+    pi = b.one("Where", up, b.scalar(math.pi, dtype), b.scalar(-math.pi, dtype))
+    left = b.one("Add", angle, pi)
+    axis = b.one("Mul", b.one("Sign", y), b.scalar(math.pi / 2, dtype))
+    return [b.one("Where", b.one("Greater", x, zero), angle,
+                  b.one("Where", b.one("Less", x, zero), left, axis))]
+
+
+@_translation("float_hypot")
+def _hypot(b: _Builder, a: dict[str, Any], node: Node) -> list[str]:
+    x, y = b.v(a["lhs"]), b.v(a["rhs"])
+    return [b.one("Sqrt", b.one("Add", b.one("Mul", x, x), b.one("Mul", y, y)))]
+
+
+@_translation("float_logaddexp", "float_logaddexp2")
+def _logaddexp(b: _Builder, a: dict[str, Any], node: Node) -> list[str]:
+    """``max + log(1 + exp(-|lhs - rhs|))`` (base 2 for ``logaddexp2``); ``max`` itself
+    where both are infinite alike."""
+    x, y, dtype = b.v(a["lhs"]), b.v(a["rhs"]), b.d(a["lhs"]).dtype
+    ln2 = math.log(2.0)
+    two = node.op.endswith("2")
+    top = b.one("Max", x, y)
+    gap = b.one("Neg", b.one("Abs", b.one("Sub", x, y)))
+    if two:
+        gap = b.one("Mul", gap, b.scalar(ln2, dtype))
+    tail = b.one("Log", b.one("Add", b.scalar(1.0, dtype), b.one("Exp", gap)))
+    if two:
+        tail = b.one("Mul", tail, b.scalar(1.0 / ln2, dtype))
+    return [b.one("Where", b.one("IsInf", top), top, b.one("Add", top, tail))]
+
+
+@_translation("float_remainder", "float_remainder_scalar", "int_remainder",
+              "int_remainder_scalar")
+def _remainder(b: _Builder, a: dict[str, Any], node: Node) -> list[str]:
+    """The remainder with the divisor's sign: ``Mod`` (Python's for ints; for floats C's
+    ``fmod``, then moved by the divisor where the signs differ, as NumPy does)."""
+    x, desc = b.v(a["lhs"]), b.d(a["lhs"])
+    y = b.scalar(a["rhs"], desc.dtype) if node.op.endswith("_scalar") else b.v(a["rhs"])
+    if node.op.startswith("int"):
+        return [b.one("Mod", x, y, fmod=0)]
+    zero = b.scalar(0.0, desc.dtype)
+    r = b.one("Mod", x, y, fmod=1)
+    differ = b.one("Xor", b.one("Less", r, zero), b.one("Less", y, zero))
+    fix = b.one("And", differ, b.one("Not", b.one("Equal", r, zero)))
+    return [b.one("Where", fix, b.one("Add", r, y), r)]
+
+
+@_translation("int_div", "int_div_scalar")
+def _floor_div(b: _Builder, a: dict[str, Any], node: Node) -> list[str]:
+    """Floor division: ONNX's ``Div`` truncates, so one less where the signs differ and the
+    division is inexact."""
+    x, dtype = b.v(a["lhs"]), b.d(a["lhs"]).dtype
+    y = b.scalar(a["rhs"], dtype) if node.op.endswith("_scalar") else b.v(a["rhs"])
+    q = b.one("Div", x, y)
+    zero = b.scalar(0, dtype)
+    inexact = b.one("Not", b.one("Equal", b.one("Mul", q, y), x))
+    differ = b.one("Xor", b.one("Less", x, zero), b.one("Less", y, zero))
+    return [b.one("Sub", q, b.one("Cast", b.one("And", inexact, differ), to=TO_ONNX[dtype]))]
+
+
+@_translation("int_bitwise_left_shift", "int_bitwise_right_shift")
+def _shift(b: _Builder, a: dict[str, Any], node: Node) -> list[str]:
+    """ONNX's ``BitShift`` takes unsigned ints: a left shift goes through the two's
+    complement bits; an arithmetic right shift of a negative ``x`` is ``~(~x >> s)``."""
+    x, dtype = b.v(a["lhs"]), b.d(a["lhs"]).dtype
+    unsigned = {DType.int64: DType.uint64, DType.int32: DType.uint32, DType.int16: DType.uint16,
+                DType.int8: DType.uint8}.get(dtype, dtype)
+    shift = b.one("Cast", b.v(a["rhs"]), to=TO_ONNX[unsigned])
+    if node.op.endswith("left_shift"):
+        bits = b.one("BitShift", b.one("Cast", x, to=TO_ONNX[unsigned]), shift, direction="LEFT")
+        return [b.one("Cast", bits, to=TO_ONNX[dtype])]
+    negative = b.one("Less", x, b.scalar(0, dtype))
+    magnitude = b.one("Where", negative, b.one("BitwiseNot", x), x)
+    bits = b.one("BitShift", b.one("Cast", magnitude, to=TO_ONNX[unsigned]), shift,
+                 direction="RIGHT")
+    shifted = b.one("Cast", bits, to=TO_ONNX[dtype])
+    return [b.one("Where", negative, b.one("BitwiseNot", shifted), shifted)]
+
+
+@_translation("softplus")
+def _softplus(b: _Builder, a: dict[str, Any], node: Node) -> list[str]:
+    x, dtype, beta = b.v(a["x"]), b.d(a["x"]).dtype, float(a["beta"])
+    if beta == 1.0:
+        return [b.one("Softplus", x)]
+    scaled = b.one("Softplus", b.one("Mul", x, b.scalar(beta, dtype)))
+    return [b.one("Mul", scaled, b.scalar(1.0 / beta, dtype))]
+
+
+@_translation("log_sigmoid")
+def _log_sigmoid(b: _Builder, a: dict[str, Any], node: Node) -> list[str]:
+    return [b.one("Neg", b.one("Softplus", b.one("Neg", b.v(a["x"]))))]
+
+
+@_translation("hard_sigmoid")
+def _hard_sigmoid(b: _Builder, a: dict[str, Any], node: Node) -> list[str]:
+    return [b.one("HardSigmoid", b.v(a["x"]), alpha=float(a["alpha"]), beta=float(a["beta"]))]
+
+
+# ---- more reductions, scans and sorting ---------------------------------------------------------
+
+for _kind in ("float", "int"):
+    TRANSLATIONS[f"{_kind}_prod_dim"] = _reduce("ReduceProd", True)
+    TRANSLATIONS[f"{_kind}_prod"] = _reduce("ReduceProd", False)
+
+
+def _truth(op_type: str, keep: bool) -> Translation:
+    """``any``/``all``: ``ReduceMax``/``ReduceMin`` of the truth values as int32 (ONNX's
+    reductions take no bools)."""
+    def translate(b: _Builder, a: dict[str, Any], node: Node) -> list[str]:
+        desc = b.d(a["tensor"])
+        truth = b.v(a["tensor"]) if desc.dtype == DType.bool_ else b.one(
+            "Not", b.one("Equal", b.v(a["tensor"]), b.scalar(0, desc.dtype)))
+        out = _reduced(b, b.one("Cast", truth, to=TensorProto.INT32), op_type, keep, a, node)
+        return [b.one("Cast", out, to=TensorProto.BOOL)]
+    return translate
+
+
+for _kind in ("float", "int", "bool"):
+    TRANSLATIONS[f"{_kind}_any"] = _truth("ReduceMax", False)
+    TRANSLATIONS[f"{_kind}_any_dim"] = _truth("ReduceMax", True)
+    TRANSLATIONS[f"{_kind}_all"] = _truth("ReduceMin", False)
+    TRANSLATIONS[f"{_kind}_all_dim"] = _truth("ReduceMin", True)
+
+
+def _length(b: _Builder, x: str, dim: int) -> str:
+    """The runtime size of ``x``'s dim ``dim`` (non-negative), a 0-d int64."""
+    return b.one("Squeeze", b.one("Shape", x, start=dim, end=dim + 1))
+
+
+def _upto(b: _Builder, x: str, dim: int, rank: int) -> str:
+    """``[n, n]`` bools, ``[i, j]`` true where ``j <= i`` (``n``: ``x``'s size along ``dim``,
+    read at run time), with ones appended to broadcast against the dims after ``dim``."""
+    zero, one = b.scalar(0, DType.int64), b.scalar(1, DType.int64)
+    steps = b.one("Range", zero, _length(b, x, dim), one)
+    rows = b.one("Unsqueeze", steps, b.const(np.array([1], np.int64)))
+    mask = b.one("LessOrEqual", steps, rows)
+    trailing = rank - 1 - dim
+    if not trailing:
+        return mask
+    return b.one("Unsqueeze", mask, b.const(np.arange(2, 2 + trailing, dtype=np.int64)))
+
+
+def _extreme(dtype: DType, largest: bool) -> float | int:
+    """The identity of a running max (``largest``) or min in ``dtype``."""
+    if dtype.is_float:
+        return float("-inf") if largest else float("inf")
+    info = np.iinfo(dtype.numpy)
+    return int(info.min if largest else info.max)
+
+
+@_translation("float_cumprod", "int_cumprod", "float_cummax_with_indices",
+              "float_cummin_with_indices", "int_cummax_with_indices", "int_cummin_with_indices",
+              "float_cummax", "float_cummin")
+def _running(b: _Builder, a: dict[str, Any], node: Node) -> list[str]:
+    """A running product, max or min along ``dim``: ``x`` seen as ``[..., i, j, ...]`` with
+    the ``j > i`` entries replaced by the op's identity, reduced over ``j``; the running
+    extremes' indices are the last ``j`` reaching them (torch.cummax), by ``ArgMax``."""
+    desc = b.d(a["tensor"])
+    rank = len(desc.shape)
+    dim = int(a["dim"]) % rank
+    x = b.v(a["tensor"])
+    spread = b.one("Unsqueeze", x, b.const(np.array([dim], np.int64)))
+    mask = _upto(b, x, dim, rank)
+    over = b.const(np.array([dim + 1], np.int64))
+    if node.op.endswith("cumprod"):
+        kept = b.one("Where", mask, spread, b.scalar(1, desc.dtype))
+        return [b.one("ReduceProd", kept, over, keepdims=0)]
+    largest = "cummax" in node.op
+    kept = b.one("Where", mask, spread, b.scalar(_extreme(desc.dtype, largest), desc.dtype))
+    values = b.one("ReduceMax" if largest else "ReduceMin", kept, over, keepdims=0)
+    if not node.op.endswith("_with_indices"):
+        return [values]
+    index = b.one("ArgMax" if largest else "ArgMin", kept, axis=dim + 1, keepdims=0,
+                  select_last_index=1)
+    dtype = _out_dtype(b, node, 1)
+    return [values, index if dtype == DType.int64 else b.one("Cast", index, to=TO_ONNX[dtype])]
+
+
+def _top(b: _Builder, a: dict[str, Any], node: Node, k: str, largest: bool) -> list[str]:
+    """``TopK`` along ``a["dim"]`` (equal values in index order, so a stable sort), its
+    indices cast to the recorded int dtype."""
+    rank = len(b.d(a["tensor"]).shape)
+    values, index = b.emit("TopK", [b.v(a["tensor"]), k], 2, axis=int(a["dim"]) % rank,
+                           largest=int(largest), sorted=1)
+    dtype = _out_dtype(b, node, len(node.outputs) - 1)
+    if dtype != DType.int64:
+        index = b.one("Cast", index, to=TO_ONNX[dtype])
+    return [values, index]
+
+
+@_translation("float_sort_with_indices", "int_sort_with_indices", "float_sort", "float_argsort",
+              "int_argsort")
+def _sort(b: _Builder, a: dict[str, Any], node: Node) -> list[str]:
+    """A stable sort: ``TopK`` of all the dim's values (its size read at run time)."""
+    rank = len(b.d(a["tensor"]).shape)
+    dim = int(a["dim"]) % rank
+    k = b.one("Shape", b.v(a["tensor"]), start=dim, end=dim + 1)
+    values, index = _top(b, a, node, k, bool(a["descending"]))
+    if node.op.endswith("_argsort"):
+        return [index]
+    return [values] if node.op == "float_sort" else [values, index]
+
+
+@_translation("float_topk_with_indices")
+def _topk(b: _Builder, a: dict[str, Any], node: Node) -> list[str]:
+    return _top(b, a, node, b.ints([a["k"]]), bool(a["largest"]))
+
+
+# ---- more layout and indexing -------------------------------------------------------------------
+
+@_translation(*_kinds("flip"))
+def _flip(b: _Builder, a: dict[str, Any], node: Node) -> list[str]:
+    axes = [int(x) for x in a["axes"]]
+    if not axes:
+        return [b.one("Identity", b.v(a["tensor"]))]
+    n = len(axes)
+    return [b.one("Slice", b.v(a["tensor"]), b.ints([-1] * n),
+                  b.ints([int(np.iinfo(np.int64).min)] * n), b.ints(axes), b.ints([-1] * n))]
+
+
+@_translation(*_kinds("unfold"))
+def _unfold(b: _Builder, a: dict[str, Any], node: Node) -> list[str]:
+    """Windows ``start + [0, size)`` for ``start`` in ``range(0, n - size + 1, step)``
+    (``n`` read at run time) gathered along ``dim``, the window dim moved last."""
+    x, rank = b.v(a["tensor"]), len(b.d(a["tensor"]).shape)
+    dim, size, step = int(a["dim"]) % rank, int(a["size"]), int(a["step"])
+    end = b.one("Sub", _length(b, x, dim), b.scalar(size - 1, DType.int64))
+    starts = b.one("Range", b.scalar(0, DType.int64), end, b.scalar(step, DType.int64))
+    windows = b.one("Add", b.one("Unsqueeze", starts, b.const(np.array([1], np.int64))),
+                    b.const(np.arange(size, dtype=np.int64)))
+    taken = b.one("Gather", x, windows, axis=dim)   # [..., count, size, ...]
+    perm = [*range(dim + 1), *range(dim + 2, rank + 1), dim + 1]
+    return [b.one("Transpose", taken, perm=perm)]
+
+
+@_translation("float_scatter", "int_scatter", "float_scatter_add", "int_scatter_add")
+def _scatter(b: _Builder, a: dict[str, Any], node: Node) -> list[str]:
+    """``ScatterElements`` (summing for ``scatter_add``), the values cut to the indices'
+    shape as the protocol reads them."""
+    values = b.v(a["values"])
+    indices, values_desc = b.d(a["indices"]), b.d(a["values"])
+    if values_desc.shape != indices.shape:
+        rank = len(indices.shape)
+        values = b.one("Slice", values, b.ints([0] * rank), b.ints(list(indices.shape)),
+                       b.ints(list(range(rank))))
+    reduction = "add" if node.op.endswith("_add") else "none"
+    return [b.one("ScatterElements", b.v(a["tensor"]), b.v(a["indices"]), values,
+                  axis=int(a["dim"]), reduction=reduction)]
+
+
+@_translation("float_select_add", "int_select_add", "float_select_assign",
+              "int_select_assign")
+def _select_write(b: _Builder, a: dict[str, Any], node: Node) -> list[str]:
+    """``index_add``/``index_copy`` along ``dim``: the 1-d indices broadcast to the values'
+    shape, then ``ScatterElements``."""
+    rank = len(b.d(a["tensor"]).shape)
+    dim = int(a["dim"]) % rank
+    values = b.v(a["values"])
+    axes = np.array([d for d in range(rank) if d != dim], np.int64)
+    lined = b.one("Unsqueeze", b.v(a["indices"]), b.const(axes)) if axes.size else b.v(
+        a["indices"])
+    spread = b.one("Expand", lined, b.one("Shape", values))
+    reduction = "add" if node.op.endswith("_add") else "none"
+    return [b.one("ScatterElements", b.v(a["tensor"]), spread, values, axis=dim,
+                  reduction=reduction)]
+
+
+# ---- more of the nn ops -------------------------------------------------------------------------
+
+@_translation("conv_transpose")
+def _conv_transpose(b: _Builder, a: dict[str, Any], node: Node) -> list[str]:
+    options = a["options"]
+    inputs = [b.v(a["x"]), b.v(a["weight"])] + ([b.v(a["bias"])] if a["bias"] is not None
+                                                 else [])
+    padding = list(options.padding)
+    return [b.one("ConvTranspose", *inputs, strides=list(options.stride),
+                  pads=padding + padding, dilations=list(options.dilation),
+                  output_padding=list(options.padding_out), group=int(options.groups))]
+
+
+@_translation("interpolate")
+def _interpolate(b: _Builder, a: dict[str, Any], node: Node) -> list[str]:
+    """``Resize`` of the two spatial dims to ``output_size``: nearest as torch (source
+    ``floor(i * in / out)``), bilinear with torch's half-pixel or corner-aligned
+    coordinates."""
+    if a["mode"] == "nearest":
+        modes = dict(mode="nearest", coordinate_transformation_mode="asymmetric",
+                     nearest_mode="floor")
+    else:
+        modes = dict(mode="linear", coordinate_transformation_mode=(
+            "align_corners" if a["align_corners"] else "pytorch_half_pixel"))
+    return [b.one("Resize", b.v(a["x"]), "", "", b.ints(list(a["output_size"])), axes=[2, 3],
+                  **modes)]
+
+
+@_translation("batch_norm")
+def _batch_norm(b: _Builder, a: dict[str, Any], node: Node) -> list[str]:
+    """Training-mode batch normalization with the batch's statistics: ``(y, mean, var)``,
+    ``var`` biased, over every dim but the channels (dim 1)."""
+    x, desc = b.v(a["x"]), b.d(a["x"])
+    rank, dtype = len(desc.shape), desc.dtype
+    over = b.const(np.array([0, *range(2, rank)], np.int64))
+    mean = b.one("ReduceMean", x, over, keepdims=1)
+    centered = b.one("Sub", x, mean)
+    var = b.one("ReduceMean", b.one("Mul", centered, centered), over, keepdims=1)
+    y = b.one("Div", centered, b.one("Sqrt", b.one("Add", var, b.scalar(float(a["eps"]),
+                                                                          dtype))))
+    channels = b.const(np.array([-1, *([1] * (rank - 2))], np.int64))
+    if a["weight"] is not None:
+        y = b.one("Mul", y, b.one("Reshape", b.v(a["weight"]), channels))
+    if a["bias"] is not None:
+        y = b.one("Add", y, b.one("Reshape", b.v(a["bias"]), channels))
+    flat = b.const(np.array([-1], np.int64))
+    return [y, b.one("Reshape", mean, flat), b.one("Reshape", var, flat)]
+
+
+@_translation("float_cholesky")
+def _cholesky(b: _Builder, a: dict[str, Any], node: Node) -> list[str]:
+    """The lower Cholesky factor, unrolled over the ``n`` columns (``n`` as recorded; ONNX
+    has no factorization): column ``j`` is ``A[:, j] - L[:, :j] @ L[j, :j]``, divided by the
+    square root of its ``j``-th entry, zero above it. A matrix that is not positive
+    definite gives NaN."""
+    x, desc = b.v(a["tensor"]), b.d(a["tensor"])
+    rank, n, dtype = len(desc.shape), desc.shape[-1], desc.dtype
+    rows, cols = b.ints([rank - 2]), b.ints([rank - 1])
+    swap = [*range(rank - 2), rank - 1, rank - 2]
+    zero = b.scalar(0.0, dtype)
+    columns: list[str] = []
+    for j in range(n):
+        column = b.one("Slice", x, b.ints([j]), b.ints([j + 1]), cols)       # [..., n, 1]
+        if columns:
+            done = columns[0] if len(columns) == 1 else b.one("Concat", *columns, axis=-1)
+            row = b.one("Slice", done, b.ints([j]), b.ints([j + 1]), rows)   # [..., 1, j]
+            column = b.one("Sub", column, b.one("MatMul", done,
+                                                b.one("Transpose", row, perm=swap)))
+        pivot = b.one("Slice", column, b.ints([j]), b.ints([j + 1]), rows)  # [..., 1, 1]
+        scaled = b.one("Div", column, b.one("Sqrt", pivot))
+        below = b.const((np.arange(n) >= j).reshape(n, 1))
+        columns.append(b.one("Where", below, scaled, zero))
+    return [columns[0] if n == 1 else b.one("Concat", *columns, axis=-1)]
