@@ -163,6 +163,14 @@ class LlamaAttention(nn.Module):
         q, k = q * cos + _rotate_half(q) * sin, k * cos + _rotate_half(k) * sin
         if cache is not None:
             k, v = cache.update(k, v, self.layer_idx)
+        kv = self.num_key_value_heads
+        if t == 1 and mask.mask is None and kv != self.num_heads and not self.training:
+            # a decoding step: each key/value head's query heads attend as one group, so the
+            # cached keys and values are read in place instead of repeated per query head
+            groups = self.num_heads // kv
+            y = F.scaled_dot_product_attention(
+                q.reshape(b, kv, groups, 1, d), k.unsqueeze(2), v.unsqueeze(2), scale=d ** -0.5)
+            return self.o_proj(y.reshape(b, 1, self.num_heads * d))
         y = F.scaled_dot_product_attention(
             q, k, v, attn_mask=mask.mask, is_causal=mask.is_causal, scale=d ** -0.5,
             enable_gqa=self.num_heads != self.num_key_value_heads,
