@@ -1117,11 +1117,15 @@ def _erfc(b: _Builder, a: dict[str, Any], node: Node) -> list[str]:
 
 @_translation("float_atan2")
 def _atan2(b: _Builder, a: dict[str, Any], node: Node) -> list[str]:
-    """``atan(y / x)`` moved to the quadrant of ``(x, y)``, ``±pi/2`` on the y axis."""
+    """``atan(y / x)`` moved to the quadrant of ``(x, y)`` (``y``'s zeros signed, as
+    NumPy's), ``±pi/2`` on the y axis."""
     y, x, dtype = b.v(a["lhs"]), b.v(a["rhs"]), b.d(a["lhs"]).dtype
     zero = b.scalar(0.0, dtype)
     angle = b.one("Atan", b.one("Div", y, x))
-    up = b.one("GreaterOrEqual", y, zero)
+    # The upper half plane includes +0 but not -0: 1/y keeps a zero's sign.
+    signed_zero = b.one("And", b.one("Equal", y, zero),
+                        b.one("Greater", b.one("Reciprocal", y), zero))
+    up = b.one("Or", b.one("Greater", y, zero), signed_zero)
     pi = b.one("Where", up, b.scalar(math.pi, dtype), b.scalar(-math.pi, dtype))
     left = b.one("Add", angle, pi)
     axis = b.one("Mul", b.one("Sign", y), b.scalar(math.pi / 2, dtype))
@@ -1428,11 +1432,11 @@ def _batch_norm(b: _Builder, a: dict[str, Any], node: Node) -> list[str]:
     var = b.one("ReduceMean", b.one("Mul", centered, centered), over, keepdims=1)
     y = b.one("Div", centered, b.one("Sqrt", b.one("Add", var, b.scalar(float(a["eps"]),
                                                                           dtype))))
-    channels = b.const(np.array([-1, *([1] * (rank - 2))], np.int64))
+    channels = [-1, *([1] * (rank - 2))]
     if a["weight"] is not None:
-        y = b.one("Mul", y, b.one("Reshape", b.v(a["weight"]), channels))
+        y = b.one("Mul", y, b.one("Reshape", b.v(a["weight"]), b.ints(channels)))
     if a["bias"] is not None:
-        y = b.one("Add", y, b.one("Reshape", b.v(a["bias"]), channels))
+        y = b.one("Add", y, b.one("Reshape", b.v(a["bias"]), b.ints(channels)))
     flat = b.const(np.array([-1], np.int64))
     return [y, b.one("Reshape", mean, flat), b.one("Reshape", var, flat)]
 

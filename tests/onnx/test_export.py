@@ -1,7 +1,10 @@
-"""``bp.onnx.export``: the digits CNN, the GPT example, a linalg function and the ``bp.models``
-architectures written as ONNX, checked by ``onnx.checker`` (full check), run by onnxruntime
-against burnpy's own outputs (1e-5 relative, float32) and NumPy's for the linalg, loaded back
-with ``bp.onnx.load``, and run at other batch and sequence sizes with dynamic axes."""
+"""``bp.onnx.export``: the digits CNN, the GPT example, a linalg function and every ``bp.models``
+architecture (GPT-2, Llama, BERT and its heads, ViT, ResNet) written as ONNX, checked by
+``onnx.checker`` (full check), run by onnxruntime against burnpy's own outputs (1e-5 relative,
+float32) and NumPy's for the linalg, loaded back with ``bp.onnx.load``, and run at other batch
+and sequence sizes with dynamic axes; then the translations of the protocol ops users commonly
+reach (sorting, scans, scatters, transposed convolutions, pools, resizes, integer and
+elementwise math, Cholesky), each compared with burnpy."""
 
 from __future__ import annotations
 
@@ -22,6 +25,7 @@ from burnpy.examples.gpt_model import GPT, GPTConfig
 from burnpy.nn import functional as F
 from burnpy.onnx import OnnxExportError
 from burnpy.onnx.export import TRANSLATIONS, Sym
+from burnpy.tensor._core import FLOAT, INT, new
 from burnpy_cpu import CpuBackend
 
 ort = pytest.importorskip("onnxruntime")
@@ -119,12 +123,38 @@ def test_digits_cnn_with_a_dynamic_batch() -> None:
         _close(_run(proto, (x,)), [model(x).to_numpy()])
 
 
+def _tiny_gpt2_base() -> nn.Module:
+    return models.GPT2Model(models.GPT2Config(vocab_size=50, n_positions=16, n_embd=8,
+                                              n_layer=2, n_head=2), backend=B)
+
+
+def _tiny_llama_base() -> nn.Module:
+    return models.LlamaModel(models.LlamaConfig(
+        vocab_size=50, hidden_size=8, intermediate_size=16, num_hidden_layers=2,
+        num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=16), backend=B)
+
+
+_BERT: dict[str, Any] = dict(
+    vocab_size=50, hidden_size=8, num_hidden_layers=2, num_attention_heads=2,
+    intermediate_size=16, max_position_embeddings=16, num_labels=3)
+
+
+def _ids_of(b: int, t: int) -> tuple[bp.Tensor, ...]:
+    return (_ids(b, t, b * t),)
+
+
 CASES: dict[str, tuple[Callable[[], nn.Module], Callable[[int, int], tuple[bp.Tensor, ...]],
                        list[str]]] = {
-    "gpt_example": (_gpt, lambda b, t: (_ids(b, t, b * t),), ["input_ids"]),
-    "gpt2": (_tiny_gpt2, lambda b, t: (_ids(b, t, b * t),), ["input_ids"]),
-    "llama": (_tiny_llama, lambda b, t: (_ids(b, t, b * t),), ["input_ids"]),
+    "gpt_example": (_gpt, _ids_of, ["input_ids"]),
+    "gpt2": (_tiny_gpt2, _ids_of, ["input_ids"]),
+    "gpt2_base": (_tiny_gpt2_base, _ids_of, ["input_ids"]),
+    "llama": (_tiny_llama, _ids_of, ["input_ids"]),
+    "llama_base": (_tiny_llama_base, _ids_of, ["input_ids"]),
     "bert": (_tiny_bert, _bert_inputs, ["input_ids", "attention_mask"]),
+    "bert_masked_lm": (lambda: models.BertForMaskedLM(models.BertConfig(**_BERT), backend=B),
+                       _bert_inputs, ["input_ids", "attention_mask"]),
+    "bert_classifier": (lambda: models.BertForSequenceClassification(
+        models.BertConfig(**_BERT), backend=B), _bert_inputs, ["input_ids", "attention_mask"]),
 }
 
 
@@ -135,6 +165,7 @@ def test_language_models_export_and_run_at_other_sizes(case: str) -> None:
     axes = {name: {0: "batch", 1: "seq"} for name in names}
     proto = bp.onnx.export(model, inputs(2, 5), None, input_names=names, dynamic_axes=axes)
     onnx.checker.check_model(proto, full_check=True)
+    assert not _unused_initializers(proto)
     for batch, seq in ((2, 5), (3, 7), (1, 3), (4, 2)):
         args = inputs(batch, seq)
         _close(_run(proto, args), _outputs(model(*args)))
@@ -148,6 +179,77 @@ def test_round_trip_through_bp_onnx_load(case: str) -> None:
     loaded = bp.onnx.load(bp.onnx.export(model, args, None), backend=B)
     result = loaded(*args)
     _close(_outputs(result), _outputs(model(*args)))
+
+
+def _with_statistics(model: nn.Module) -> nn.Module:
+    """``model`` with random BatchNorm running statistics (not 0 and 1), so the eval-mode
+    normalization is visible in the outputs."""
+    rng = np.random.default_rng(5)
+    state = {name: rng.normal(0.0, 0.2, t.shape) if name.endswith("running_mean") else
+             rng.uniform(0.5, 1.5, t.shape) for name, t in model.named_buffers()
+             if name.endswith(("running_mean", "running_var"))}
+    model.load_state_dict({k: v.astype(np.float32) for k, v in state.items()}, strict=False)
+    return model
+
+
+_VIT: dict[str, Any] = dict(
+    hidden_size=16, num_hidden_layers=2, num_attention_heads=4, intermediate_size=24,
+    image_size=8, patch_size=4, num_labels=3)
+_RESNET_BASIC: dict[str, Any] = dict(
+    embedding_size=8, hidden_sizes=[8, 16], depths=[1, 2], layer_type="basic", num_labels=3)
+_RESNET_BOTTLENECK: dict[str, Any] = dict(
+    num_channels=2, embedding_size=8, hidden_sizes=[16, 32], depths=[2, 1],
+    layer_type="bottleneck", hidden_act="gelu", downsample_in_first_stage=True,
+    downsample_in_bottleneck=True)
+
+#: Each vision model, built, and its images' ``(channels, height, width)``.
+VISION: dict[str, tuple[Callable[[], nn.Module], tuple[int, int, int]]] = {
+    "vit": (lambda: models.ViTModel(models.ViTConfig(**_VIT), backend=B), (3, 8, 8)),
+    "vit_classifier": (lambda: models.ViTForImageClassification(models.ViTConfig(**_VIT),
+                                                                backend=B), (3, 8, 8)),
+    "resnet_bottleneck": (lambda: _with_statistics(models.ResNetModel(
+        models.ResNetConfig(**_RESNET_BOTTLENECK), backend=B)), (2, 32, 32)),
+    "resnet_classifier": (lambda: _with_statistics(models.ResNetForImageClassification(
+        models.ResNetConfig(**_RESNET_BASIC), backend=B)), (3, 32, 32)),
+}
+
+
+def _unused_initializers(proto: onnx.ModelProto) -> list[str]:
+    used = {i for n in proto.graph.node for i in n.input}
+    return [i.name for i in proto.graph.initializer if i.name not in used]
+
+
+@pytest.mark.parametrize("case", list(VISION))
+def test_vision_models_export_with_a_dynamic_batch_and_load_back(case: str) -> None:
+    build, (channels, height, width) = VISION[case]
+    model = build().eval()
+    images = _floats((2, channels, height, width))
+    proto = bp.onnx.export(model, (images,), None, input_names=["pixel_values"],
+                           dynamic_axes={"pixel_values": {0: "batch"}})
+    onnx.checker.check_model(proto, full_check=True)
+    assert not _unused_initializers(proto)
+    assert all(o.type.tensor_type.shape.dim[0].dim_param == "batch" for o in proto.graph.output)
+    for batch in (2, 3, 5):
+        x = _floats((batch, channels, height, width), batch)
+        _close(_run(proto, (x,)), _outputs(model(x)))
+    x = _floats((3, channels, height, width), 7)
+    _close(_outputs(bp.onnx.load(proto, backend=B)(x)), _outputs(model(x)))
+
+
+def test_vit_with_interpolated_position_embeddings_exports() -> None:
+    """Images larger than the config's: the position embeddings are resized (bicubic) inside
+    the recorded run, so the export at that image size matches burnpy's."""
+    model = models.ViTModel(models.ViTConfig(**_VIT), backend=B).eval()
+
+    def larger(pixel_values: bp.Tensor) -> Any:
+        return model(pixel_values, interpolate_pos_encoding=True)
+
+    proto = bp.onnx.export(larger, (_floats((2, 3, 12, 12)),), None,
+                           input_names=["pixel_values"],
+                           dynamic_axes={"pixel_values": {0: "batch"}})
+    for batch in (2, 4):
+        x = _floats((batch, 3, 12, 12), batch)
+        _close(_run(proto, (x,)), _outputs(larger(x)))
 
 
 def test_output_names_follow_the_models_fields() -> None:
@@ -294,3 +396,196 @@ def test_a_model_on_fusion_over_autodiff_exports() -> None:
     proto = bp.onnx.export(model, x, None)
     assert all(p.backend is backend for p in model.parameters())
     _close(_run(proto, (x,)), [model(x).to_numpy()])
+
+
+def _translated(fn: Callable[..., Any], args: tuple[bp.Tensor, ...],
+                dynamic_axes: dict[str, dict[int, str]] | None = None) -> onnx.ModelProto:
+    """``fn`` exported (every initializer read), run by onnxruntime and compared with
+    burnpy's outputs."""
+    names = [f"input_{i}" for i in range(len(args))]
+    proto = bp.onnx.export(fn, args, None, input_names=names, dynamic_axes=dynamic_axes)
+    assert not _unused_initializers(proto)
+    _close(_run(proto, args), _outputs(fn(*args)))
+    return proto
+
+
+def _protocol(x: bp.Tensor, op: str, *params: Any) -> tuple[bp.Tensor, ...]:
+    """A protocol op called directly on ``x``'s backend (the ops a Tensor method reaches
+    only through another), its results as tensors of their kinds."""
+    out = getattr(x.backend, op)(x.primitive, *params)
+    outs = out if isinstance(out, tuple) else (out,)
+    return tuple(new(x.backend, p, FLOAT if np.dtype(p.dtype).kind == "f" else INT)
+                 for p in outs)
+
+
+def _sorting_and_scans(x: bp.Tensor, ties: bp.Tensor, ints: bp.Tensor) -> tuple[Any, ...]:
+    """Sorts (stable, both directions, ints too), top-k, running products and extremes (the
+    index where each was reached, ties included), products and the compositions over them."""
+    return (x.sort(-1), ties.sort(0, descending=True), ties.sort(1), x.argsort(1), x.topk(2, 1),
+            x.topk(2, 0, largest=False), ints.sort(1, descending=True), ints.argsort(0),
+            _protocol(x, "float_topk_with_indices", 3, 1, False),
+            _protocol(x, "float_sort", 0, True), _protocol(x, "float_argsort", 1, False),
+            _protocol(ints, "int_argsort", 1, True),
+            _protocol(ties, "float_cummax", 1), _protocol(ties, "float_cummin", 0),
+            x.cumprod(1), ints.cumprod(0), ties.cummax(1), ties.cummin(0), ints.cummax(1),
+            ints.cummin(1), x.prod(1), x.prod(), ints.prod(0), x.logcumsumexp(1),
+            x.kthvalue(2, 1), x.median(1))
+
+
+def test_sorting_scans_and_products_match_burnpy() -> None:
+    rng = np.random.default_rng(11)
+    x = _floats((4, 5), 11)
+    ties = bp.Tensor.from_numpy(rng.integers(-2, 3, (4, 5)).astype(np.float32), backend=B)
+    ints = bp.Tensor.from_numpy(rng.integers(-3, 4, (4, 5)).astype(np.int64), backend=B)
+    proto = _translated(_sorting_and_scans, (x, ties, ints))
+    assert {"TopK", "ReduceProd", "ArgMax", "ArgMin"} <= {n.op_type for n in proto.graph.node}
+
+
+def test_sorts_scans_and_windows_follow_dynamic_dims() -> None:
+    """The sorted length, the running-op masks and the number of windows are read from the
+    input's shape at run time."""
+    def sized(x: bp.Tensor) -> tuple[Any, ...]:
+        return (x.sort(1), x.cumprod(1), x.cummax(0), x.unfold(1, 3, 1), x.flip(0, 1),
+                x.topk(2, 1))
+
+    proto = bp.onnx.export(sized, (_floats((4, 7)),), None, input_names=["x"],
+                           dynamic_axes={"x": {0: "n", 1: "m"}})
+    for shape in ((5, 9), (2, 3)):
+        x = _floats(shape, shape[1])
+        _close(_run(proto, (x,)), _outputs(sized(x)))
+
+
+def _indexing(x: bp.Tensor, idx: bp.Tensor, ints: bp.Tensor) -> tuple[Any, ...]:
+    """Scatters (assigning, summing, reducing), index_add/index_copy/index_fill, flips and
+    sliding windows of every kind."""
+    rows = idx[0, :2] % 4
+    return (x.scatter(1, idx, x * 2), x.scatter_add(1, idx, x * 2), ints.scatter(0, idx % 4, ints),
+            ints.scatter_add(1, idx, ints), x.scatter_reduce(1, idx, x * 2, "amax"),
+            x.index_add(0, rows, x[:2]), x.index_copy(0, idx[0, 2:4] % 4, x[1:3]),
+            ints.index_add(1, idx[1, :3], ints[:, :3]), x.index_fill(1, idx[0, :2], 3.0),
+            x.flip(0, 1), (x > 0).flip(1), ints.flip(0), x.unfold(1, 2, 1), ints.unfold(0, 3, 1),
+            (x > 0).unfold(1, 3, 2))
+
+
+def test_scatter_index_flip_and_unfold_match_burnpy() -> None:
+    rng = np.random.default_rng(12)
+    idx = bp.Tensor.from_numpy(rng.integers(0, 5, (4, 5)).astype(np.int64), backend=B)
+    ints = bp.Tensor.from_numpy(rng.integers(-9, 9, (4, 5)).astype(np.int64), backend=B)
+    _translated(_indexing, (_floats((4, 5), 12), idx, ints))
+
+
+_W1 = _floats((3, 2, 3), 21)          # conv_transpose1d: [in, out, k]
+_W2 = _floats((3, 2, 3, 3), 22)       # conv_transpose2d, and with groups=3: out 6
+_W3 = _floats((2, 2, 3, 3, 3), 23)    # conv_transpose3d
+_C1 = _floats((4, 3, 3), 24)          # conv1d
+_C3 = _floats((3, 2, 2, 2, 2), 25)    # conv3d
+_CG = _floats((3, 1, 3, 3), 26)       # depthwise conv2d
+_BIAS = _floats((2,), 27)
+
+
+def _nn_ops(x3: bp.Tensor, x4: bp.Tensor, x5: bp.Tensor) -> tuple[Any, ...]:
+    """Transposed and plain convolutions in 1, 2 and 3 dims (strides, padding, output
+    padding, groups, dilation, "same"), every pool, paddings, resizes, training batch norm
+    and the activations built from softplus."""
+    return (F.conv_transpose1d(x3, _W1, _BIAS, stride=2, padding=1),
+            F.conv_transpose2d(x4, _W2, stride=2, padding=1, output_padding=1),
+            F.conv_transpose2d(x4, _W2, groups=3, stride=2, dilation=2),
+            F.conv_transpose3d(x5, _W3, _BIAS, stride=(1, 2, 1)),
+            F.conv1d(x3, _C1, padding=1, stride=2), F.conv3d(x5, _C3),
+            F.conv2d(x4, _CG, padding="same", groups=3, dilation=2),
+            F.max_pool1d(x3, 3, 2, 1), F.max_pool3d(x5, 2), F.avg_pool1d(x3, 3, 2, 1),
+            F.avg_pool3d(x5, 2), F.lp_pool2d(x4, 2.0, 2), F.adaptive_avg_pool1d(x3, 3),
+            F.adaptive_avg_pool2d(x4, (4, 5)), F.adaptive_avg_pool3d(x5, (3, 2, 1)),
+            F.adaptive_max_pool2d(x4, 3), F.pad(x4, (1, 2, 2, 1), mode="reflect"),
+            F.pad(x4, (1, 2, 2, 1), mode="replicate"), F.pad(x3, (1, 2), mode="circular"),
+            F.pad(x3, (1, 2), value=0.5), F.interpolate(x4, scale_factor=2, mode="nearest"),
+            F.interpolate(x4, size=(9, 4), mode="nearest"),
+            F.interpolate(x4, size=(9, 5), mode="bilinear"),
+            F.interpolate(x4, size=(4, 11), mode="bilinear", align_corners=True),
+            F.interpolate(x4, size=(9, 5), mode="bicubic"),
+            F.batch_norm(x4, None, None, None, None, training=True),
+            F.softplus(x4), F.softplus(x4, beta=2.0), F.logsigmoid(x4), F.hardsigmoid(x4))
+
+
+def test_convolutions_pools_and_resizes_match_burnpy() -> None:
+    proto = _translated(_nn_ops, (_floats((2, 3, 8), 31), _floats((2, 3, 6, 6), 32),
+                                  _floats((1, 2, 4, 4, 4), 33)))
+    assert {"ConvTranspose", "Resize", "Softplus"} <= {n.op_type for n in proto.graph.node}
+
+
+def test_training_batch_norm_statistics_match_burnpy() -> None:
+    """The protocol's training-mode ``batch_norm``: ``y`` and the batch's mean and biased
+    variance, over ``[n, c, l]`` and ``[n, c, h, w]``."""
+    weight, bias = _floats((3,), 41), _floats((3,), 42)
+
+    def normalized(x: bp.Tensor) -> tuple[bp.Tensor, ...]:
+        return tuple(new(x.backend, p, FLOAT) for p in x.backend.batch_norm(
+            x.primitive, weight.primitive, bias.primitive, 1e-5))
+
+    _translated(normalized, (_floats((4, 3, 5), 43),))
+    _translated(normalized, (_floats((4, 3, 2, 5), 44),))
+
+
+def _math(x: bp.Tensor, small: bp.Tensor, special: bp.Tensor) -> tuple[Any, ...]:
+    """The elementwise math ONNX composes: accurate log1p/expm1 near zero, atan2 in every
+    quadrant and on the axes, remainders with the divisor's sign, clamps, comparisons."""
+    y = x.flip(0)
+    zeros = x * 0.0
+    return (x.trunc(), small.log1p(), small.expm1(), x.abs().log1p(), x.expm1(), x.erfc(),
+            x.atan2(y), x.atan2(zeros), zeros.atan2(x), x.hypot(y), x.logaddexp(y),
+            x.logaddexp2(y), x.asinh(), (x.abs() + 1).acosh(), (x * 0.4).tanh().atanh(),
+            x.remainder(0.7), x.remainder(-0.7), x.remainder(y.abs() + 0.5), x.clamp(min=0.1),
+            x.clamp(max=-0.1), x != y, (x > 0) != (y > 0), x.any(1), (x > 0).all(), (x > 0).any(0),
+            x.all(), special.isnan(), special.isinf())
+
+
+def test_elementwise_math_matches_burnpy() -> None:
+    rng = np.random.default_rng(13)
+    small = bp.Tensor.from_numpy((rng.standard_normal((4, 5)) * 1e-6).astype(np.float32),
+                                 backend=B)
+    special = bp.Tensor.from_numpy(np.array([np.nan, np.inf, -np.inf, 0.0, 1.5], np.float32),
+                                   backend=B)
+    x = _floats((4, 5), 13)
+    proto = _translated(_math, (x, small, special))
+    session = ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"])
+    got = session.run(None, {"input_0": x.to_numpy(), "input_1": small.to_numpy(),
+                             "input_2": special.to_numpy()})
+    s64 = small.to_numpy().astype(np.float64)  # log1p and expm1 keep relative accuracy
+    np.testing.assert_allclose(got[1], np.log1p(s64), rtol=1e-6)
+    np.testing.assert_allclose(got[2], np.expm1(s64), rtol=1e-6)
+
+
+def _int_math(a: bp.Tensor, b: bp.Tensor) -> tuple[Any, ...]:
+    """Floor division and Python's remainder with negative operands, powers, products,
+    bitwise ops and shifts (arithmetic right shifts of negatives), clamps, truth."""
+    shift = b.abs() % 4
+    return (a // b, a // 3, a // -3, a % b, a % 3, a % -3, a ** 2, a @ b.T, a & b, a | b, a ^ b,
+            ~a, a << shift, a >> shift, a.clamp(-2, 3), a.any(1), a.all(), a != b)
+
+
+def test_int_math_matches_burnpy() -> None:
+    rng = np.random.default_rng(14)
+    a = bp.Tensor.from_numpy(rng.integers(-20, 20, (4, 5)).astype(np.int64), backend=B)
+    divisor = rng.integers(1, 6, (4, 5)) * rng.choice([-1, 1], (4, 5))
+    b = bp.Tensor.from_numpy(divisor.astype(np.int64), backend=B)
+    _translated(_int_math, (a, b))
+
+
+def test_cholesky_is_unrolled_and_matches_numpy() -> None:
+    rng = np.random.default_rng(15)
+    m = rng.standard_normal((2, 5, 5))
+    spd = (m @ m.transpose(0, 2, 1) + 5 * np.eye(5)).astype(np.float32)
+    a = bp.Tensor.from_numpy(spd, backend=B)
+
+    def factors(a: bp.Tensor) -> tuple[bp.Tensor, bp.Tensor]:
+        return la.cholesky(a), la.cholesky(a, upper=True)
+
+    proto = bp.onnx.export(factors, (a,), None, input_names=["a"],
+                           dynamic_axes={"a": {0: "batch"}})
+    for batch in (2, 3):
+        x = bp.Tensor.from_numpy(np.concatenate([spd, spd])[:batch], backend=B)
+        got = _run(proto, (x,))
+        _close(got, _outputs(factors(x)))
+        lower = np.linalg.cholesky(x.to_numpy().astype(np.float64))
+        np.testing.assert_allclose(got[0], lower, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(got[1], lower.transpose(0, 2, 1), rtol=1e-5, atol=1e-6)
