@@ -1299,20 +1299,22 @@ def _running(b: _Builder, a: dict[str, Any], node: Node) -> list[str]:
         return [values]
     index = b.one("ArgMax" if largest else "ArgMin", kept, axis=dim + 1, keepdims=0,
                   select_last_index=1)
-    dtype = _out_dtype(b, node, 1)
-    return [values, index if dtype == DType.int64 else b.one("Cast", index, to=TO_ONNX[dtype])]
+    return [values, _as_recorded(b, node, 1, index)]
 
 
-def _top(b: _Builder, a: dict[str, Any], node: Node, k: str, largest: bool) -> list[str]:
-    """``TopK`` along ``a["dim"]`` (equal values in index order, so a stable sort), its
-    indices cast to the recorded int dtype."""
+def _top(b: _Builder, a: dict[str, Any], k: str, largest: bool) -> tuple[str, str]:
+    """``TopK`` along ``a["dim"]`` (equal values in index order, so a stable sort): its
+    values and int64 indices."""
     rank = len(b.d(a["tensor"]).shape)
     values, index = b.emit("TopK", [b.v(a["tensor"]), k], 2, axis=int(a["dim"]) % rank,
                            largest=int(largest), sorted=1)
-    dtype = _out_dtype(b, node, len(node.outputs) - 1)
-    if dtype != DType.int64:
-        index = b.one("Cast", index, to=TO_ONNX[dtype])
-    return [values, index]
+    return values, index
+
+
+def _as_recorded(b: _Builder, node: Node, k: int, index: str) -> str:
+    """int64 ``index`` cast to the dtype the run recorded for output ``k``."""
+    dtype = _out_dtype(b, node, k)
+    return index if dtype == DType.int64 else b.one("Cast", index, to=TO_ONNX[dtype])
 
 
 @_translation("float_sort_with_indices", "int_sort_with_indices", "float_sort", "float_argsort",
@@ -1322,15 +1324,18 @@ def _sort(b: _Builder, a: dict[str, Any], node: Node) -> list[str]:
     rank = len(b.d(a["tensor"]).shape)
     dim = int(a["dim"]) % rank
     k = b.one("Shape", b.v(a["tensor"]), start=dim, end=dim + 1)
-    values, index = _top(b, a, node, k, bool(a["descending"]))
+    values, index = _top(b, a, k, bool(a["descending"]))
+    if node.op == "float_sort":
+        return [values]
     if node.op.endswith("_argsort"):
-        return [index]
-    return [values] if node.op == "float_sort" else [values, index]
+        return [_as_recorded(b, node, 0, index)]
+    return [values, _as_recorded(b, node, 1, index)]
 
 
 @_translation("float_topk_with_indices")
 def _topk(b: _Builder, a: dict[str, Any], node: Node) -> list[str]:
-    return _top(b, a, node, b.ints([a["k"]]), bool(a["largest"]))
+    values, index = _top(b, a, b.ints([a["k"]]), bool(a["largest"]))
+    return [values, _as_recorded(b, node, 1, index)]
 
 
 # ---- more layout and indexing -------------------------------------------------------------------
