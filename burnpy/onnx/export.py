@@ -797,7 +797,7 @@ def _attention(b: _Builder, a: dict[str, Any], node: Node) -> list[str]:
     return [b.one("MatMul", b.one("Where", dead, zero_f, weights), v)]
 
 
-@_translation("conv")
+@_translation("conv", "conv1d", "conv2d", "conv3d")
 def _conv(b: _Builder, a: dict[str, Any], node: Node) -> list[str]:
     options = a["options"]
     inputs = [b.v(a["x"]), b.v(a["weight"])] + ([b.v(a["bias"])] if a["bias"] is not None
@@ -807,30 +807,43 @@ def _conv(b: _Builder, a: dict[str, Any], node: Node) -> list[str]:
                   dilations=list(options.dilation), group=int(options.groups))]
 
 
-@_translation("max_pool")
+def _listed(value: int | Sequence[int]) -> list[int]:
+    """A pool's or adaptive pool's sizes as a list (the ``1d`` ops take plain ints)."""
+    return [int(value)] if isinstance(value, int | np.integer) else [int(v) for v in value]
+
+
+@_translation("max_pool", "max_pool1d", "max_pool2d", "max_pool_with_indices",
+              "max_pool1d_with_indices", "max_pool2d_with_indices")
 def _max_pool(b: _Builder, a: dict[str, Any], node: Node) -> list[str]:
-    padding = list(a["padding"])
-    return [b.one("MaxPool", b.v(a["x"]), kernel_shape=list(a["kernel"]),
-                  strides=list(a["stride"]), pads=padding + padding,
-                  dilations=list(a["dilation"]), ceil_mode=int(a["ceil_mode"]))]
+    """``MaxPool``; its indices flatten the whole input, so the ``_with_indices`` ops keep
+    them modulo the spatial size (torch's index within each ``[n, c]`` plane)."""
+    padding = _listed(a["padding"])
+    attrs = dict(kernel_shape=_listed(a["kernel"]), strides=_listed(a["stride"]),
+                 pads=padding + padding, dilations=_listed(a["dilation"]),
+                 ceil_mode=int(a["ceil_mode"]))
+    if not node.op.endswith("_with_indices"):
+        return [b.one("MaxPool", b.v(a["x"]), **attrs)]
+    values, flat = b.emit("MaxPool", [b.v(a["x"])], 2, **attrs)
+    plane = b.one("ReduceProd", b.one("Shape", b.v(a["x"]), start=2), keepdims=0)
+    return [values, _as_recorded(b, node, 1, b.one("Mod", flat, plane, fmod=0))]
 
 
-@_translation("avg_pool")
+@_translation("avg_pool", "avg_pool1d", "avg_pool2d")
 def _avg_pool(b: _Builder, a: dict[str, Any], node: Node) -> list[str]:
-    padding = list(a["padding"])
-    return [b.one("AveragePool", b.v(a["x"]), kernel_shape=list(a["kernel"]),
-                  strides=list(a["stride"]), pads=padding + padding,
+    padding = _listed(a["padding"])
+    return [b.one("AveragePool", b.v(a["x"]), kernel_shape=_listed(a["kernel"]),
+                  strides=_listed(a["stride"]), pads=padding + padding,
                   count_include_pad=int(a["count_include_pad"]), ceil_mode=int(a["ceil_mode"]))]
 
 
-@_translation("adaptive_avg_pool")
+@_translation("adaptive_avg_pool", "adaptive_avg_pool1d", "adaptive_avg_pool2d")
 def _adaptive_avg_pool(b: _Builder, a: dict[str, Any], node: Node) -> list[str]:
     """A global average pool, an even split into windows (``kernel = stride = in / out``),
     or, for windows of several sizes, each spatial dim in turn: the mean of each window
     ``[floor(i * in / out), ceil((i + 1) * in / out))``, concatenated (windows are products
     of intervals, so the means along each dim compose)."""
     sizes = [int(s) for s in b.d(a["x"]).shape[2:]]
-    out = [int(s) for s in a["output_size"]]
+    out = _listed(a["output_size"])
     if all(o == 1 for o in out):
         return [b.one("GlobalAveragePool", b.v(a["x"]))]
     if not any(s % o for s, o in zip(sizes, out, strict=True)):
@@ -1317,15 +1330,15 @@ def _as_recorded(b: _Builder, node: Node, k: int, index: str) -> str:
     return index if dtype == DType.int64 else b.one("Cast", index, to=TO_ONNX[dtype])
 
 
-@_translation("float_sort_with_indices", "int_sort_with_indices", "float_sort", "float_argsort",
-              "int_argsort")
+@_translation("float_sort_with_indices", "int_sort_with_indices", "float_sort", "int_sort",
+              "float_argsort", "int_argsort")
 def _sort(b: _Builder, a: dict[str, Any], node: Node) -> list[str]:
     """A stable sort: ``TopK`` of all the dim's values (its size read at run time)."""
     rank = len(b.d(a["tensor"]).shape)
     dim = int(a["dim"]) % rank
     k = b.one("Shape", b.v(a["tensor"]), start=dim, end=dim + 1)
     values, index = _top(b, a, k, bool(a["descending"]))
-    if node.op == "float_sort":
+    if node.op.endswith("_sort"):
         return [values]
     if node.op.endswith("_argsort"):
         return [_as_recorded(b, node, 0, index)]
@@ -1399,7 +1412,7 @@ def _select_write(b: _Builder, a: dict[str, Any], node: Node) -> list[str]:
 
 # ---- more of the nn ops -------------------------------------------------------------------------
 
-@_translation("conv_transpose")
+@_translation("conv_transpose", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d")
 def _conv_transpose(b: _Builder, a: dict[str, Any], node: Node) -> list[str]:
     options = a["options"]
     inputs = [b.v(a["x"]), b.v(a["weight"])] + ([b.v(a["bias"])] if a["bias"] is not None
@@ -1470,3 +1483,24 @@ def _cholesky(b: _Builder, a: dict[str, Any], node: Node) -> list[str]:
         below = b.const((np.arange(n) >= j).reshape(n, 1))
         columns.append(b.one("Where", below, scaled, zero))
     return [columns[0] if n == 1 else b.one("Concat", *columns, axis=-1)]
+
+
+@_translation(*_kinds("slice_assign"))
+def _slice_assign(b: _Builder, a: dict[str, Any], node: Node) -> list[str]:
+    """``ScatterND`` of ``value`` at the grid of the slices' coordinates: each sliced dim's
+    ``Range`` (bounds as recorded, dynamic ones computed), broadcast to the value's leading
+    dims and stacked; the dims after the slices are written whole."""
+    x, value = b.v(a["tensor"]), b.v(a["value"])
+    slices = a["slices"]
+    k = len(slices)
+    grid = b.one("Concat", b.one("Shape", value, end=k), b.const(np.array([1], np.int64)),
+                 axis=0)
+    coordinates = []
+    for d, s in enumerate(slices):
+        stop = _length(b, x, d) if s.stop is None else b.int_scalar(s.stop, DType.int64)
+        steps = b.one("Range", b.int_scalar(0 if s.start is None else s.start, DType.int64),
+                      stop, b.int_scalar(1 if s.step is None else s.step, DType.int64))
+        around = np.array([i for i in range(k + 1) if i != d], np.int64)
+        coordinates.append(b.one("Expand", b.one("Unsqueeze", steps, b.const(around)), grid))
+    indices = coordinates[0] if k == 1 else b.one("Concat", *coordinates, axis=-1)
+    return [b.one("ScatterND", x, indices, value)]

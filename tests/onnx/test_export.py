@@ -589,3 +589,50 @@ def test_cholesky_is_unrolled_and_matches_numpy() -> None:
         lower = np.linalg.cholesky(x.to_numpy().astype(np.float64))
         np.testing.assert_allclose(got[0], lower, rtol=1e-5, atol=1e-6)
         np.testing.assert_allclose(got[1], lower.transpose(0, 2, 1), rtol=1e-5, atol=1e-6)
+
+
+def _wrappers_and_indices(x3: bp.Tensor, x4: bp.Tensor, ints: bp.Tensor) -> tuple[Any, ...]:
+    """The protocol's per-rank pool wrappers (plain ints for 1-d) and max pools with their
+    indices (torch's, within each ``[n, c]`` plane), called directly, and through ``F``."""
+    return (_protocol(x4, "max_pool2d_with_indices", [2, 2], [2, 2], [1, 0], [1, 1], False),
+            _protocol(x3, "max_pool1d_with_indices", 3, 2, 1, 1, False),
+            _protocol(x4, "max_pool2d", [3, 2], [1, 2], [1, 1], [1, 1], True),
+            _protocol(x3, "max_pool1d", 3, 1, 0, 2, False),
+            _protocol(x4, "avg_pool2d", [3, 3], [2, 1], [1, 1], False, True),
+            _protocol(x3, "avg_pool1d", 3, 2, 1, True, False),
+            _protocol(x4, "adaptive_avg_pool2d", [4, 3]), _protocol(x3, "adaptive_avg_pool1d", 5),
+            _protocol(ints, "int_sort", 1, True), F.max_pool2d(x4, 3, 2, 1, return_indices=True))
+
+
+def test_pool_wrappers_and_max_pool_indices_match_burnpy() -> None:
+    ints = bp.Tensor.from_numpy(np.random.default_rng(16).integers(-5, 5, (4, 5)), backend=B)
+    _translated(_wrappers_and_indices, (_floats((2, 3, 8), 51), _floats((2, 3, 6, 6), 52),
+                                        ints.long()))
+
+
+def _assigned(x: bp.Tensor, ints: bp.Tensor) -> tuple[bp.Tensor, ...]:
+    """Slice assignments: strided regions, a whole row, trailing dims written whole."""
+    y, z, w, i = x.clone(), x.clone(), x.clone(), ints.clone()
+    y[1:3, ::2] = x[:2, :3] * 10
+    z[2] = 5.0
+    w[:, 1:4] = 0.0
+    i[::3, 1:] = ints[:2, :4] * -1
+    return y, z, w, i
+
+
+def test_slice_assignment_matches_burnpy_and_follows_dynamic_dims() -> None:
+    ints = bp.Tensor.from_numpy(np.arange(20).reshape(4, 5), backend=B).long()
+    proto = _translated(_assigned, (_floats((4, 5), 61), ints))
+    assert "ScatterND" in {n.op_type for n in proto.graph.node}
+
+    def columns(x: bp.Tensor) -> tuple[bp.Tensor, bp.Tensor]:
+        w, y = x.clone(), x.clone()
+        w[:, 1:4] = 0.0
+        y[:, ::2] = x[:, :3] * 10
+        return w, y
+
+    proto = bp.onnx.export(columns, (_floats((4, 5)),), None, input_names=["x"],
+                           dynamic_axes={"x": {0: "n"}})
+    for n in (6, 2):
+        x = _floats((n, 5), n)
+        _close(_run(proto, (x,)), _outputs(columns(x)))
