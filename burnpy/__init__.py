@@ -156,6 +156,7 @@ __all__ += ["column_stack", "dstack", "einsum", "hstack", "inner", "vstack"]
 # torch.amp's and torch.linalg's names.
 from burnpy import amp, linalg  # noqa: E402
 from burnpy.amp import autocast  # noqa: E402
+from burnpy.jit import compile as compile  # noqa: E402  # torch's name, over the builtin
 
 __all__ += ["amp", "autocast", "linalg"]
 

@@ -46,7 +46,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("autodiff", "fusion", "capture"),
     ("tensor",),
     ("custom_ops", "data", "record"),
-    ("func", "linalg", "distributed", "amp"),
+    ("func", "linalg", "distributed", "amp", "jit"),
     ("burnpy",),
     ("nn",),
     ("optim",),

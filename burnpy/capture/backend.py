@@ -34,6 +34,9 @@ _UNRECORDED = frozenset({"float_device", "int_device", "bool_device", "q_device"
                          "float_is_require_grad"})
 
 
+#: ``lower_args``: an op call's (args, kwargs) to those B runs with.
+_Lower = Callable[[tuple[Any, ...], dict[str, Any]], tuple[tuple[Any, ...], dict[str, Any]]]
+
 #: What one op call adds to a recording.
 _MAKES_TENSORS, _MAKES_CONSTANT, _READS_HOST, _RECORDS_NOTHING = (
     "node", "constant", "host read", "nothing")
@@ -71,10 +74,10 @@ class _Recording:
     """An active recording: its graph, the thread it belongs to, and each primitive met so far
     by ``id`` with its value index (the primitive kept alive so that no id is reused)."""
 
-    __slots__ = ("dtypes", "graph", "ids", "on_host_read", "thread")
+    __slots__ = ("dtypes", "graph", "ids", "lower_args", "on_host_read", "thread")
 
-    def __init__(self, graph: Graph,
-                 on_host_read: Callable[[str], None] | None = None) -> None:
+    def __init__(self, graph: Graph, on_host_read: Callable[[str], None] | None = None,
+                 lower_args: _Lower | None = None) -> None:
         self.graph = graph
         self.thread = threading.get_ident()
         self.ids: dict[int, tuple[int, Any]] = {}
@@ -82,6 +85,9 @@ class _Recording:
         #: Called with the op's name when a value is read on the host (``bp.compile``'s
         #: ``fullgraph=True`` raises there, where the caller's line is on the stack).
         self.on_host_read = on_host_read
+        #: Maps an op's (args, kwargs) to what B runs with, the recorded call keeping the
+        #: originals (``bp.compile``'s symbolic scalars reach B as plain numbers).
+        self.lower_args = lower_args
 
     def add(self, primitive: Any, kind: str, producer: int = -1) -> int:
         """A new value for ``primitive`` (rebinding its identity to it), its index."""
@@ -185,16 +191,18 @@ class CaptureBackend(InnerDevices, Backend, abstract=True):
     @classmethod
     @contextmanager
     def recording(cls, inputs: Sequence[Any] = (),
-                  on_host_read: Callable[[str], None] | None = None) -> Iterator[Graph]:
+                  on_host_read: Callable[[str], None] | None = None,
+                  lower_args: _Lower | None = None) -> Iterator[Graph]:
         """Record, in this thread, every op called until the block ends into the graph it
         yields; ``inputs`` (B's primitives) are the graph's inputs, in order. Name its results
         with ``set_outputs`` before the block ends. ``on_host_read(op)``, when given, is called
-        at each host read (``float_into_data``...), on the reader's stack."""
+        at each host read (``float_into_data``...), on the reader's stack; ``lower_args(args,
+        kwargs)``, when given, maps each recorded call's arguments to those B runs with."""
         state = cls._state
         if state.recording is not None:
             raise InvalidArgumentError(
                 f"{cls.__name__}.recording: a recording is already active on this backend")
-        recording = _Recording(Graph(cls.InnerBackend), on_host_read)
+        recording = _Recording(Graph(cls.InnerBackend), on_host_read, lower_args)
         for primitive in inputs:
             if not (hasattr(primitive, "shape") and hasattr(primitive, "dtype")):
                 raise InvalidArgumentError(
@@ -235,10 +243,16 @@ def _wrapped(name: str, state: _State) -> Callable[..., Any]:
     spec = _OpSpec(name)
 
     def op(*args: Any, **kwargs: Any) -> Any:
-        result = inner_op(*args, **kwargs)
         recording = state.recording
-        if recording is not None and recording.thread == get_ident():
-            recording.record(spec, args, kwargs, result)
+        if recording is None or recording.thread != get_ident():
+            return inner_op(*args, **kwargs)
+        lower = recording.lower_args
+        if lower is None:
+            result = inner_op(*args, **kwargs)
+        else:
+            inner_args, inner_kwargs = lower(args, kwargs)
+            result = inner_op(*inner_args, **inner_kwargs)
+        recording.record(spec, args, kwargs, result)
         return result
 
     op.__name__ = op.__qualname__ = name

@@ -364,9 +364,11 @@ class Optimizer(ABC):
 
     def _rate(self, group: Mapping[str, Any], lr: float | None) -> float:
         """The group's rate this step: its own ``lr``, or an explicit ``lr`` scaled by the
-        group's share of the default rate (so a Burn-style scheduler drives every group)."""
+        group's share of the default rate (so a Burn-style scheduler drives every group). A
+        float rate is returned as it is, so ``bp.compile``'s symbolic rate stays symbolic."""
         if lr is None:
-            return float(group["lr"])
+            rate = group["lr"]
+            return rate if isinstance(rate, float) else float(rate)
         base = float(self.defaults["lr"])
         share = float(group.get("initial_lr", group["lr"])) / base if base else 1.0
         return lr * share

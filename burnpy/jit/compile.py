@@ -1,0 +1,676 @@
+"""``bp.compile(fn)``: record ``fn`` once per input signature under ``Capture``, then replay
+the recorded graph, a flat generated function of the backend's ops, on later calls.
+
+The state ``fn`` reads and writes outside its arguments is part of the graph, not baked into
+it. Before recording, the objects ``fn`` can reach are walked (its arguments, the ``self`` of
+a bound method, its closure's cells and the globals its code names, and inside those: modules
+(``slots()``), optimizers (``param_groups``, ``state``, ``steps``), schedulers
+(``optimizer``), and dicts, lists and tuples of tensors). Each tensor found is a *location*:
+a tensor object (a parameter or buffer, re-pointed in place by ``ParamSlot.write`` or an
+in-place op) or a container entry (an optimizer's state, replaced by a new tensor each step).
+Every location's primitive is a graph input, bound at each call to its current value; every
+location ``fn`` changed (another primitive, or another tensor) is a graph output written back
+after each replay, as eager execution would (a fresh tracked leaf where ``fn`` made one).
+Optimizers' learning rates, and the step counts of the optimizers whose update is one backend
+op with the step as an argument, are symbolic scalars (``burnpy.jit.symbolic``): read at each
+call, advanced after each replay.
+
+Guards: a call replays a graph recorded with the same signature (each argument's backend,
+kind, shape and dtype, the values of Python scalars, the grad mode), the same reachable
+objects, the same state (each location's backend, kind, shape and dtype, modules' training
+flags, the optimizers' state sizes) and the same outcomes of the Python branches taken on
+symbolic scalars; otherwise it records again (at most ``cache_size`` graphs, the oldest
+dropped). A host read inside ``fn`` (``.item()``, ``bool(t)``, ``to_numpy()``) raises a
+``GraphBreakError`` naming the call and its line with ``fullgraph=True``; otherwise that
+signature runs eagerly from then on. A call that adds state (an optimizer's first step
+creates its moments) runs eagerly and records again on the next call.
+
+Random ops are recorded as nodes, so each replay draws fresh values from the backend's
+seeded generator in eager's order. Tensors must run on a ``Capture(B)`` backend (under
+``Autodiff`` or directly): ``Autodiff(Capture(CpuBackend))``.
+"""
+
+from __future__ import annotations
+
+import builtins
+import linecache
+import sys
+import types
+from collections import OrderedDict
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+from burnpy.autodiff.modes import is_grad_enabled
+from burnpy.backend.errors import BurnpyError, InvalidArgumentError
+from burnpy.capture import CONSTANT, CaptureBackend, Graph, Ref
+from burnpy.jit import symbolic
+from burnpy.jit.symbolic import Sym, Tape
+from burnpy.tensor import Tensor
+from burnpy.tensor._core import FLOAT, QUANTIZED
+from burnpy.tensor._core import new as wrap
+
+#: Optimizers whose update passes the step count straight to one backend op (``adam_step``,
+#: ``sgd_step``, ``rmsprop_step``): their step counts are symbolic. Others compute with the
+#: count in Python (``beta1 ** step``), where an ``int`` cannot stay symbolic, so their counts
+#: are guarded by value (each step records again).
+_SYMBOLIC_STEPS = frozenset({"Adam", "AdamW", "SGD", "RMSprop"})
+
+_INNER = {"float": "inner", "int": "int_inner", "bool": "bool_inner"}
+_FROM_INNER = {"float": "from_inner", "int": "int_from_inner", "bool": "bool_from_inner"}
+
+
+class GraphBreakError(BurnpyError, RuntimeError):
+    """``bp.compile(fullgraph=True)``: ``fn`` read a tensor's value on the host."""
+
+
+class CacheInfo(NamedTuple):
+    """A compiled function's cache: graphs kept (``size``, at most ``max_size``), eager
+    signatures among them, and how many calls recorded, replayed or ran eagerly."""
+
+    size: int
+    max_size: int
+    eager_signatures: int
+    recordings: int
+    replays: int
+    eager_calls: int
+
+
+# ---- locations: where state tensors live ------------------------------------------------------
+class _Location:
+    """A tensor ``fn`` can reach: the tensor object itself (``holder`` None: ``obj``), an entry
+    ``holder[key]`` of a dict or list, or argument leaf ``key`` (``holder`` is ``_ARGS``)."""
+
+    __slots__ = ("holder", "key", "obj")
+
+    def __init__(self, holder: Any, key: Any, obj: Tensor | None = None) -> None:
+        self.holder = holder
+        self.key = key
+        self.obj = obj
+
+    def get(self, leaves: Sequence[Any]) -> Any:
+        """The tensor there now."""
+        if self.holder is None:
+            return self.obj
+        if self.holder is _ARGS:
+            return leaves[self.key]
+        return self.holder[self.key]
+
+    def identity(self) -> tuple[int, Any]:
+        """What tells this location from another (the object, or the holder and key)."""
+        if self.holder is None:
+            return id(self.obj), None
+        return id(self.holder), self.key
+
+
+_ARGS = object()
+
+
+def _is_module(obj: Any) -> bool:
+    return callable(getattr(obj, "slots", None)) and hasattr(obj, "training")
+
+
+def _is_optimizer(obj: Any) -> bool:
+    return all(hasattr(obj, a) for a in ("param_groups", "state", "steps"))
+
+
+@dataclass
+class _Reach:
+    """What ``fn`` can reach: tensor locations, modules (for their training flags), optimizers
+    and the scalars that are symbolic (``(holder, key)``) or guarded by value."""
+
+    tensors: list[_Location] = field(default_factory=list)
+    modules: list[Any] = field(default_factory=list)
+    optimizers: list[Any] = field(default_factory=list)
+    scalars: list[tuple[Any, Any]] = field(default_factory=list)
+    fixed: list[tuple[Any, Any]] = field(default_factory=list)
+    seen: set[tuple[int, Any]] = field(default_factory=set)
+    objects: set[int] = field(default_factory=set)
+
+    def tensor(self, location: _Location) -> None:
+        if location.identity() not in self.seen:
+            self.seen.add(location.identity())
+            self.tensors.append(location)
+
+    def visit(self, obj: Any, depth: int = 0) -> None:
+        """Add what ``obj`` holds."""
+        if isinstance(obj, Tensor | str | int | float | bytes | type) or obj is None:
+            if isinstance(obj, Tensor):
+                self.tensor(_Location(None, None, obj))
+            return
+        if id(obj) in self.objects or depth > 3:
+            return
+        self.objects.add(id(obj))
+        if _is_module(obj):
+            self.modules.extend(m for m in obj.modules() if m is obj or id(m) not in self.objects)
+            self.objects.update(id(m) for m in obj.modules())
+            for slot in obj.slots():  # where each is held: a buffer may be reassigned
+                for holder, key in slot.holders:
+                    self.tensor(_Location(holder.__dict__ if _is_module(holder)
+                                          and isinstance(key, str) else holder, key))
+        elif _is_optimizer(obj):
+            self.optimizers.append(obj)
+            symbolic_steps = any(c.__name__ in _SYMBOLIC_STEPS for c in type(obj).__mro__)
+            for group in obj.param_groups:
+                self.scalars.append((group, "lr"))
+                for p in group["params"]:
+                    if isinstance(p, Tensor):
+                        self.tensor(_Location(None, None, p))
+            for p in obj.steps:
+                (self.scalars if symbolic_steps else self.fixed).append((obj.steps, p))
+            for entries in obj.state.values():
+                for name, value in entries.items():
+                    if isinstance(value, Tensor):
+                        self.tensor(_Location(entries, name))
+        elif _is_optimizer(getattr(obj, "optimizer", None)):
+            self.visit(obj.optimizer, depth + 1)
+        elif isinstance(obj, dict):
+            for key, value in obj.items():
+                if isinstance(value, Tensor):
+                    self.tensor(_Location(obj, key))
+                else:
+                    self.visit(value, depth + 1)
+        elif isinstance(obj, list | tuple):
+            for i, value in enumerate(obj):
+                if isinstance(value, Tensor):
+                    if isinstance(obj, list):
+                        self.tensor(_Location(obj, i))
+                    else:
+                        self.tensor(_Location(None, None, value))
+                else:
+                    self.visit(value, depth + 1)
+
+
+def _names(code: types.CodeType) -> Iterator[str]:
+    """The global names ``code`` and the code nested in it use."""
+    yield from code.co_names
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            yield from _names(const)
+
+
+def _roots(fn: Callable[..., Any]) -> list[Any]:
+    """The objects ``fn`` reaches outside its arguments: a bound method's ``self``, a
+    module's own state, its closure's cells and the globals its code names."""
+    roots: list[Any] = []
+    if _is_module(fn):
+        return [fn]
+    target = getattr(fn, "__func__", fn)
+    if hasattr(fn, "__self__"):
+        roots.append(fn.__self__)
+    code = getattr(target, "__code__", None)
+    if code is None:
+        return roots
+    for cell in target.__closure__ or ():
+        try:
+            roots.append(cell.cell_contents)
+        except ValueError:  # an empty cell
+            continue
+    scope = target.__globals__
+    roots.extend(scope[name] for name in dict.fromkeys(_names(code)) if name in scope
+                 and not isinstance(scope[name], types.ModuleType | types.FunctionType | type))
+    return roots
+
+
+def _leaves(value: Any, out: list[Any]) -> Any:
+    """``value``'s structure with each leaf replaced by its position in ``out``."""
+    if isinstance(value, tuple | list):
+        return type(value)(_leaves(v, out) for v in value)
+    if isinstance(value, dict):
+        return {k: _leaves(v, out) for k, v in value.items()}
+    out.append(value)
+    return len(out) - 1
+
+
+def _rebuild(template: Any, leaves: Sequence[Any]) -> Any:
+    if isinstance(template, tuple | list):
+        return type(template)(_rebuild(t, leaves) for t in template)
+    if isinstance(template, dict):
+        return {k: _rebuild(v, leaves) for k, v in template.items()}
+    return leaves[template]
+
+
+def _leaf_key(leaf: Any) -> Any:
+    if isinstance(leaf, Tensor):
+        return (leaf.backend, leaf.kind, leaf.shape, leaf.dtype)
+    if isinstance(leaf, bool | int | float | str | bytes | complex) or leaf is None:
+        return (type(leaf), leaf)
+    return (type(leaf), id(leaf))
+
+
+# ---- moving primitives between a tensor's backend and the Capture class ----------------------
+def _chain(backend: Any, kind: str, op: str) -> tuple[type[CaptureBackend], list[Any]]:
+    """The Capture class under ``backend`` and the decorators above it, outermost first."""
+    chain = []
+    while not (isinstance(backend, type) and issubclass(backend, CaptureBackend)):
+        if kind == QUANTIZED or not hasattr(backend, "InnerBackend"):
+            raise InvalidArgumentError(
+                f"{op}: a {kind} tensor on {backend.name()} does not run on a Capture backend; "
+                "build the model and its inputs on Capture(B), e.g. "
+                "Autodiff(Capture(CpuBackend))")
+        chain.append(backend)
+        backend = backend.InnerBackend
+    return backend, chain
+
+
+def _down(chain: Sequence[Any], kind: str, primitive: Any) -> Any:
+    for backend in chain:
+        primitive = getattr(backend, _INNER[kind])(primitive)
+    return primitive
+
+
+def _up(chain: Sequence[Any], kind: str, primitive: Any, tracked: bool) -> Any:
+    for backend in reversed(chain):
+        primitive = getattr(backend, _FROM_INNER[kind])(primitive)
+    if tracked:
+        primitive = chain[0].float_set_require_grad(primitive, True)
+    return primitive
+
+
+# ---- the generated replay function -----------------------------------------------------------
+def _generate(graph: Graph, slots: dict[int, int], name: str) -> Callable[..., Any]:
+    """The graph as one flat Python function ``run(inputs, s) -> outputs``: one line per node
+    calling B's op, each value a local freed after its last use; ``s`` holds the symbolic
+    scalars' values (``slots`` maps each ``Sym``'s id to its position)."""
+    scope: dict[str, Any] = {}
+    last: dict[int, int] = {}
+    for position, node in enumerate(graph.nodes):
+        for index in node.inputs:
+            last[index] = position
+    outputs = set(graph.outputs)
+
+    def value(index: int) -> str:
+        if graph.values[index].kind == CONSTANT:
+            scope[f"c{index}"] = graph.values[index].data
+            return f"c{index}"
+        return f"v{index}"
+
+    def render(arg: Any) -> str:
+        kind = type(arg)
+        if kind is Ref:
+            return value(arg.index)
+        if isinstance(arg, Sym):
+            return f"s[{slots[id(arg)]}]"
+        if kind is tuple:
+            return "(" + "".join(f"{render(a)}, " for a in arg) + ")"
+        if kind is list:
+            return "[" + ", ".join(render(a) for a in arg) + "]"
+        if arg is None or kind is bool or kind is int or kind is str:
+            return repr(arg)
+        constant = f"k{len(scope)}"
+        scope[constant] = arg
+        return constant
+
+    def target(result: Any) -> str:
+        if type(result) is Ref:
+            return f"v{result.index}" if result.index in last or result.index in outputs else "_"
+        if result is None:
+            return "_"
+        return "(" + "".join(f"{target(r)}, " for r in result) + ")"
+
+    lines = [f"def {name}(inputs, s):"]
+    inputs = [f"v{i}" for i in graph.inputs]
+    if inputs:
+        lines.append(f"    {''.join(f'{v}, ' for v in inputs)}= inputs")
+    for position, node in enumerate(graph.nodes):
+        op = f"op_{node.op}"
+        scope[op] = getattr(graph.backend, node.op)
+        args = [render(a) for a in node.args]
+        args += [f"{k}={render(v)}" for k, v in node.kwargs.items()]
+        lines.append(f"    {target(node.result)} = {op}({', '.join(args)})")
+        dead = [f"v{i}" for i in node.inputs if last.get(i) == position and i not in outputs
+                and graph.values[i].kind != CONSTANT]
+        if dead:
+            lines.append(f"    del {', '.join(dict.fromkeys(dead))}")
+    lines.append(f"    return [{', '.join(value(i) for i in graph.outputs)}]")
+    source = "\n".join(lines) + "\n"
+    filename = f"<bp.compile {name}>"
+    exec(builtins.compile(source, filename, "exec"), scope)  # our own generated code
+    run: Callable[..., Any] = scope[name]
+    return run
+
+
+def _plain(arg: Any) -> Any:
+    """An op argument with each symbolic scalar replaced by its plain value."""
+    if isinstance(arg, Sym):
+        return arg.value
+    kind = type(arg)
+    if kind is tuple or kind is list:
+        return kind(_plain(a) for a in arg)
+    return arg
+
+
+def _lower(args: tuple[Any, ...], kwargs: dict[str, Any]
+           ) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """What B runs a recorded call with: plain numbers for symbolic scalars (NumPy would
+    take a ``float`` subclass as a float64 operand)."""
+    return tuple(_plain(a) for a in args), {k: _plain(v) for k, v in kwargs.items()}
+
+
+def _syms(args: Any, found: list[Sym]) -> None:
+    """Collect the symbolic scalars in a node's arguments."""
+    if isinstance(args, Sym):
+        found.append(args)
+    elif isinstance(args, tuple | list):
+        for a in args:
+            _syms(a, found)
+    elif isinstance(args, dict):
+        for a in args.values():
+            _syms(a, found)
+
+
+# ---- one recorded signature ------------------------------------------------------------------
+class _Written(NamedTuple):
+    """A location ``fn`` changed: its position, whether a new tensor replaced the old one
+    there, its backend, kind and tracking, the decorators over the Capture class, and its
+    output position."""
+
+    location: int
+    replaced: bool
+    backend: Any
+    kind: str
+    tracked: bool
+    chain: list[Any]
+    output: int
+
+
+@dataclass
+class _Entry:
+    """A recorded signature: how to check a call against it and how to replay it (``run``
+    None: this signature runs eagerly)."""
+
+    reach: _Reach
+    roots: tuple[int, ...]
+    descs: list[tuple[Any, str, tuple[int, ...], Any]]
+    flags: tuple[bool, ...]
+    sizes: tuple[int, ...]
+    fixed: tuple[Any, ...]
+    tape: Tape
+    run: Callable[..., Any] | None = None
+    chains: list[list[Any]] = field(default_factory=list)
+    inputs: list[int] = field(default_factory=list)
+    ties: list[tuple[int, int]] = field(default_factory=list)
+    slot_exprs: list[symbolic.Expr] = field(default_factory=list)
+    scalar_writes: list[tuple[int, symbolic.Expr]] = field(default_factory=list)
+    written: list[_Written] = field(default_factory=list)
+    template: Any = None
+    results: list[Any] = field(default_factory=list)
+
+    def matches(self, roots: tuple[int, ...], leaves: Sequence[Any]
+                ) -> tuple[list[Any], list[Any]] | None:
+        """The call's state tensors and scalar values when it may use this entry, else None."""
+        reach = self.reach
+        if roots != self.roots or self.flags != tuple(m.training for m in reach.modules):
+            return None
+        if self.sizes != _sizes(reach):
+            return None
+        if self.fixed != tuple(h.get(k) for h, k in reach.fixed):
+            return None
+        tensors = [loc.get(leaves) for loc in reach.tensors]
+        for t, desc in zip(tensors, self.descs, strict=True):
+            if not isinstance(t, Tensor) or (t.backend, t.kind, t.shape, t.dtype) != desc:
+                return None
+        values = [h[k] for h, k in reach.scalars]
+        if not self.tape.holds(values):
+            return None
+        return tensors, values
+
+    def replay(self, tensors: list[Any], values: list[Any], leaves: Sequence[Any]) -> Any:
+        """Run the graph on the call's state and write back what ``fn`` wrote."""
+        assert self.run is not None
+        chains = self.chains
+        primitives = [_down(chains[i], tensors[i].kind, tensors[i].primitive)
+                      for i in self.inputs]
+        for a, b in self.ties:
+            if (_down(chains[a], tensors[a].kind, tensors[a].primitive)
+                    is not _down(chains[b], tensors[b].kind, tensors[b].primitive)):
+                raise InvalidArgumentError(
+                    "bp.compile: two state tensors that shared storage when recorded no longer "
+                    "do; call the compiled function's reset() to record again")
+        outs = self.run(primitives, [expr(values) for expr in self.slot_exprs])
+        locations = self.reach.tensors
+        for w in self.written:
+            primitive = _up(w.chain, w.kind, outs[w.output], w.tracked)
+            location = locations[w.location]
+            if w.replaced:
+                location.holder[location.key] = wrap(w.backend, primitive, w.kind)
+            else:
+                t = location.get(leaves)
+                t.backend = w.backend
+                t.primitive = primitive
+        for position, expr in self.scalar_writes:
+            holder, key = self.reach.scalars[position]
+            holder[key] = expr(values)
+        results = [wrap(b, _up(c, k, outs[i], False), k) if isinstance(k, str) else k
+                   for (b, k, c, i) in self.results]
+        return _rebuild(self.template, results)
+
+
+def _sizes(reach: _Reach) -> tuple[int, ...]:
+    sizes = []
+    for opt in reach.optimizers:
+        sizes.append(len(opt.steps))
+        sizes.append(len(opt.state))
+        sizes.extend(len(entries) for entries in opt.state.values())
+    return tuple(sizes)
+
+
+def _host_read_site(op: str, fn_name: str) -> GraphBreakError:
+    """The error for a host read, naming the Tensor method and the first line of user code."""
+    frame = sys._getframe(2)
+    call = op
+    while frame is not None:
+        module = str(frame.f_globals.get("__name__", ""))
+        inside = module.startswith("burnpy") and not module.startswith("burnpy.examples")
+        if module.startswith("burnpy.tensor."):
+            call = frame.f_code.co_name
+        elif not inside:
+            line = linecache.getline(frame.f_code.co_filename, frame.f_lineno).strip()
+            return GraphBreakError(
+                f"bp.compile(fullgraph=True): {fn_name} reads a tensor's value on the host "
+                f"with {call}() at {frame.f_code.co_filename}:{frame.f_lineno} ({line!r}); "
+                "keep the value a tensor, or compile with fullgraph=False (that signature "
+                "then runs eagerly)")
+        frame = frame.f_back  # type: ignore[assignment]
+    return GraphBreakError(f"bp.compile(fullgraph=True): {fn_name} reads a tensor's value on "
+                           f"the host ({op})")
+
+
+class Compiled:
+    """A function compiled by ``bp.compile``: call it as ``fn``; ``cache_info()`` reports its
+    graphs, ``reset()`` drops them."""
+
+    def __init__(self, fn: Callable[..., Any], fullgraph: bool, cache_size: int) -> None:
+        if cache_size < 1:
+            raise InvalidArgumentError(f"bp.compile: cache_size must be >= 1, got {cache_size}")
+        self.fn = fn
+        self.fullgraph = fullgraph
+        self.cache_size = cache_size
+        self.__name__ = getattr(fn, "__name__", type(fn).__name__)
+        self.__doc__ = getattr(fn, "__doc__", None)
+        self._cache: OrderedDict[Any, list[_Entry]] = OrderedDict()
+        self._counts = [0, 0, 0]  # recordings, replays, eager calls
+
+    def cache_info(self) -> CacheInfo:
+        """The cache's size, bound and eager signatures, and the calls by kind."""
+        entries = [e for group in self._cache.values() for e in group]
+        return CacheInfo(len(entries), self.cache_size, sum(e.run is None for e in entries),
+                         *self._counts)
+
+    def reset(self) -> None:
+        """Drop every recorded graph: the next call records again."""
+        self._cache.clear()
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        leaves: list[Any] = []
+        template = _leaves((args, kwargs), leaves)
+        key = (tuple(_leaf_key(leaf) for leaf in leaves), repr(template), is_grad_enabled())
+        root_objects = _roots(self.fn) + [x for x in leaves if not isinstance(x, Tensor)]
+        roots = tuple(id(r) for r in root_objects)
+        for entry in self._cache.get(key, ()):
+            found = entry.matches(roots, leaves)
+            if found is not None:
+                self._cache.move_to_end(key)
+                if entry.run is None:
+                    self._counts[2] += 1
+                    return self.fn(*args, **kwargs)
+                self._counts[1] += 1
+                return entry.replay(*found, leaves)
+        return self._record(key, roots, root_objects, leaves, args, kwargs)
+
+    def _record(self, key: Any, roots: tuple[int, ...], root_objects: list[Any],
+                leaves: list[Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        self._counts[0] += 1
+        reach = _Reach()
+        for i, leaf in enumerate(leaves):
+            if isinstance(leaf, Tensor):
+                reach.tensor(_Location(_ARGS, i))
+        for obj in root_objects:
+            reach.visit(obj)
+        tensors = [loc.get(leaves) for loc in reach.tensors]
+        op = f"bp.compile({self.__name__})"
+        capture: Any = None
+        chains: list[list[Any]] = []
+        for t in tensors:
+            c, chain = _chain(t.backend, t.kind, op)
+            if capture is not None and c is not capture:
+                raise InvalidArgumentError(f"{op}: tensors run on two Capture classes "
+                                           f"({capture.__name__} and {c.__name__})")
+            capture = c
+            chains.append(chain)
+        if capture is None:
+            raise InvalidArgumentError(f"{op}: found no tensor among the arguments or the "
+                                       "state the function reaches")
+        before = [(t, t.primitive, t.backend) for t in tensors]
+        primitives = [_down(ch, t.kind, t.primitive)
+                      for ch, t in zip(chains, tensors, strict=True)]
+        first: dict[int, int] = {}
+        inputs, ties = [], []
+        for i, p in enumerate(primitives):
+            if id(p) in first:
+                ties.append((first[id(p)], i))
+            else:
+                first[id(p)] = i
+                inputs.append(i)
+        tape = Tape()
+        originals = [h[k] for h, k in reach.scalars]
+        syms = [symbolic.tracked(v, i, tape) for i, v in enumerate(originals)]
+        entry = _Entry(reach, roots, [(t.backend, t.kind, t.shape, t.dtype) for t in tensors],
+                       tuple(m.training for m in reach.modules), _sizes(reach),
+                       tuple(h.get(k) for h, k in reach.fixed), tape, chains=chains,
+                       inputs=inputs, ties=ties)
+        fn_name = self.__name__
+
+        def on_host_read(name: str) -> None:
+            if self.fullgraph:
+                raise _host_read_site(name, fn_name)
+
+        for (h, k), s in zip(reach.scalars, syms, strict=True):
+            h[k] = s
+        try:
+            with capture.recording([primitives[i] for i in inputs], on_host_read,
+                                   _lower) as graph:
+                result = self.fn(*args, **kwargs)
+                outputs = self._outputs(entry, result, before, leaves)
+                capture.set_outputs(graph, outputs)
+        finally:
+            after = [h[k] for h, k in reach.scalars]
+            for (h, k), original, sym, now in zip(reach.scalars, originals, syms, after,
+                                                  strict=True):
+                h[k] = original if now is sym else now.value if isinstance(now, Sym) else now
+        replayable = not graph.host_reads and self._same_state(entry, root_objects, leaves)
+        if replayable:
+            self._finish(entry, graph, syms, after)
+        group = self._cache.setdefault(key, [])
+        if replayable or graph.host_reads:
+            group.append(entry)
+            self._cache.move_to_end(key)
+            while sum(len(g) for g in self._cache.values()) > self.cache_size:
+                oldest = next(iter(self._cache))
+                self._cache[oldest].pop(0)
+                if not self._cache[oldest]:
+                    del self._cache[oldest]
+        elif not group:
+            del self._cache[key]
+        return result
+
+    def _outputs(self, entry: _Entry, result: Any, before: list[tuple[Any, Any, Any]],
+                 leaves: Sequence[Any]) -> list[Any]:
+        """The graph's outputs (``fn``'s result tensors, then each written location's new
+        primitive), noting in ``entry`` how to hand them back."""
+        outputs: list[Any] = []
+        results: list[Any] = []
+        entry.template = _leaves(result, results)
+        for leaf in results:
+            if isinstance(leaf, Tensor):
+                _, chain = _chain(leaf.backend, leaf.kind, "bp.compile")
+                entry.results.append((leaf.backend, leaf.kind, chain, len(outputs)))
+                outputs.append(_down(chain, leaf.kind, leaf.primitive))
+            else:
+                entry.results.append((None, leaf.value if isinstance(leaf, Sym) else leaf,
+                                      None, -1))
+        for i, (loc, (t, primitive, backend)) in enumerate(
+                zip(entry.reach.tensors, before, strict=True)):
+            now = loc.get(leaves)
+            if now is t and now.primitive is primitive and now.backend is backend:
+                continue
+            _, chain = _chain(now.backend, now.kind, "bp.compile")
+            tracked = now.kind == FLOAT and bool(now.backend.float_is_require_grad(
+                now.primitive))
+            entry.written.append(_Written(i, now is not t, now.backend, now.kind, tracked,
+                                          chain, len(outputs)))
+            outputs.append(_down(chain, now.kind, now.primitive))
+        return outputs
+
+    @staticmethod
+    def _same_state(entry: _Entry, root_objects: list[Any], leaves: Sequence[Any]) -> bool:
+        """Whether ``fn`` left the state's layout as it found it (no tensor or scalar added)."""
+        again = _Reach()
+        for i, leaf in enumerate(leaves):
+            if isinstance(leaf, Tensor):
+                again.tensor(_Location(_ARGS, i))
+        for obj in root_objects:
+            again.visit(obj)
+        reach = entry.reach
+        return ([loc.identity() for loc in again.tensors]
+                == [loc.identity() for loc in reach.tensors]
+                and [(id(h), k) for h, k in again.scalars] == [(id(h), k) for h, k in
+                                                               reach.scalars]
+                and entry.sizes == _sizes(again))
+
+    @staticmethod
+    def _finish(entry: _Entry, graph: Graph, syms: list[Any], after: list[Any]) -> None:
+        """Generate the replay function and the symbolic scalars' reads and writes."""
+        found: list[Sym] = []
+        for node in graph.nodes:
+            _syms(node.args, found)
+            _syms(node.kwargs, found)
+        slots: dict[int, int] = {}
+        for s in found:
+            if id(s) not in slots:
+                slots[id(s)] = len(entry.slot_exprs)
+                entry.slot_exprs.append(s.expr)
+        entry.run = _generate(graph, slots, "replay")
+        for position, (now, sym) in enumerate(zip(after, syms, strict=True)):
+            if now is sym:
+                continue
+            expr = now.expr if isinstance(now, Sym) else _constant(now)
+            entry.scalar_writes.append((position, expr))
+
+
+def _constant(value: Any) -> symbolic.Expr:
+    return lambda _values: value
+
+
+def compile(fn: Callable[..., Any] | None = None, *, dynamic: bool = False,
+            fullgraph: bool = False, cache_size: int = 8) -> Any:
+    """``fn`` recorded once per input signature and replayed after (see the module); also a
+    decorator, bare or with options. ``dynamic=True`` (shapes as symbols) is not offered yet:
+    each shape records its own graph."""
+    if dynamic:
+        raise InvalidArgumentError("bp.compile: dynamic=True (symbolic shapes) is not "
+                                   "available; each shape records its own graph")
+    if fn is None:
+        return lambda f: Compiled(f, fullgraph, cache_size)
+    return Compiled(fn, fullgraph, cache_size)
+

@@ -1,0 +1,249 @@
+"""``bp.compile``: a compiled function records once per signature and replays after, with the
+state it reaches (parameters, buffers, optimizer state, step counts, learning rates) bound as
+the graph's inputs and written back from its outputs; every result is compared bit for bit
+with the same steps run eagerly on a twin model, and the Adam step against torch too."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+
+import burnpy as bp
+from burnpy import nn, optim
+from burnpy.backend.errors import InvalidArgumentError
+from burnpy.jit import Compiled, GraphBreakError
+from burnpy_cpu import CpuBackend
+
+C = bp.Capture(CpuBackend)
+A = bp.Autodiff(C)
+
+
+def _floats(shape: tuple[int, ...], seed: int, backend: Any = A) -> bp.Tensor:
+    data = np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+    return bp.Tensor.from_numpy(data, backend=backend)
+
+
+def _mlp(backend: Any = A, dropout: float = 0.0) -> nn.Module:
+    layers: list[nn.Module] = [nn.Linear(6, 16, backend=backend), nn.GELU()]
+    if dropout:
+        layers.append(nn.Dropout(dropout))
+    layers.append(nn.Linear(16, 3, backend=backend))
+    return nn.Sequential(*layers)
+
+
+def _twins(backend: Any = A, dropout: float = 0.0) -> tuple[nn.Module, nn.Module]:
+    a, b = _mlp(backend, dropout), _mlp(backend, dropout)
+    b.load_state_dict({k: v.clone() for k, v in a.state_dict().items()})
+    return a, b
+
+
+def _same(a: nn.Module, b: nn.Module) -> None:
+    sa, sb = a.state_dict(), b.state_dict()
+    assert sa.keys() == sb.keys()
+    for k in sa:
+        assert np.array_equal(sa[k].to_numpy(), sb[k].to_numpy()), k
+
+
+def _train_step(model: nn.Module, opt: optim.Optimizer) -> Callable[..., bp.Tensor]:
+    def step(x: bp.Tensor, y: bp.Tensor) -> bp.Tensor:
+        loss = ((model(x) - y) ** 2).mean()
+        opt.step(model, loss.backward())
+        return loss
+
+    return step
+
+
+def test_adam_training_step_matches_eager_bitwise_and_torch() -> None:
+    compiled_model, eager_model = _twins()
+    clip = optim.GradientClipping.norm(0.5)
+    opt_c, opt_e = optim.Adam(lr=1e-2, grad_clipping=clip), optim.Adam(lr=1e-2,
+                                                                        grad_clipping=clip)
+    torch_model = torch.nn.Sequential(torch.nn.Linear(6, 16), torch.nn.GELU(),
+                                      torch.nn.Linear(16, 3))
+    torch_model.load_state_dict({k: torch.from_numpy(v.to_numpy().copy())
+                                 for k, v in eager_model.state_dict().items()})
+    torch_opt = torch.optim.Adam(torch_model.parameters(), lr=1e-2)
+    step = bp.compile(_train_step(compiled_model, opt_c))
+    eager = _train_step(eager_model, opt_e)
+    for i in range(5):
+        x, y = _floats((4, 6), 2 * i), _floats((4, 3), 2 * i + 1)
+        loss_c, loss_e = step(x, y), eager(x, y)
+        assert np.array_equal(loss_c.to_numpy(), loss_e.to_numpy())
+        _same(compiled_model, eager_model)
+        torch_opt.zero_grad()
+        tx, ty = (torch.from_numpy(t.to_numpy().copy()) for t in (x, y))
+        torch_loss = ((torch_model(tx) - ty) ** 2).mean()
+        torch_loss.backward()
+        torch.nn.utils.clip_grad_norm_(torch_model.parameters(), 0.5)
+        torch_opt.step()
+        np.testing.assert_allclose(loss_c.to_numpy(), torch_loss.item(), rtol=1e-5)
+    for p_c, p_e in zip(compiled_model.parameters(), eager_model.parameters(), strict=True):
+        assert opt_c.steps[p_c] == opt_e.steps[p_e] == 5 and type(opt_c.steps[p_c]) is int
+        for name in ("exp_avg", "exp_avg_sq"):
+            assert np.array_equal(opt_c.state[p_c][name].to_numpy(),
+                                  opt_e.state[p_e][name].to_numpy())
+        assert p_c.is_require_grad()
+    for p, t in zip(compiled_model.parameters(), torch_model.parameters(), strict=True):
+        np.testing.assert_allclose(p.to_numpy(), t.detach().numpy(), rtol=1e-4, atol=1e-6)
+    # the first call creates Adam's state (eager), the second records, the rest replay
+    info = step.cache_info()
+    assert (info.size, info.recordings, info.replays) == (1, 2, 3)
+
+
+def test_sgd_with_a_scheduler_reads_the_learning_rate_each_call() -> None:
+    compiled_model, eager_model = _twins()
+    opt_c = optim.SGD(lr=0.1, momentum=0.9)
+    opt_e = optim.SGD(lr=0.1, momentum=0.9)
+    sched_c = optim.lr_scheduler.LambdaLR(opt_c, lambda epoch: 0.7 ** epoch)
+    sched_e = optim.lr_scheduler.LambdaLR(opt_e, lambda epoch: 0.7 ** epoch)
+    step = bp.compile(_train_step(compiled_model, opt_c))
+    eager = _train_step(eager_model, opt_e)
+    rates = []
+    for i in range(6):
+        x, y = _floats((4, 6), 10 + i), _floats((4, 3), 20 + i)
+        step(x, y)
+        eager(x, y)
+        _same(compiled_model, eager_model)
+        rates.append(opt_c.param_groups[0]["lr"])
+        sched_c.step()
+        sched_e.step()
+    assert len(set(rates)) == 6  # a new rate each step, every one of them used
+    assert type(opt_c.param_groups[0]["lr"]) is float
+    assert step.cache_info().replays == 4
+
+
+def test_gradient_accumulation_across_calls() -> None:
+    compiled_model, eager_model = _twins()
+
+    def accumulate(model: nn.Module, acc: dict[str, bp.Tensor]) -> Callable[..., None]:
+        def fn(x: bp.Tensor, y: bp.Tensor) -> None:
+            grads = ((model(x) - y) ** 2).mean().backward()
+            for name, p in model.named_parameters():
+                g = p.grad(grads)
+                assert g is not None
+                acc[name] = acc[name] + g if name in acc else g
+        return fn
+
+    acc_c: dict[str, bp.Tensor] = {}
+    acc_e: dict[str, bp.Tensor] = {}
+    step = bp.compile(accumulate(compiled_model, acc_c))
+    eager = accumulate(eager_model, acc_e)
+    for i in range(4):
+        x, y = _floats((3, 6), 30 + i), _floats((3, 3), 40 + i)
+        assert step(x, y) is None
+        eager(x, y)
+    assert acc_c.keys() == acc_e.keys()
+    for name in acc_c:
+        assert np.array_equal(acc_c[name].to_numpy(), acc_e[name].to_numpy())
+    # the first call creates the sums (eager); the second records; the rest replay
+    assert step.cache_info().replays == 2
+
+
+def test_no_grad_blocks_and_in_place_writes() -> None:
+    compiled_model, eager_model = _twins()
+
+    def sgd(model: nn.Module) -> Callable[..., bp.Tensor]:
+        def fn(x: bp.Tensor, y: bp.Tensor) -> bp.Tensor:
+            with bp.no_grad():
+                target = model(y[:, :3].repeat(1, 2)) * 0.5  # untracked
+            loss = ((model(x) - target) ** 2).mean()
+            grads = loss.backward()
+            with bp.no_grad():
+                for p in model.parameters():
+                    g = p.grad(grads)
+                    assert g is not None
+                    p.sub_(bp.Tensor.from_inner(g, backend=p.backend) * 0.05)
+            return loss
+        return fn
+
+    step, eager = bp.compile(sgd(compiled_model)), sgd(eager_model)
+    for i in range(4):
+        x, y = _floats((5, 6), 50 + i), _floats((5, 3), 60 + i)
+        assert np.array_equal(step(x, y).to_numpy(), eager(x, y).to_numpy())
+        _same(compiled_model, eager_model)
+    assert step.cache_info().replays == 3
+
+
+def test_batch_norm_running_statistics_are_written_back() -> None:
+    def net() -> nn.Module:
+        return nn.Sequential(nn.Linear(4, 8, backend=C), nn.BatchNorm1d(8, backend=C))
+
+    a, b = net(), net()
+    b.load_state_dict({k: v.clone() for k, v in a.state_dict().items()})
+    forward = bp.compile(a)
+    for i in range(4):
+        x = _floats((6, 4), 70 + i, C)
+        assert np.array_equal(forward(x).to_numpy(), b(x).to_numpy())
+        _same(a, b)
+    a.eval()
+    b.eval()  # another training flag: records again
+    x = _floats((6, 4), 80, C)
+    assert np.array_equal(forward(x).to_numpy(), b(x).to_numpy())
+    assert forward.cache_info().recordings == 2
+
+
+def test_a_new_shape_or_scalar_records_again_and_the_cache_is_bounded() -> None:
+    model = _mlp(C)
+    fn = bp.compile(lambda x, scale: model(x) * scale, cache_size=2)
+    for rows, scale in ((4, 2.0), (4, 2.0), (6, 2.0), (4, 2.0), (4, 3.0), (4, 3.0)):
+        x = _floats((rows, 6), rows, C)
+        assert np.array_equal(fn(x, scale).to_numpy(), (model(x) * scale).to_numpy())
+    info = fn.cache_info()
+    assert (info.size, info.max_size, info.recordings, info.replays) == (2, 2, 3, 3)
+    x = _floats((6, 6), 1, C)  # dropped from the cache by (4, 3.0): recorded again
+    fn(x, 2.0)
+    assert fn.cache_info().recordings == 4
+
+
+def test_a_host_read_raises_with_fullgraph_and_runs_eagerly_without() -> None:
+    model = _mlp(C)
+
+    def fn(x: bp.Tensor) -> bp.Tensor:
+        y = model(x)
+        if y.sum().item() > 1e9:  # a host read
+            return y
+        return y * 2.0
+
+    strict = bp.compile(fn, fullgraph=True)
+    with pytest.raises(GraphBreakError, match=r"item\(\) at .*test_compile.py:\d+ .*"
+                                              r"y.sum\(\).item\(\)"):
+        strict(_floats((2, 6), 1, C))
+    loose = bp.compile(fn)
+    for seed in range(3):
+        x = _floats((2, 6), seed, C)
+        assert np.array_equal(loose(x).to_numpy(), (model(x) * 2.0).to_numpy())
+    info = loose.cache_info()
+    assert (info.eager_signatures, info.recordings, info.eager_calls) == (1, 1, 2)
+
+
+def test_dropout_draws_fresh_masks_as_eager_does() -> None:
+    compiled_model, eager_model = _twins(C, dropout=0.5)
+    forward = bp.compile(compiled_model)
+    x = _floats((8, 6), 90, C)
+    device = CpuBackend.default_device()
+    CpuBackend.seed(device, 123)
+    compiled = [forward(x).to_numpy() for _ in range(4)]
+    CpuBackend.seed(device, 123)
+    eager = [eager_model(x).to_numpy() for _ in range(4)]
+    assert forward.cache_info().replays == 3
+    for c, e in zip(compiled, eager, strict=True):
+        assert np.array_equal(c, e)
+    assert not np.array_equal(compiled[1], compiled[2])  # a new mask each replay
+
+
+def test_bad_uses_are_refused() -> None:
+    plain = nn.Linear(2, 2, backend=CpuBackend)
+    with pytest.raises(InvalidArgumentError, match="does not run on a Capture backend"):
+        bp.compile(plain)(bp.Tensor.from_numpy(np.ones((1, 2), np.float32)))
+    with pytest.raises(InvalidArgumentError, match="dynamic=True"):
+        bp.compile(plain, dynamic=True)
+    with pytest.raises(InvalidArgumentError, match="cache_size"):
+        bp.compile(plain, cache_size=0)
+    decorated = bp.compile(fullgraph=True)(lambda x: x + 1.0)
+    assert isinstance(decorated, Compiled)
+    x = _floats((2,), 0, C)
+    assert np.array_equal(decorated(x).to_numpy(), x.to_numpy() + np.float32(1.0))
