@@ -1504,3 +1504,23 @@ def _slice_assign(b: _Builder, a: dict[str, Any], node: Node) -> list[str]:
         coordinates.append(b.one("Expand", b.one("Unsqueeze", steps, b.const(around)), grid))
     indices = coordinates[0] if k == 1 else b.one("Concat", *coordinates, axis=-1)
     return [b.one("ScatterND", x, indices, value)]
+
+
+@_translation("lstm")
+def _lstm(b: _Builder, a: dict[str, Any], node: Node) -> list[str]:
+    """ONNX's ``LSTM`` over the projected gates: its input weight is the permutation taking
+    torch's gate order (i, f, g, o) to ONNX's (i, o, f, c), exact since it only moves values,
+    the recurrent weight's rows permuted alike; ``[T + 1, N, H]``: every step's hidden state,
+    then the last cell state."""
+    gates, desc = b.v(a["gates_x"]), b.d(a["gates_x"])
+    hidden = desc.shape[2] // 4
+    order = np.concatenate([np.arange(k * hidden, (k + 1) * hidden) for k in (0, 3, 1, 2)])
+    moved = np.eye(4 * hidden, dtype=desc.dtype.numpy)[order][None]
+    recurrent = b.one("Gather", b.v(a["weight_hh"]), b.const(order.astype(np.int64)), axis=0)
+    first = b.const(np.array([0], np.int64))
+    recurrent = b.one("Unsqueeze", recurrent, first)
+    h0, c0 = (b.one("Unsqueeze", b.v(a[n]), first) for n in ("h0", "c0"))
+    states, _, cell = b.emit("LSTM", [gates, b.const(moved), recurrent, "", "", h0, c0], 3,
+                             hidden_size=hidden)
+    steps = b.one("Squeeze", states, b.const(np.array([1], np.int64)))
+    return [b.one("Concat", steps, cell, axis=0)]

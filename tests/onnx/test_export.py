@@ -636,3 +636,22 @@ def test_slice_assignment_matches_burnpy_and_follows_dynamic_dims() -> None:
     for n in (6, 2):
         x = _floats((n, 5), n)
         _close(_run(proto, (x,)), _outputs(columns(x)))
+
+
+_LSTM = nn.LSTM(3, 4, num_layers=2, batch_first=True, bidirectional=True, backend=B).eval()
+_GRU = nn.GRU(3, 4, backend=B).eval()
+
+
+def test_recurrent_layers_export_with_dynamic_sizes() -> None:
+    """A two-layer bidirectional LSTM (ONNX's ``LSTM`` node) with dynamic batch and time; a
+    GRU (composed step by step, so its length is fixed) with a dynamic batch."""
+    proto = _translated(_LSTM, (_floats((2, 5, 3), 71),),
+                        dynamic_axes={"input_0": {0: "batch", 1: "time"}})
+    assert "LSTM" in {n.op_type for n in proto.graph.node}
+    for shape in ((3, 7, 3), (4, 2, 3)):
+        x = _floats(shape, shape[1])
+        _close(_run(proto, (x,)), _outputs(_LSTM(x)))
+    proto = _translated(_GRU, (_floats((5, 2, 3), 72),), dynamic_axes={"input_0": {1: "batch"}})
+    for batch in (3, 6):
+        x = _floats((5, batch, 3), batch)
+        _close(_run(proto, (x,)), _outputs(_GRU(x)))
