@@ -34,6 +34,17 @@ _UNRECORDED = frozenset({"float_device", "int_device", "bool_device", "q_device"
                          "float_is_require_grad"})
 
 
+#: How many recordings are active in each thread, on any Capture class (``recording_active``).
+_ACTIVE = threading.local()
+
+
+def recording_active() -> bool:
+    """Whether a Capture recording is active in this thread: a host-side validity check that
+    would read a tensor's values (embedding's index bounds) is skipped then, as a recorded
+    graph replays without it and a host read would end the recording's use."""
+    return getattr(_ACTIVE, "count", 0) > 0
+
+
 #: ``lower_args``: an op call's (args, kwargs) to those B runs with.
 _Lower = Callable[[tuple[Any, ...], dict[str, Any]], tuple[tuple[Any, ...], dict[str, Any]]]
 
@@ -210,10 +221,12 @@ class CaptureBackend(InnerDevices, Backend, abstract=True):
                     f"primitives, got {type(primitive).__name__}")
             recording.graph.inputs.append(recording.add(primitive, INPUT))
         state.recording = recording
+        _ACTIVE.count = getattr(_ACTIVE, "count", 0) + 1
         try:
             yield recording.graph
         finally:
             state.recording = None
+            _ACTIVE.count -= 1
 
     @classmethod
     def set_outputs(cls, graph: Graph, outputs: Sequence[Any]) -> None:

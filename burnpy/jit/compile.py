@@ -456,15 +456,16 @@ def _sizes(reach: _Reach) -> tuple[int, ...]:
 
 
 def _host_read_site(op: str, fn_name: str) -> GraphBreakError:
-    """The error for a host read, naming the Tensor method and the first line of user code."""
+    """The error for a host read, naming the first line of user code on the stack and the
+    burnpy call it made."""
     frame = sys._getframe(2)
     call = op
     while frame is not None:
         module = str(frame.f_globals.get("__name__", ""))
         inside = module.startswith("burnpy") and not module.startswith("burnpy.examples")
-        if module.startswith("burnpy.tensor."):
+        if inside:  # the outermost library call is the one the user's line made
             call = frame.f_code.co_name
-        elif not inside:
+        else:
             line = linecache.getline(frame.f_code.co_filename, frame.f_lineno).strip()
             return GraphBreakError(
                 f"bp.compile(fullgraph=True): {fn_name} reads a tensor's value on the host "

@@ -15,6 +15,7 @@ import torch
 import burnpy as bp
 from burnpy import nn, optim
 from burnpy.backend.errors import InvalidArgumentError
+from burnpy.examples.gpt_model import GPT, GPTConfig, decay_groups
 from burnpy.jit import Compiled, GraphBreakError
 from burnpy_cpu import CpuBackend
 
@@ -247,3 +248,28 @@ def test_bad_uses_are_refused() -> None:
     assert isinstance(decorated, Compiled)
     x = _floats((2,), 0, C)
     assert np.array_equal(decorated(x).to_numpy(), x.to_numpy() + np.float32(1.0))
+
+
+def test_gpt_training_step_with_adamw_and_clipping_matches_eager_bitwise() -> None:
+    config = GPTConfig(vocab_size=11, block_size=8, n_layer=1, n_head=2, n_embd=8)
+    compiled_model, eager_model = GPT(config, backend=A), GPT(config, backend=A)
+    eager_model.load_state_dict({k: v.clone() for k, v in compiled_model.state_dict().items()})
+
+    def trainer(model: GPT) -> Callable[..., bp.Tensor]:
+        opt = optim.AdamW(decay_groups(model, 0.1), lr=3e-3, betas=(0.9, 0.99),
+                          grad_clipping=optim.GradientClipping.norm(1.0))
+
+        def train(x: bp.Tensor, y: bp.Tensor) -> bp.Tensor:
+            loss = model.loss(x, y)
+            opt.step(model, loss.backward())
+            return loss
+        return train
+
+    step = bp.compile(trainer(compiled_model), fullgraph=True)  # no host read in the step
+    eager = trainer(eager_model)
+    rng = np.random.default_rng(5)
+    for _ in range(4):
+        x, y = (bp.Tensor.from_numpy(rng.integers(0, 11, (2, 8)), backend=A) for _ in "xy")
+        assert np.array_equal(step(x, y).to_numpy(), eager(x, y).to_numpy())
+        _same(compiled_model, eager_model)
+    assert step.cache_info().replays == 2

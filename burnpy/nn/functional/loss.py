@@ -19,6 +19,7 @@ from burnpy.backend.errors import (
     ShapeError,
     describe,
 )
+from burnpy.capture import recording_active
 from burnpy.nn.functional._common import _host
 from burnpy.nn.functional.distance import pairwise_distance
 from burnpy.nn.functional.linear import linear
@@ -170,16 +171,18 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
 def _fused_cross_entropy(logits: Tensor, target: Tensor, ignore_index: int,
                          reduction: str) -> Tensor:
     """Plain cross entropy of ``[n, c]`` logits at class indices, one backend op (the
-    common training case); the targets are checked on the host first."""
+    common training case); the targets are checked on the host first, except while a
+    ``Capture`` recording is active (``bp.compile``), whose replays read no values on the host."""
     check_same_backend("cross_entropy", logits, target)
     c = logits.shape[1]
-    labels = target.to_numpy()
-    ignored = labels == ignore_index
-    bad = ~ignored & ((labels < 0) | (labels >= c))
-    if bad.any():
-        raise IndexOutOfBoundsError(f"cross_entropy: target {int(labels[bad][0])} is out of "
-                                    f"range for {c} classes (and is not ignore_index "
-                                    f"{ignore_index})")
+    if not recording_active():
+        labels = target.to_numpy()
+        ignored = labels == ignore_index
+        bad = ~ignored & ((labels < 0) | (labels >= c))
+        if bad.any():
+            raise IndexOutOfBoundsError(f"cross_entropy: target {int(labels[bad][0])} is out "
+                                        f"of range for {c} classes (and is not ignore_index "
+                                        f"{ignore_index})")
     b = logits.backend
     loss = new(b, b.cross_entropy(logits.primitive, target.primitive, ignore_index), FLOAT)
     if reduction == "none":
@@ -187,6 +190,8 @@ def _fused_cross_entropy(logits: Tensor, target: Tensor, ignore_index: int,
     total = loss.sum()
     if reduction == "sum":
         return total
+    if recording_active():  # the count of kept targets stays on the device
+        return total * target.not_equal(ignore_index).float().sum().recip()
     kept = len(labels) - int(ignored.sum())
     return total * (1.0 / kept) if kept else total * math.nan
 
