@@ -189,27 +189,44 @@ def _names(code: types.CodeType) -> Iterator[str]:
             yield from _names(const)
 
 
-def _roots(fn: Callable[..., Any]) -> list[Any]:
-    """The objects ``fn`` reaches outside its arguments: a bound method's ``self``, a
-    module's own state, its closure's cells and the globals its code names."""
-    roots: list[Any] = []
-    if _is_module(fn):
-        return [fn]
-    target = getattr(fn, "__func__", fn)
-    if hasattr(fn, "__self__"):
-        roots.append(fn.__self__)
-    code = getattr(target, "__code__", None)
-    if code is None:
+class _Roots:
+    """The objects ``fn`` reaches outside its arguments, read anew at each call (a global may
+    be rebound): a module itself, a bound method's ``self``, its closure's cells and the
+    globals its code names (modules, functions and classes left out)."""
+
+    __slots__ = ("cells", "fixed", "names", "scope")
+
+    def __init__(self, fn: Callable[..., Any]) -> None:
+        self.fixed: list[Any] = []
+        self.cells: tuple[Any, ...] = ()
+        self.names: list[str] = []
+        self.scope: dict[str, Any] = {}
+        if _is_module(fn):
+            self.fixed.append(fn)
+            return
+        target = getattr(fn, "__func__", fn)
+        if hasattr(fn, "__self__"):
+            self.fixed.append(fn.__self__)
+        code = getattr(target, "__code__", None)
+        if code is not None:
+            self.cells = target.__closure__ or ()
+            self.scope = target.__globals__
+            self.names = list(dict.fromkeys(_names(code)))
+
+    def __call__(self) -> list[Any]:
+        roots = list(self.fixed)
+        for cell in self.cells:
+            try:
+                roots.append(cell.cell_contents)
+            except ValueError:  # an empty cell
+                continue
+        scope = self.scope
+        for name in self.names:
+            value = scope.get(name, _ARGS)
+            if value is not _ARGS and not isinstance(
+                    value, types.ModuleType | types.FunctionType | type):
+                roots.append(value)
         return roots
-    for cell in target.__closure__ or ():
-        try:
-            roots.append(cell.cell_contents)
-        except ValueError:  # an empty cell
-            continue
-    scope = target.__globals__
-    roots.extend(scope[name] for name in dict.fromkeys(_names(code)) if name in scope
-                 and not isinstance(scope[name], types.ModuleType | types.FunctionType | type))
-    return roots
 
 
 def _leaves(value: Any, out: list[Any]) -> Any:
@@ -491,6 +508,7 @@ class Compiled:
         self.__doc__ = getattr(fn, "__doc__", None)
         self._cache: OrderedDict[Any, list[_Entry]] = OrderedDict()
         self._counts = [0, 0, 0]  # recordings, replays, eager calls
+        self._roots = _Roots(fn)
 
     def cache_info(self) -> CacheInfo:
         """The cache's size, bound and eager signatures, and the calls by kind."""
@@ -503,10 +521,15 @@ class Compiled:
         self._cache.clear()
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        leaves: list[Any] = []
-        template = _leaves((args, kwargs), leaves)
-        key = (tuple(_leaf_key(leaf) for leaf in leaves), repr(template), is_grad_enabled())
-        root_objects = _roots(self.fn) + [x for x in leaves if not isinstance(x, Tensor)]
+        leaves: list[Any]
+        template: Any
+        if kwargs or any(type(a) in (tuple, list, dict) for a in args):
+            leaves = []
+            template = repr(_leaves((args, kwargs), leaves))
+        else:  # flat positional arguments
+            leaves, template = list(args), len(args)
+        key = (tuple(_leaf_key(leaf) for leaf in leaves), template, is_grad_enabled())
+        root_objects = self._roots() + [x for x in leaves if not isinstance(x, Tensor)]
         roots = tuple(id(r) for r in root_objects)
         for entry in self._cache.get(key, ()):
             found = entry.matches(roots, leaves)
