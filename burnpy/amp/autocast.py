@@ -141,6 +141,8 @@ def _handle(name: str, fn: Callable[..., Any], args: tuple[Any, ...],
     target: DType | None
     if policy is CastPolicy.LOWER:
         target = lower
+        if not first.backend.supports_dtype(first.device, lower):
+            raise _unsupported(first, lower, device_type, name)
     elif policy is CastPolicy.FP32:
         target = DType.float32
     elif policy is CastPolicy.PROMOTE:
@@ -155,6 +157,19 @@ def _handle(name: str, fn: Callable[..., Any], args: tuple[Any, ...],
         return fn(*args, **kwargs)
     finally:
         st.paused -= 1
+
+
+def _unsupported(t: Tensor, dtype: DType, device_type: str, name: str) -> DTypeError:
+    """The error for a region whose dtype ``t``'s backend cannot compute on its device."""
+    backend, device = t.backend, t.device
+    usable = [str(d) for d in LOWER_DTYPES if backend.supports_dtype(device, d)]
+    instead = (f"use autocast({device_type!r}, dtype={usable[0]})" if usable
+               else "run it in float32 (enabled=False)")
+    return DTypeError(
+        f"autocast({device_type!r}, dtype={dtype}): {name} on {backend.__name__} "
+        f"({backend.name(device)}, device {device}) cannot compute in {dtype.name}: the device "
+        f"does not support it (a WebGPU adapter needs the 'shader-f16' feature for float16 "
+        f"and has no bfloat16); {instead}")
 
 
 _hook = register_autocast_handler(_handle)
