@@ -5,7 +5,8 @@ The state ``fn`` reads and writes outside its arguments is part of the graph, no
 it. Before recording, the objects ``fn`` can reach are walked (its arguments, the ``self`` of
 a bound method, its closure's cells and the globals its code names, and inside those: modules
 (``slots()``), optimizers (``param_groups``, ``state``, ``steps``), schedulers
-(``optimizer``), and dicts, lists and tuples of tensors). Each tensor found is a *location*:
+(``optimizer``), dicts, lists and tuples, and other objects' attributes, three levels deep).
+Each tensor found is a *location*:
 a tensor object (a parameter or buffer, re-pointed in place by ``ParamSlot.write`` or an
 in-place op) or a container entry (an optimizer's state, replaced by a new tensor each step).
 Every location's primitive is a graph input, bound at each call to its current value; every
@@ -179,6 +180,10 @@ class _Reach:
                         self.tensor(_Location(None, None, value))
                 else:
                     self.visit(value, depth + 1)
+        elif not isinstance(obj, types.ModuleType | types.FunctionType | types.MethodType):
+            attributes = getattr(obj, "__dict__", None)  # an object holding the state
+            if isinstance(attributes, dict):
+                self.visit(attributes, depth + 1)
 
 
 def _names(code: types.CodeType) -> Iterator[str]:

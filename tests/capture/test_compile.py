@@ -273,3 +273,26 @@ def test_gpt_training_step_with_adamw_and_clipping_matches_eager_bitwise() -> No
         assert np.array_equal(step(x, y).to_numpy(), eager(x, y).to_numpy())
         _same(compiled_model, eager_model)
     assert step.cache_info().replays == 2
+
+
+def test_a_bound_method_reaches_the_state_its_object_holds() -> None:
+    class Trainer:
+        def __init__(self, model: nn.Module) -> None:
+            self.model, self.opt = model, optim.SGD(lr=0.05, momentum=0.5)
+            self.seen = _floats((3,), 0)  # replaced by each step: a written attribute
+
+        def step(self, x: bp.Tensor, y: bp.Tensor) -> bp.Tensor:
+            loss = ((self.model(x) - y) ** 2).mean()
+            self.opt.step(self.model, loss.backward())
+            self.seen = self.seen * 0.5 + loss.detach()
+            return loss
+
+    compiled_model, eager_model = _twins()
+    ours, theirs = Trainer(compiled_model), Trainer(eager_model)
+    step = bp.compile(ours.step)
+    for i in range(4):
+        x, y = _floats((4, 6), 100 + i), _floats((4, 3), 110 + i)
+        assert np.array_equal(step(x, y).to_numpy(), theirs.step(x, y).to_numpy())
+        _same(compiled_model, eager_model)
+        assert np.array_equal(ours.seen.to_numpy(), theirs.seen.to_numpy())
+    assert step.cache_info().replays == 2
