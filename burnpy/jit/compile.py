@@ -359,6 +359,8 @@ def _plain(arg: Any) -> Any:
     kind = type(arg)
     if kind is tuple or kind is list:
         return kind(_plain(a) for a in arg)
+    if kind is dict:
+        return {k: _plain(v) for k, v in arg.items()}
     return arg
 
 
@@ -382,6 +384,10 @@ def _syms(args: Any, found: list[Sym]) -> None:
 
 
 # ---- one recorded signature ------------------------------------------------------------------
+#: Where a result that is not a tensor comes from: a constant, or a symbolic scalar.
+_CONSTANT, _SCALAR = -1, -2
+
+
 class _Written(NamedTuple):
     """A location ``fn`` changed: its position, whether a new tensor replaced the old one
     there, its backend, kind and tracking, the decorators over the Capture class, and its
@@ -411,7 +417,8 @@ class _Entry:
     run: Callable[..., Any] | None = None
     chains: list[list[Any]] = field(default_factory=list)
     inputs: list[int] = field(default_factory=list)
-    ties: list[tuple[int, int]] = field(default_factory=list)
+    #: Locations sharing a primitive when recorded: (first, other, whether one tensor).
+    ties: list[tuple[int, int, bool]] = field(default_factory=list)
     slot_exprs: list[symbolic.Expr] = field(default_factory=list)
     scalar_writes: list[tuple[int, symbolic.Expr]] = field(default_factory=list)
     written: list[_Written] = field(default_factory=list)
@@ -432,6 +439,12 @@ class _Entry:
         for t, desc in zip(tensors, self.descs, strict=True):
             if not isinstance(t, Tensor) or (t.backend, t.kind, t.shape, t.dtype) != desc:
                 return None
+        chains = self.chains
+        for a, b, same in self.ties:  # still one tensor, or one storage, as when recorded
+            if (tensors[a] is not tensors[b] if same else
+                    _down(chains[a], tensors[a].kind, tensors[a].primitive)
+                    is not _down(chains[b], tensors[b].kind, tensors[b].primitive)):
+                return None
         values = [h[k] for h, k in reach.scalars]
         if not self.tape.holds(values):
             return None
@@ -443,12 +456,6 @@ class _Entry:
         chains = self.chains
         primitives = [_down(chains[i], tensors[i].kind, tensors[i].primitive)
                       for i in self.inputs]
-        for a, b in self.ties:
-            if (_down(chains[a], tensors[a].kind, tensors[a].primitive)
-                    is not _down(chains[b], tensors[b].kind, tensors[b].primitive)):
-                raise InvalidArgumentError(
-                    "bp.compile: two state tensors that shared storage when recorded no longer "
-                    "do; call the compiled function's reset() to record again")
         outs = self.run(primitives, [expr(values) for expr in self.slot_exprs])
         locations = self.reach.tensors
         for w in self.written:
@@ -463,8 +470,8 @@ class _Entry:
         for position, expr in self.scalar_writes:
             holder, key = self.reach.scalars[position]
             holder[key] = expr(values)
-        results = [wrap(b, _up(c, k, outs[i], False), k) if isinstance(k, str) else k
-                   for (b, k, c, i) in self.results]
+        results = [wrap(b, _up(c, k, outs[i], False), k) if i >= 0
+                   else c(values) if i == _SCALAR else k for (b, k, c, i) in self.results]
         return _rebuild(self.template, results)
 
 
@@ -577,7 +584,7 @@ class Compiled:
         inputs, ties = [], []
         for i, p in enumerate(primitives):
             if id(p) in first:
-                ties.append((first[id(p)], i))
+                ties.append((first[id(p)], i, tensors[first[id(p)]] is tensors[i]))
             else:
                 first[id(p)] = i
                 inputs.append(i)
@@ -621,7 +628,7 @@ class Compiled:
                     del self._cache[oldest]
         elif not group:
             del self._cache[key]
-        return result
+        return _plain(result)
 
     def _outputs(self, entry: _Entry, result: Any, before: list[tuple[Any, Any, Any]],
                  leaves: Sequence[Any]) -> list[Any]:
@@ -635,14 +642,24 @@ class Compiled:
                 _, chain = _chain(leaf.backend, leaf.kind, "bp.compile")
                 entry.results.append((leaf.backend, leaf.kind, chain, len(outputs)))
                 outputs.append(_down(chain, leaf.kind, leaf.primitive))
+            elif isinstance(leaf, Sym):  # a state scalar: computed at each call
+                entry.results.append((None, None, leaf.expr, _SCALAR))
+            elif leaf is None or isinstance(leaf, bool | int | float | str):
+                entry.results.append((None, leaf, None, _CONSTANT))
             else:
-                entry.results.append((None, leaf.value if isinstance(leaf, Sym) else leaf,
-                                      None, -1))
+                raise InvalidArgumentError(
+                    f"bp.compile({self.__name__}): the function returns a "
+                    f"{type(leaf).__name__}, which a replay cannot make anew; return tensors, "
+                    "Python scalars and None (in tuples, lists or dicts)")
+        repointed: set[int] = set()
         for i, (loc, (t, primitive, backend)) in enumerate(
                 zip(entry.reach.tensors, before, strict=True)):
             now = loc.get(leaves)
-            if now is t and now.primitive is primitive and now.backend is backend:
+            if now is t and ((now.primitive is primitive and now.backend is backend)
+                             or id(t) in repointed):  # unchanged, or written already
                 continue
+            if now is t:
+                repointed.add(id(t))
             _, chain = _chain(now.backend, now.kind, "bp.compile")
             tracked = now.kind == FLOAT and bool(now.backend.float_is_require_grad(
                 now.primitive))

@@ -296,3 +296,27 @@ def test_a_bound_method_reaches_the_state_its_object_holds() -> None:
         _same(compiled_model, eager_model)
         assert np.array_equal(ours.seen.to_numpy(), theirs.seen.to_numpy())
     assert step.cache_info().replays == 2
+
+
+def test_results_other_than_tensors_and_scalars_are_refused() -> None:
+    model = _mlp()
+    opt = optim.SGD(lr=0.1)
+
+    def fn(x: bp.Tensor) -> tuple[Any, float]:
+        grads = model(x).sum().backward()
+        return grads, opt.param_groups[0]["lr"]
+
+    with pytest.raises(InvalidArgumentError, match="returns a Gradients"):
+        bp.compile(fn)(_floats((2, 6), 0))
+
+    def rate(x: bp.Tensor) -> tuple[bp.Tensor, float, None]:
+        return x * 2.0, opt.param_groups[0]["lr"] * 2.0, None
+
+    compiled = bp.compile(rate)
+    x = _floats((2, 6), 1)
+    for lr in (0.1, 0.2, 0.3):
+        opt.param_groups[0]["lr"] = lr
+        doubled, scaled, nothing = compiled(x)
+        assert np.array_equal(doubled.to_numpy(), (x * 2.0).to_numpy())
+        assert scaled == lr * 2.0 and type(scaled) is float and nothing is None
+    assert compiled.cache_info().replays == 2
