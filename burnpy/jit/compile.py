@@ -17,7 +17,8 @@ op with the step as an argument, are symbolic scalars (``burnpy.jit.symbolic``):
 call, advanced after each replay.
 
 Guards: a call replays a graph recorded with the same signature (each argument's backend,
-kind, shape and dtype, the values of Python scalars, the grad mode), the same reachable
+kind, shape and dtype, the values of Python scalars among the arguments, the closure's cells
+and the globals named, the grad mode), the same reachable
 objects, the same state (each location's backend, kind, shape and dtype, modules' training
 flags, the optimizers' state sizes) and the same outcomes of the Python branches taken on
 symbolic scalars; otherwise it records again (at most ``cache_size`` graphs, the oldest
@@ -197,15 +198,18 @@ def _names(code: types.CodeType) -> Iterator[str]:
 class _Roots:
     """The objects ``fn`` reaches outside its arguments, read anew at each call (a global may
     be rebound): a module itself, a bound method's ``self``, its closure's cells and the
-    globals its code names (modules, functions and classes left out)."""
+    globals its code names, and those of the functions of its own module it names (two
+    levels); Python modules, classes and other functions are left out. The plain scalars
+    among them (``int``, ``float``, ``bool``, ``str``) join the call's signature."""
 
-    __slots__ = ("cells", "fixed", "names", "scope")
+    __slots__ = ("cells", "fixed", "helpers", "names", "scope")
 
-    def __init__(self, fn: Callable[..., Any]) -> None:
+    def __init__(self, fn: Callable[..., Any], depth: int = 0) -> None:
         self.fixed: list[Any] = []
         self.cells: tuple[Any, ...] = ()
         self.names: list[str] = []
         self.scope: dict[str, Any] = {}
+        self.helpers: list[_Roots] = []
         if _is_module(fn):
             self.fixed.append(fn)
             return
@@ -213,25 +217,44 @@ class _Roots:
         if hasattr(fn, "__self__"):
             self.fixed.append(fn.__self__)
         code = getattr(target, "__code__", None)
-        if code is not None:
-            self.cells = target.__closure__ or ()
-            self.scope = target.__globals__
-            self.names = list(dict.fromkeys(_names(code)))
+        if code is None:
+            return
+        self.cells = target.__closure__ or ()
+        self.scope = target.__globals__
+        self.names = list(dict.fromkeys(_names(code)))
+        if depth < 2:
+            referenced = [self.scope.get(n) for n in self.names]
+            for cell in self.cells:
+                try:
+                    referenced.append(cell.cell_contents)
+                except ValueError:  # an empty cell
+                    continue
+            self.helpers = [_Roots(f, depth + 1) for f in referenced
+                            if isinstance(f, types.FunctionType) and f is not target
+                            and f.__globals__ is self.scope]
 
-    def __call__(self) -> list[Any]:
-        roots = list(self.fixed)
+    def __call__(self, roots: list[Any], scalars: list[Any]) -> None:
+        """Append the objects reached to ``roots`` and the plain scalars to ``scalars``."""
+        roots.extend(self.fixed)
         for cell in self.cells:
             try:
-                roots.append(cell.cell_contents)
+                self._add(cell.cell_contents, roots, scalars)
             except ValueError:  # an empty cell
                 continue
         scope = self.scope
         for name in self.names:
             value = scope.get(name, _ARGS)
-            if value is not _ARGS and not isinstance(
-                    value, types.ModuleType | types.FunctionType | type):
-                roots.append(value)
-        return roots
+            if value is not _ARGS:
+                self._add(value, roots, scalars)
+        for helper in self.helpers:
+            helper(roots, scalars)
+
+    @staticmethod
+    def _add(value: Any, roots: list[Any], scalars: list[Any]) -> None:
+        if isinstance(value, bool | int | float | str):
+            scalars.append(value)
+        elif not isinstance(value, types.ModuleType | types.FunctionType | type):
+            roots.append(value)
 
 
 def _leaves(value: Any, out: list[Any]) -> Any:
@@ -540,8 +563,12 @@ class Compiled:
             template = repr(_leaves((args, kwargs), leaves))
         else:  # flat positional arguments
             leaves, template = list(args), len(args)
-        key = (tuple(_leaf_key(leaf) for leaf in leaves), template, is_grad_enabled())
-        root_objects = self._roots() + [x for x in leaves if not isinstance(x, Tensor)]
+        root_objects: list[Any] = []
+        scalars: list[Any] = []
+        self._roots(root_objects, scalars)
+        key = (tuple(_leaf_key(leaf) for leaf in leaves), template, is_grad_enabled(),
+               tuple(scalars))
+        root_objects += [x for x in leaves if not isinstance(x, Tensor)]
         roots = tuple(id(r) for r in root_objects)
         for entry in self._cache.get(key, ()):
             found = entry.matches(roots, leaves)

@@ -320,3 +320,38 @@ def test_results_other_than_tensors_and_scalars_are_refused() -> None:
         assert np.array_equal(doubled.to_numpy(), (x * 2.0).to_numpy())
         assert scaled == lr * 2.0 and type(scaled) is float and nothing is None
     assert compiled.cache_info().replays == 2
+
+
+SCALE = 2.0
+HELPER_MODEL: list[nn.Module] = []
+
+
+def _helper(x: bp.Tensor) -> bp.Tensor:
+    return HELPER_MODEL[0](x) * SCALE
+
+
+def test_globals_and_helpers_are_reached_and_global_scalars_guard() -> None:
+    global SCALE
+    HELPER_MODEL[:] = [nn.Sequential(nn.Linear(6, 3, backend=A))]
+    opt = optim.SGD(lr=0.1)
+
+    def step(x: bp.Tensor) -> bp.Tensor:
+        loss = _helper(x).sum()
+        opt.step(HELPER_MODEL[0], loss.backward())  # the model, reached through a global
+        return loss
+
+    compiled = bp.compile(step)
+    x = _floats((2, 6), 7)
+    before = HELPER_MODEL[0].state_dict()["0.weight"].to_numpy().copy()
+    for _ in range(3):  # the first step counts (eager), the second records, the third replays
+        compiled(x)
+    after = HELPER_MODEL[0].state_dict()["0.weight"].to_numpy()
+    assert compiled.cache_info().replays == 1
+    np.testing.assert_allclose(after, before - 0.3 * 2.0 * x.to_numpy().sum(0), rtol=1e-5)
+    try:
+        SCALE = 3.0  # a global scalar the helper reads: recorded again
+        expected = (HELPER_MODEL[0](x) * 3.0).sum().to_numpy()
+        assert np.array_equal(compiled(x).to_numpy(), expected)
+        assert compiled.cache_info().recordings == 3
+    finally:
+        SCALE = 2.0
