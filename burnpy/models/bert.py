@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, ClassVar
 import burnpy.nn as nn
 from burnpy.backend.errors import InvalidArgumentError, KindError, ShapeError
 from burnpy.models.classification import ClassificationConfig, classification_loss, problem_type
-from burnpy.models.layers import activation
+from burnpy.models.layers import activation, key_padding_mask
 from burnpy.models.modeling import ConfigError, PreTrainedModel
 from burnpy.models.outputs import (
     BaseModelOutputWithPooling,
@@ -311,15 +311,8 @@ class BertModel(BertPreTrainedModel):
         token, 0 for padding) hides padded keys from every query; ``hidden_states`` are the
         embeddings and each layer's output."""
         x = self.embeddings(input_ids, token_type_ids, position_ids, inputs_embeds)
-        mask = None
-        if attention_mask is not None:
-            b, t = x.shape[:2]
-            if attention_mask.shape != (b, t):
-                raise ShapeError(f"BertModel: attention_mask must be [batch, seq] = [{b}, {t}], "
-                                 f"got {list(attention_mask.shape)}")
-            if attention_mask.backend is not x.backend or attention_mask.device != x.device:
-                attention_mask = attention_mask.to_backend(x.backend, x.device)
-            mask = (attention_mask != 0).reshape(b, 1, 1, t)
+        mask = None if attention_mask is None else key_padding_mask(
+            "BertModel", attention_mask, x, x.shape[1])
         states = self.encoder(x, mask)
         h = states[-1]
         return BaseModelOutputWithPooling(

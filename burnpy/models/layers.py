@@ -53,11 +53,20 @@ def causal_mask(owner: str, like: Tensor, seq: int, past: int,
     allowed = Tensor.arange(0, total, backend=b, device=dev).reshape(1, total) <= queries
     if attention_mask is None:
         return AttentionMask(allowed.reshape(1, 1, seq, total), False)
+    keys = key_padding_mask(owner, attention_mask, like, total, "past + seq")
+    return AttentionMask(allowed.reshape(1, 1, seq, total) & keys, False)
+
+
+def key_padding_mask(owner: str, attention_mask: Tensor, like: Tensor, total: int,
+                     keys: str = "seq") -> Tensor:
+    """transformers' 0/1 ``attention_mask [batch, total]`` as a bool ``[batch, 1, 1, total]``
+    mask, True where a key may be attended to, on ``like``'s backend and device (``like``: the
+    hidden states ``[batch, ...]``); ``ShapeError`` names ``owner`` and the expected shape
+    (``keys``: how the message names the key length)."""
     batch = like.shape[0]
     if attention_mask.shape != (batch, total):
-        raise ShapeError(f"{owner}: attention_mask must be [batch, past + seq] = "
+        raise ShapeError(f"{owner}: attention_mask must be [batch, {keys}] = "
                          f"[{batch}, {total}], got {list(attention_mask.shape)}")
     if attention_mask.backend is not like.backend or attention_mask.device != like.device:
         attention_mask = attention_mask.to_backend(like.backend, like.device)
-    keys = (attention_mask != 0).reshape(batch, 1, 1, total)
-    return AttentionMask(allowed.reshape(1, 1, seq, total) & keys, False)
+    return (attention_mask != 0).reshape(batch, 1, 1, total)

@@ -100,21 +100,6 @@ _arg("ArgMax", True)
 _arg("ArgMin", False)
 
 
-@onnx_op("CumSum", 11, attrs=("exclusive", "reverse"))
-def _cumsum(ctx: OpContext, inputs: Inputs, attrs: Attributes) -> Outputs:
-    """ONNX CumSum along an axis given as an input, inclusive or exclusive, either way."""
-    x = ctx.arg(inputs, 0)
-    axis = ctx.ints(ctx.arg(inputs, 1))[0] % x.ndim
-    reverse = attrs.int("reverse", 0)
-    if reverse:
-        x = x.flip(axis)
-    if attrs.int("exclusive", 0):
-        zeros = x.narrow(axis, 0, 1).zeros_like()
-        x = cat([zeros, x.narrow(axis, 0, x.shape[axis] - 1)], axis)
-    out = x.cumsum(axis).cast(x.dtype)
-    return out.flip(axis) if reverse else out
-
-
 @onnx_op("TopK", 10)
 @onnx_op("TopK", 11, attrs=("axis", "largest", "sorted"))
 def _topk(ctx: OpContext, inputs: Inputs, attrs: Attributes) -> Outputs:
@@ -136,16 +121,27 @@ def _topk(ctx: OpContext, inputs: Inputs, attrs: Attributes) -> Outputs:
     return [x.gather(axis, index_t), index_t]
 
 
-@onnx_op("CumProd", 26, attrs=("exclusive", "reverse"))
-def _cumprod(ctx: OpContext, inputs: Inputs, attrs: Attributes) -> Outputs:
-    """ONNX CumProd along an axis given as an input, inclusive or exclusive, either way."""
-    x = ctx.arg(inputs, 0)
-    axis = ctx.ints(ctx.arg(inputs, 1))[0] % x.ndim
-    reverse = attrs.int("reverse", 0)
-    if reverse:
-        x = x.flip(axis)
-    if attrs.int("exclusive", 0):
-        ones = x.narrow(axis, 0, 1).ones_like()
-        x = cat([ones, x.narrow(axis, 0, x.shape[axis] - 1)], axis)
-    out = x.cumprod(axis).cast(x.dtype)
-    return out.flip(axis) if reverse else out
+def _cumulative(op_type: str, since: int, product: bool) -> None:
+    """Register ONNX ``op_type`` (CumSum, CumProd): the running sum or product along an axis
+    given as an input, inclusive or exclusive (shifted by one, starting from the identity),
+    forwards or in ``reverse``."""
+
+    def run(ctx: OpContext, inputs: Inputs, attrs: Attributes) -> Outputs:
+        x = ctx.arg(inputs, 0)
+        axis = ctx.ints(ctx.arg(inputs, 1))[0] % x.ndim
+        reverse = attrs.int("reverse", 0)
+        if reverse:
+            x = x.flip(axis)
+        if attrs.int("exclusive", 0):
+            first = x.narrow(axis, 0, 1)
+            identity = first.ones_like() if product else first.zeros_like()
+            x = cat([identity, x.narrow(axis, 0, x.shape[axis] - 1)], axis)
+        out = (x.cumprod(axis) if product else x.cumsum(axis)).cast(x.dtype)
+        return out.flip(axis) if reverse else out
+
+    run.__doc__ = f"ONNX {op_type}: the running {'product' if product else 'sum'} along an axis."
+    onnx_op(op_type, since, attrs=("exclusive", "reverse"))(run)
+
+
+_cumulative("CumSum", 11, product=False)
+_cumulative("CumProd", 26, product=True)
