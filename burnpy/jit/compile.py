@@ -24,7 +24,11 @@ flags, the optimizers' state sizes) and the same outcomes of the Python branches
 symbolic scalars; otherwise it records again (at most ``cache_size`` graphs, the oldest
 dropped). A host read inside ``fn`` (``.item()``, ``bool(t)``, ``to_numpy()``) raises a
 ``GraphBreakError`` naming the call and its line with ``fullgraph=True``; otherwise that
-signature runs eagerly from then on. A call that adds state (an optimizer's first step
+signature runs eagerly from then on, as does one that writes in place into a tensor sharing
+a host array (``from_numpy``: the write goes to the array, outside the graph). Host-side
+validity checks (embedding's index bounds, cross entropy's targets) are skipped while
+recording (``burnpy.capture.recording_active``), so a replay does not make them. A call that
+adds state (an optimizer's first step
 creates its moments) runs eagerly and records again on the next call.
 
 Random ops are recorded as nodes, so each replay draws fresh values from the backend's
@@ -275,9 +279,15 @@ def _rebuild(template: Any, leaves: Sequence[Any]) -> Any:
     return leaves[template]
 
 
+def _desc(t: Tensor) -> tuple[Any, ...]:
+    """What a recording specializes a tensor on: backend, kind, shape, dtype and device."""
+    return (t.backend, t.kind, t.shape, t.dtype,
+            t.device if t.backend.multi_device else None)
+
+
 def _leaf_key(leaf: Any) -> Any:
     if isinstance(leaf, Tensor):
-        return (leaf.backend, leaf.kind, leaf.shape, leaf.dtype)
+        return _desc(leaf)
     if isinstance(leaf, bool | int | float | str | bytes | complex) or leaf is None:
         return (type(leaf), leaf)
     return (type(leaf), id(leaf))
@@ -432,7 +442,7 @@ class _Entry:
 
     reach: _Reach
     roots: tuple[int, ...]
-    descs: list[tuple[Any, str, tuple[int, ...], Any]]
+    descs: list[tuple[Any, ...]]
     flags: tuple[bool, ...]
     sizes: tuple[int, ...]
     fixed: tuple[Any, ...]
@@ -460,7 +470,7 @@ class _Entry:
             return None
         tensors = [loc.get(leaves) for loc in reach.tensors]
         for t, desc in zip(tensors, self.descs, strict=True):
-            if not isinstance(t, Tensor) or (t.backend, t.kind, t.shape, t.dtype) != desc:
+            if not isinstance(t, Tensor) or _desc(t) != desc:
                 return None
         chains = self.chains
         for a, b, same in self.ties:  # still one tensor, or one storage, as when recorded
@@ -605,6 +615,10 @@ class Compiled:
             raise InvalidArgumentError(f"{op}: found no tensor among the arguments or the "
                                        "state the function reaches")
         before = [(t, t.primitive, t.backend) for t in tensors]
+        # a tensor sharing a host array (from_numpy) takes in-place writes into that array,
+        # outside the graph: a signature that writes one runs eagerly
+        shared = [(a, a.copy()) for a in (getattr(t, "_shares", None) for t in tensors)
+                  if a is not None]
         primitives = [_down(ch, t.kind, t.primitive)
                       for ch, t in zip(chains, tensors, strict=True)]
         first: dict[int, int] = {}
@@ -618,7 +632,7 @@ class Compiled:
         tape = Tape()
         originals = [h[k] for h, k in reach.scalars]
         syms = [symbolic.tracked(v, i, tape) for i, v in enumerate(originals)]
-        entry = _Entry(reach, roots, [(t.backend, t.kind, t.shape, t.dtype) for t in tensors],
+        entry = _Entry(reach, roots, [_desc(t) for t in tensors],
                        tuple(m.training for m in reach.modules), _sizes(reach),
                        tuple(h.get(k) for h, k in reach.fixed), tape, chains=chains,
                        inputs=inputs, ties=ties)
@@ -641,11 +655,13 @@ class Compiled:
             for (h, k), original, sym, now in zip(reach.scalars, originals, syms, after,
                                                   strict=True):
                 h[k] = original if now is sym else now.value if isinstance(now, Sym) else now
-        replayable = not graph.host_reads and self._same_state(entry, root_objects, leaves)
+        same = self._same_state(entry, root_objects, leaves)  # else: keep no entry
+        replayable = (same and not graph.host_reads
+                      and not any(bool((a != copy).any()) for a, copy in shared))
         if replayable:
             self._finish(entry, graph, syms, after)
         group = self._cache.setdefault(key, [])
-        if replayable or graph.host_reads:
+        if same:  # replayed, or run eagerly (a host read, a write into a host array)
             group.append(entry)
             self._cache.move_to_end(key)
             while sum(len(g) for g in self._cache.values()) > self.cache_size:

@@ -355,3 +355,32 @@ def test_globals_and_helpers_are_reached_and_global_scalars_guard() -> None:
         assert compiled.cache_info().recordings == 3
     finally:
         SCALE = 2.0
+
+
+def test_an_in_place_write_to_an_argument_is_written_back() -> None:
+    def bump(x: bp.Tensor, y: bp.Tensor) -> bp.Tensor:
+        x.add_(y * 0.5)  # writes into the caller's tensor
+        return x.sum()
+
+    compiled = bp.compile(bump)
+    for seed in range(3):
+        x, y = _floats((3, 4), seed, C).clone(), _floats((3, 4), 10 + seed, C)
+        twin = x.clone()
+        total = compiled(x, y)
+        expected = twin.to_numpy() + y.to_numpy() * np.float32(0.5)
+        assert np.array_equal(x.to_numpy(), expected)
+        assert np.array_equal(total.to_numpy(), bp.Tensor.from_numpy(expected,
+                                                                     backend=C).sum().to_numpy())
+    assert compiled.cache_info().replays == 2
+
+    # a tensor sharing a NumPy array (from_numpy) is written through that array, outside
+    # the graph: that signature runs eagerly, with eager's results
+    shared = bp.compile(bump)
+    for seed in range(3):
+        array = np.random.default_rng(seed).standard_normal((3, 4)).astype(np.float32)
+        expected = array + array * np.float32(0.5)
+        x = bp.Tensor.from_numpy(array, backend=C)
+        shared(x, x.clone())
+        assert np.array_equal(array, expected) and np.array_equal(x.to_numpy(), expected)
+    info = shared.cache_info()
+    assert (info.eager_signatures, info.eager_calls, info.replays) == (1, 2, 0)
