@@ -18,7 +18,7 @@ call, advanced after each replay.
 
 Guards: a call replays a graph recorded with the same signature (each argument's backend,
 kind, shape and dtype, the values of Python scalars among the arguments, the closure's cells
-and the globals named, the grad mode), the same reachable
+and the globals named, the grad mode and autocast regions), the same reachable
 objects, the same state (each location's backend, kind, shape and dtype, modules' training
 flags, the optimizers' state sizes) and the same outcomes of the Python branches taken on
 symbolic scalars; otherwise it records again (at most ``cache_size`` graphs, the oldest
@@ -47,6 +47,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from burnpy.amp import get_autocast_dtype, is_autocast_enabled
 from burnpy.autodiff.modes import is_grad_enabled
 from burnpy.backend.errors import BurnpyError, InvalidArgumentError
 from burnpy.capture import CONSTANT, CaptureBackend, Graph, Ref
@@ -277,6 +278,12 @@ def _rebuild(template: Any, leaves: Sequence[Any]) -> Any:
     if isinstance(template, dict):
         return {k: _rebuild(v, leaves) for k, v in template.items()}
     return leaves[template]
+
+
+def _autocast_regions() -> tuple[Any, ...]:
+    """The autocast regions in force in this thread (what ops cast to), per device type."""
+    return tuple((kind, get_autocast_dtype(kind)) for kind in ("cpu", "cuda")
+                 if is_autocast_enabled(kind))
 
 
 def _desc(t: Tensor) -> tuple[Any, ...]:
@@ -577,7 +584,7 @@ class Compiled:
         scalars: list[Any] = []
         self._roots(root_objects, scalars)
         key = (tuple(_leaf_key(leaf) for leaf in leaves), template, is_grad_enabled(),
-               tuple(scalars))
+               _autocast_regions(), tuple(scalars))
         root_objects += [x for x in leaves if not isinstance(x, Tensor)]
         roots = tuple(id(r) for r in root_objects)
         for entry in self._cache.get(key, ()):

@@ -384,3 +384,19 @@ def test_an_in_place_write_to_an_argument_is_written_back() -> None:
         assert np.array_equal(array, expected) and np.array_equal(x.to_numpy(), expected)
     info = shared.cache_info()
     assert (info.eager_signatures, info.eager_calls, info.replays) == (1, 2, 0)
+
+
+def test_grad_mode_and_autocast_regions_are_part_of_the_signature() -> None:
+    model = _mlp()
+    forward = bp.compile(lambda x: model(x))
+    x = _floats((2, 6), 3)
+    forward(x)
+    with bp.no_grad():  # records again (no backward state), then replays
+        forward(x)
+        untracked = forward(x)
+    with bp.autocast("cpu", dtype=bp.bfloat16):
+        cast = forward(x)
+        assert np.array_equal(cast.to_numpy(), model(x).to_numpy())
+    assert cast.dtype == bp.bfloat16 and untracked.dtype == bp.float32
+    info = forward.cache_info()
+    assert (info.recordings, info.replays) == (3, 1)
