@@ -26,16 +26,15 @@ _KERNEL_DTYPES = (_F32, *_HALF)  # computed by the float32 kernels (16-bit float
 
 
 def _keep_dtype(op: Any) -> staticmethod:
-    """``op`` with its result cast back to the first operand's dtype when NumPy widened it
-    (bfloat16 with a Python float is computed in float32: rounded once, as torch's)."""
+    """``op`` with its result cast back to the first operand's dtype when NumPy widened it;
+    16-bit floats are computed in float32 with the scalar in float32 and rounded once, as
+    torch's (NumPy rounds a float16's scalar to float16 first)."""
 
     def fn(lhs: A, rhs: Any) -> A:
+        if lhs.itemsize == 2 and isinstance(lhs, np.ndarray):  # in float32, rounded once
+            return narrowed(np, op(widened(np, lhs), rhs), lhs.dtype)
         out = op(lhs, rhs)
-        if out.dtype == lhs.dtype:
-            return out
-        if isinstance(out, np.ndarray):
-            return narrowed(np, out, lhs.dtype)
-        return out.astype(lhs.dtype)
+        return out if out.dtype == lhs.dtype else out.astype(lhs.dtype)
 
     return staticmethod(fn)
 
