@@ -39,10 +39,21 @@ _ACTIVE = threading.local()
 
 
 def recording_active() -> bool:
-    """Whether a Capture recording is active in this thread: a host-side validity check that
-    would read a tensor's values (embedding's index bounds) is skipped then, as a recorded
-    graph replays without it and a host read would end the recording's use."""
+    """Whether a Capture recording is active in this thread (an op that would read a value on
+    the host to decide what to compute must then compute it on the device instead)."""
     return getattr(_ACTIVE, "count", 0) > 0
+
+
+def check_values(primitive: Any, check: Callable[[type[Backend], Any], object]) -> None:
+    """Run ``check(B, primitive)``, a validity check that reads ``primitive``'s values on the
+    host (embedding's index bounds) and raises on bad ones, with B the backend owning it; in
+    a Capture recording B is the recorded backend, and the graph keeps the check so that each
+    replay runs it again on that value (``Graph.checks``), never a silent wrong result. The
+    caller runs it itself, on its own backend, when no recording is active."""
+    recording: _Recording = _ACTIVE.recordings[-1]
+    graph = recording.graph
+    graph.checks.append((len(graph.nodes), recording.read(primitive), check))
+    check(graph.backend, primitive)
 
 
 #: ``lower_args``: an op call's (args, kwargs) to those B runs with.
@@ -222,11 +233,14 @@ class CaptureBackend(InnerDevices, Backend, abstract=True):
             recording.graph.inputs.append(recording.add(primitive, INPUT))
         state.recording = recording
         _ACTIVE.count = getattr(_ACTIVE, "count", 0) + 1
+        stack = _ACTIVE.__dict__.setdefault("recordings", [])
+        stack.append(recording)
         try:
             yield recording.graph
         finally:
             state.recording = None
             _ACTIVE.count -= 1
+            stack.pop()
 
     @classmethod
     def set_outputs(cls, graph: Graph, outputs: Sequence[Any]) -> None:

@@ -82,7 +82,8 @@ class Graph:
     where a compiled replay would have to split).
     """
 
-    __slots__ = ("_plan", "backend", "host_reads", "inputs", "nodes", "outputs", "values")
+    __slots__ = ("_plan", "backend", "checks", "host_reads", "inputs", "nodes", "outputs",
+                 "values")
 
     def __init__(self, backend: Any) -> None:
         self.backend = backend
@@ -91,6 +92,10 @@ class Graph:
         self.inputs: list[int] = []
         self.outputs: list[int] = []
         self.host_reads: list[tuple[int, int]] = []
+        #: Validity checks a replay runs again, ``(node position, value, check)``: before the
+        #: node at that position (or at the end), ``check(backend, primitive)`` raises on bad
+        #: values (``capture.check_values``).
+        self.checks: list[tuple[int, int, Callable[[Any, Any], object]]] = []
         self._plan: list[_Step] | None = None
 
     def __repr__(self) -> str:
@@ -120,7 +125,12 @@ class Graph:
         env: list[Any] = [v.data for v in self.values]
         for index, value in zip(self.inputs, inputs, strict=True):
             env[index] = value
-        for step in plan:
+        checks: dict[int, list[tuple[int, Callable[[Any, Any], object]]]] = {}
+        for position, index, check in self.checks:
+            checks.setdefault(position, []).append((index, check))
+        for position, step in enumerate(plan):
+            for index, check in checks.get(position, ()):
+                check(self.backend, env[index])
             if step.nested:
                 args = [_bind(a, env) for a in step.args]
                 kwargs = {k: _bind(v, env) for k, v in step.kwargs.items()}
@@ -134,6 +144,8 @@ class Graph:
                 env[step.out] = result
             else:
                 _store(step.result, result, env)
+        for index, check in checks.get(len(plan), ()):
+            check(self.backend, env[index])
         return [env[i] for i in self.outputs]
 
 

@@ -339,6 +339,10 @@ def _generate(graph: Graph, slots: dict[int, int], name: str) -> Callable[..., A
     for position, node in enumerate(graph.nodes):
         for index in node.inputs:
             last[index] = position
+    checks: dict[int, list[tuple[int, Any]]] = {}
+    for position, index, check in graph.checks:  # a checked value lives until its check
+        checks.setdefault(position, []).append((index, check))
+        last[index] = max(last.get(index, -1), position)
     outputs = set(graph.outputs)
 
     def value(index: int) -> str:
@@ -374,7 +378,16 @@ def _generate(graph: Graph, slots: dict[int, int], name: str) -> Callable[..., A
     inputs = [f"v{i}" for i in graph.inputs]
     if inputs:
         lines.append(f"    {''.join(f'{v}, ' for v in inputs)}= inputs")
+    scope["B"] = graph.backend
+
+    def emit_checks(position: int) -> None:
+        for index, check in checks.get(position, ()):
+            name = f"check{len(scope)}"
+            scope[name] = check
+            lines.append(f"    {name}(B, {value(index)})")
+
     for position, node in enumerate(graph.nodes):
+        emit_checks(position)
         op = f"op_{node.op}"
         scope[op] = getattr(graph.backend, node.op)
         args = [render(a) for a in node.args]
@@ -384,6 +397,7 @@ def _generate(graph: Graph, slots: dict[int, int], name: str) -> Callable[..., A
                 and graph.values[i].kind != CONSTANT]
         if dead:
             lines.append(f"    del {', '.join(dict.fromkeys(dead))}")
+    emit_checks(len(graph.nodes))
     lines.append(f"    return [{', '.join(value(i) for i in graph.outputs)}]")
     source = "\n".join(lines) + "\n"
     filename = f"<bp.compile {name}>"

@@ -400,3 +400,36 @@ def test_grad_mode_and_autocast_regions_are_part_of_the_signature() -> None:
     assert cast.dtype == bp.bfloat16 and untracked.dtype == bp.float32
     info = forward.cache_info()
     assert (info.recordings, info.replays) == (3, 1)
+
+
+@pytest.mark.parametrize("bad", [-1, 11])
+def test_replayed_index_and_target_checks_still_raise(bad: int) -> None:
+    """Embedding's index bounds and cross entropy's targets are checked at every replay (a
+    check kept in the graph), not only while recording: a bad index never wraps silently."""
+    embed = nn.Embedding(11, 4, backend=A)
+    head = nn.Linear(4, 5, backend=A)
+
+    def loss_of(ids: bp.Tensor, targets: bp.Tensor) -> bp.Tensor:
+        logits = head(embed(ids)).reshape(-1, 5)
+        return nn.functional.cross_entropy(logits, targets.reshape(-1))
+
+    compiled = bp.compile(loss_of, fullgraph=True)
+    ids = np.array([[1, 2, 3], [4, 5, 6]])
+    targets = np.array([[0, 1, 2], [3, 4, 0]])
+    for _ in range(3):  # record, then replay
+        got = compiled(bp.Tensor.from_numpy(ids, backend=A),
+                       bp.Tensor.from_numpy(targets, backend=A))
+        want = loss_of(bp.Tensor.from_numpy(ids, backend=A),
+                       bp.Tensor.from_numpy(targets, backend=A))
+        assert np.array_equal(got.to_numpy(), want.to_numpy())
+    assert compiled.cache_info().replays >= 1
+    wrong_ids = ids.copy()
+    wrong_ids[1, 2] = bad
+    with pytest.raises(bp.BurnpyError, match=f"embedding: index {bad} is out of range"):
+        compiled(bp.Tensor.from_numpy(wrong_ids, backend=A),
+                 bp.Tensor.from_numpy(targets, backend=A))
+    wrong_targets = targets.copy()
+    wrong_targets[0, 1] = bad if bad < 0 else 5
+    with pytest.raises(bp.BurnpyError, match="cross_entropy: target .* is out of range"):
+        compiled(bp.Tensor.from_numpy(ids, backend=A),
+                 bp.Tensor.from_numpy(wrong_targets, backend=A))

@@ -7,8 +7,10 @@ backend op).
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -19,13 +21,16 @@ from burnpy.backend.errors import (
     ShapeError,
     describe,
 )
-from burnpy.capture import recording_active
+from burnpy.capture import check_values, recording_active
 from burnpy.nn.functional._common import _host
 from burnpy.nn.functional.distance import pairwise_distance
 from burnpy.nn.functional.linear import linear
 from burnpy.tensor import Tensor
 from burnpy.tensor._core import FLOAT, check_same_backend, new
 from burnpy.tensor.autocast_hook import autocast_op
+
+if TYPE_CHECKING:
+    from burnpy.backend.base import Backend
 
 _REDUCTIONS = ("mean", "sum", "none")
 
@@ -168,6 +173,18 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
     return total / picked.sum() if reduction == "mean" else total
 
 
+def _check_targets(classes: int, ignore_index: int, b: type[Backend], p: Any) -> np.ndarray:
+    """The int targets ``p`` of ``b`` on the host, raising unless each is a class index in
+    ``[0, classes)`` or ``ignore_index``."""
+    labels = b.int_into_data(p).array
+    bad = (labels != ignore_index) & ((labels < 0) | (labels >= classes))
+    if bad.any():
+        raise IndexOutOfBoundsError(f"cross_entropy: target {int(labels[bad][0])} is out of "
+                                    f"range for {classes} classes (and is not ignore_index "
+                                    f"{ignore_index})")
+    return labels
+
+
 def _fused_cross_entropy(logits: Tensor, target: Tensor, ignore_index: int,
                          reduction: str) -> Tensor:
     """Plain cross entropy of ``[n, c]`` logits at class indices, one backend op (the
@@ -175,14 +192,12 @@ def _fused_cross_entropy(logits: Tensor, target: Tensor, ignore_index: int,
     ``Capture`` recording is active (``bp.compile``), whose replays read no values on the host."""
     check_same_backend("cross_entropy", logits, target)
     c = logits.shape[1]
-    if not recording_active():
-        labels = target.to_numpy()
-        ignored = labels == ignore_index
-        bad = ~ignored & ((labels < 0) | (labels >= c))
-        if bad.any():
-            raise IndexOutOfBoundsError(f"cross_entropy: target {int(labels[bad][0])} is out "
-                                        f"of range for {c} classes (and is not ignore_index "
-                                        f"{ignore_index})")
+    check = functools.partial(_check_targets, c, ignore_index)
+    recording = recording_active()
+    if recording:  # kept in the graph: each replay checks its targets again
+        check_values(target.primitive, check)
+    else:
+        labels = check(target.backend, target.primitive)
     b = logits.backend
     loss = new(b, b.cross_entropy(logits.primitive, target.primitive, ignore_index), FLOAT)
     if reduction == "none":
@@ -190,9 +205,9 @@ def _fused_cross_entropy(logits: Tensor, target: Tensor, ignore_index: int,
     total = loss.sum()
     if reduction == "sum":
         return total
-    if recording_active():  # the count of kept targets stays on the device
+    if recording:  # the count of kept targets stays on the device
         return total * target.not_equal(ignore_index).float().sum().recip()
-    kept = len(labels) - int(ignored.sum())
+    kept = len(labels) - int((labels == ignore_index).sum())
     return total * (1.0 / kept) if kept else total * math.nan
 
 

@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
+import functools
 import math
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -15,11 +17,14 @@ from burnpy.backend.errors import (
     ShapeError,
     describe,
 )
-from burnpy.capture import recording_active
+from burnpy.capture import check_values, recording_active
 from burnpy.custom_ops.function import Function, FunctionCtx
 from burnpy.nn.functional._common import _float_weight
 from burnpy.tensor import Tensor
 from burnpy.tensor._core import FLOAT, INT, QUANTIZED, check_same_backend, new
+
+if TYPE_CHECKING:
+    from burnpy.backend.base import Backend
 
 #: Index tensors up to this many elements are bounds-checked on the host after one copy
 #: (a decoding step's single token, a training batch): cheaper than two reductions and two
@@ -120,24 +125,32 @@ def _renormalize_rows(weight: Tensor, indices: Tensor, max_norm: float,
 
 
 def _check_vocabulary(op: str, indices: Tensor, vocab: int) -> None:
-    """Raises unless every index lies in ``[0, vocab)``; skipped while a ``Capture``
-    recording is active (``bp.compile``), whose replays read no values on the host."""
-    count = indices.numel()
-    if count and not recording_active():
-        b, p = indices.backend, indices.primitive
-        if count <= _HOST_BOUNDS_CHECK:  # one small copy to the host, its bounds read there
-            host = b.int_into_data(p).array
-            if count <= 16:  # a decoding step's few ids: Python's min/max beat two reductions
-                values = host.reshape(-1).tolist()
-                lo, hi = min(values), max(values)
-            else:
-                lo, hi = int(host.min()), int(host.max())
-        else:  # the bounds reduced on the device, two scalars to the host
-            lo = int(b.int_into_data(b.int_min(p)).array.reshape(()))
-            hi = int(b.int_into_data(b.int_max(p)).array.reshape(()))
-        if lo < 0 or hi >= vocab:
-            raise IndexOutOfBoundsError(f"{op}: index {lo if lo < 0 else hi} is out of range "
-                                        f"for a vocabulary of {vocab}")
+    """Raises unless every index lies in ``[0, vocab)``; in a ``Capture`` recording
+    (``bp.compile``) the check is kept in the graph and runs again at each replay."""
+    if indices.numel():
+        check = functools.partial(_check_bounds, op, vocab)
+        if recording_active():
+            check_values(indices.primitive, check)
+        else:
+            check(indices.backend, indices.primitive)
+
+
+def _check_bounds(op: str, vocab: int, b: type[Backend], p: Any) -> None:
+    """Raises unless every value of the int primitive ``p`` of ``b`` lies in ``[0, vocab)``."""
+    count = math.prod(p.shape)
+    if count <= _HOST_BOUNDS_CHECK:  # one small copy to the host, its bounds read there
+        host = b.int_into_data(p).array
+        if count <= 16:  # a decoding step's few ids: Python's min/max beat two reductions
+            values = host.reshape(-1).tolist()
+            lo, hi = min(values), max(values)
+        else:
+            lo, hi = int(host.min()), int(host.max())
+    else:  # the bounds reduced on the device, two scalars to the host
+        lo = int(b.int_into_data(b.int_min(p)).array.reshape(()))
+        hi = int(b.int_into_data(b.int_max(p)).array.reshape(()))
+    if lo < 0 or hi >= vocab:
+        raise IndexOutOfBoundsError(f"{op}: index {lo if lo < 0 else hi} is out of range "
+                                    f"for a vocabulary of {vocab}")
 
 
 def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
