@@ -9,8 +9,9 @@ On random inputs every kernel is within one unit in the last place of the 16-bit
 torch's float32 kernel on the same values rounded once (plus float32 round-off relative to
 the terms of a sum, where they cancel), and the forward kernels whose torch 16-bit version
 also rounds once are within one ulp of that too. The others round inside: torch's 16-bit
-cross entropy rounds the log-sum-exp to the 16-bit dtype, and its layer norm and attention
-gradients round intermediate products. gelu is checked against float64 math instead: torch's
+cross entropy rounds the log-sum-exp to the 16-bit dtype, its float16 transposed convolution
+rounds before adding the bias, and its layer norm and attention gradients round intermediate
+products. gelu is checked against float64 math instead: torch's
 (even in float64) computes ``1 + erf``, which cancels in the left tail.
 """
 
@@ -25,7 +26,7 @@ import torch.nn.functional as F
 from scipy.special import erfc
 
 from burnpy.backend.dtype import DType
-from burnpy.backend.ops.module_ops import ConvOptions
+from burnpy.backend.ops.module_ops import ConvOptions, ConvTransposeOptions
 from burnpy_cpu import CpuBackend as B
 from burnpy_cpu.array_ops import _half_kernels
 
@@ -307,7 +308,7 @@ def test_backward_kernels_within_one_ulp(np_dtype: np.dtype, torch_dtype: torch.
 
 
 @pytest.mark.parametrize(("np_dtype", "torch_dtype"), HALVES)
-def test_cross_entropy_and_conv(np_dtype: np.dtype, torch_dtype: torch.dtype) -> None:
+def test_cross_entropy_and_convolutions(np_dtype: np.dtype, torch_dtype: torch.dtype) -> None:
     rng = np.random.default_rng(6)
     logits = _random(rng, (64, 33), np_dtype, 3.0)
     target = rng.integers(0, 33, 64)
@@ -327,4 +328,14 @@ def test_cross_entropy_and_conv(np_dtype: np.dtype, torch_dtype: torch.dtype) ->
     theirs = F.conv2d(_t(x, torch_dtype), _t(w, torch_dtype), _t(b, torch_dtype), padding=1)
     tx, tw, tb = (torch.from_numpy(np.abs(a.astype(np.float32))) for a in (x, w, b))
     terms = F.conv2d(tx, tw, tb, padding=1).numpy()
+    _assert_within_ulp(ours, theirs, np_dtype, 1e-6 * terms)
+
+    # torch's float16 transposed convolution rounds before adding the bias: its float32 one,
+    # rounded once, is the oracle
+    wt = _random(rng, (6, 8, 3, 3), np_dtype)  # [c_in, c_out, kh, kw]
+    ours = B.conv_transpose2d(x, wt, b, ConvTransposeOptions((2, 2), (1, 1), (1, 1), (1, 1)))
+    theirs = _rounded(lambda t: F.conv_transpose2d(t[0], t[1], t[2], stride=2, padding=1,
+                                                   output_padding=1), [x, wt, b], torch_dtype)
+    terms = F.conv_transpose2d(tx, torch.from_numpy(np.abs(wt.astype(np.float32))), tb,
+                               stride=2, padding=1, output_padding=1).numpy()
     _assert_within_ulp(ours, theirs, np_dtype, 1e-6 * terms)
