@@ -7,6 +7,10 @@ accuracy and writes a training plot. ``--help`` lists the options.
 ``mpiexec -n 2 python -m burnpy.examples.digits --distributed`` trains data-parallel: each rank
 a shard of every epoch (``DistributedSampler``), gradients averaged by
 ``DistributedDataParallel``; rank 0 reports, evaluates and saves.
+
+``--compile`` builds the model on ``Autodiff(Capture(backend))`` and runs each training step
+through ``bp.compile`` (``Learner(compile=True)``): the same numbers, recorded once and
+replayed.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from burnpy import distributed as dist
 from burnpy.autodiff import Autodiff, BalancedCheckpointing, NoCheckpointing
 from burnpy.backend.errors import InvalidArgumentError
 from burnpy.backend.registry import BackendNotFoundError, backend_named
+from burnpy.capture import Capture
 from burnpy.data import ArrayDataset, DataLoader
 from burnpy.fusion import Fusion
 from burnpy.optim import Adam, CosineAnnealingLR
@@ -127,7 +132,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                    help="data-parallel over the ranks of mpiexec (burnpy.distributed)")
     p.add_argument("--fusion", action="store_true",
                    help="run on Fusion(backend): elementwise chains fused into compiled kernels")
-    return p.parse_args(argv)
+    p.add_argument("--compile", action="store_true",
+                   help="record the training step once and replay it (bp.compile on "
+                        "Autodiff(Capture(backend)))")
+    args = p.parse_args(argv)
+    if args.compile and args.distributed:
+        p.error("--compile does not combine with --distributed: DDP's all-reduce goes "
+                "through the host, outside a recorded graph")
+    return args
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -136,6 +148,8 @@ def main(argv: list[str] | None = None) -> int:
     inner = load_backend(args.backend)
     if args.fusion:
         inner = Fusion(inner)
+    if args.compile:
+        inner = Capture(inner)
     backend = Autodiff[inner, CHECKPOINTING[args.checkpointing]]
     device = inner.default_device()
     inner.seed(device, args.seed)
@@ -157,7 +171,7 @@ def main(argv: list[str] | None = None) -> int:
     learner = Learner(trained, Adam(lr=args.lr), scheduler=CosineAnnealingLR(args.lr, steps),
                       metrics=[Accuracy()], checkpoint_dir=args.out / "checkpoints",
                       plot_path=args.out / "training.png", seed=args.seed,
-                      progress=not args.no_progress)
+                      progress=not args.no_progress, compile=args.compile)
     train = DataLoader(splits.train, args.batch_size, shuffle=True, seed=args.seed,
                        backend=inner, sampler=sampler)
     valid = DataLoader(splits.valid, 256, backend=inner)

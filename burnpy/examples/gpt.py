@@ -8,6 +8,8 @@ temperature and top-k through the KV cache on ``model.valid()`` and reports toke
 ``mpiexec -n 2 python -m burnpy.examples.gpt --distributed`` trains data-parallel: each rank
 takes its slice of every step's windows (``--batch-size`` per rank), the model is wrapped in
 ``DistributedDataParallel``; rank 0 reports, checkpoints, plots and samples, every rank resumes.
+``--compile`` builds the model on ``Autodiff(Capture(backend))`` and runs each training step
+through ``bp.compile``: the same numbers, recorded once and replayed.
 
 The text: speeches from Shakespeare's plays (public domain, under 1 MB), shipped in
 ``burnpy/examples/data``; ``--text PATH`` trains on any UTF-8 file instead.
@@ -27,8 +29,10 @@ import numpy as np
 from tqdm import tqdm
 
 from burnpy import distributed as dist
+from burnpy import jit
 from burnpy.amp import GradScaler, autocast
 from burnpy.autodiff import Autodiff
+from burnpy.capture import Capture
 from burnpy.distributed.metrics import average_metrics
 from burnpy.examples.digits import BACKENDS, load_backend
 from burnpy.examples.gpt_model import GPT, GPTConfig, decay_groups
@@ -37,6 +41,7 @@ from burnpy.nn.functional import cross_entropy
 from burnpy.optim import AdamW, GradientClipping, warmup_cosine
 from burnpy.record import Record, from_record, read_record, to_record, write_record
 from burnpy.tensor import Tensor
+from burnpy.train.learner import scheduled_rates
 from burnpy.train.plot import NOTICE, matplotlib_available
 
 if TYPE_CHECKING:
@@ -219,7 +224,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--amp", choices=sorted(AMP_DTYPES), default=None,
                    help="mixed precision: the forward pass under bp.autocast in bfloat16 or "
                         "float16 (float16 with a GradScaler)")
+    p.add_argument("--compile", action="store_true",
+                   help="record the training step once and replay it (bp.compile on "
+                        "Autodiff(Capture(backend)))")
     args = p.parse_args(argv)
+    if args.compile and args.distributed:
+        p.error("--compile does not combine with --distributed: DDP's all-reduce goes "
+                "through the host, outside a recorded graph")
     if args.short:
         args.n_layer, args.n_embd, args.block_size, args.batch_size = 1, 32, 32, 8
         args.eval_batches, args.sample_tokens = 2, 40
@@ -252,6 +263,8 @@ def run(args: argparse.Namespace) -> RunResult:
     inner = load_backend(args.backend)
     if args.fusion:
         inner = Fusion(inner)
+    if args.compile:
+        inner = Capture(inner)
     backend = Autodiff[inner]
     inner.seed(inner.default_device(), args.seed)
     text = args.text.read_text(encoding="utf-8") if args.text else default_text(args.short)
@@ -320,19 +333,27 @@ def run(args: argparse.Namespace) -> RunResult:
     region = autocast(inner.default_device().type, AMP_DTYPES.get(args.amp),
                       enabled=args.amp is not None)
     scaler = GradScaler(enabled=args.amp == "fp16")
+
+    def train_step(x: Tensor, y: Tensor) -> Tensor:
+        with region:
+            logits = trained(x)
+            loss = cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1))
+        grads = scaler.scale(loss).backward()
+        # The scaler unscales before the optimizer clips, and skips steps that overflowed.
+        scaler.step(optim, model, grads)
+        return loss
+
+    step_fn = jit.compile(train_step) if args.compile else train_step
     for step in bar:
         # The batch of a step depends only on (seed, step): a resumed run replays the same data.
         # Each rank takes its slice of the step's windows.
         x, y = batch(data.train, np.random.default_rng([args.seed, step]),
                      args.batch_size * world, args.block_size)
         mine = slice(rank * args.batch_size, (rank + 1) * args.batch_size)
-        with region:
-            logits = trained(Tensor.from_data(x[mine], backend=backend))
-            loss = cross_entropy(logits.reshape(-1, logits.shape[-1]),
-                                 Tensor.from_data(y[mine], backend=backend).reshape(-1))
-        grads = scaler.scale(loss).backward()
-        # The scaler unscales before the optimizer clips, and skips steps that overflowed.
-        scaler.step(optim, model, grads, sched.step())
+        # The schedule's rate reaches the step through the optimizer's groups (symbolic there).
+        with scheduled_rates(optim, sched.step()):
+            loss = step_fn(Tensor.from_data(x[mine], backend=backend),
+                           Tensor.from_data(y[mine], backend=backend))
         scaler.update()
         running.append(float(loss.item()))
         bar.set_postfix(loss=f"{running[-1]:.4f}", refresh=False)

@@ -10,6 +10,11 @@ feeds ``Autodiff(CpuBackend)``.
 Under ``burnpy.distributed`` (a model wrapped in ``DistributedDataParallel``, a loader with a
 ``DistributedSampler``) every rank runs the loop; metrics are averaged over the ranks, rank 0
 alone shows the progress bar, logs and writes checkpoints, and every rank resumes from them.
+
+``Learner(..., compile=True)`` runs each step (forward, loss, backward, optimizer update)
+through ``bp.compile``: the model must be on a ``Capture`` backend
+(``Autodiff(Capture(CpuBackend))``), and a Burn-style scheduler's rate reaches the compiled
+step through the optimizer's groups (``scheduled_rates``), where it stays symbolic.
 """
 
 from __future__ import annotations
@@ -17,7 +22,8 @@ from __future__ import annotations
 import re
 import sys
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -28,6 +34,7 @@ from tqdm import tqdm
 from burnpy.backend.errors import BurnpyError, InvalidArgumentError
 from burnpy.distributed.group import barrier, get_rank, is_initialized
 from burnpy.distributed.metrics import average_metrics
+from burnpy.jit import compile as jit_compile
 from burnpy.nn.functional import cross_entropy
 from burnpy.nn.module import Module
 from burnpy.optim.lr_scheduler import LrScheduler
@@ -43,6 +50,40 @@ if TYPE_CHECKING:
 LossFn = Callable[[Any, Tensor], Tensor]
 Batches = Iterable[tuple[Tensor, ...]]
 _CHECKPOINT = re.compile(r"checkpoint-(\d+)\.safetensors$")
+
+
+@contextmanager
+def scheduled_rates(optimizer: Optimizer, lr: float | None) -> Iterator[None]:
+    """Inside, each of ``optimizer``'s groups holds the rate ``optimizer.step(model, grads,
+    lr)`` would give it (restored on exit), so ``optimizer.step(model, grads)`` in a
+    ``bp.compile``d step uses ``lr`` as a symbolic rate instead of recording anew per value."""
+    if lr is None:
+        yield
+        return
+    saved = [group["lr"] for group in optimizer.param_groups]
+    rates = [optimizer._rate(group, lr) for group in optimizer.param_groups]
+    for group, rate in zip(optimizer.param_groups, rates, strict=True):
+        group["lr"] = rate
+    try:
+        yield
+    finally:
+        for group, rate in zip(optimizer.param_groups, saved, strict=True):
+            group["lr"] = rate
+
+
+def _train_step(model: Module, optimizer: Optimizer,
+                loss_fn: LossFn) -> Callable[..., tuple[Any, Tensor]]:
+    """One step at the optimizer's current rates, ``step(*inputs, targets) -> (output,
+    loss)``; a closure over the three, so ``bp.compile`` reaches exactly their state."""
+
+    def step(*batch: Tensor) -> tuple[Any, Tensor]:
+        *inputs, targets = batch
+        output = model(*inputs)
+        loss = loss_fn(output, targets)
+        optimizer.step(model, loss.backward())
+        return output, loss
+
+    return step
 
 
 class CheckpointError(BurnpyError, ValueError):
@@ -89,14 +130,16 @@ class Learner:
     history when matplotlib is installed. ``progress`` shows a live bar per epoch when standard
     error is a terminal (a log file gets the per-epoch summaries only). ``seed`` drives the
     shuffling and the backend's generator per epoch (dropout), so a resumed run equals an
-    uninterrupted one.
+    uninterrupted one. ``compile`` runs each step through ``bp.compile`` (the model on a
+    ``Capture`` backend); its results equal the eager loop's bit for bit.
     """
 
     def __init__(self, model: Module, optimizer: Optimizer, loss_fn: LossFn = cross_entropy, *,
                  scheduler: LrScheduler | None = None, metrics: Sequence[Metric] = (),
                  checkpoint_dir: str | Path | None = None, patience: int | None = None,
                  min_delta: float = 0.0, plot_path: str | Path | None = None, seed: int = 0,
-                 progress: bool = True, log: Callable[[str], None] | None = None) -> None:
+                 progress: bool = True, log: Callable[[str], None] | None = None,
+                 compile: bool = False) -> None:
         backend = model.backend
         if backend is None or not backend.ad_enabled():
             name = "no tensors" if backend is None else backend.name()
@@ -111,6 +154,8 @@ class Learner:
         self.plot_path = None if plot_path is None else Path(plot_path)
         self.seed, self.progress = seed, progress
         self.log = log or _print_on_rank0
+        step = _train_step(model, optimizer, loss_fn)
+        self._step = jit_compile(step) if compile else step
 
     # ---- the loop ----------------------------------------------------------------------------
     def fit(self, train: Batches, valid: Batches | None = None, epochs: int = 1,
@@ -177,14 +222,12 @@ class Learner:
                    dynamic_ncols=True, file=stream)
         for batch in bar:
             *inputs, targets = (to_backend(t, backend) for t in batch)
-            output = model(*inputs)
-            loss = self.loss_fn(output, targets)
-            grads = loss.backward()
             rate = None
             if self.scheduler is not None and not drives_groups:
                 rate = self.scheduler.step()
+            with scheduled_rates(self.optimizer, rate):
+                output, loss = self._step(*inputs, targets)
             lr = self.optimizer.lr if rate is None else rate
-            self.optimizer.step(model, grads, rate)
             if self.scheduler is not None and drives_groups:
                 self.scheduler.step()
             loss_mean.add(float(loss.item()), targets.shape[0] if targets.ndim else 1)

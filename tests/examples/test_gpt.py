@@ -9,8 +9,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from burnpy import jit
 from burnpy.examples import gpt
 from burnpy.examples.gpt_model import GPT, GPTConfig
+from burnpy.jit import Compiled
 from burnpy.tensor import Tensor
 from burnpy.train.plot import matplotlib_available
 from burnpy_cpu import CpuBackend
@@ -43,6 +45,26 @@ def test_resume_continues_from_the_checkpoint_step(tmp_path: Path) -> None:
     # The batches depend only on (seed, step) and the state is restored: steps 5-8 replay.
     np.testing.assert_allclose([r["valid_loss"] for r in resumed.history],
                                [r["valid_loss"] for r in full.history], rtol=1e-6)
+
+
+def test_compile_gives_the_eager_losses_and_sample(tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--compile``: the step (AdamW, clipping, the warm-up + cosine rate) recorded once and
+    replayed gives the eager run's training and validation losses and sample, bit for bit."""
+    compile_ = jit.compile
+    compiled: list[Compiled] = []
+
+    def keep(fn: object) -> Compiled:
+        compiled.append(compile_(fn))  # type: ignore[arg-type]
+        return compiled[-1]
+
+    monkeypatch.setattr(jit, "compile", keep)
+    eager = gpt.run(gpt.parse_args([*SHORT, "--out", str(tmp_path / "eager")]))
+    assert not compiled
+    ours = gpt.run(gpt.parse_args([*SHORT, "--out", str(tmp_path / "compiled"), "--compile"]))
+    assert ours.history == eager.history and ours.sample == eager.sample
+    info = compiled[0].cache_info()
+    assert info.replays == 10 and info.eager_signatures == 0  # 12 steps: eager, record, replays
 
 
 def test_resume_refuses_another_set_up(tmp_path: Path) -> None:
