@@ -139,3 +139,44 @@ def test_logs_to_a_file_get_summaries_but_no_progress_bars(
     assert "training summary" in captured.out
     for fragment in ("%|", "/6 [", "it/s"):
         assert fragment not in captured.out + captured.err
+
+
+def test_compile_equals_the_eager_loop_bit_for_bit(tmp_path: Path) -> None:
+    """``Learner(compile=True)`` on ``Autodiff(Capture(CpuBackend))``: with two parameter
+    groups at different rates under a Burn-style scheduler (each step's rate passed through
+    the groups, ``scheduled_rates``), dropout and batch norm, the history and the weights equal
+    the eager loop's, and the step replays instead of recording per rate."""
+    capture = Autodiff(bp.Capture(CpuBackend))
+    results = []
+    for backend, compile_ in ((AD, False), (capture, True)):
+        CpuBackend.seed(CpuBackend.default_device(), 0)
+        model = nn.Sequential(nn.Linear(2, 16, backend=backend),
+                              nn.BatchNorm1d(16, backend=backend), nn.ReLU(), nn.Dropout(0.2),
+                              nn.Linear(16, 3, backend=backend))
+        groups = [{"params": model[0].parameters(), "lr": 0.04},
+                  {"params": model[1].parameters() + model[4].parameters()}]
+        opt = optim.Adam(groups, lr=0.02)
+        fit = Learner(model, opt, scheduler=optim.StepLR(0.02, 2, 0.5), metrics=[Accuracy()],
+                      progress=False, seed=3, log=lambda _: None, compile=compile_)
+        history = fit.fit(TRAIN, VALID, epochs=3).history
+        assert [g["lr"] for g in opt.param_groups] == [0.04, 0.02]  # restored after each step
+        results.append((history, model.state_dict(), fit))
+    (eager, eager_state, _), (ours, our_state, fit) = results
+    for row in (*eager, *ours):
+        row.pop("seconds")
+    assert ours == eager
+    for key, value in eager_state.items():
+        assert np.array_equal(our_state[key].to_numpy(), value.to_numpy()), key
+    info = fit._step.cache_info()  # type: ignore[attr-defined]
+    assert info.replays == 3 * 6 - 2 and info.eager_signatures == 0
+
+
+def test_scheduled_rates_sets_each_groups_share_and_restores() -> None:
+    a = bp.Tensor.zeros((2,), backend=AD)
+    b = bp.Tensor.zeros((2,), backend=AD)
+    opt = optim.SGD([{"params": [a], "lr": 0.3}, {"params": [b]}], lr=0.1)
+    with learner.scheduled_rates(opt, 0.05):
+        assert [g["lr"] for g in opt.param_groups] == pytest.approx([0.15, 0.05])
+    assert [g["lr"] for g in opt.param_groups] == [0.3, 0.1]
+    with learner.scheduled_rates(opt, None):
+        assert [g["lr"] for g in opt.param_groups] == [0.3, 0.1]
