@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -15,6 +16,7 @@ import burnpy.nn as nn
 from burnpy import optim
 from burnpy.autodiff import Autodiff
 from burnpy.data import ArrayDataset, DataLoader
+from burnpy.jit import Compiled
 from burnpy.train import Accuracy, CheckpointError, Learner, learner
 from burnpy_cpu import CpuBackend
 
@@ -153,8 +155,9 @@ def test_compile_equals_the_eager_loop_bit_for_bit(tmp_path: Path) -> None:
         model = nn.Sequential(nn.Linear(2, 16, backend=backend),
                               nn.BatchNorm1d(16, backend=backend), nn.ReLU(), nn.Dropout(0.2),
                               nn.Linear(16, 3, backend=backend))
-        groups = [{"params": model[0].parameters(), "lr": 0.04},
-                  {"params": model[1].parameters() + model[4].parameters()}]
+        groups: list[dict[str, Any]] = [
+            {"params": model[0].parameters(), "lr": 0.04},
+            {"params": model[1].parameters() + model[4].parameters()}]
         opt = optim.Adam(groups, lr=0.02)
         fit = Learner(model, opt, scheduler=optim.StepLR(0.02, 2, 0.5), metrics=[Accuracy()],
                       progress=False, seed=3, log=lambda _: None, compile=compile_)
@@ -167,14 +170,16 @@ def test_compile_equals_the_eager_loop_bit_for_bit(tmp_path: Path) -> None:
     assert ours == eager
     for key, value in eager_state.items():
         assert np.array_equal(our_state[key].to_numpy(), value.to_numpy()), key
-    info = fit._step.cache_info()  # type: ignore[attr-defined]
+    assert isinstance(fit._step, Compiled)
+    info = fit._step.cache_info()
     assert info.replays == 3 * 6 - 2 and info.eager_signatures == 0
 
 
 def test_scheduled_rates_sets_each_groups_share_and_restores() -> None:
     a = bp.Tensor.zeros((2,), backend=AD)
     b = bp.Tensor.zeros((2,), backend=AD)
-    opt = optim.SGD([{"params": [a], "lr": 0.3}, {"params": [b]}], lr=0.1)
+    groups: list[dict[str, Any]] = [{"params": [a], "lr": 0.3}, {"params": [b]}]
+    opt = optim.SGD(groups, lr=0.1)
     with learner.scheduled_rates(opt, 0.05):
         assert [g["lr"] for g in opt.param_groups] == pytest.approx([0.15, 0.05])
     assert [g["lr"] for g in opt.param_groups] == [0.3, 0.1]
