@@ -33,7 +33,9 @@ creates its moments) runs eagerly and records again on the next call.
 
 Random ops are recorded as nodes, so each replay draws fresh values from the backend's
 seeded generator in eager's order. Tensors must run on a ``Capture(B)`` backend (under
-``Autodiff`` or directly): ``Autodiff(Capture(CpuBackend))``.
+``Autodiff`` or directly): ``Autodiff(Capture(CpuBackend))``, whose replays are bitwise equal to
+eager; on ``Autodiff(Capture(Fusion(CpuBackend)))`` each run of elementwise ops over one shape
+replays as one kernel of B's fuser (``burnpy.jit.fuse``), equal to eager within rounding.
 """
 
 from __future__ import annotations
@@ -51,7 +53,9 @@ from burnpy.amp import get_autocast_dtype, is_autocast_enabled
 from burnpy.autodiff.modes import is_grad_enabled
 from burnpy.backend.errors import BurnpyError, InvalidArgumentError
 from burnpy.capture import CONSTANT, CaptureBackend, Graph, Ref
+from burnpy.fusion import materialize
 from burnpy.jit import symbolic
+from burnpy.jit.fuse import fused_runs
 from burnpy.jit.symbolic import Sym, Tape
 from burnpy.tensor import Tensor
 from burnpy.tensor._core import FLOAT, QUANTIZED
@@ -332,7 +336,8 @@ def _up(chain: Sequence[Any], kind: str, primitive: Any, tracked: bool) -> Any:
 # ---- the generated replay function -----------------------------------------------------------
 def _generate(graph: Graph, slots: dict[int, int], name: str) -> Callable[..., Any]:
     """The graph as one flat Python function ``run(inputs, s) -> outputs``: one line per node
-    calling B's op, each value a local freed after its last use; ``s`` holds the symbolic
+    calling B's op (or one kernel call per fused run, ``fused_runs``, its inputs
+    materialized), each value a local freed after its last use; ``s`` holds the symbolic
     scalars' values (``slots`` maps each ``Sym``'s id to its position)."""
     scope: dict[str, Any] = {}
     last: dict[int, int] = {}
@@ -386,8 +391,29 @@ def _generate(graph: Graph, slots: dict[int, int], name: str) -> Callable[..., A
             scope[name] = check
             lines.append(f"    {name}(B, {value(index)})")
 
+    runs = {run.start: run for run in fused_runs(graph)}
+    if runs:
+        scope["mat"] = materialize
+    skip_to = 0
     for position, node in enumerate(graph.nodes):
+        if position < skip_to:
+            continue
         emit_checks(position)
+        fused = runs.get(position)
+        if fused is not None:  # one kernel for the run; its other values are never written
+            kernel = f"fused{position}"
+            scope[kernel] = fused.kernel
+            outs = "".join(f"v{i}, " for i in fused.outputs)
+            reads = ", ".join(f"mat({value(i)})" for i in fused.inputs)
+            lines.append(f"    ({outs}) = {kernel}([{reads}], "
+                         f"[{', '.join(render(a) for a in fused.scalars)}])")
+            dead = [f"v{i}" for i in fused.inputs
+                    if fused.start <= last.get(i, -1) < fused.stop
+                    and i not in outputs and graph.values[i].kind != CONSTANT]
+            if dead:
+                lines.append(f"    del {', '.join(dead)}")
+            skip_to = fused.stop
+            continue
         op = f"op_{node.op}"
         scope[op] = getattr(graph.backend, node.op)
         args = [render(a) for a in node.args]

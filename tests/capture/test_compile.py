@@ -16,7 +16,9 @@ import burnpy as bp
 from burnpy import nn, optim
 from burnpy.backend.errors import InvalidArgumentError
 from burnpy.examples.gpt_model import GPT, GPTConfig, decay_groups
+from burnpy.fusion import Fusion
 from burnpy.jit import Compiled, GraphBreakError
+from burnpy.jit.fuse import fused_runs
 from burnpy_cpu import CpuBackend
 
 C = bp.Capture(CpuBackend)
@@ -430,6 +432,91 @@ def test_replayed_index_and_target_checks_still_raise(bad: int) -> None:
                  bp.Tensor.from_numpy(targets, backend=A))
     wrong_targets = targets.copy()
     wrong_targets[0, 1] = bad if bad < 0 else 5
-    with pytest.raises(bp.BurnpyError, match="cross_entropy: target .* is out of range"):
+    with pytest.raises(bp.BurnpyError, match=r"cross_entropy: target .* is out of range"):
         compiled(bp.Tensor.from_numpy(ids, backend=A),
                  bp.Tensor.from_numpy(wrong_targets, backend=A))
+
+
+# ---- replays on Capture(Fusion(B)): elementwise runs fused into one kernel each -------------
+CF = bp.Capture(Fusion(CpuBackend))
+AF = bp.Autodiff(CF)
+
+
+def _chain(x: bp.Tensor) -> bp.Tensor:
+    for i in range(4):
+        x = (x * 1.001 + 0.01).tanh().sin() - float(i) * 1e-3
+    return x
+
+
+def _chain_numpy(x: np.ndarray) -> np.ndarray:
+    for i in range(4):
+        x = np.sin(np.tanh(x.astype(np.float64) * 1.001 + 0.01)) - i * 1e-3
+    return x
+
+
+def test_an_elementwise_chain_replays_as_one_kernel_writing_only_its_result() -> None:
+    data = np.random.default_rng(0).standard_normal((3, 5)).astype(np.float32)
+    graph, _ = CF.record(lambda p: CF.float_mul_scalar(CF.float_exp(CF.float_add_scalar(
+        p, 0.5)), 2.0), data)
+    (run,) = fused_runs(graph)
+    assert (run.start, run.stop, run.scalars) == (0, 3, (0.5, 2.0))
+    assert run.outputs == tuple(graph.outputs)  # the intermediates are never written
+    np.testing.assert_allclose(graph.replay([data])[0], np.exp(data + 0.5) * 2.0, rtol=1e-6)
+    plain, _ = C.record(lambda p: C.float_exp(C.float_add_scalar(p, 0.5)), data)
+    assert fused_runs(plain) == []  # off Fusion: op by op, bitwise equal to eager
+
+    step = bp.compile(_chain)
+    x = bp.Tensor.from_data(data, backend=CF)
+    for _ in range(3):
+        np.testing.assert_allclose(step(x).to_numpy(), _chain_numpy(data), rtol=1e-6,
+                                   atol=1e-7)
+    assert step.cache_info().replays == 2
+
+
+def test_values_read_after_a_run_are_written_and_broadcasts_cut_runs() -> None:
+    a = np.random.default_rng(1).standard_normal((4, 3)).astype(np.float32)
+    b = np.random.default_rng(2).standard_normal((3,)).astype(np.float32)
+
+    def fn(x: bp.Tensor, y: bp.Tensor) -> tuple[bp.Tensor, bp.Tensor]:
+        u = (x + 1.0).abs()
+        v = (u * u).sqrt() * y  # y broadcasts: the run stops before it
+        return u, v.neg().exp()
+
+    step = bp.compile(fn)
+    x, y = (bp.Tensor.from_data(d, backend=CF) for d in (a, b))
+    for _ in range(3):
+        u, w = step(x, y)
+        np.testing.assert_allclose(u.to_numpy(), np.abs(a + 1.0), rtol=1e-6)
+        np.testing.assert_allclose(w.to_numpy(), np.exp(-(np.abs(a + 1.0) * b)), rtol=1e-6)
+
+
+def test_gpt_training_step_on_fusion_matches_eager_within_rounding() -> None:
+    config = GPTConfig(vocab_size=11, block_size=8, n_layer=1, n_head=2, n_embd=8)
+    eager_backend = bp.Autodiff(CpuBackend)
+    eager_model, compiled_model = GPT(config, backend=eager_backend), GPT(config, backend=AF)
+    compiled_model.load_state_dict({k: bp.Tensor.from_data(v.to_numpy(), backend=AF)
+                                    for k, v in eager_model.state_dict().items()})
+
+    def trainer(model: GPT) -> Callable[..., bp.Tensor]:
+        opt = optim.AdamW(decay_groups(model, 0.1), lr=3e-3, betas=(0.9, 0.99),
+                          grad_clipping=optim.GradientClipping.norm(1.0))
+
+        def train(x: bp.Tensor, y: bp.Tensor) -> bp.Tensor:
+            loss = model.loss(x, y)
+            opt.step(model, loss.backward())
+            return loss
+        return train
+
+    step, eager = bp.compile(trainer(compiled_model), fullgraph=True), trainer(eager_model)
+    rng = np.random.default_rng(5)
+    for _ in range(4):
+        x, y = rng.integers(0, 11, (2, 8)), rng.integers(0, 11, (2, 8))
+        np.testing.assert_allclose(
+            step(*(bp.Tensor.from_data(d, backend=AF) for d in (x, y))).to_numpy(),
+            eager(*(bp.Tensor.from_data(d, backend=eager_backend) for d in (x, y))).to_numpy(),
+            rtol=1e-6)
+    assert step.cache_info().replays == 2
+    mine, theirs = compiled_model.state_dict(), eager_model.state_dict()
+    for k in theirs:
+        np.testing.assert_allclose(mine[k].to_numpy(), theirs[k].to_numpy(), rtol=1e-6,
+                                   atol=1e-7, err_msg=k)
