@@ -59,6 +59,9 @@ class Conv1D(nn.Module):
     """transformers' ``Conv1D``: a linear layer ``x @ weight + bias`` whose weight is stored
     ``[in, out]`` (GPT-2's layout)."""
 
+    #: ``x @ weight`` multiplies by the weight as stored (``PreTrainedModel``'s load layout).
+    weight_is_in_out: ClassVar[bool] = True
+
     def __init__(self, nf: int, nx: int, *, std: float = 0.02, backend: type[Backend] | None = None,
                  dtype: DTypeLike | None = None) -> None:
         self.nf, self.nx = nf, nx
@@ -67,7 +70,7 @@ class Conv1D(nn.Module):
 
     def forward(self, x: Tensor) -> Tensor:
         """``[..., nx]`` -> ``[..., nf]``."""
-        return F.linear(x, self.weight.t(), self.bias)
+        return F.linear(x, self.weight.swap_dims(0, 1), self.bias)
 
     def extra_repr(self) -> str:
         return f"nf={self.nf}, nx={self.nx}"
