@@ -324,3 +324,45 @@ def test_reloading_into_another_architecture_names_the_weight(tmp_path: Path) ->
     path = model.save(tmp_path / "q.bpr")
     with pytest.raises(RecordError, match=r"'0.weight' quantized as \[8, 16\].*\[4, 16\]"):
         load_quantized(nn.Sequential(nn.Linear(16, 4)), path)
+
+
+def _encoder_and_vision_models() -> dict[str, tuple[Any, np.ndarray]]:
+    """Tiny BERT, ViT and ResNet classifiers built in memory, each with an input."""
+    rng = np.random.default_rng(3)
+    bert = bpm.BertForSequenceClassification(bpm.BertConfig(
+        vocab_size=50, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+        intermediate_size=64, max_position_embeddings=16, num_labels=3), backend=CpuBackend)
+    vit = bpm.ViTForImageClassification(bpm.ViTConfig(
+        hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64,
+        image_size=8, patch_size=4, num_labels=3), backend=CpuBackend)
+    resnet = bpm.ResNetForImageClassification(bpm.ResNetConfig(
+        embedding_size=8, hidden_sizes=[16, 32], depths=[1, 1], layer_type="basic",
+        num_labels=3), backend=CpuBackend)
+    return {"bert": (bert, rng.integers(1, 50, size=(2, 7))),
+            "vit": (vit, rng.standard_normal((2, 3, 8, 8)).astype(np.float32)),
+            "resnet": (resnet, rng.standard_normal((2, 3, 32, 32)).astype(np.float32))}
+
+
+@pytest.mark.parametrize("name", ["bert", "vit", "resnet"])
+@pytest.mark.parametrize("scheme", ["int8", "int4"])
+def test_every_architecture_quantizes_saves_and_reloads(name: str, scheme: str,
+                                                        tmp_path: Path) -> None:
+    """BERT, ViT and ResNet quantize in the one call as the causal LMs do: their logits are
+    the float model's given the dequantized weights, and a saved file reloads them exactly."""
+    model, x = _encoder_and_vision_models()[name]
+    model.eval()
+    twin, _ = _encoder_and_vision_models()[name]
+    twin.eval()
+    twin.load_state_dict(model.state_dict())
+    quantize(model, SCHEMES[scheme])
+    layers = {n: m for n, m in model.named_modules() if isinstance(m, QuantizedLinear)}
+    assert layers  # every Linear, the classifier too
+    twin.load_state_dict({f"{n}.weight": m.weight.dequantize().to_numpy()
+                          for n, m in layers.items()}, strict=False)
+    data = Tensor.from_data(x, backend=CpuBackend)
+    got, want = model(data).logits.to_numpy(), twin(data).logits.to_numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5 * np.abs(want).max())
+    path = model.save(tmp_path / f"{name}.bpr")
+    fresh, _ = _encoder_and_vision_models()[name]
+    reloaded = load_quantized(fresh.eval(), path)
+    np.testing.assert_array_equal(reloaded(data).logits.to_numpy(), got)
