@@ -13,26 +13,59 @@ import statistics  # noqa: E402
 import time  # noqa: E402
 from collections.abc import Callable  # noqa: E402
 
+PIN_MALLOC_ENV = "BURNPY_BENCH_PIN_MALLOC"
+_pinned = False
 
-def _pin_glibc_allocator() -> None:
-    """Keep freed large buffers in the process (glibc's mmap and trim thresholds at 1 GiB).
 
-    By default glibc hands a freed 16 MB array back to the OS and page-faults the next one
-    in, and whether it does depends on the small allocations in between: that made the same
-    NumPy add time 14% apart depending only on what ran around it. Pinned, large-array
-    timings measure the arithmetic; every candidate runs under the same allocator.
+def pin_glibc_allocator() -> bool:
+    """Keep freed large buffers in the process (glibc's mmap and trim thresholds at 1 GiB);
+    returns whether it could. Done at import only when ``BURNPY_BENCH_PIN_MALLOC=1``.
+
+    Off by default, so benchmarks measure what users get: glibc hands a freed multi-megabyte
+    array back to the OS and page-faults the next one in, and a framework that pays for that
+    should show it. Pinned, large-array timings measure the arithmetic alone (the same NumPy
+    add varied 14% with the small allocations around it), for studying a kernel.
     """
+    global _pinned
     name = ctypes.util.find_library("c")
-    if not name:
-        return
-    libc = ctypes.CDLL(name)
-    if hasattr(libc, "mallopt"):
-        m_trim_threshold, m_mmap_threshold = -1, -3
-        libc.mallopt(m_trim_threshold, 1 << 30)
-        libc.mallopt(m_mmap_threshold, 1 << 30)
+    libc = ctypes.CDLL(name) if name else None
+    if libc is None or not hasattr(libc, "mallopt"):
+        return False
+    m_trim_threshold, m_mmap_threshold = -1, -3
+    libc.mallopt(m_trim_threshold, 1 << 30)
+    libc.mallopt(m_mmap_threshold, 1 << 30)
+    _pinned = True
+    return True
 
 
-_pin_glibc_allocator()
+def allocator_note() -> str:
+    """How glibc's allocator runs in this process, for a benchmark's report."""
+    if _pinned:
+        return f"glibc malloc pinned ({PIN_MALLOC_ENV}=1)"
+    return f"glibc malloc as users have it ({PIN_MALLOC_ENV}=1 pins it)"
+
+
+if os.environ.get(PIN_MALLOC_ENV, "0") == "1":
+    pin_glibc_allocator()
+
+
+def minor_faults() -> int:
+    """This process's minor page faults so far (``/proc/self/stat`` field 10; 0 where absent):
+    freshly mapped memory costs one per 4 KiB page touched."""
+    try:
+        with open("/proc/self/stat") as f:
+            stat = f.read()
+    except OSError:
+        return 0
+    return int(stat[stat.rindex(")") + 2:].split()[7])
+
+
+def faults_per_call(fn: Callable[[], object], number: int) -> float:
+    """Minor page faults per call of ``fn`` over ``number`` back-to-back calls."""
+    start = minor_faults()
+    for _ in range(number):
+        fn()
+    return (minor_faults() - start) / number
 
 
 def per_call(fn: Callable[[], object], number: int) -> float:
@@ -67,7 +100,7 @@ def report_steps(title: str, med: dict[str, float], ours: str = "burnpy Autodiff
     for name, s in med.items():
         print(f"  {name:28s} {s * 1e3:8.2f} ms/step  {1 / s:7.1f} steps/s")
     ratio = med[theirs] / med[ours]
-    print(f"  burnpy / torch steps/s: {ratio:.2f}x (target >= 1.0x)")
+    print(f"  burnpy / torch steps/s: {ratio:.2f}x (target >= 1.0x); {allocator_note()}")
     return ratio
 
 

@@ -20,7 +20,7 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMB
 import argparse  # noqa: E402
 import tempfile  # noqa: E402
 
-import _timing  # noqa: E402 - also pins glibc's allocator: freed buffers stay in the process
+import _timing  # noqa: E402
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 import transformers as tf  # noqa: E402

@@ -5,8 +5,10 @@ heads, width 64, context 64, batch 16, a 65-character vocabulary); torch runs an
 model written here (pre-norm blocks, causal ``F.scaled_dot_product_attention``, exact GELU,
 tied output weights) loaded with the same weights. A step is the forward pass, the mean cross
 entropy, the backward pass and AdamW (decay on matrices only) after gradient-norm clipping.
-float32, one thread, alternating burnpy and torch steps; prints medians and steps/s ratio
-(target >= 1.0x torch). Run: ``.venv/bin/python benchmarks/gpt_step.py``.
+float32, one thread, alternating burnpy and torch steps; prints medians, steps/s ratio
+(target >= 1.0x torch) and minor page faults per step. ``--large`` runs the larger shape users
+train (3 blocks, 6 heads, width 192, context 128, batch 8), where each step's activations
+outgrow glibc's mmap threshold. Run: ``.venv/bin/python benchmarks/gpt_step.py [--large]``.
 """
 
 from __future__ import annotations
@@ -17,8 +19,9 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMB
     os.environ[_var] = "1"
 
 import argparse  # noqa: E402
+from collections.abc import Callable  # noqa: E402
 
-import _timing  # noqa: E402 - also pins glibc's allocator: freed buffers stay in the process
+import _timing  # noqa: E402
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 from torch import nn  # noqa: E402
@@ -30,6 +33,7 @@ from burnpy.optim import AdamW, GradientClipping  # noqa: E402
 from burnpy_cpu import CpuBackend  # noqa: E402
 
 VOCAB, BATCH = 65, 16
+LARGE, LARGE_BATCH = GPTConfig(VOCAB, block_size=128, n_layer=3, n_head=6, n_embd=192), 8
 LR, WEIGHT_DECAY, CLIP = 3e-3, 0.1, 1.0
 
 
@@ -101,13 +105,15 @@ def torch_twin(model: GPT) -> TorchGPT:
     return twin
 
 
-def batches(config: GPTConfig, n: int, seed: int = 0) -> list[tuple[np.ndarray, np.ndarray]]:
-    """``n`` random (input, next-token target) windows of a synthetic token stream."""
+def batches(config: GPTConfig, n: int, seed: int = 0,
+            batch: int = BATCH) -> list[tuple[np.ndarray, np.ndarray]]:
+    """``n`` random (input, next-token target) windows of a synthetic token stream, ``batch``
+    windows each."""
     rng = np.random.default_rng(seed)
     stream = rng.integers(0, config.vocab_size, 4096)
     out = []
     for _ in range(n):
-        start = rng.integers(0, stream.size - config.block_size - 1, BATCH)
+        start = rng.integers(0, stream.size - config.block_size - 1, batch)
         x = np.stack([stream[s:s + config.block_size] for s in start])
         y = np.stack([stream[s + 1:s + config.block_size + 1] for s in start])
         out.append((x, y))
@@ -171,22 +177,29 @@ class TorchStep:
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--rounds", type=int, default=30)
+    p.add_argument("--large", action="store_true",
+                   help="3 blocks, 6 heads, width 192, context 128, batch 8")
     args = p.parse_args()
     torch.set_num_threads(1)
-    config = GPTConfig(VOCAB)
+    config, batch = GPTConfig(VOCAB), BATCH
+    if args.large:
+        config, batch = LARGE, LARGE_BATCH
     model = GPT(config, backend=Autodiff(CpuBackend))
     twin = torch_twin(model)
-    data = batches(config, 8)
+    data = batches(config, 8, batch=batch)
     ours, theirs = BurnpyStep(model, data), TorchStep(twin, data)
     first = [(ours(), theirs()) for _ in range(3)]
     for a, b in first:
         np.testing.assert_allclose(a, b, rtol=1e-3, err_msg="the models diverge")
-    steps = {"burnpy Autodiff(CpuBackend)": ours, "torch CPU eager": theirs}
+    steps: dict[str, Callable[[], object]] = {"burnpy Autodiff(CpuBackend)": ours,
+                                              "torch CPU eager": theirs}
     med = _timing.alternate(steps, 1, args.rounds)
     _timing.report_steps(
         f"GPT {config.n_layer} layers, {config.n_head} heads, width {config.n_embd}, context "
-        f"{config.block_size}, batch {BATCH}, vocab {VOCAB}; float32, one thread, AdamW + "
+        f"{config.block_size}, batch {batch}, vocab {VOCAB}; float32, one thread, AdamW + "
         f"clipping; median of {args.rounds} alternating steps (losses agree for 3 steps)", med)
+    for name, fn in steps.items():
+        print(f"  {name:28s} {_timing.faults_per_call(fn, 5):8.0f} minor page faults/step")
 
 
 if __name__ == "__main__":

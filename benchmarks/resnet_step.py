@@ -7,7 +7,8 @@ shortcut): conv-bn-relu-conv-bn, the residual added, ReLU. A global average pool
 and a linear classifier to 10 classes; cross entropy; SGD with momentum. The same weights in
 both (torch's initialisation copied into burnpy), training mode. Steps alternate burnpy /
 torch (the order rotating each round); medians of the timed steps; one BLAS/OpenMP thread.
-Prints steps/s and the ratio (target >= 1.0). Run: ``.venv/bin/python benchmarks/resnet_step.py``.
+Prints steps/s, the ratio (target >= 1.0) and minor page faults per step.
+Run: ``.venv/bin/python benchmarks/resnet_step.py``.
 """
 
 from __future__ import annotations
@@ -18,10 +19,12 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMB
     os.environ[_var] = "1"
 
 import argparse  # noqa: E402
+import functools  # noqa: E402
 import statistics  # noqa: E402
 import time  # noqa: E402
 from collections.abc import Callable  # noqa: E402
 
+import _timing  # noqa: E402
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
@@ -194,7 +197,11 @@ def main() -> None:
           f"float32, 1 thread, median of {args.rounds} steps")
     for name, seconds in med.items():
         print(f"  {name:7s} {seconds * 1e3:8.2f} ms/step  {1 / seconds:7.2f} steps/s")
-    print(f"  steps/s burnpy / torch: {med['torch'] / med['burnpy']:.2f}x (target >= 1.0)")
+    print(f"  steps/s burnpy / torch: {med['torch'] / med['burnpy']:.2f}x (target >= 1.0); "
+          f"{_timing.allocator_note()}")
+    for name, step in steps.items():
+        faults = _timing.faults_per_call(functools.partial(step, batches[0]), 5)
+        print(f"  {name:7s} {faults:8.0f} minor page faults/step")
 
 
 if __name__ == "__main__":
