@@ -9,6 +9,7 @@ import numpy as np
 import scipy.special
 
 from burnpy.backend.device import Device
+from burnpy_cpu import memory
 from burnpy_cpu.array_ops import ArrayOps
 from burnpy_cpu.array_ops.q_ops import QuantizedArray
 from burnpy_cpu.array_ops.recurrent_ops import ArrayRecurrentOps
@@ -39,6 +40,12 @@ class CpuBackend(ArrayRecurrentOps, ArrayOps):
     trusted_binary_ops: ClassVar[bool] = True
     _generators: ClassVar[dict[Device, np.random.Generator]] = {}
     _generator_lock: ClassVar[threading.Lock] = threading.Lock()
+
+    @staticmethod
+    def float_matmul(lhs: Any, rhs: Any) -> Any:
+        """``lhs @ rhs``: float32 and float64 products on cached memory, the others (16-bit
+        floats, mixed dtypes) as ``ArrayOps``'s."""
+        return memory.matmul(lhs, rhs, ArrayOps.float_matmul)
 
     @classmethod
     def name(cls, device: Device | None = None) -> str:

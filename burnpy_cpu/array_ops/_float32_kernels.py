@@ -23,6 +23,7 @@ from llvmlite import ir
 from numba import types
 from numba.extending import intrinsic
 
+from burnpy_cpu import memory
 from burnpy_cpu.numba_kernels import njit_cached
 
 _F = np.float32
@@ -273,7 +274,7 @@ def erfc(x: np.ndarray, out: np.ndarray) -> None:
 
 def run(kernel: Any, *arrays: np.ndarray) -> np.ndarray:
     """``kernel`` over same-shape float32 ``arrays`` (any strides: copied to C order only when
-    not already), into a new float32 array of their shape."""
-    out = np.empty(arrays[0].shape, np.float32)
+    not already), into a new float32 array of their shape (on CpuBackend's cached memory)."""
+    out = memory.empty(arrays[0].shape, np.float32)
     kernel(*[np.ascontiguousarray(a).ravel() for a in arrays], out.ravel())
     return out

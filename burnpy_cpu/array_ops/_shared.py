@@ -15,6 +15,7 @@ import numpy as np
 from burnpy.backend.data import TensorData, contiguous
 from burnpy.backend.device import Device
 from burnpy.backend.dtype import DType
+from burnpy_cpu import memory
 
 A = Any  # an array of the backend's array module
 
@@ -161,6 +162,13 @@ class ArrayLayoutOps:
 
     @classmethod
     def _cat(cls, tensors: Sequence[A], dim: int) -> A:
+        """``tensors`` joined along ``dim``; NumPy arrays of one dtype by ``memory.concatenate``
+        (an optimizer joins every parameter, gradient and state each step: pieces of last
+        step's flat arrays are joined without a copy, the rest copied onto cached memory)."""
+        first = tensors[0]
+        if cls.xp is np and len(tensors) > 1 and all(
+                type(t) is np.ndarray and t.dtype is first.dtype for t in tensors):
+            return memory.concatenate(tensors, dim)
         return cls.xp.concatenate(tensors, axis=dim)
 
     @classmethod

@@ -11,6 +11,7 @@ from typing import Any, ClassVar
 
 import numpy
 
+from burnpy_cpu import memory
 from burnpy_cpu.array_ops._shared import narrowed, ones, row_kernels, widened
 
 A = Any  # an ``xp.ndarray``
@@ -61,7 +62,7 @@ _KERNEL_DTYPES = (numpy.dtype(numpy.float32), numpy.dtype(numpy.float64))
 def _shifted_exp(logits: A) -> tuple[A, A, A]:
     """C-contiguous logits, ``exp(logits - row max)`` (a new array) and the row maxima."""
     x = numpy.ascontiguousarray(logits)
-    e = numpy.empty_like(x)
+    e = memory.empty(x.shape, x.dtype)
     peaks = numpy.empty(x.shape[0], x.dtype)
     row_kernels().shift_rows(x, e, peaks)
     numpy.exp(e, out=e)

@@ -16,6 +16,7 @@ from typing import Any, ClassVar
 
 import numpy
 
+from burnpy_cpu import memory
 from burnpy_cpu.array_ops._shared import narrowed, ones, row_kernels, widened
 from burnpy_cpu.numba_kernels import COMPILED_FLOATS
 from burnpy_cpu.numba_kernels import batch_norm as fused_batch_norm
@@ -126,7 +127,7 @@ class ArrayNormOps:
         # costs one call of about a microsecond there against a dozen NumPy calls
         rows = _kernel_rows(xp, x, normalized_ndim, weight, bias)
         if rows is not None:
-            out = numpy.empty(rows.shape, dtype)
+            out = memory.empty(rows.shape, dtype)
             width = rows.shape[1]
             row_kernels().layer_norm(rows, _or_ones(weight, width, dtype),
                                      _or_zeros(bias, width, dtype), eps, out)
@@ -156,7 +157,7 @@ class ArrayNormOps:
         if rows is not None:
             trailing = x.shape[x.ndim - normalized_ndim:]
             width = rows.shape[1]
-            grad_x = numpy.empty(rows.shape, dtype)
+            grad_x = memory.empty(rows.shape, dtype)
             # float64 column sums, weight's and bias's gradients
             grad_weight, grad_bias = numpy.zeros(width), numpy.zeros(width)
             row_kernels().layer_norm_backward(

@@ -19,6 +19,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from burnpy.backend.ops.optim_ops import OptimOps
+from burnpy_cpu import memory
 from burnpy_cpu.array_ops._shared import A, optim_kernels
 
 _FUSED = (np.dtype(np.float32), np.dtype(np.float64))
@@ -41,13 +42,13 @@ def _adam_compiled(param: A, grad: A, exp_avg: A | None, exp_avg_sq: A | None,
                    amsgrad: bool) -> tuple[A, A, A, A | None]:
     """``adam_step`` on NumPy arrays of one float dtype as one compiled pass
     (``_optim_kernels.adam_update``): the ufunc chain's operations and scalars, so its
-    results bit for bit, and fresh arrays as its."""
+    results bit for bit, and fresh arrays as its (on CpuBackend's cached memory)."""
     dtype = param.dtype
     scalar = dtype.type
     flat = [None if a is None else np.ravel(a)
             for a in (param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq)]
     moments = flat[2] is not None and flat[3] is not None
-    new_param, new_avg, new_sq = (np.empty(param.size, dtype) for _ in range(3))
+    new_param, new_avg, new_sq = (memory.empty((param.size,), dtype) for _ in range(3))
     peak = amsgrad and flat[4] is not None
     new_max = np.empty(param.size if peak else 0, dtype)
     empty = new_max[:0]

@@ -14,10 +14,12 @@ floats are computed in float32, as torch does on the CPU.
 from __future__ import annotations
 
 import math
+import operator
 from typing import Any, ClassVar
 
 import numpy
 
+from burnpy_cpu import memory
 from burnpy_cpu.array_ops._shared import narrowed, ones, widened
 
 A = Any  # an ``xp.ndarray``
@@ -86,6 +88,19 @@ def _one_query_attention(query: A, key: A, value: A, scale: float | None) -> A:
     return (scores @ value).astype(query.dtype, copy=False)
 
 
+def _matmul(xp: Any, a: A, b: A) -> A:
+    """``a @ b``; on NumPy onto CpuBackend's cached memory (``burnpy_cpu.memory``)."""
+    return memory.matmul(a, b) if xp is numpy else xp.matmul(a, b)
+
+
+_multiply = memory.binary(numpy.multiply, operator.mul)
+
+
+def _empty(xp: Any, shape: tuple[int, ...], dtype: Any) -> A:
+    """An uninitialised array to write into; on NumPy from CpuBackend's cached memory."""
+    return memory.empty(shape, dtype) if xp is numpy else xp.empty(shape, dtype=dtype)
+
+
 class ArrayTransformerOps:
     """``attention`` (its weights, its backward), ``linear`` and ``embedding_backward``."""
 
@@ -129,9 +144,9 @@ class ArrayTransformerOps:
             if batch != q.shape[:-2]:  # the mask widens the batch: so do the scores
                 q = xp.broadcast_to(q, (*batch, *q.shape[-2:]))
             mask = mask.swapaxes(-1, -2)
-        scaled_qt = xp.empty((*q.shape[:-2], q.shape[-1], lq), dtype=dtype)
+        scaled_qt = _empty(xp, (*q.shape[:-2], q.shape[-1], lq), dtype)
         xp.multiply(q.swapaxes(-1, -2), dtype.type(_scale(query, scale)), out=scaled_qt)
-        scores = xp.matmul(k, scaled_qt)
+        scores = _matmul(xp, k, scaled_qt)
         if xp is numpy and scores.size and lq >= 8:
             if _softmax_by_global_shift(xp, scores, mask, is_causal):
                 return scores
@@ -169,7 +184,7 @@ class ArrayTransformerOps:
                 and query.dtype.itemsize >= 4 and key.shape[-2]):
             return _one_query_attention(query, key, value, scale)
         weights = cls._transposed_weights(query, key, mask, scale, is_causal)
-        out = xp.matmul(weights.swapaxes(-1, -2), widened(xp, value))
+        out = _matmul(xp, weights.swapaxes(-1, -2), widened(xp, value))
         return narrowed(xp, out, query.dtype)
 
     @classmethod
@@ -183,15 +198,15 @@ class ArrayTransformerOps:
         wt = (cls._transposed_weights(query, key, mask, scale, is_causal) if weights is None
               else widened(xp, weights).swapaxes(-1, -2))
         q, k, v, g = (widened(xp, a) for a in (query, key, value, grad))
-        grad_value = xp.matmul(wt, g)
-        grad_scores = xp.matmul(v, g.swapaxes(-1, -2))
-        projected = _column_sum(xp, grad_scores * wt)
+        grad_value = _matmul(xp, wt, g)
+        grad_scores = _matmul(xp, v, g.swapaxes(-1, -2))
+        projected = _column_sum(xp, _multiply(grad_scores, wt))
         grad_scores -= projected
         grad_scores *= wt
         s = q.dtype.type(_scale(query, scale))
-        grad_query = xp.matmul(grad_scores.swapaxes(-1, -2), k)
+        grad_query = _matmul(xp, grad_scores.swapaxes(-1, -2), k)
         grad_query *= s
-        grad_key = xp.matmul(grad_scores, q)
+        grad_key = _matmul(xp, grad_scores, q)
         grad_key *= s
         return (narrowed(xp, grad_query, dtype), narrowed(xp, grad_key, dtype),
                 narrowed(xp, grad_value, dtype))
