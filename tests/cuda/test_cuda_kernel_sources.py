@@ -102,6 +102,23 @@ class Probe(CudaKernelOps, CpuBackend):
     """CudaKernelOps over NumPy: the fallbacks run CpuBackend's ops."""
 
 
+def _numpy_rule(op: Callable[[Any, Any], Any]) -> Any:
+    """``op(array, scalar)`` by NumPy's rule, which CuPy follows: a float16 array's Python
+    scalar is rounded to float16 first."""
+    return staticmethod(lambda lhs, rhs: np.asarray(op(lhs, rhs)).astype(lhs.dtype, copy=False))
+
+
+class CupyRounding(CpuBackend):
+    """CpuBackend with CuPy's scalar rule: CpuBackend computes a 16-bit float with a Python
+    scalar in float32 and rounds once (torch's rule), CuPy rounds the scalar to the array's
+    dtype first (NumPy's), and the CUDA kernels' host builds reproduce CuPy's compositions."""
+
+    float_add_scalar = _numpy_rule(np.add)
+    float_sub_scalar = _numpy_rule(np.subtract)
+    float_mul_scalar = _numpy_rule(np.multiply)
+    float_div_scalar = _numpy_rule(np.divide)
+
+
 @pytest.fixture
 def recorder(monkeypatch: pytest.MonkeyPatch) -> Recorder:
     rec = Recorder()
@@ -551,9 +568,9 @@ def test_host_build_of_backward_helpers_matches_cpu(host_libs: dict[str, ctypes.
 def test_host_build_of_adam_matches_the_composed_default(host_libs: dict[str, ctypes.CDLL],
                                                          dtype: str,
                                                          config: dict[str, Any]) -> None:
-    """Three steps from no state, with CudaKernelOps' arguments, bit for bit: every
-    intermediate is rounded to the dtype as the composed ops round their results (float16
-    overflows to inf where they do)."""
+    """Three steps from no state, with CudaKernelOps' arguments, bit for bit against the
+    composition with CuPy's rounding (``CupyRounding``): every intermediate is rounded to the
+    dtype as the composed ops round their results (float16 overflows to inf where they do)."""
     lib = _lib(host_libs, dtype)
     param, grads = adam_run(dtype)
     hyper = dict(lr=0.01, beta1=0.9, beta2=0.999, eps=1e-8,
@@ -563,7 +580,7 @@ def test_host_build_of_adam_matches_the_composed_default(host_libs: dict[str, ct
     ours: list[np.ndarray | None] = [param, None, None, None]
     theirs: list[np.ndarray | None] = [param, None, None, None]
     for step, grad in enumerate(grads, start=1):
-        want = OptimOps.adam_step.__func__(CpuBackend, theirs[0], grad, *theirs[1:],
+        want = OptimOps.adam_step.__func__(CupyRounding, theirs[0], grad, *theirs[1:],
                                            step=step, amsgrad=amsgrad, **hyper)
         args = list(adam_arguments(ours[0], grad, ours[1], ours[2], step=step, **hyper))
         if amsgrad:
