@@ -128,6 +128,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                    help="folder for the model, checkpoints and plot")
     p.add_argument("--limit", type=int, default=None, help="use only this many samples")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
+    add_execution_options(p)
+    args = p.parse_args(argv)
+    check_execution_options(p, args)
+    return args
+
+
+def add_execution_options(p: argparse.ArgumentParser) -> None:
+    """How the examples' training runs: ``--distributed``, ``--fusion`` and ``--compile``."""
     p.add_argument("--distributed", action="store_true",
                    help="data-parallel over the ranks of mpiexec (burnpy.distributed)")
     p.add_argument("--fusion", action="store_true",
@@ -135,11 +143,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--compile", action="store_true",
                    help="record the training step once and replay it (bp.compile on "
                         "Autodiff(Capture(backend)))")
-    args = p.parse_args(argv)
+
+
+def check_execution_options(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Refuse ``--compile`` with ``--distributed`` (``add_execution_options``)."""
     if args.compile and args.distributed:
         p.error("--compile does not combine with --distributed: DDP's all-reduce goes "
                 "through the host, outside a recorded graph")
-    return args
 
 
 def main(argv: list[str] | None = None) -> int:

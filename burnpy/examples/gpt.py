@@ -34,7 +34,12 @@ from burnpy.amp import GradScaler, autocast
 from burnpy.autodiff import Autodiff
 from burnpy.capture import Capture
 from burnpy.distributed.metrics import average_metrics
-from burnpy.examples.digits import BACKENDS, load_backend
+from burnpy.examples.digits import (
+    BACKENDS,
+    add_execution_options,
+    check_execution_options,
+    load_backend,
+)
 from burnpy.examples.gpt_model import GPT, GPTConfig, decay_groups
 from burnpy.fusion import Fusion
 from burnpy.nn.functional import cross_entropy
@@ -217,20 +222,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--resume", action="store_true",
                    help="continue from --out's checkpoint (same set-up and seed)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
-    p.add_argument("--distributed", action="store_true",
-                   help="data-parallel over the ranks of mpiexec (burnpy.distributed)")
-    p.add_argument("--fusion", action="store_true",
-                   help="run on Fusion(backend): elementwise chains fused into compiled kernels")
+    add_execution_options(p)
     p.add_argument("--amp", choices=sorted(AMP_DTYPES), default=None,
                    help="mixed precision: the forward pass under bp.autocast in bfloat16 or "
                         "float16 (float16 with a GradScaler)")
-    p.add_argument("--compile", action="store_true",
-                   help="record the training step once and replay it (bp.compile on "
-                        "Autodiff(Capture(backend)))")
     args = p.parse_args(argv)
-    if args.compile and args.distributed:
-        p.error("--compile does not combine with --distributed: DDP's all-reduce goes "
-                "through the host, outside a recorded graph")
+    check_execution_options(p, args)
     if args.short:
         args.n_layer, args.n_embd, args.block_size, args.batch_size = 1, 32, 32, 8
         args.eval_batches, args.sample_tokens = 2, 40
