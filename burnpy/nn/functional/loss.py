@@ -192,12 +192,11 @@ def _fused_cross_entropy(logits: Tensor, target: Tensor, ignore_index: int,
     ``Capture`` recording is active (``bp.compile``), whose replays read no values on the host."""
     check_same_backend("cross_entropy", logits, target)
     c = logits.shape[1]
-    check = functools.partial(_check_targets, c, ignore_index)
     recording = recording_active()
     if recording:  # kept in the graph: each replay checks its targets again
-        check_values(target.primitive, check)
+        check_values(target.primitive, functools.partial(_check_targets, c, ignore_index))
     else:
-        labels = check(target.backend, target.primitive)
+        labels = _check_targets(c, ignore_index, target.backend, target.primitive)
     b = logits.backend
     loss = new(b, b.cross_entropy(logits.primitive, target.primitive, ignore_index), FLOAT)
     if reduction == "none":

@@ -127,12 +127,12 @@ def _renormalize_rows(weight: Tensor, indices: Tensor, max_norm: float,
 def _check_vocabulary(op: str, indices: Tensor, vocab: int) -> None:
     """Raises unless every index lies in ``[0, vocab)``; in a ``Capture`` recording
     (``bp.compile``) the check is kept in the graph and runs again at each replay."""
-    if indices.numel():
-        check = functools.partial(_check_bounds, op, vocab)
-        if recording_active():
-            check_values(indices.primitive, check)
-        else:
-            check(indices.backend, indices.primitive)
+    if not indices.numel():
+        return
+    if recording_active():
+        check_values(indices.primitive, functools.partial(_check_bounds, op, vocab))
+    else:
+        _check_bounds(op, vocab, indices.backend, indices.primitive)
 
 
 def _check_bounds(op: str, vocab: int, b: type[Backend], p: Any) -> None:
