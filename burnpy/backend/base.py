@@ -7,6 +7,7 @@ overridden for speed. ``Backend.__init_subclass__`` names any required op left o
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, ClassVar, TypeAlias
 
 from burnpy.backend.device import Device
@@ -102,3 +103,12 @@ class Backend(FloatOps, IntOps, BoolOps, QOps, ModuleOps, ActivationOps, OptimOp
     def supports_dtype(cls, device: DeviceValue, dtype: DType) -> bool:
         """Whether ``dtype`` can be stored and computed on ``device``."""
         return True
+
+    @classmethod
+    def replay_runner(cls, run: Callable[[list[Any], list[Any]], list[Any]], graph: Any
+                      ) -> Callable[[list[Any], list[Any]], list[Any]]:
+        """What ``bp.compile`` calls for each replay of ``graph`` (a ``burnpy.capture.Graph``
+        recorded on this backend), given its generated op-by-op ``run(inputs, scalars) ->
+        outputs``: ``run`` itself here; a backend that can record a whole replay once and
+        relaunch it (a CUDA graph, one WebGPU submission) returns its own function."""
+        return run

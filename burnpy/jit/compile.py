@@ -786,7 +786,7 @@ class Compiled:
             if id(s) not in slots:
                 slots[id(s)] = len(entry.slot_exprs)
                 entry.slot_exprs.append(s.expr)
-        entry.run = _generate(graph, slots, "replay")
+        entry.run = graph.backend.replay_runner(_generate(graph, slots, "replay"), graph)
         for position, (now, sym) in enumerate(zip(after, syms, strict=True)):
             if now is sym:
                 continue
