@@ -10,6 +10,7 @@ devices, streams, synchronization and host transfer.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 import numpy as np
@@ -19,6 +20,7 @@ from burnpy.backend.dtype import DType
 from burnpy.backend.errors import DeviceMismatchError
 from burnpy_cpu.array_ops import ArrayOps
 from burnpy_cpu.array_ops.q_ops import QuantizedArray
+from burnpy_cuda import graphs
 from burnpy_cuda.fuser import CudaFuser, cuda_fuser
 from burnpy_cuda.kernel_ops import CudaKernelOps
 from burnpy_cuda.runtime import LazyModule, require_cupy
@@ -68,6 +70,12 @@ class CudaBackend(CudaKernelOps, ArrayOps):
         return cuda_fuser()
 
     @classmethod
+    def replay_runner(cls, run: Callable[[list[Any], list[Any]], list[Any]], graph: Any
+                      ) -> Callable[[list[Any], list[Any]], list[Any]]:
+        """A ``bp.compile`` replay as one CUDA graph once warm (``burnpy_cuda.graphs``)."""
+        return graphs.replay_runner(run, graph)
+
+    @classmethod
     def seed(cls, device: Device, seed: int) -> None:
         with cls._on(device), cls._generator_lock:
             cls._generators[device] = require_cupy()[0].random.default_rng(seed)
@@ -92,7 +100,7 @@ class CudaBackend(CudaKernelOps, ArrayOps):
 
     @staticmethod
     def _to_host(tensor: Any) -> np.ndarray:
-        return tensor.get()
+        return graphs.host_read(tensor)
 
     @staticmethod
     def _device(tensor: Any) -> Device:

@@ -1,0 +1,338 @@
+"""``burnpy_cuda.graphs.GraphReplay``'s bookkeeping on the CPU: a compiled replay captured
+once into a graph and launched after, driven through a stand-in for CuPy's capture API whose
+"graph" behaves as a CUDA graph does (it reads the static input buffers and writes the static
+output buffers it was captured with, its scalars baked in). Training steps on
+``Autodiff(Capture(B))``, B a CpuBackend whose replay runner is that ``GraphReplay``, are
+compared bit for bit with the same steps run eagerly on a twin model; the fallbacks (random
+ops, checks of computed values, changing scalars, a failed capture, no capture API) are
+checked to be taken and to give eager's numbers. The same runner on a real GPU:
+tests/cuda/test_cuda_graphs.py."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any, ClassVar
+
+import numpy as np
+import pytest
+
+import burnpy as bp
+import burnpy.nn.functional as F
+from burnpy import nn, optim
+from burnpy.jit import Compiled
+from burnpy_cpu import CpuBackend
+from burnpy_cuda import graphs
+from burnpy_cuda.graphs import GraphCaptureError, GraphReplay
+
+
+class FakeGraph:
+    """A captured call as a CUDA graph replays it: the same call on the static inputs with the
+    scalars it was captured with, its results written into the captured output arrays."""
+
+    def __init__(self, call: Callable[[], list[Any]], outs: list[Any]) -> None:
+        self.call = call
+        self.outs = outs
+
+    def launch(self) -> None:
+        for out, new in zip(self.outs, self.call(), strict=True):
+            if out is not new:
+                np.copyto(out, new)
+
+
+class FakeGraphs:
+    """``GraphApi`` on NumPy, counting what the runner asks of it."""
+
+    def __init__(self, unavailable: str = "", fail: Exception | None = None) -> None:
+        self._unavailable = unavailable
+        self.fail = fail
+        self.copies_in = self.copies_out = self.launched = 0
+        self.readable: list[Any] = []
+
+    def unavailable(self) -> str:
+        return self._unavailable
+
+    def is_array(self, x: Any) -> bool:
+        return isinstance(x, np.ndarray)
+
+    def device_of(self, x: Any) -> int:
+        return 0
+
+    def empty_like(self, x: Any) -> Any:
+        return np.empty_like(x)
+
+    def copy_into(self, dst: Any, src: Any) -> None:
+        self.copies_in += 1
+        np.copyto(dst, src)
+
+    def copy(self, x: Any) -> Any:
+        self.copies_out += 1
+        return x.copy()
+
+    def capture(self, device: int, call: Callable[[], list[Any]], readable: Sequence[Any]
+                ) -> tuple[Any, list[Any], Any]:
+        if self.fail is not None:
+            raise self.fail
+        self.readable = list(readable)
+        # NumPy returns scalars where CuPy returns 0-d arrays: a graph writes into arrays
+        outs = [np.array(o) if isinstance(o, np.generic) else o for o in call()]
+        return FakeGraph(call, outs), outs, None
+
+    def launch(self, graph: Any, device: int) -> None:
+        self.launched += 1
+        graph.launch()
+
+
+class GraphCpu(CpuBackend):
+    """CpuBackend whose compiled replays run through a ``GraphReplay`` on ``FakeGraphs``."""
+
+    make_api: ClassVar[Callable[[], FakeGraphs]] = FakeGraphs
+    apis: ClassVar[list[FakeGraphs]] = []
+
+    @classmethod
+    def replay_runner(cls, run: Any, graph: Any) -> Any:
+        api = cls.make_api()
+        cls.apis.append(api)
+        return GraphReplay(run, graph, api)
+
+
+C = bp.Capture(GraphCpu)
+A = bp.Autodiff(C)
+
+
+@pytest.fixture(autouse=True)
+def _fresh_api() -> Any:
+    GraphCpu.apis.clear()
+    yield
+    GraphCpu.make_api = FakeGraphs
+
+
+def _runners(compiled: Compiled) -> list[GraphReplay]:
+    found = [e.run for group in compiled._cache.values() for e in group]
+    assert all(isinstance(r, GraphReplay) for r in found)
+    return found  # type: ignore[return-value]  # checked just above
+
+
+def _mlp(backend: Any = A, dropout: float = 0.0) -> nn.Module:
+    layers: list[nn.Module] = [nn.Linear(8, 16, backend=backend), nn.ReLU()]
+    if dropout:
+        layers.append(nn.Dropout(dropout))
+    layers.append(nn.Linear(16, 4, backend=backend))
+    return nn.Sequential(*layers)
+
+
+def _twins(backend: Any = A, dropout: float = 0.0) -> tuple[nn.Module, nn.Module]:
+    a, b = _mlp(backend, dropout), _mlp(backend, dropout)
+    b.load_state_dict({k: v.clone() for k, v in a.state_dict().items()})
+    return a, b
+
+
+def _same(a: nn.Module, b: nn.Module) -> None:
+    sa, sb = a.state_dict(), b.state_dict()
+    for k in sa:
+        assert np.array_equal(sa[k].to_numpy(), sb[k].to_numpy()), k
+
+
+def _batch(i: int) -> tuple[bp.Tensor, bp.Tensor]:
+    rng = np.random.default_rng(i)
+    x = rng.standard_normal((6, 8)).astype(np.float32)
+    return (bp.Tensor.from_numpy(x, backend=A),
+            bp.Tensor.from_numpy(rng.integers(0, 4, 6), backend=A))
+
+
+def _step(model: nn.Module, opt: optim.Optimizer) -> Callable[[bp.Tensor, bp.Tensor], bp.Tensor]:
+    def step(x: bp.Tensor, y: bp.Tensor) -> bp.Tensor:
+        loss = F.cross_entropy(model(x), y)
+        opt.step(model, loss.backward())
+        return loss
+
+    return step
+
+
+def test_an_sgd_step_is_captured_once_and_launched_bitwise_equal_to_eager() -> None:
+    compiled_model, eager_model = _twins()
+    step = bp.compile(_step(compiled_model, optim.SGD(lr=0.1, momentum=0.9)))
+    eager = _step(eager_model, optim.SGD(lr=0.1, momentum=0.9))
+    losses = []
+    for i in range(8):  # a new batch each call: the graph must read the new inputs
+        x, y = _batch(i)
+        loss_c, loss_e = step(x, y), eager(x, y)
+        assert np.array_equal(loss_c.to_numpy(), loss_e.to_numpy())
+        _same(compiled_model, eager_model)
+        losses.append((loss_c, loss_e.to_numpy()))
+    # the losses handed out earlier are copies, not the graph's output buffer
+    for held, want in losses:
+        assert np.array_equal(held.to_numpy(), want)
+    (runner,) = _runners(step)
+    assert runner.reason == ""
+    # call 1 makes the momentum buffers (eagerly), call 2 records, then 6 replays: 2 warm
+    # up, the third captures and launches, the others launch
+    assert step.cache_info().replays == 6
+    assert (runner.eager_calls, runner.captures, runner.launches) == (2, 1, 4)
+    api = GraphCpu.apis[-1]
+    assert api.launched == 4
+    inputs = len(api.readable)
+    assert inputs == 4 + 4 + 2  # weights and biases, their momentum buffers, x and y
+    assert api.copies_in == 4 * inputs  # every launch copies every input in
+    assert api.copies_out == 4 * (1 + 8)  # the loss, the new weights and momentum buffers
+
+
+def test_a_changed_learning_rate_recaptures_once_it_holds() -> None:
+    compiled_model, eager_model = _twins()
+    opt_c, opt_e = optim.SGD(lr=0.1), optim.SGD(lr=0.1)
+    step, eager = bp.compile(_step(compiled_model, opt_c)), _step(eager_model, opt_e)
+    for i in range(12):
+        if i == 6:  # a per-epoch schedule: the rate changes once, then holds
+            opt_c.param_groups[0]["lr"] = opt_e.param_groups[0]["lr"] = 0.03
+        x, y = _batch(i)
+        assert np.array_equal(step(x, y).to_numpy(), eager(x, y).to_numpy())
+        _same(compiled_model, eager_model)
+    (runner,) = _runners(step)
+    # calls 1-2 make the state and record; replays 3-6 at 0.1: warm-up 2, capture, 1 launch;
+    # replays 7-12 at 0.03: 2 eager (the graph has the old rate baked in), capture, 3 launches
+    assert step.cache_info().replays == 10
+    assert (runner.captures, runner.launches, runner.eager_calls) == (2, 6, 4)
+
+
+def test_scalars_changing_every_call_keep_the_replay_eager() -> None:
+    compiled_model, eager_model = _twins()
+    opt_c, opt_e = optim.Adam(lr=1e-2), optim.Adam(lr=1e-2)
+    step, eager = bp.compile(_step(compiled_model, opt_c)), _step(eager_model, opt_e)
+    for i in range(7):  # Adam's step count, a symbolic scalar, changes every call
+        x, y = _batch(i)
+        assert np.array_equal(step(x, y).to_numpy(), eager(x, y).to_numpy())
+        _same(compiled_model, eager_model)
+    runners = _runners(step)
+    assert sum(r.captures for r in runners) == 0
+    assert runners[-1].reason == ""
+    assert runners[-1].last_eager == "symbolic scalars changed since the last call"
+
+
+def test_a_bad_target_raises_on_a_launch_and_the_graph_stays() -> None:
+    model, _ = _twins()
+    step = bp.compile(_step(model, optim.SGD(lr=0.1)))
+    for i in range(6):  # make the state, record, 2 warm-up replays, capture, launch
+        step(*_batch(i))
+    (runner,) = _runners(step)
+    assert runner.launches == 2
+    x, y = _batch(9)
+    bad = y.to_numpy().copy()
+    bad[3] = 4
+    before = {k: v.to_numpy() for k, v in model.state_dict().items()}
+    with pytest.raises(bp.BurnpyError, match="cross_entropy: target 4 is out of range"):
+        step(x, bp.Tensor.from_numpy(bad, backend=A))
+    assert runner.launches == 2  # checked on the host before the launch: nothing ran
+    for k, v in model.state_dict().items():
+        assert np.array_equal(v.to_numpy(), before[k])
+    step(x, y)
+    assert (runner.captures, runner.launches) == (1, 3)
+
+
+def test_a_check_of_a_computed_value_keeps_the_replay_eager() -> None:
+    embed, head = nn.Embedding(11, 4, backend=A), nn.Linear(4, 5, backend=A)
+
+    def loss_of(ids: bp.Tensor, targets: bp.Tensor) -> bp.Tensor:
+        logits = head(embed(ids + 1)).reshape(-1, 5)  # the indices checked are computed
+        return F.cross_entropy(logits, targets.reshape(-1))
+
+    compiled = bp.compile(loss_of)
+    ids = np.array([[0, 1, 2], [3, 4, 5]])
+    targets = np.array([[0, 1, 2], [3, 4, 0]])
+    for _ in range(5):
+        args = (bp.Tensor.from_numpy(ids, backend=A), bp.Tensor.from_numpy(targets, backend=A))
+        assert np.array_equal(compiled(*args).to_numpy(), loss_of(*args).to_numpy())
+    (runner,) = _runners(compiled)
+    assert "a value computed inside the graph" in runner.reason
+    assert runner.captures == 0 and runner.eager_calls == 4
+
+
+def test_random_ops_keep_the_replay_eager_with_fresh_draws() -> None:
+    compiled_model, eager_model = _twins(C, dropout=0.5)
+    x = bp.Tensor.from_numpy(np.random.default_rng(3).standard_normal((6, 8)).astype(
+        np.float32), backend=C)
+    forward = bp.compile(compiled_model)
+    device = GraphCpu.default_device()
+    GraphCpu.seed(device, 7)
+    got = [forward(x).to_numpy() for _ in range(5)]
+    GraphCpu.seed(device, 7)
+    want = [eager_model(x).to_numpy() for _ in range(5)]
+    for g, w in zip(got, want, strict=True):
+        assert np.array_equal(g, w)
+    assert not np.array_equal(got[3], got[4])
+    (runner,) = _runners(forward)
+    assert runner.reason.startswith("random op float_random")
+    assert runner.captures == 0
+
+
+@pytest.mark.parametrize("why", ["unavailable", "fail"])
+def test_no_capture_api_or_a_failed_capture_runs_eagerly(why: str) -> None:
+    if why == "unavailable":
+        GraphCpu.make_api = lambda: FakeGraphs(unavailable="CuPy 8 has no CUDA graph capture")
+    else:
+        GraphCpu.make_api = lambda: FakeGraphs(fail=GraphCaptureError("a host read"))
+    compiled_model, eager_model = _twins()
+    step = bp.compile(_step(compiled_model, optim.SGD(lr=0.1)))
+    eager = _step(eager_model, optim.SGD(lr=0.1))
+    for i in range(6):
+        x, y = _batch(i)
+        assert np.array_equal(step(x, y).to_numpy(), eager(x, y).to_numpy())
+        _same(compiled_model, eager_model)
+    (runner,) = _runners(step)
+    assert runner.captures == runner.launches == 0
+    assert runner.eager_calls == step.cache_info().replays == 4
+    assert runner.reason == ("CuPy 8 has no CUDA graph capture" if why == "unavailable" else
+                             "capture failed: GraphCaptureError: a host read")
+
+
+def test_a_call_while_another_thread_launches_runs_eagerly() -> None:
+    model, _ = _twins()
+    step = bp.compile(_step(model, optim.SGD(lr=0.1)))
+    for i in range(4):
+        step(*_batch(i))
+    (runner,) = _runners(step)
+    runner._lock.acquire()  # as another thread in the middle of a launch would hold it
+    try:
+        x, y = _batch(5)
+        launches = runner.launches
+        step(x, y)
+    finally:
+        runner._lock.release()
+    assert runner.launches == launches
+    assert runner.last_eager == "another thread is launching this graph"
+
+
+class _Array:
+    """Stands in for a ``cupy.ndarray`` in ``host_read``: records the stream it was read on."""
+
+    shape = (2,)
+    dtype = np.dtype(np.int64)
+
+    def __init__(self) -> None:
+        self.streams: list[Any] = []
+
+    def get(self, stream: Any = None) -> np.ndarray:
+        self.streams.append(stream)
+        return np.array([1, 2])
+
+
+def test_inside_a_capture_only_static_inputs_are_read_on_the_host() -> None:
+    static, computed, caller = _Array(), _Array(), object()
+    assert np.array_equal(graphs.host_read(computed), [1, 2])  # no capture: a plain read
+    graphs._CAPTURING.state = ({id(static)}, caller)
+    try:
+        assert np.array_equal(graphs.host_read(static), [1, 2])
+        with pytest.raises(GraphCaptureError, match=r"computed inside the graph \(shape"):
+            graphs.host_read(computed)
+    finally:
+        graphs._CAPTURING.state = None
+    assert static.streams == [caller] and computed.streams == [None]
+    done = threading.Event()
+
+    def other_thread() -> None:  # the capture state is per thread
+        graphs._CAPTURING.state = ({id(static)}, caller)
+        done.set()
+
+    thread = threading.Thread(target=other_thread)
+    thread.start()
+    thread.join()
+    assert done.is_set() and graphs.host_read(computed) is not None
