@@ -26,7 +26,11 @@ A graph replays fixed device addresses with the kernel arguments it was captured
   constant) runs on the host before each launch, in the graph's order, so a bad target still
   raises (the call then launches nothing). Inside the capture the same check reads the static
   input buffer on the caller's stream (``host_read``); any other host read inside a capture
-  raises ``GraphCaptureError``, failing the capture.
+  raises ``GraphCaptureError``, failing the capture, as does an upload of host data (CuPy
+  stages it in pinned memory it reuses; the graph would copy whatever is there later). CuPy
+  uploads a 0-d array with a fill kernel, which a graph replays exactly. While a capture runs
+  CuPy's pinned allocator is this module's, and the default pool's after (a custom pinned
+  allocator set by the program is not restored).
 - Never a graph (``reason`` says why; every call runs ``run`` itself): a check of a value
   computed inside the graph, host reads, random ops (the generator's state would replay the
   same draws), ops whose output shape depends on the values (``bool_nonzero``,
@@ -75,6 +79,20 @@ class GraphCaptureError(BurnpyError, RuntimeError):
 #: Per thread, during ``CupyGraphs.capture``: (ids of the arrays the host may read, the
 #: stream their values were copied on).
 _CAPTURING = threading.local()
+
+
+#: Held while CuPy's (process-wide) pinned-memory allocator is ``_pinned_outside_capture``.
+_PINNED_LOCK = threading.Lock()
+
+
+def _pinned_outside_capture(size: int) -> Any:
+    """CuPy's pinned-memory allocator during a capture: an upload of host data (CuPy stages
+    it in pinned memory) from the capturing thread raises ``GraphCaptureError``, since the
+    graph would copy from a staging buffer CuPy reuses; other threads get the default pool's."""
+    if getattr(_CAPTURING, "state", None) is not None:
+        raise GraphCaptureError(f"CUDA graph capture: an op uploads {size} bytes of host data "
+                                "(the graph would read a staging buffer that is reused)")
+    return require_cupy()[0].get_default_pinned_memory_pool().malloc(size)
 
 
 def host_read(array: Any) -> np.ndarray:
@@ -302,7 +320,9 @@ class GraphReplay:
 
 class CupyGraphs:
     """``GraphApi`` on CuPy: capture on a non-blocking side stream per device (CuPy refuses
-    the legacy default stream) into a private memory pool, launch on the current stream."""
+    the legacy default stream), after one uncaptured rehearsal there, into a private memory
+    pool; launch on the current stream (a graph may launch on any stream), so launches,
+    copies and the caller's own work stay in one stream's order."""
 
     __slots__ = ("_cupy", "_streams")
 
@@ -341,10 +361,17 @@ class CupyGraphs:
         with cp.cuda.Device(device):
             if stream is None:
                 stream = self._streams[device] = cp.cuda.Stream(non_blocking=True)
-            pool = cp.cuda.MemoryPool()
             caller = cp.cuda.get_current_stream()
-            with stream, cp.cuda.using_allocator(pool.malloc):
+            # a rehearsal on the capture stream, after the caller's work: what an op makes
+            # per stream on first use (cuBLAS's workspace) is made here, not in the capture
+            stream.wait_event(caller.record())
+            with stream:
+                call()
+            caller.wait_event(stream.record())
+            pool = cp.cuda.MemoryPool()
+            with _PINNED_LOCK, stream, cp.cuda.using_allocator(pool.malloc):
                 _CAPTURING.state = ({id(x) for x in readable}, caller)
+                cp.cuda.set_pinned_memory_allocator(_pinned_outside_capture)
                 stream.begin_capture()
                 try:
                     outs = call()
@@ -356,6 +383,8 @@ class CupyGraphs:
                     raise
                 finally:
                     _CAPTURING.state = None
+                    cp.cuda.set_pinned_memory_allocator(
+                        cp.get_default_pinned_memory_pool().malloc)
                 graph = stream.end_capture()
         return graph, outs, pool
 

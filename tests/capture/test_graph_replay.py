@@ -315,7 +315,7 @@ class _Array:
         return np.array([1, 2])
 
 
-def test_inside_a_capture_only_static_inputs_are_read_on_the_host() -> None:
+def test_inside_a_capture_only_static_inputs_are_read_and_nothing_is_uploaded() -> None:
     static, computed, caller = _Array(), _Array(), object()
     assert np.array_equal(graphs.host_read(computed), [1, 2])  # no capture: a plain read
     graphs._CAPTURING.state = ({id(static)}, caller)
@@ -323,6 +323,8 @@ def test_inside_a_capture_only_static_inputs_are_read_on_the_host() -> None:
         assert np.array_equal(graphs.host_read(static), [1, 2])
         with pytest.raises(GraphCaptureError, match=r"computed inside the graph \(shape"):
             graphs.host_read(computed)
+        with pytest.raises(GraphCaptureError, match="an op uploads 64 bytes of host data"):
+            graphs._pinned_outside_capture(64)  # CuPy's staging of an upload
     finally:
         graphs._CAPTURING.state = None
     assert static.streams == [caller] and computed.streams == [None]
