@@ -6,8 +6,14 @@ constants, node outputs) and nodes (op name, arguments, results) that ``Graph.re
 again on B without any Tensor, Autodiff or module code.
 """
 
-from burnpy.capture.backend import Capture, CaptureBackend, check_values, recording_active
+from burnpy.capture.backend import (
+    Capture,
+    CaptureBackend,
+    check_values,
+    recording_active,
+    records,
+)
 from burnpy.capture.graph import CONSTANT, INPUT, NODE, Graph, Node, Ref, Value
 
 __all__ = ["CONSTANT", "INPUT", "NODE", "Capture", "CaptureBackend", "Graph", "Node", "Ref",
-           "Value", "check_values", "recording_active"]
+           "Value", "check_values", "recording_active", "records"]

@@ -44,6 +44,19 @@ def recording_active() -> bool:
     return getattr(_ACTIVE, "count", 0) > 0
 
 
+def records(backend: Any) -> bool:
+    """Whether a recording is active in this thread on the Capture class under ``backend``
+    (itself or below its decorators): a validity check on that backend's values must then
+    stay in the graph (``check_values``) rather than be read now. Ops on another backend
+    (a host backend the caller computes constants on) are not recorded."""
+    while not (isinstance(backend, type) and issubclass(backend, CaptureBackend)):
+        backend = getattr(backend, "InnerBackend", None)
+        if backend is None:
+            return False
+    recording = backend._state.recording
+    return recording is not None and recording.thread == threading.get_ident()
+
+
 def check_values(primitive: Any, check: Callable[[type[Backend], Any], object]) -> None:
     """Run ``check(B, primitive)``, a validity check that reads ``primitive``'s values on the
     host (embedding's index bounds) and raises on bad ones, with B the backend owning it; in

@@ -5,6 +5,16 @@ the op function the registry gives for the model's opset of its domain, on burnp
 tensor ops, so the module works on every backend and trains under ``Autodiff``. Float
 initializers are the module's parameters (named after the graph, sanitised into attribute
 names), integer and bool ones its buffers.
+
+Values the graph computes from shapes and constants alone (``Shape``, ``Constant`` and the
+integer initializers, and every node reading only such values: the exporter's
+``Shape -> Gather -> Concat -> Reshape`` chains) are folded: those nodes run on the host
+backend (the model's backend under its decorators), each kept with its last inputs and
+outputs and run again only when an input changes (a shape, a re-pointed initializer). A node
+reading them on the device gets each as a tensor uploaded once, whose host copy
+``OpContext.ints`` reads instead of the device: no device value is read for a shape, so a
+``bp.compile`` recording of the module stays one graph (its shapes, and the integer
+initializers read as shapes, specialize it) and eager calls skip the shape arithmetic.
 """
 
 from __future__ import annotations
@@ -12,7 +22,7 @@ from __future__ import annotations
 import re
 from collections import ChainMap
 from collections.abc import Iterator, MutableMapping, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import onnx
 from onnx import AttributeProto, GraphProto, ModelProto, NodeProto
@@ -22,13 +32,19 @@ from burnpy.nn.module import Module
 from burnpy.onnx.attributes import Attributes, tensor_to_numpy
 from burnpy.onnx.dtypes import check_array_dtype, for_backend
 from burnpy.onnx.errors import OnnxError, UnsupportedOnnxError, node_label
-from burnpy.onnx.registry import OpContext, OpImpl, lookup
+from burnpy.onnx.registry import HostValues, OpContext, OpImpl, lookup
 from burnpy.tensor import Tensor
 
 if TYPE_CHECKING:
     from burnpy.backend import Backend
 
 Values = MutableMapping[str, "Tensor | None"]
+
+#: Ops never folded: each run draws new random values (a fold would repeat one draw).
+_RANDOM = frozenset({"Bernoulli", "Dropout", "Multinomial", "RandomNormal", "RandomNormalLike",
+                     "RandomUniform", "RandomUniformLike"})
+#: Ops whose outputs depend on their input's shape alone: folded whatever the input.
+_SHAPE_ONLY = frozenset({"Shape", "Size"})
 
 
 def _attribute_name(graph_name: str, taken: set[str]) -> str:
@@ -97,19 +113,130 @@ def _release_after(nodes: Sequence[NodeProto], keep: set[str]) -> list[tuple[str
 class PreparedNode:
     """A node resolved once for repeated runs (see ``GraphRunner.prepare``)."""
 
-    __slots__ = ("attrs", "constant", "impl", "inputs", "kept", "label", "opset", "outputs")
+    __slots__ = ("attrs", "impl", "inputs", "label", "opset", "outputs")
 
     def __init__(self, impl: OpImpl, attrs: Attributes, label: str, opset: int,
-                 inputs: tuple[str, ...], outputs: tuple[str, ...], constant: bool) -> None:
+                 inputs: tuple[str, ...], outputs: tuple[str, ...]) -> None:
         self.impl = impl
         self.attrs = attrs
         self.label = label
         self.opset = opset
         self.inputs = inputs
         self.outputs = outputs
-        #: A Constant node (no inputs): its outputs, once made, are ``kept`` for later runs.
-        self.constant = constant
-        self.kept: list[Tensor | None] | None = None
+
+
+def _named(node: PreparedNode, outputs: list[Tensor | None]) -> Iterator[tuple[str, Tensor]]:
+    """Each output the node names, with its value (``UnsupportedOnnxError`` for one the op
+    does not make)."""
+    for i, name in enumerate(node.outputs):
+        if not name:
+            continue
+        value = outputs[i] if i < len(outputs) else None
+        if value is None:
+            raise UnsupportedOnnxError(f"{node.label}: output {i} ({name!r}) is not supported")
+        yield name, value
+
+
+def _foldable(node: NodeProto, folded: set[str]) -> bool:
+    """Whether ``node``'s outputs follow from shapes and constants alone (the names in
+    ``folded``): a standard, non-random op without subgraphs, reading only such names (a
+    ``Shape`` or ``Size`` whatever its input)."""
+    if node.domain not in ("", "ai.onnx") or node.op_type in _RANDOM:
+        return False
+    if any(attr.type in (AttributeProto.GRAPH, AttributeProto.GRAPHS)
+           for attr in node.attribute):
+        return False
+    return node.op_type in _SHAPE_ONLY or all(not n or n in folded for n in node.input)
+
+
+class _Fold:
+    """A folded node's last run on the host backend: the inputs it ran on (host tensors by
+    identity, or a shape for ``Shape``/``Size``), its host outputs and their device copies,
+    each made when a device node first reads it."""
+
+    __slots__ = ("device", "key", "outputs", "shape_only")
+
+    def __init__(self, shape_only: bool) -> None:
+        self.shape_only = shape_only
+        self.key: list[Any] | None = None
+        self.outputs: list[Tensor | None] = []
+        self.device: list[Tensor | None] = []
+
+    def run(self, node: PreparedNode, hosts: dict[str, Tensor], values: Values,
+            runner: GraphRunner) -> list[Tensor | None]:
+        """The node's host outputs for this call's inputs, run again only when they changed."""
+        if self.shape_only:
+            x = hosts.get(node.inputs[0])
+            if x is None:
+                x = values[node.inputs[0]]
+            assert x is not None
+            inputs: list[Tensor | None] = [x]
+            key: list[Any] = [x.shape]
+            if self.key == key:
+                return self.outputs
+        else:
+            inputs = [hosts[name] if name else None for name in node.inputs]
+            key = inputs
+            old = self.key
+            if old is not None and len(old) == len(key) and all(
+                    a is b for a, b in zip(old, key, strict=True)):
+                return self.outputs
+        for copy in self.device:
+            if copy is not None:
+                runner.known.drop(copy)
+        self.outputs = runner.call(node, inputs, runner.host, {})
+        self.device = [None] * len(self.outputs)
+        self.key = key
+        return self.outputs
+
+    def upload(self, index: int, runner: GraphRunner) -> Tensor:
+        """Output ``index`` on the model's backend, uploaded once, its host copy kept."""
+        copy = self.device[index]
+        if copy is None:
+            host = self.outputs[index]
+            assert host is not None
+            data = host.into_data()
+            copy = Tensor.from_data(data, backend=runner.backend, device=runner.device)
+            runner.known.add(copy, data.array)
+            self.device[index] = copy
+        return copy
+
+
+class _Step:
+    """One node of the main graph as ``OnnxModule.forward`` runs it: folded (``fold``) or run
+    on the device after uploading the folded values it reads (``uploads``: name, producer,
+    output index); then the values no later node reads are dropped (``dead``)."""
+
+    __slots__ = ("dead", "fold", "node", "uploads")
+
+    def __init__(self, node: PreparedNode, fold: _Fold | None,
+                 uploads: tuple[tuple[str, _Fold, int], ...], dead: tuple[str, ...]) -> None:
+        self.node = node
+        self.fold = fold
+        self.uploads = uploads
+        self.dead = dead
+
+
+class _Source:
+    """An integer or bool initializer as a folded value: its host copy, valid while the
+    module's tensor keeps the primitive it was read from."""
+
+    __slots__ = ("attr", "host", "primitive")
+
+    def __init__(self, attr: str, primitive: Any, host: Tensor) -> None:
+        self.attr = attr
+        self.primitive = primitive
+        self.host = host
+
+    def current(self, module: Module, runner: GraphRunner) -> Tensor:
+        """The host copy of the initializer's present value (read again once re-pointed)."""
+        tensor = getattr(module, self.attr)
+        if tensor.primitive is not self.primitive or getattr(tensor, "_shares", None) is not None:
+            data = tensor.into_data()
+            self.host = Tensor.from_data(data, backend=runner.host, device=runner.device)
+            self.primitive = tensor.primitive
+            runner.known.add(tensor, data.array)
+        return self.host
 
 
 class GraphRunner:
@@ -121,6 +248,13 @@ class GraphRunner:
         self.backend = backend
         self.device = device
         self.opsets = opsets
+        #: Where folded nodes run: ``backend`` under its decorators (Capture, Fusion...),
+        #: whose ops no recording sees.
+        self.host = backend
+        while hasattr(self.host, "InnerBackend"):
+            self.host = self.host.InnerBackend
+        #: Host copies of the device tensors holding folded values and integer initializers.
+        self.known = HostValues()
 
     def prepare(self, node: NodeProto) -> PreparedNode:
         """What running ``node`` needs that its inputs do not change: the implementation,
@@ -138,9 +272,7 @@ class GraphRunner:
         if extra:
             raise UnsupportedOnnxError(f"{label}, attribute {sorted(extra)[0]!r}: the "
                                        "attribute is not supported")
-        constant = domain == "" and node.op_type == "Constant" and not node.input
-        return PreparedNode(impl, attrs, label, opset, tuple(node.input), tuple(node.output),
-                            constant)
+        return PreparedNode(impl, attrs, label, opset, tuple(node.input), tuple(node.output))
 
     def run_node(self, node: NodeProto, values: Values) -> None:
         """Run one node, reading its inputs from and writing its outputs to ``values``."""
@@ -148,38 +280,32 @@ class GraphRunner:
 
     def run_prepared(self, node: PreparedNode, values: Values) -> None:
         """Run one prepared node, reading its inputs from and writing its outputs to
-        ``values``; a Constant node's outputs are made once and kept."""
+        ``values``."""
         label = node.label
-        outputs = node.kept
-        if outputs is None:
-            inputs: list[Tensor | None] = []
-            for name in node.inputs:
-                if not name:
-                    inputs.append(None)
-                    continue
-                if name not in values:
-                    raise OnnxError(f"{label}: input {name!r} is not produced by any earlier "
-                                    "node")
-                inputs.append(values[name])
-            while inputs and inputs[-1] is None:
-                inputs.pop()
-
-            def subgraph(graph: GraphProto,
-                         feeds: Sequence[Tensor | None]) -> list[Tensor | None]:
-                return self.run_graph(graph, feeds, values)
-
-            ctx = OpContext(self.backend, self.device, label, node.opset, len(node.outputs),
-                            subgraph)
-            result = node.impl.fn(ctx, inputs, node.attrs)
-            outputs = [result] if isinstance(result, Tensor) else list(result)
-            if node.constant:
-                node.kept = outputs
-        for i, name in enumerate(node.outputs):
+        inputs: list[Tensor | None] = []
+        for name in node.inputs:
             if not name:
+                inputs.append(None)
                 continue
-            if i >= len(outputs) or outputs[i] is None:
-                raise UnsupportedOnnxError(f"{label}: output {i} ({name!r}) is not supported")
-            values[name] = outputs[i]
+            if name not in values:
+                raise OnnxError(f"{label}: input {name!r} is not produced by any earlier node")
+            inputs.append(values[name])
+        values.update(_named(node, self.call(node, inputs, self.backend, values)))
+
+    def call(self, node: PreparedNode, inputs: list[Tensor | None], backend: type[Backend],
+             values: Values) -> list[Tensor | None]:
+        """``node``'s op on ``inputs`` (trailing omitted ones dropped) with ``backend`` making
+        its constants, subgraphs seeing ``values``; its outputs as a list."""
+        while inputs and inputs[-1] is None:
+            inputs.pop()
+
+        def subgraph(graph: GraphProto, feeds: Sequence[Tensor | None]) -> list[Tensor | None]:
+            return self.run_graph(graph, feeds, values)
+
+        ctx = OpContext(backend, self.device, node.label, node.opset, len(node.outputs),
+                        subgraph, self.known)
+        result = node.impl.fn(ctx, inputs, node.attrs)
+        return [result] if isinstance(result, Tensor) else list(result)
 
     def run_graph(self, graph: GraphProto, feeds: Sequence[Tensor | None],
                   outer: Values) -> list[Tensor | None]:
@@ -228,19 +354,56 @@ class OnnxModule(Module):
                                        "supported")
         taken: set[str] = set()
         self.parameter_names: dict[str, str] = {}
+        runner = self._runner
+        self._sources: dict[str, _Source] = {}
         for proto in graph.initializer:
             attr = _attribute_name(proto.name, taken)
-            value = self._runner.constant(proto, f"graph {graph.name!r}")
+            value = runner.constant(proto, f"graph {graph.name!r}")
             if value.kind == "float":
                 setattr(self, attr, value)
             else:
                 self.register_buffer(attr, value)
+                data = value.into_data()
+                runner.known.add(value, data.array)
+                self._sources[proto.name] = _Source(attr, value.primitive, Tensor.from_data(
+                    data, backend=runner.host, device=device))
             self.parameter_names[proto.name] = attr
         self.input_names = [i.name for i in graph.input if i.name not in self.parameter_names]
         self.output_names = [o.name for o in graph.output]
         self._nodes = _topological(graph.node, set(self.input_names) | set(self.parameter_names))
-        self._prepared: list[PreparedNode] | None = None
-        self._release = _release_after(self._nodes, set(self.output_names))
+        self._steps: list[_Step] | None = None
+        #: The values that follow from shapes and constants: made by folded nodes.
+        self._folded_outputs: dict[str, tuple[int, int]] = {}
+        folded = set(self._sources)
+        self._folds: list[bool] = []
+        for position, node in enumerate(self._nodes):
+            fold = _foldable(node, folded)
+            self._folds.append(fold)
+            if fold:
+                folded.update(node.output)
+                for i, name in enumerate(node.output):
+                    if name:
+                        self._folded_outputs[name] = (position, i)
+
+    def _plan(self) -> list[_Step]:
+        """Each node prepared (raising what one lacks), folded or with the folded values it
+        reads uploaded, and the values to drop after it."""
+        prepared = [self._runner.prepare(node) for node in self._nodes]
+        folds = [_Fold(node.op_type in _SHAPE_ONLY) if fold else None
+                 for node, fold in zip(self._nodes, self._folds, strict=True)]
+        release = _release_after(self._nodes, set(self.output_names))
+        steps = []
+        for node, prep, fold, dead in zip(self._nodes, prepared, folds, release, strict=True):
+            uploads: list[tuple[str, _Fold, int]] = []
+            if fold is None:
+                for name in dict.fromkeys(_names_read(node)):
+                    made = self._folded_outputs.get(name)
+                    if made is not None:
+                        producer = folds[made[0]]
+                        assert producer is not None
+                        uploads.append((name, producer, made[1]))
+            steps.append(_Step(prep, fold, tuple(uploads), dead))
+        return steps
 
     def forward(self, *inputs: Tensor) -> Tensor | tuple[Tensor | None, ...]:
         """Run the graph on ``inputs`` (in the graph's input order)."""
@@ -255,12 +418,27 @@ class OnnxModule(Module):
                 raise OnnxError(f"OnnxModule({self._graph.name!r}): input {name!r} must be a "
                                 f"Tensor, got {type(value).__name__}")
             values[name] = value
-        if self._prepared is None:  # resolved on the first call, which raises what a node lacks
-            self._prepared = [self._runner.prepare(node) for node in self._nodes]
-        for node, dead in zip(self._prepared, self._release, strict=True):
-            self._runner.run_prepared(node, values)
-            for name in dead:  # its last reader ran: its memory goes back for reuse
+        if self._steps is None:  # resolved on the first call, which raises what a node lacks
+            self._steps = self._plan()
+        runner = self._runner
+        hosts = {name: source.current(self, runner) for name, source in self._sources.items()}
+        for step in self._steps:
+            node, fold = step.node, step.fold
+            if fold is not None:
+                hosts.update(_named(node, fold.run(node, hosts, values, runner)))
+            else:
+                for name, producer, index in step.uploads:
+                    if name not in values:
+                        values[name] = producer.upload(index, runner)
+                runner.run_prepared(node, values)
+            for name in step.dead:  # its last reader ran: its memory goes back for reuse
                 values.pop(name, None)
+        for name in self.output_names:
+            made = self._folded_outputs.get(name)
+            if made is not None and self._steps[made[0]].fold is not None:
+                fold = self._steps[made[0]].fold
+                assert fold is not None
+                values[name] = fold.upload(made[1], runner)
         missing = [name for name in self.output_names if name not in values]
         if missing:
             raise OnnxError(f"OnnxModule({self._graph.name!r}): no node produces the "

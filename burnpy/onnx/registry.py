@@ -94,10 +94,11 @@ def registered_ops() -> dict[tuple[str, str], list[int]]:
 class OpContext:
     """What an op function knows beyond its inputs: where tensors live and which node runs."""
 
-    __slots__ = ("backend", "device", "label", "num_outputs", "opset", "run_subgraph")
+    __slots__ = ("backend", "device", "known", "label", "num_outputs", "opset", "run_subgraph")
 
     def __init__(self, backend: type[Backend], device: Device | None, label: str, opset: int,
-                 num_outputs: int, run_subgraph: SubgraphRunner) -> None:
+                 num_outputs: int, run_subgraph: SubgraphRunner,
+                 known: HostValues | None = None) -> None:
         self.backend = backend
         self.device = device
         self.label = label
@@ -105,6 +106,8 @@ class OpContext:
         #: How many outputs the node names (Split's count; optional outputs it asks for).
         self.num_outputs = num_outputs
         self.run_subgraph = run_subgraph
+        #: Host copies of the tensors whose values the interpreter knows (``host``).
+        self.known = known
 
     def unsupported(self, what: str, attribute: str | None = None) -> NoReturn:
         """Raise ``UnsupportedOnnxError`` for this node (naming ``attribute`` when given)."""
@@ -134,14 +137,49 @@ class OpContext:
                                             host_floats=True),
                                 backend=self.backend, device=self.device)
 
+    def host(self, t: Tensor) -> np.ndarray:
+        """``t``'s values as a NumPy array: the host copy the interpreter keeps of a constant
+        or shape-derived value (no device read, so a ``bp.compile`` recording stays whole),
+        else read from the device."""
+        array = None if self.known is None else self.known.get(t)
+        return t.to_numpy() if array is None else array
+
     def ints(self, t: Tensor) -> list[int]:
         """A shape-valued (int) tensor's values on the host (Reshape's shape, Slice's starts)."""
         if t.kind != "int":
             self.error(f"expected an integer tensor, got {t.dtype!r}")
-        return [int(v) for v in t.to_numpy().reshape(-1)]
+        return [int(v) for v in self.host(t).reshape(-1)]
 
     def scalar(self, t: Tensor) -> float:
         """A one-element tensor's value on the host."""
         if t.numel() != 1:
             self.error(f"expected a one-element tensor, got shape {t.shape}")
-        return float(t.to_numpy().reshape(-1)[0])
+        return float(self.host(t).reshape(-1)[0])
+
+
+class HostValues:
+    """Host copies of tensors' values, by tensor: a copy holds while the tensor keeps the
+    primitive it had when added (burnpy's primitives are never written in place: an in-place
+    op or ``ParamSlot.write`` re-points the tensor to a new one). A tensor sharing a host
+    array (``from_numpy``), written from outside, is never added."""
+
+    __slots__ = ("_entries",)
+
+    def __init__(self) -> None:
+        self._entries: dict[int, tuple[Tensor, Any, np.ndarray]] = {}
+
+    def add(self, t: Tensor, array: np.ndarray) -> None:
+        """Keep ``array`` as ``t``'s values (and ``t`` alive, so that its id stays its own)."""
+        if getattr(t, "_shares", None) is None:
+            self._entries[id(t)] = (t, t.primitive, array)
+
+    def drop(self, t: Tensor) -> None:
+        """Forget ``t``'s copy."""
+        self._entries.pop(id(t), None)
+
+    def get(self, t: Tensor) -> np.ndarray | None:
+        """``t``'s host copy, or None when none is kept or ``t`` was re-pointed since."""
+        entry = self._entries.get(id(t))
+        if entry is None or entry[1] is not t.primitive:
+            return None
+        return entry[2]

@@ -11,6 +11,7 @@ A negative step reverses as in NumPy (``t[::-1]``; torch refuses it); a zero ste
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal, overload
@@ -27,6 +28,7 @@ from burnpy.backend.errors import (
     article,
     describe,
 )
+from burnpy.capture import check_values, records
 from burnpy.tensor._core import (
     BOOL,
     FLOAT,
@@ -44,6 +46,7 @@ from burnpy.tensor.layout import arange_of, cat, kind_op, zeros_of
 from burnpy.tensor.scalar_dims import as_vector
 
 if TYPE_CHECKING:
+    from burnpy.backend import Backend
     from burnpy.tensor.tensor import Tensor
 
 class _Basic:
@@ -144,17 +147,32 @@ def as_index_tensor(t: Tensor, k: Any) -> Tensor:
 
 
 def checked_indices(idx: Tensor, size: int, op: str, dim: int) -> Tensor:
-    """Wrap negative indices and refuse out-of-range ones (reads min and max back)."""
+    """Wrap negative indices and refuse out-of-range ones (reads min and max back; in a
+    Capture recording, ``bp.compile``'s, the check stays in the graph, made again at each
+    replay, and negatives are wrapped on the device)."""
     if idx.numel() == 0:
         return idx
+    if records(idx.backend):
+        check_values(idx.primitive, functools.partial(_check_range, op, dim, size))
+        return idx.mask_where(idx < 0, idx + size)
     lo, hi = int(idx.min().item()), int(idx.max().item())
+    _raise_out_of_range(op, dim, size, lo, hi)
+    if lo < 0:
+        idx = idx.mask_where(idx < 0, idx + size)
+    return idx
+
+
+def _raise_out_of_range(op: str, dim: int, size: int, lo: int, hi: int) -> None:
     if lo < -size or hi >= size:
         bad = lo if lo < -size else hi
         raise IndexOutOfBoundsError(f"{op}: index {bad} is out of bounds for dim {dim} with "
                                     f"size {size}")
-    if lo < 0:
-        idx = idx.mask_where(idx < 0, idx + size)
-    return idx
+
+
+def _check_range(op: str, dim: int, size: int, b: type[Backend], p: Any) -> None:
+    """``checked_indices``' bounds check on the int primitive ``p`` of ``b``."""
+    host = b.int_into_data(p).array
+    _raise_out_of_range(op, dim, size, int(host.min()), int(host.max()))
 
 
 def _advanced_positions(t: Tensor, key: tuple[Any, ...]) -> tuple[tuple[slice, ...], list[int],

@@ -34,7 +34,7 @@ def _truth(ctx: OpContext, t: Tensor, what: str) -> bool:
     """A one-element condition tensor's value on the host."""
     if t.numel() != 1:
         ctx.error(f"{what} must have one element, got shape {t.shape}")
-    return bool(t.to_numpy().reshape(-1)[0])
+    return bool(ctx.host(t).reshape(-1)[0])
 
 
 def _tensors(ctx: OpContext, values: Sequence[Tensor | None], graph: GraphProto

@@ -421,7 +421,7 @@ def _dropout(ctx: OpContext, inputs: Inputs, attrs: Attributes) -> Outputs:
     """ONNX Dropout in inference mode: the input, and an all-true mask."""
     x = ctx.arg(inputs, 0)
     training = ctx.optional(inputs, 2)
-    if training is not None and bool(training.to_numpy().reshape(-1)[0]):
+    if training is not None and bool(ctx.host(training).reshape(-1)[0]):
         ctx.unsupported("training_mode=True (random)")
     return [x, x.ones_like(dtype=burnpy.bool_)]
 

@@ -263,7 +263,7 @@ def _constant_of_shape(ctx: OpContext, inputs: Inputs, attrs: Attributes) -> Out
 def _range(ctx: OpContext, inputs: Inputs, attrs: Attributes) -> Outputs:
     """ONNX Range: ``start, start + delta, ...`` below ``limit``, in the inputs' dtype."""
     start, limit, delta = (ctx.arg(inputs, i) for i in range(3))
-    values = [t.to_numpy().reshape(-1)[0] for t in (start, limit, delta)]
+    values = [ctx.host(t).reshape(-1)[0] for t in (start, limit, delta)]
     n = max(int(np.ceil((values[1] - values[0]) / values[2])), 0)
     out = values[0] + np.arange(n, dtype=start.dtype.numpy) * values[2]
     return ctx.constant(out.astype(start.dtype.numpy))
@@ -323,7 +323,7 @@ def _pad(ctx: OpContext, inputs: Inputs, attrs: Attributes) -> Outputs:
     axes = (list(range(x.ndim)) if axes_input is None
             else _axes(ctx, ctx.ints(axes_input), x.ndim))
     mode = attrs.string("mode", "constant")
-    value = 0.0 if value_input is None else value_input.to_numpy().reshape(-1)[0].item()
+    value = 0.0 if value_input is None else ctx.host(value_input).reshape(-1)[0].item()
     n = len(axes)
     widths = [(0, 0)] * x.ndim
     for i, axis in enumerate(axes):
@@ -371,7 +371,7 @@ def _pad_tensor(ctx: OpContext, x: Tensor, widths: list[tuple[int, int]], mode: 
 def _one_hot(ctx: OpContext, inputs: Inputs, attrs: Attributes) -> Outputs:
     """ONNX OneHot: ``values[1]`` where the class matches the index, else ``values[0]``."""
     indices, depth_t, values = (ctx.arg(inputs, i) for i in range(3))
-    depth = int(depth_t.to_numpy().reshape(-1)[0])
+    depth = int(ctx.host(depth_t).reshape(-1)[0])
     rank = indices.ndim + 1
     axis = _axis(ctx, attrs.int("axis", -1), rank)
     idx = indices.to_numpy().astype(np.int64)

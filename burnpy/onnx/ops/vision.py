@@ -174,7 +174,7 @@ _RESIZE_ATTRS = ("coordinate_transformation_mode", "cubic_coeff_a", "exclude_out
 def _by_scales(ctx: OpContext, inputs: Inputs, attrs: Attributes, nearest_mode: str) -> Tensor:
     x, scales = ctx.arg(inputs, 0), ctx.arg(inputs, 1)
     return _resize(ctx, x, attrs, attrs.string("mode", "nearest"), "asymmetric", nearest_mode,
-                   [float(v) for v in scales.to_numpy().reshape(-1)], None, None, None)
+                   [float(v) for v in ctx.host(scales).reshape(-1)], None, None, None)
 
 
 @onnx_op("Resize", 10, attrs=("mode",))
@@ -199,7 +199,7 @@ def _resize_11(ctx: OpContext, inputs: Inputs, attrs: Attributes) -> Outputs:
 
     def values(t: Tensor | None) -> list[float] | None:
         return None if t is None or t.numel() == 0 else \
-            [float(v) for v in t.to_numpy().reshape(-1)]
+            [float(v) for v in ctx.host(t).reshape(-1)]
 
     size_values = values(sizes)
     return _resize(ctx, x, attrs, attrs.string("mode", "nearest"),
