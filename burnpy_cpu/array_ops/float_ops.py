@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import operator
 from typing import Any, ClassVar
 
@@ -25,14 +26,37 @@ _F32 = np.dtype(np.float32)
 _KERNEL_DTYPES = (_F32, *_HALF)  # computed by the float32 kernels (16-bit floats widened)
 
 
-def _keep_dtype(op: Any) -> staticmethod:
-    """``op`` with its result cast back to the first operand's dtype when NumPy widened it;
-    16-bit floats are computed in float32 with the scalar in float32 and rounded once, as
-    torch's (NumPy rounds a float16's scalar to float16 first)."""
+def torch_scalar(dtype: Any, value: float) -> float:
+    """``value`` rounded to the 16-bit float ``dtype`` as torch rounds a Python scalar operand
+    of a 16-bit tensor for add, sub, remainder, pow and comparisons: through float32 (so a
+    value just past a tie rounds as torch's, not as NumPy's direct cast), overflowing to inf
+    without NumPy's warning. Zeros (either sign) and NaN are kept as they are."""
+    return value if value == 0 or value != value else _torch_rounded(dtype, value)
+
+
+@functools.lru_cache(maxsize=256)
+def _torch_rounded(dtype: Any, value: float) -> float:
+    """``torch_scalar`` of a nonzero number, cached: NumPy's scalar casts cost microseconds,
+    more than the op on a small array (a cache cannot tell -0.0 from 0.0, hence no zeros)."""
+    with np.errstate(over="ignore"):
+        return float(dtype.type(np.float32(value)))
+
+
+def _keep_dtype(op: Any, *, round_scalar: bool) -> staticmethod:
+    """``op(array, scalar)`` with its result cast back to the array's dtype when the op
+    widened it. A 16-bit float is computed in float32 and rounded once, the scalar first
+    rounded to the array's dtype (``round_scalar``: torch's add, sub, remainder and pow) or
+    kept in float32 (torch's mul and div), on NumPy through the compiled casts, on another
+    array module (CuPy) by its own: NumPy and CuPy round a float16's scalar to float16 for
+    every op, ml_dtypes widens bfloat16 with an unrounded scalar."""
 
     def fn(lhs: A, rhs: Any) -> A:
-        if lhs.itemsize == 2 and isinstance(lhs, np.ndarray):  # in float32, rounded once
-            return narrowed(np, op(widened(np, lhs), rhs), lhs.dtype)
+        if lhs.itemsize == 2:  # a 16-bit float: in float32, rounded once
+            if round_scalar:
+                rhs = torch_scalar(lhs.dtype, rhs)
+            if isinstance(lhs, np.ndarray):
+                return narrowed(np, op(widened(np, lhs), rhs), lhs.dtype)
+            return op(lhs.astype(_F32), rhs).astype(lhs.dtype)
         out = op(lhs, rhs)
         return out if out.dtype == lhs.dtype else out.astype(lhs.dtype)
 
@@ -73,12 +97,12 @@ class ArrayFloatOps(ArrayLayoutOps):
     float_cummax_with_indices = _raw("_cummax_with_indices")
     float_cummin_with_indices = _raw("_cummin_with_indices")
     float_sort_with_indices = _raw("_sort_with_indices")
-    float_equal = float_equal_elem = _raw("_equal")
-    float_not_equal = float_not_equal_elem = _raw("_not_equal")
-    float_greater = float_greater_elem = _raw("_greater")
-    float_greater_equal = float_greater_equal_elem = _raw("_greater_equal")
-    float_lower = float_lower_elem = _raw("_lower")
-    float_lower_equal = float_lower_equal_elem = _raw("_lower_equal")
+    float_equal = _raw("_equal")
+    float_not_equal = _raw("_not_equal")
+    float_greater = _raw("_greater")
+    float_greater_equal = _raw("_greater_equal")
+    float_lower = _raw("_lower")
+    float_lower_equal = _raw("_lower_equal")
 
     # Operators dispatch straight to the array type: the cheapest call Python has.
     float_add = staticmethod(operator.add)
@@ -89,13 +113,41 @@ class ArrayFloatOps(ArrayLayoutOps):
     float_neg = staticmethod(operator.neg)
     float_abs = staticmethod(operator.abs)
     float_powf = staticmethod(operator.pow)
-    # NumPy promotes bfloat16 with a Python float (and bfloat16 matmul) to float32.
-    float_add_scalar = _keep_dtype(operator.add)
-    float_sub_scalar = _keep_dtype(operator.sub)
-    float_mul_scalar = _keep_dtype(operator.mul)
-    float_div_scalar = _keep_dtype(operator.truediv)
-    float_remainder_scalar = _keep_dtype(operator.mod)
-    float_powf_scalar = _keep_dtype(operator.pow)
+    # torch keeps mul's and div's scalar in float32 for a 16-bit tensor, rounds the others'.
+    float_add_scalar = _keep_dtype(operator.add, round_scalar=True)
+    float_sub_scalar = _keep_dtype(operator.sub, round_scalar=True)
+    float_mul_scalar = _keep_dtype(operator.mul, round_scalar=False)
+    float_div_scalar = _keep_dtype(operator.truediv, round_scalar=False)
+    float_remainder_scalar = _keep_dtype(operator.mod, round_scalar=True)
+    float_powf_scalar = _keep_dtype(operator.pow, round_scalar=True)
+
+    # A 16-bit float compares with its scalar rounded as torch rounds it (ml_dtypes compares
+    # bfloat16 with the unrounded scalar in float32; NumPy and CuPy round float16's directly).
+    @classmethod
+    def float_equal_elem(cls, lhs: A, rhs: float) -> A:
+        return cls.xp.equal(lhs, torch_scalar(lhs.dtype, rhs) if lhs.itemsize == 2 else rhs)
+
+    @classmethod
+    def float_not_equal_elem(cls, lhs: A, rhs: float) -> A:
+        return cls.xp.not_equal(lhs, torch_scalar(lhs.dtype, rhs) if lhs.itemsize == 2 else rhs)
+
+    @classmethod
+    def float_greater_elem(cls, lhs: A, rhs: float) -> A:
+        return cls.xp.greater(lhs, torch_scalar(lhs.dtype, rhs) if lhs.itemsize == 2 else rhs)
+
+    @classmethod
+    def float_greater_equal_elem(cls, lhs: A, rhs: float) -> A:
+        return cls.xp.greater_equal(lhs, torch_scalar(lhs.dtype, rhs) if lhs.itemsize == 2
+                                    else rhs)
+
+    @classmethod
+    def float_lower_elem(cls, lhs: A, rhs: float) -> A:
+        return cls.xp.less(lhs, torch_scalar(lhs.dtype, rhs) if lhs.itemsize == 2 else rhs)
+
+    @classmethod
+    def float_lower_equal_elem(cls, lhs: A, rhs: float) -> A:
+        return cls.xp.less_equal(lhs, torch_scalar(lhs.dtype, rhs) if lhs.itemsize == 2
+                                 else rhs)
 
     @classmethod
     def float_cast(cls, tensor: A, dtype: DType) -> A:
