@@ -24,6 +24,7 @@ from collections import ChainMap
 from collections.abc import Iterator, MutableMapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import onnx
 from onnx import AttributeProto, GraphProto, ModelProto, NodeProto
 
@@ -360,6 +361,11 @@ class OnnxModule(Module):
             attr = _attribute_name(proto.name, taken)
             value = runner.constant(proto, f"graph {graph.name!r}")
             if value.kind == "float":
+                if isinstance(value.primitive, np.ndarray) and value.primitive.base is None:
+                    # the module's own copy, never written in place (burnpy re-points a
+                    # tensor instead): read-only, a host backend may keep what it derives
+                    # from it (CpuBackend's Winograd weights)
+                    value.primitive.flags.writeable = False
                 setattr(self, attr, value)
             else:
                 self.register_buffer(attr, value)

@@ -27,6 +27,7 @@ import functools
 import itertools
 import math
 import threading
+import weakref
 from collections.abc import Callable, Iterator
 from types import EllipsisType
 from typing import Any, ClassVar
@@ -412,14 +413,15 @@ def _conv_by_matmul(xp: Any, x: A, weight: A, out: A, stride: Ints, dilation: In
 
 
 def _conv_by_rows(xp: Any, x: A, weight: A, out: A, stride: Ints, dilation: Ints,
-                  padding: Ints, budget: int) -> None:
+                  padding: Ints, budget: int, frozen: list[Any] | None = None) -> None:
     """Conv of ``x`` into a fresh ``out [n, c_out, *size]`` with one group: per batch chunk,
     ``_row_chunks`` rows times the ``[prod(kernel) * c, c_out]`` weight, each sample's
     ``[positions, c_out]`` product written straight into its transposed slice of ``out``."""
     n, c_out, size = out.shape[0], out.shape[1], out.shape[2:]
     positions = math.prod(size)
     nd = weight.ndim - 2
-    w = weight.transpose(*range(2, 2 + nd), 1, 0).reshape(math.prod(weight.shape[1:]), c_out)
+    w = _derived(frozen, "rows", lambda v: v.transpose(*range(2, 2 + nd), 1, 0).reshape(
+        math.prod(v.shape[1:]), c_out), weight)
     dest = out.reshape(n, c_out, positions).swapaxes(1, 2)
     for chunk, rows in _row_chunks(xp, x, weight.shape[2:], stride, dilation, padding, size,
                                    budget):
@@ -466,6 +468,47 @@ def _winograd_pays(xp: Any, x: A, weight: A, out_sp: Ints, stride: Ints, dilatio
     return 2 * tw + 2 <= WINOGRAD_MAX_WIDTH and th * tw * widest <= WINOGRAD_SLAB
 
 
+#: What a forward conv derives from an immutable weight array (``_frozen``), by its id:
+#: ``[weak reference, finite, {layout name: the weight in that layout, made when first
+#: needed}]``. An entry goes when its array is freed, so an id never matches another array.
+_FROZEN: dict[int, list[Any]] = {}
+
+
+def _frozen(weight: A) -> list[Any] | None:
+    """The cache entry of ``weight`` if its values cannot change while it lives, else None.
+
+    That holds for a read-only NumPy array owning its memory (no base to write through):
+    CpuBackend's ops never write into a primitive (every ``out=`` is a fresh array or
+    scratch; an in-place tensor op re-points the tensor to a new array), so only a writable
+    array reached from outside (``to_numpy``, ``from_numpy``) could change. Imported ONNX
+    initializers are made read-only, so inference (eager or a compiled replay) transforms
+    each weight once instead of at every call."""
+    if type(weight) is not numpy.ndarray or weight.base is not None or weight.flags.writeable:
+        return None
+    key = id(weight)
+    entry = _FROZEN.get(key)
+    if entry is None or entry[0]() is not weight:
+        def forget(ref: Any, key: int = key) -> None:
+            if _FROZEN.get(key, [None])[0] is ref:
+                del _FROZEN[key]
+
+        entry = [weakref.ref(weight, forget), _finite(weight), {}]
+        _FROZEN[key] = entry
+    return entry
+
+
+def _derived(frozen: list[Any] | None, layout: str, make: Callable[[A], A], weight: A) -> A:
+    """``make(weight)``, kept under ``layout`` in ``frozen`` (``_frozen``'s entry) if given,
+    read-only."""
+    if frozen is None:
+        return make(weight)
+    made = frozen[2].get(layout)
+    if made is None:
+        made = frozen[2][layout] = make(weight)
+        made.flags.writeable = False
+    return made
+
+
 def _finite(a: A) -> bool:
     """Whether ``a`` holds only finite values, as one BLAS dot (8 us at 131K float32, a
     third of ``isfinite(a).all()``); values past 1e19 also answer False. Winograd's
@@ -504,18 +547,19 @@ def _slab_view(buf: Host, rows: int, cols: int, transposed: bool = False) -> Hos
     return numpy.ndarray((16, rows, cols), buf.dtype, buf, 0, strides)
 
 
-def _conv_winograd(x: A, weight: A, out: A, padding: Ints, budget: int) -> None:
+def _conv_winograd(x: A, weight: A, out: A, padding: Ints, budget: int,
+                   frozen: list[Any] | None = None) -> None:
     """Winograd F(2x2, 3x3) conv of ``x`` into ``out [n, k, h, w]``: per batch chunk, the
     4x4 input tiles (stride 2) transformed (``winograd_input``), 16 batched GEMMs ``V [16,
     tiles, c] @ U [16, c, k]`` with the transformed weight (``winograd_weight``), and 2x2
     output blocks transformed back (``winograd_output``); 2.25x fewer multiplies than
-    im2col."""
+    im2col. The weight's transform is kept in ``frozen``, its ``_frozen`` entry, if any."""
     n, k, h, w = out.shape
     c = x.shape[1]
     x = numpy.ascontiguousarray(x)
     tiles = ((h + 1) // 2, (w + 1) // 2)
     per = tiles[0] * tiles[1]
-    u = winograd_weight(weight)
+    u = _derived(frozen, "winograd", winograd_weight, weight)
     step, v, prod = _winograd_slabs(x.dtype, n, (c, k), per, budget)
     for start in range(0, n, step):
         chunk = slice(start, min(start + step, n))
@@ -568,12 +612,15 @@ def _conv_into(xp: Any, x: A, weight: A, out: A, stride: Ints, dilation: Ints,
                winograd_channels: int) -> None:
     """Conv of ``x`` into a fresh ``out``: as Winograd F(2x2, 3x3) where ``_winograd_pays``,
     on channels-last rows where ``_rows_pay``, else on ``_im2col`` columns."""
+    frozen = _frozen(weight)
+    finite_weight = frozen[1] if frozen is not None else None
     if _winograd_pays(xp, x, weight, out.shape[2:], stride, dilation, groups,
-                      winograd_channels) and _finite(weight) and _finite(x):
-        _conv_winograd(x, weight, out, padding, budget)
+                      winograd_channels) and (finite_weight if finite_weight is not None
+                                              else _finite(weight)) and _finite(x):
+        _conv_winograd(x, weight, out, padding, budget, frozen)
     elif _rows_pay(x.shape[1], weight.shape[2:], stride, dilation, out.shape[2:], groups,
                  max_plane):
-        _conv_by_rows(xp, x, weight, out, stride, dilation, padding, budget)
+        _conv_by_rows(xp, x, weight, out, stride, dilation, padding, budget, frozen)
     elif _flat_pays(stride, out.shape[2:], out.shape[1]):
         _conv_flat(xp, x, weight, out, dilation, padding, groups, budget)
     else:
