@@ -6,12 +6,15 @@ from __future__ import annotations
 
 import re
 
+import numpy as np
+
 from burnpy.backend.device import Device
 from burnpy.backend.dtype import DType
 from burnpy_wgpu.dtypes import check_dtype, compute_type
 from burnpy_wgpu.kernels import random, reduce, scan, sort
 from burnpy_wgpu.kernels.elementwise import launch_map
 from burnpy_wgpu.kernels.matmul import matmul
+from burnpy_wgpu.memory import HOST_COPY_BYTES
 from burnpy_wgpu.ops import _shared
 from burnpy_wgpu.runtime import runtime_for
 from burnpy_wgpu.tensor import WgpuTensor
@@ -101,6 +104,11 @@ class WgpuIntOps:
         np_dtype = check_dtype(dtype, rt.has_f16)
         ct = compute_type(np_dtype)
         count = len(range(start, end, step))
+        if count * np_dtype.itemsize <= HOST_COPY_BYTES:
+            # uploaded with its host copy: a check of its values (embedding's bounds on the
+            # positions) needs no readback, which would wait for every queued kernel
+            host = np.arange(start, end, step, dtype=np.int64).astype(np_dtype)
+            return WgpuTensor(rt, rt.upload(host), (count,), (1,), 0, np_dtype)
         return launch_map(rt, f"{ct}(mi(1u) + i32(gid) * mi(2u))", [], np_dtype, [start, step],
                           shape=(count,))
 
