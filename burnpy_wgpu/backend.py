@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 from burnpy.backend.base import Backend
@@ -18,6 +19,7 @@ from burnpy_wgpu.ops.int_ops import WgpuIntOps
 from burnpy_wgpu.ops.module_ops import WgpuModuleOps
 from burnpy_wgpu.ops.q_ops import WgpuQOps
 from burnpy_wgpu.qtensor import WgpuQTensor
+from burnpy_wgpu.replay import TapedReplay
 from burnpy_wgpu.runtime import runtime_for
 from burnpy_wgpu.tensor import WgpuTensor
 
@@ -71,3 +73,10 @@ class WgpuBackend(WgpuFloatOps, WgpuIntOps, WgpuBoolOps, WgpuQOps, WgpuModuleOps
     @classmethod
     def sync(cls, device: Device) -> None:
         runtime_for(device).sync()
+
+    @classmethod
+    def replay_runner(cls, run: Callable[[list[Any], list[Any]], list[Any]], graph: Any
+                      ) -> Callable[[list[Any], list[Any]], list[Any]]:
+        """A compiled replay as one submission of the dispatches taped on its first call,
+        rebound to each call's buffers (``burnpy_wgpu.replay``)."""
+        return TapedReplay(run, graph)

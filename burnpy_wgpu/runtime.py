@@ -125,6 +125,9 @@ class WgpuRuntime:
         self.tables: dict[Any, Any] = {}
         #: Elementwise launch plans by (expression, shapes, strides, dtypes).
         self.plans: dict[Any, Any] = {}
+        #: The op call being taped for a compiled replay (``burnpy_wgpu.replay``), or None:
+        #: it is told of each allocation, dispatch, upload and readback the call makes.
+        self.recorder: Any = None
 
     # ---- memory ---------------------------------------------------------------------------------
     def alloc(self, nbytes: int) -> BufferHandle:
@@ -133,7 +136,10 @@ class WgpuRuntime:
             raise WgpuLimitError(
                 f"a tensor of {nbytes} bytes exceeds this adapter's storage binding limit of "
                 f"{self.max_binding} bytes")
-        return BufferHandle(self.pool.acquire(nbytes), self.pool)
+        slab = self.pool.acquire(nbytes)
+        if self.recorder is not None:
+            self.recorder.allocated(slab)
+        return BufferHandle(slab, self.pool)
 
     def upload(self, host: np.ndarray) -> BufferHandle:
         """A buffer holding the bytes of the C-contiguous array ``host`` (a small one keeps a
@@ -143,6 +149,8 @@ class WgpuRuntime:
             raise WgpuLimitError(
                 f"a tensor of {nbytes} bytes exceeds this adapter's storage binding limit of "
                 f"{self.max_binding} bytes")
+        if self.recorder is not None:
+            self.recorder.untaped("upload")
         slab = self.pool.acquire(nbytes, for_upload=True)
         if nbytes:
             data: memoryview | bytes = host.data.cast("B")
@@ -159,6 +167,8 @@ class WgpuRuntime:
         """``nbytes`` of ``slab`` from byte ``offset`` (a multiple of 4), after all queued work,
         as a writable host copy."""
         size = -(-max(nbytes, 4) // 4) * 4
+        if self.recorder is not None:
+            self.recorder.untaped("readback")
         with self.lock:
             staging = self._take_staging(size)
             self._copy_encoder().copy_buffer_to_buffer(slab.buffer, offset, staging, 0, size)
@@ -228,6 +238,8 @@ class WgpuRuntime:
         if n * 4 > META_SLOT:
             raise WgpuError(f"kernel {kernel.key!r}: {n} parameter words exceed the "
                             f"{META_SLOT // 4}-word block")
+        if self.recorder is not None:
+            self.recorder.dispatched(kernel, reads, writes, meta, groups)
         with self.lock:
             if self._meta_pos + META_SLOT > ARENA_BYTES or self._batch >= MAX_BATCH:
                 self.flush()
@@ -252,6 +264,46 @@ class WgpuRuntime:
             cpass.dispatch_workgroups(*groups)
             self._batch += 1
             self.stats["dispatches"] += 1
+
+    def dispatch_taped(self, slabs: Sequence[Slab], blob: bytes,
+                       steps: Sequence[tuple[Kernel, Sequence[int], Sequence[int], int,
+                                             tuple[int, int, int]]]) -> None:
+        """Record dispatches that ``dispatch`` already checked once (an op call's tape,
+        ``burnpy_wgpu.replay``) over the buffers ``slabs``: each step is (kernel, read and
+        write positions in ``slabs``, its parameter block's offset in ``blob``, grid), with
+        ``blob`` the blocks packed and aligned as the arena holds them; no read of a step is
+        one of its writes."""
+        with self.lock:
+            if (self._meta_pos + len(blob) + META_SLOT > ARENA_BYTES
+                    or self._batch + len(steps) > MAX_BATCH):
+                self.flush()
+            base = self._meta_pos
+            self._meta[base:base + len(blob)] = blob
+            self._meta_pos = base + len(blob)
+            cpass = self._pass()
+            last = self._last_kernel
+            bind_group = self._bind_group
+            for kernel, reads, writes, offset, groups in steps:
+                read_slabs = [slabs[i] for i in reads]
+                write_slabs = [slabs[i] for i in writes]
+                for w in write_slabs:
+                    w.host = None
+                if kernel is not last:
+                    cpass.set_pipeline(kernel.pipeline)
+                    last = kernel
+                cpass.set_bind_group(0, bind_group(kernel, read_slabs, write_slabs),
+                                     [base + offset])
+                cpass.dispatch_workgroups(*groups)
+            self._last_kernel = last
+            self._batch += len(steps)
+            self.stats["dispatches"] += len(steps)
+
+    def meta_block(self, meta: Sequence[int]) -> bytes:
+        """``meta``'s parameter words as ``dispatch`` stores them in the arena, padded to the
+        dynamic-offset alignment (for ``dispatch_taped``)."""
+        n = len(meta)
+        words = struct.pack(f"<{n}I", *[w & _U32_MASK for w in meta])
+        return words.ljust(-(-max(n * 4, 4) // self.offset_align) * self.offset_align, b"\0")
 
     def dispatch_linear(self, kernel: Kernel, reads: Sequence[Slab], writes: Sequence[Slab],
                         meta: Sequence[int], n_groups: int) -> None:
