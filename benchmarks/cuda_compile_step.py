@@ -3,8 +3,10 @@ graph, against the same step eager and replayed op by op, and torch CUDA eager a
 whole-step CUDA graph (``torch.cuda.CUDAGraph``, the pattern of torch's CUDA-graph docs).
 
 The step: an MLP 256-512-512-10 (ReLU), float32, batch 64, cross entropy against int labels,
-backward and SGD with momentum at a constant rate (a changing rate or Adam's step count keeps
-the replay eager: ``burnpy_cuda.graphs``). At this size each kernel is a few microseconds, so
+backward and SGD with momentum at a constant rate; and burnpy's step with Adam too, eager and
+as a graph (its step count changes every call: the graph reads the step's scalars from a
+device table each launch fills, ``burnpy_cuda.graphs``). At this size each kernel is a few
+microseconds, so
 the step costs what the host pays to issue it: the figure a graph cuts. All candidates start
 from the same weights on the same batch; their losses over the first steps are checked to
 agree (burnpy's compiled step takes its graph from its fifth call). Steps are timed in
@@ -36,6 +38,7 @@ from burnpy_cuda.graphs import ENV, GraphReplay
 SIZES = (256, 512, 512, 10)
 BATCH = 64
 LR, MOMENTUM = 0.05, 0.9
+ADAM_LR = 1e-3
 NUMBER = 50  # steps per timed sample
 ROUNDS = 9
 CHECKED = 8  # steps whose losses are compared (the graph is taken from the fifth)
@@ -64,14 +67,16 @@ class BurnpyMLP(Module):
 
 
 def burnpy_step(weights: Weights, x: np.ndarray, y: np.ndarray, compiled: bool,
-                graphs: bool = True) -> tuple[Callable[[], Tensor], Callable[[], str]]:
-    """A step on ``Autodiff(CudaBackend)`` (eager) or compiled on
-    ``Autodiff(Capture(CudaBackend))`` (as a CUDA graph, or op by op without ``graphs``), and
-    a description of its replay runner."""
+                graphs: bool = True, adam: bool = False
+                ) -> tuple[Callable[[], Tensor], Callable[[], str]]:
+    """A step (SGD with momentum, or ``adam``) on ``Autodiff(CudaBackend)`` (eager) or
+    compiled on ``Autodiff(Capture(CudaBackend))`` (as a CUDA graph, or op by op without
+    ``graphs``), and a description of its replay runner."""
     backend = bp.Autodiff(bp.Capture(CudaBackend)) if compiled else bp.Autodiff(CudaBackend)
     model = BurnpyMLP(backend)
     model.load_state_dict(weights)
-    opt = optim.SGD(lr=LR, momentum=MOMENTUM)
+    opt: optim.Optimizer = (optim.Adam(lr=ADAM_LR) if adam
+                            else optim.SGD(lr=LR, momentum=MOMENTUM))
     bx, by = Tensor.from_data(x, backend=backend), Tensor.from_data(y, backend=backend)
 
     def step() -> Tensor:
@@ -189,6 +194,10 @@ def main() -> None:
         e, t, g, o = eager().item(), torch_eager().item(), graph().item(), op_by_op().item()
         np.testing.assert_allclose([g, o, e], [t, t, t], rtol=1e-4)
     torch_graph = torch_step(weights, x, y, graph=True)
+    adam_eager, _ = burnpy_step(weights, x, y, compiled=False, adam=True)
+    adam_graph, adam_runner = burnpy_step(weights, x, y, compiled=True, adam=True)
+    np.testing.assert_allclose([adam_eager().item() for _ in range(2 + CHECKED)][2:],
+                               [adam_graph().item() for _ in range(CHECKED)], rtol=1e-5)
 
     def burnpy_sync() -> None:
         CudaBackend.sync(device)
@@ -199,12 +208,15 @@ def main() -> None:
         "burnpy bp.compile, CUDA graph": (graph, burnpy_sync),
         "torch CUDA eager": (torch_eager, torch.cuda.synchronize),
         "torch CUDA graph": (torch_graph, torch.cuda.synchronize),
+        "burnpy eager, Adam": (adam_eager, burnpy_sync),
+        "burnpy bp.compile, CUDA graph, Adam": (adam_graph, burnpy_sync),
     })
     print(f"MLP {'-'.join(map(str, SIZES))} ReLU, SGD momentum, float32, batch {BATCH} on "
           f"{torch.cuda.get_device_name()}; {NUMBER} steps per sample, median of {ROUNDS} "
           f"alternating samples; losses agree for {CHECKED} steps")
     print(f"  compiled, graph: {graph_runner()}")
     print(f"  compiled, op by op: {op_runner()}")
+    print(f"  compiled with Adam, graph: {adam_runner()}")
     print(f"  {'':36s} {'wall/step':>11s} {'host CPU/step':>14s}")
     for name in wall:
         print(f"  {name:36s} {fmt(wall[name])} {fmt(cpu[name]):>14s}")
@@ -212,11 +224,14 @@ def main() -> None:
     ratios = {"graph vs burnpy eager": wall["burnpy eager Autodiff(CudaBackend)"] / ours,
               "graph vs op-by-op replay": wall["burnpy bp.compile, op by op"] / ours,
               "graph vs torch CUDA graph": ours / wall["torch CUDA graph"],
-              "graph vs torch eager": ours / wall["torch CUDA eager"]}
+              "graph vs torch eager": ours / wall["torch CUDA eager"],
+              "Adam graph vs Adam eager": wall["burnpy eager, Adam"]
+              / wall["burnpy bp.compile, CUDA graph, Adam"]}
     for name, ratio in ratios.items():
         print(f"  {name}: {ratio:.2f}x")
     record("cuda_compile_step", batch=BATCH, seconds_per_step=wall,
            host_cpu_seconds_per_step=cpu, ratios=ratios, runner=graph_runner(),
+           adam_runner=adam_runner(),
            target="graph faster than burnpy eager; within 2x of torch's CUDA graph")
 
 

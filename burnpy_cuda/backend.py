@@ -23,6 +23,7 @@ from burnpy_cpu.array_ops.q_ops import QuantizedArray
 from burnpy_cuda import graphs
 from burnpy_cuda.fuser import CudaFuser, cuda_fuser
 from burnpy_cuda.kernel_ops import CudaKernelOps
+from burnpy_cuda.kernel_ops import _fused as fused_dtypes
 from burnpy_cuda.runtime import LazyModule, require_cupy
 
 #: CuPy has no bfloat16 storage type.
@@ -74,6 +75,26 @@ class CudaBackend(CudaKernelOps, ArrayOps):
                       ) -> Callable[[list[Any], list[Any]], list[Any]]:
         """A ``bp.compile`` replay as one CUDA graph once warm (``burnpy_cuda.graphs``)."""
         return graphs.replay_runner(run, graph)
+
+    @classmethod
+    def adam_step(cls, param: Any, grad: Any, exp_avg: Any | None, exp_avg_sq: Any | None,
+                  max_exp_avg_sq: Any | None, *, step: int, lr: float, beta1: float,
+                  beta2: float, eps: float, weight_decay: float = 0.0, decoupled: bool = False,
+                  amsgrad: bool = False) -> tuple[Any, Any, Any, Any | None]:
+        """The fused Adam step (``CudaKernelOps``); while a CUDA graph is captured with the
+        step count or rate per call, its scalars are read from the graph's scalar table
+        (``graphs.fed_adam_step``), so one graph serves every step."""
+        table = graphs.active_table()
+        if (table is not None and (graphs.is_slot(step) or graphs.is_slot(lr))
+                and fused_dtypes(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq)):
+            return graphs.fed_adam_step(
+                table, param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, step=step, lr=lr,
+                beta1=beta1, beta2=beta2, eps=eps, weight_decay=weight_decay,
+                decoupled=decoupled, amsgrad=amsgrad)
+        return super().adam_step(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, step=step,
+                                 lr=lr, beta1=beta1, beta2=beta2, eps=eps,
+                                 weight_decay=weight_decay, decoupled=decoupled,
+                                 amsgrad=amsgrad)
 
     @classmethod
     def seed(cls, device: Device, seed: int) -> None:

@@ -20,7 +20,15 @@ A graph replays fixed device addresses with the kernel arguments it was captured
   arguments baked into the graph, so a graph serves only the scalar values it was captured
   with. A call with other values runs eagerly; values that then hold for ``warmup`` + 1 calls
   in a row are captured again (a per-epoch schedule re-captures once per epoch). Values that
-  change every call (Adam's step count) keep the replay eager: ``last_eager`` says why.
+  change every call keep the replay eager: ``last_eager`` says why. Except where only Adam
+  steps read them (``adam_step`` nodes, symbolic ``step`` and ``lr``: Adam's and AdamW's
+  step counts change every call): the graph then reads each step's scalars (the bias
+  corrections, the step size, the decay) from a *scalar table* on the device, which each
+  call fills from its scalars before the launch (``ScalarTable``; the op's side is
+  ``fed_adam_step``), so one graph serves every step. The captured call gets its scalars as
+  ``SlotInt``/``SlotFloat`` (numbers that know their position), by which an op tells a
+  per-call scalar; an ``adam_step`` that did not take its scalars from the table (another
+  path than the fused kernel) leaves the replay eager.
 - Host-side validity checks (``graph.checks``: cross entropy's targets, embedding's indices)
   read values on the host at each call, which a graph cannot: a check of a graph input (or
   constant) runs on the host before each launch, in the graph's order, so a bad target still
@@ -56,6 +64,10 @@ import numpy as np
 
 from burnpy.backend.errors import BurnpyError
 from burnpy.capture import CONSTANT, INPUT, Graph
+from burnpy.jit.symbolic import Sym
+from burnpy_cuda import kernel_sources as src
+from burnpy_cuda import kernels
+from burnpy_cuda.kernel_ops import adam_arguments
 from burnpy_cuda.runtime import require_cupy
 
 #: ``bp.compile``'s generated replay: ``run(inputs, scalars) -> outputs``.
@@ -109,6 +121,158 @@ def host_read(array: Any) -> np.ndarray:
     return np.asarray(array.get(stream=stream))
 
 
+class SlotInt(int):
+    """A per-call scalar as the captured call sees it: its value, and ``slot``, its position
+    in the replay's scalars (``slot_value`` reads it from another call's)."""
+
+    slot: int
+
+
+class SlotFloat(float):
+    """The ``float`` kind of ``SlotInt``."""
+
+    __slots__ = ("slot",)
+    slot: int
+
+
+def slotted(value: Any, slot: int) -> Any:
+    """``value`` as a ``SlotInt``/``SlotFloat`` at ``slot`` (other values as they are)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return value
+    made: SlotInt | SlotFloat = SlotInt(value) if isinstance(value, int) else SlotFloat(value)
+    made.slot = slot
+    return made
+
+
+def is_slot(value: Any) -> bool:
+    """Whether ``value`` is a per-call scalar of a capture (``slotted``)."""
+    return isinstance(value, SlotInt | SlotFloat)
+
+
+def slot_value(value: Any, scalars: Sequence[Any]) -> Any:
+    """What ``value`` is in the call whose scalars are ``scalars``: its slot's there, or
+    itself when it is no per-call scalar."""
+    return scalars[value.slot] if isinstance(value, SlotInt | SlotFloat) else value
+
+
+class ScalarTable:
+    """Per-call scalars a graph reads from device memory: ``size`` float64 entries, each op
+    reading some of them registered with how to compute them from a call's scalars
+    (``take``); ``refresh`` computes and uploads them all before a launch."""
+
+    __slots__ = ("_api", "computes", "current", "device", "host", "sealed", "used")
+
+    def __init__(self, api: GraphApi, size: int, device: int) -> None:
+        self._api = api
+        self.host = np.zeros(size, dtype=np.float64)
+        self.device = api.scalar_buffer(self.host, device)
+        self.used = 0
+        self.computes: list[tuple[int, int, Callable[[Sequence[Any]], Sequence[float]]]] = []
+        #: The scalars of the call being captured.
+        self.current: Sequence[Any] = ()
+        #: Once the graph is captured only ``refresh`` writes the table (``take`` then hands
+        #: out the same entries again, for a stand-in graph that reruns the call).
+        self.sealed = False
+
+    def start(self, scalars: Sequence[Any]) -> None:
+        """A call with ``scalars`` is about to run: registrations start again (before the
+        table is sealed)."""
+        self.used = 0
+        if not self.sealed:
+            self.computes = []
+            self.current = scalars
+
+    def take(self, compute: Callable[[Sequence[Any]], Sequence[float]]) -> list[Any]:
+        """Entries for the values ``compute(scalars)`` gives, as 0-d device arrays, their
+        host values set for the call being captured."""
+        start = self.used
+        if self.sealed:
+            count = self.computes[len([c for c in self.computes if c[0] < start])][1]
+        else:
+            values = compute(self.current)
+            count = len(values)
+            if start + count > self.host.size:
+                raise GraphCaptureError(f"CUDA graph capture: the scalar table holds "
+                                        f"{self.host.size} values, an op asks for "
+                                        f"{start + count}")
+            self.host[start:start + count] = values
+            self.computes.append((start, count, compute))
+        self.used += count
+        return [self.device[k:k + 1].reshape(()) for k in range(start, start + count)]
+
+    def refresh(self, scalars: Sequence[Any]) -> None:
+        """Compute every entry from ``scalars`` and upload the table (on the current
+        stream, before the launch that reads it)."""
+        host = self.host
+        for start, count, compute in self.computes:
+            host[start:start + count] = compute(scalars)
+        self._api.upload(self.device, host)
+
+
+#: Per thread: the scalar table of the call being captured (or rehearsed), else None.
+_TABLE = threading.local()
+
+
+def active_table() -> ScalarTable | None:
+    """The scalar table an op of the call being captured reads per-call scalars from."""
+    return getattr(_TABLE, "table", None)
+
+
+#: The scalars ``adam_arguments`` computes, after its 6 other arguments.
+ADAM_SCALARS = 8
+
+
+def fed_adam_step(table: ScalarTable, param: Any, grad: Any, exp_avg: Any, exp_avg_sq: Any,
+                  max_exp_avg_sq: Any, *, step: Any, lr: Any, beta1: float, beta2: float,
+                  eps: float, weight_decay: float, decoupled: bool, amsgrad: bool) -> Any:
+    """``CudaKernelOps.adam_step``'s fused kernel with its 8 scalars read from ``table`` (0-d
+    device arrays, which CuPy's elementwise kernels read as they read a Python scalar):
+    computed each call by ``adam_arguments`` itself, so values and rounding are eager's."""
+
+    def compute(scalars: Sequence[Any]) -> Sequence[float]:
+        return adam_arguments(param, grad, exp_avg, exp_avg_sq,
+                              step=slot_value(step, scalars), lr=slot_value(lr, scalars),
+                              beta1=beta1, beta2=beta2, eps=eps, weight_decay=weight_decay,
+                              decoupled=decoupled)[-ADAM_SCALARS:]
+
+    args = adam_arguments(param, grad, exp_avg, exp_avg_sq, step=int(step), lr=float(lr),
+                          beta1=beta1, beta2=beta2, eps=eps, weight_decay=weight_decay,
+                          decoupled=decoupled)[:-ADAM_SCALARS]
+    fed = (*args, *table.take(compute))
+    if not amsgrad:
+        new_param, new_avg, new_sq = kernels.elementwise(src.ADAM, param.dtype)(*fed)
+        return new_param, new_avg, new_sq, None
+    has_max = max_exp_avg_sq is not None
+    return kernels.elementwise(src.ADAM_AMSGRAD, param.dtype)(
+        *fed, max_exp_avg_sq if has_max else 0.0, int(has_max))
+
+
+def _holds_sym(value: Any) -> bool:
+    if isinstance(value, Sym):
+        return True
+    if isinstance(value, tuple | list):
+        return any(_holds_sym(v) for v in value)
+    if isinstance(value, dict):
+        return any(_holds_sym(v) for v in value.values())
+    return False
+
+
+def fed_adam_nodes(graph: Graph) -> int:
+    """How many ``adam_step`` nodes take symbolic scalars, when those are the only nodes that
+    do and only as ``step`` and ``lr``: they read their scalars from a ``ScalarTable``, and
+    one graph serves every call. -1 when another node takes one (the scalars then gate
+    launches: see the module)."""
+    fed = 0
+    for node in graph.nodes:
+        if not (_holds_sym(node.args) or _holds_sym(node.kwargs)):
+            continue
+        if (node.op != "adam_step" or _holds_sym(node.args)
+                or any(_holds_sym(v) for k, v in node.kwargs.items() if k not in ("step", "lr"))):
+            return -1
+        fed += 1
+    return fed
+
+
 class GraphApi(Protocol):
     """What ``GraphReplay`` needs from the device: CuPy's (``CupyGraphs``) or a test's."""
 
@@ -147,6 +311,15 @@ class GraphApi(Protocol):
         """Launch ``graph`` on ``device``'s current stream."""
         ...
 
+    def scalar_buffer(self, host: np.ndarray, device: int) -> Any:
+        """A device array holding ``host`` on GPU ``device``, for a ``ScalarTable``."""
+        ...
+
+    def upload(self, device: Any, host: np.ndarray) -> None:
+        """Copy ``host`` into ``device`` on the current stream, ``host`` free for reuse on
+        return."""
+        ...
+
 
 def graph_unsafe_reason(graph: Graph) -> str:
     """Why a replay of ``graph`` must never be one CUDA graph ("" when it may be)."""
@@ -175,9 +348,10 @@ class GraphReplay:
     ``captures`` and ``launches``.
     """
 
-    __slots__ = ("_api", "_backend", "_checks", "_device", "_graph", "_keep", "_key", "_lock",
-                 "_outputs", "_plan", "_run", "_seen", "_stable", "_static_in", "_static_out",
-                 "captures", "eager_calls", "last_eager", "launches", "reason", "warmup")
+    __slots__ = ("_api", "_backend", "_checks", "_device", "_fed", "_graph", "_keep", "_key",
+                 "_lock", "_outputs", "_plan", "_run", "_seen", "_stable", "_static_in",
+                 "_static_out", "_table", "captures", "eager_calls", "last_eager", "launches",
+                 "reason", "warmup")
 
     def __init__(self, run: Run, graph: Graph, api: GraphApi, warmup: int = WARMUP) -> None:
         self._run = run
@@ -193,6 +367,9 @@ class GraphReplay:
         self._checks = [(positions.get(index, -1), graph.values[index].data, check)
                         for _, index, check in graph.checks]
         self._backend = graph.backend
+        #: adam_step nodes fed from a scalar table (0: no symbolic scalars; -1: they gate).
+        self._fed = fed_adam_nodes(graph)
+        self._table: ScalarTable | None = None
         self._lock = threading.Lock()
         self._graph: Any = None
         self._keep: Any = None
@@ -218,9 +395,9 @@ class GraphReplay:
         if not self._lock.acquire(blocking=False):
             return self._eager(inputs, scalars, "another thread is launching this graph")
         try:
-            key = tuple(scalars)
+            key = () if self._fed > 0 else tuple(scalars)
             if self._graph is not None and key == self._key:
-                return self._launch(inputs)
+                return self._launch(inputs, scalars)
             if key == self._seen:
                 self._stable += 1
             else:
@@ -265,10 +442,24 @@ class GraphReplay:
         self._static_in = static = [api.empty_like(x) for x in inputs]
         for buffer, x in zip(static, inputs, strict=True):
             api.copy_into(buffer, x)
-        baked = list(scalars)
+        table = (ScalarTable(api, ADAM_SCALARS * self._fed, devices[0]) if self._fed > 0
+                 else None)
+        # fed scalars go as slots (an op tells them so); others are baked in
+        passed = ([slotted(v, i) for i, v in enumerate(scalars)] if table is not None
+                  else list(scalars))
+
+        def call() -> list[Any]:
+            if table is None:
+                return self._run(static, passed)
+            table.start(scalars)
+            _TABLE.table = table
+            try:
+                return self._run(static, passed)
+            finally:
+                _TABLE.table = None
+
         try:
-            graph, outs, keep = api.capture(devices[0], lambda: self._run(static, baked),
-                                            static)
+            graph, outs, keep = api.capture(devices[0], call, static)
         except Exception as exc:  # an op synchronized or read the host inside the capture
             self._static_in = []
             return self._give_up(inputs, scalars,
@@ -278,9 +469,18 @@ class GraphReplay:
                                                                 strict=True)):
             self._static_in = []
             return self._give_up(inputs, scalars, "outputs that are not device arrays")
+        if table is not None and len(table.computes) != self._fed:
+            self._static_in = []
+            return self._give_up(inputs, scalars, (
+                f"{self._fed - len(table.computes)} of {self._fed} adam_step node(s) took "
+                "their per-call scalars on the host, not from the scalar table (only the "
+                "fused CUDA kernel reads it: float16, float32 and float64 alike)"))
         self._graph, self._static_out, self._keep = graph, outs, keep
-        self._device, self._key = devices[0], key
+        self._device, self._key, self._table = devices[0], key, table
         self.captures += 1
+        if table is not None:
+            table.sealed = True
+            table.refresh(scalars)
         api.launch(graph, self._device)
         self.launches += 1
         return self._hand_out()
@@ -291,12 +491,14 @@ class GraphReplay:
         self._graph = self._keep = None
         return self._eager(inputs, scalars, reason)
 
-    def _launch(self, inputs: Sequence[Any]) -> list[Any]:
+    def _launch(self, inputs: Sequence[Any], scalars: Sequence[Any]) -> list[Any]:
         api = self._api
         if self._checks:
             self._check(inputs)
         for buffer, x in zip(self._static_in, inputs, strict=True):
             api.copy_into(buffer, x)
+        if self._table is not None:
+            self._table.refresh(scalars)
         api.launch(self._graph, self._device)
         self.launches += 1
         return self._hand_out()
@@ -391,6 +593,14 @@ class CupyGraphs:
     def launch(self, graph: Any, device: int) -> None:
         with self._cupy.cuda.Device(device):
             graph.launch()
+
+    def scalar_buffer(self, host: np.ndarray, device: int) -> Any:
+        with self._cupy.cuda.Device(device):
+            return self._cupy.asarray(host)
+
+    def upload(self, device: Any, host: np.ndarray) -> None:
+        # from pageable memory: CUDA has staged it by the time this returns
+        device.set(host, stream=self._cupy.cuda.get_current_stream())
 
 
 def replay_runner(run: Run, graph: Graph) -> Run:

@@ -10,6 +10,7 @@ tests/cuda/test_cuda_graphs.py."""
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
@@ -46,7 +47,7 @@ class FakeGraphs:
     def __init__(self, unavailable: str = "", fail: Exception | None = None) -> None:
         self._unavailable = unavailable
         self.fail = fail
-        self.copies_in = self.copies_out = self.launched = 0
+        self.copies_in = self.copies_out = self.launched = self.uploads = 0
         self.readable: list[Any] = []
 
     def unavailable(self) -> str:
@@ -82,6 +83,14 @@ class FakeGraphs:
         self.launched += 1
         graph.launch()
 
+    def scalar_buffer(self, host: np.ndarray, device: int) -> Any:
+        return host  # on the CPU the "device" table is the host's
+
+    def upload(self, device: Any, host: np.ndarray) -> None:
+        self.uploads += 1
+        if device is not host:
+            np.copyto(device, host)
+
 
 class GraphCpu(CpuBackend):
     """CpuBackend whose compiled replays run through a ``GraphReplay`` on ``FakeGraphs``."""
@@ -89,11 +98,36 @@ class GraphCpu(CpuBackend):
     make_api: ClassVar[Callable[[], FakeGraphs]] = FakeGraphs
     apis: ClassVar[list[FakeGraphs]] = []
 
+    #: Whether adam_step reads per-call scalars from the graph's table, as CudaBackend's
+    #: fused kernel does (``graphs.fed_adam_step``), or on the host.
+    feeds_adam: ClassVar[bool] = True
+
     @classmethod
     def replay_runner(cls, run: Any, graph: Any) -> Any:
         api = cls.make_api()
         cls.apis.append(api)
         return GraphReplay(run, graph, api)
+
+    @classmethod
+    def adam_step(cls, param: Any, grad: Any, exp_avg: Any, exp_avg_sq: Any,
+                  max_exp_avg_sq: Any, *, step: Any, lr: Any, **options: Any) -> Any:
+        """CpuBackend's Adam step; captured, its step count and rate are read from the scalar
+        table when the step runs (a CUDA kernel reads the table at each launch)."""
+        table = graphs.active_table()
+        if cls.feeds_adam and table is not None and (graphs.is_slot(step)
+                                                     or graphs.is_slot(lr)):
+            slots = (step, lr)
+            got_step, got_lr = table.take(lambda s: [graphs.slot_value(v, s) for v in slots])
+            return super().adam_step(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq,
+                                     step=int(got_step), lr=float(got_lr), **options)
+        return super().adam_step(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, step=step,
+                                 lr=lr, **options)
+
+
+class HostAdamCpu(GraphCpu):
+    """An Adam step that computes with its scalars on the host, even captured."""
+
+    feeds_adam = False
 
 
 C = bp.Capture(GraphCpu)
@@ -133,11 +167,11 @@ def _same(a: nn.Module, b: nn.Module) -> None:
         assert np.array_equal(sa[k].to_numpy(), sb[k].to_numpy()), k
 
 
-def _batch(i: int) -> tuple[bp.Tensor, bp.Tensor]:
+def _batch(i: int, backend: Any = A) -> tuple[bp.Tensor, bp.Tensor]:
     rng = np.random.default_rng(i)
     x = rng.standard_normal((6, 8)).astype(np.float32)
-    return (bp.Tensor.from_numpy(x, backend=A),
-            bp.Tensor.from_numpy(rng.integers(0, 4, 6), backend=A))
+    return (bp.Tensor.from_numpy(x, backend=backend),
+            bp.Tensor.from_numpy(rng.integers(0, 4, 6), backend=backend))
 
 
 def _step(model: nn.Module, opt: optim.Optimizer) -> Callable[[bp.Tensor, bp.Tensor], bp.Tensor]:
@@ -196,16 +230,62 @@ def test_a_changed_learning_rate_recaptures_once_it_holds() -> None:
 
 def test_scalars_changing_every_call_keep_the_replay_eager() -> None:
     compiled_model, eager_model = _twins()
-    opt_c, opt_e = optim.Adam(lr=1e-2), optim.Adam(lr=1e-2)
+    opt_c, opt_e = optim.SGD(lr=0.1), optim.SGD(lr=0.1)
+    sched_c = optim.lr_scheduler.LambdaLR(opt_c, lambda epoch: 0.9 ** epoch)
+    sched_e = optim.lr_scheduler.LambdaLR(opt_e, lambda epoch: 0.9 ** epoch)
     step, eager = bp.compile(_step(compiled_model, opt_c)), _step(eager_model, opt_e)
-    for i in range(7):  # Adam's step count, a symbolic scalar, changes every call
+    for i in range(7):  # a new rate every call: SGD bakes it into its kernels
         x, y = _batch(i)
         assert np.array_equal(step(x, y).to_numpy(), eager(x, y).to_numpy())
         _same(compiled_model, eager_model)
-    runners = _runners(step)
-    assert sum(r.captures for r in runners) == 0
-    assert runners[-1].reason == ""
-    assert runners[-1].last_eager == "symbolic scalars changed since the last call"
+        sched_c.step()
+        sched_e.step()
+    (runner,) = _runners(step)
+    assert runner.captures == 0 and runner.reason == ""
+    assert runner.last_eager == "symbolic scalars changed since the last call"
+
+
+@pytest.mark.parametrize("kind", ["adam", "adamw"])
+def test_adam_steps_share_one_graph_fed_from_the_scalar_table(kind: str) -> None:
+    """Adam's step count and a rate scheduled every step change each call: the graph reads
+    them (through the step's scalars) from the table each launch fills."""
+    compiled_model, eager_model = _twins()
+
+    def make() -> optim.Optimizer:
+        return optim.Adam(lr=1e-2) if kind == "adam" else optim.AdamW(lr=1e-2,
+                                                                       weight_decay=0.1)
+
+    opt_c, opt_e = make(), make()
+    sched_c = optim.lr_scheduler.LambdaLR(opt_c, lambda epoch: 0.8 ** epoch)
+    sched_e = optim.lr_scheduler.LambdaLR(opt_e, lambda epoch: 0.8 ** epoch)
+    step, eager = bp.compile(_step(compiled_model, opt_c)), _step(eager_model, opt_e)
+    for i in range(9):
+        x, y = _batch(i)
+        assert np.array_equal(step(x, y).to_numpy(), eager(x, y).to_numpy())
+        _same(compiled_model, eager_model)
+        sched_c.step()
+        sched_e.step()
+    (runner,) = _runners(step)
+    replays = step.cache_info().replays
+    assert replays == 7
+    assert (runner.reason, runner.eager_calls, runner.captures, runner.launches) == (
+        "", 2, 1, replays - 2)
+    assert GraphCpu.apis[-1].uploads == replays - 2  # one table upload per launch
+
+
+def test_an_adam_step_taking_its_scalars_on_the_host_stays_eager() -> None:
+    hosted = bp.Autodiff(bp.Capture(HostAdamCpu))
+    compiled_model, eager_model = _twins(hosted)
+    opt_c, opt_e = optim.Adam(lr=1e-2), optim.Adam(lr=1e-2)
+    step, eager = bp.compile(_step(compiled_model, opt_c)), _step(eager_model, opt_e)
+    for i in range(7):
+        x, y = _batch(i, hosted)
+        assert np.array_equal(step(x, y).to_numpy(), eager(x, y).to_numpy())
+        _same(compiled_model, eager_model)
+    (runner,) = _runners(step)
+    assert re.match(r"(\d+) of \1 adam_step node\(s\) took their per-call scalars on the "
+                    "host", runner.reason), runner.reason
+    assert runner.launches == 0
 
 
 def test_a_bad_target_raises_on_a_launch_and_the_graph_stays() -> None:

@@ -1,8 +1,10 @@
 """``bp.compile`` replays as CUDA graphs on a real GPU (``burnpy_cuda.graphs``): a compiled MLP
 training step on ``Autodiff(Capture(CudaBackend))`` is captured once and launched after, and
-agrees with the same steps run eagerly on a twin model within float rounding at every step;
-the fallbacks (Adam's per-call step count, a changed learning rate, dropout, an op that
-synchronizes inside the capture, ``BURNPY_CUDA_GRAPHS=0``) are taken and give eager's numbers.
+agrees with the same steps run eagerly on a twin model within float rounding at every step,
+with SGD (a changed rate captured again) and with Adam and AdamW (step counts and a rate
+changing every call, read from the graph's scalar table); the fallbacks (dropout, an op that
+synchronizes or uploads host data inside the capture, ``BURNPY_CUDA_GRAPHS=0``) are taken and
+give eager's numbers.
 The bookkeeping itself is tested on the CPU (tests/capture/test_graph_replay.py). Skipped,
 with the reason, where CuPy sees no GPU."""
 
@@ -120,13 +122,29 @@ def test_a_changed_learning_rate_is_captured_again() -> None:
     assert runner.reason == "" and runner.captures == 2
 
 
-def test_adam_step_counts_keep_the_replay_eager() -> None:
+@pytest.mark.parametrize("kind", ["adam", "adamw_scheduled"])
+def test_adam_steps_are_one_graph_reading_their_scalars_from_the_device(kind: str) -> None:
+    """Adam's step count (and here a rate scheduled every step) change each call: the graph
+    reads the step's scalars from its device table, which each launch fills first."""
     compiled_model, eager_model = _twins()
-    step = _train(compiled_model, eager_model, optim.Adam(lr=1e-3), optim.Adam(lr=1e-3),
-                  steps=6)
-    runner = _runners(step)[-1]
-    assert runner.captures == 0
-    assert runner.last_eager == "symbolic scalars changed since the last call"
+    if kind == "adam":
+        opt_c, opt_e = optim.Adam(lr=1e-3), optim.Adam(lr=1e-3)
+        between = None
+    else:
+        opt_c, opt_e = (optim.AdamW(lr=1e-3, weight_decay=0.05) for _ in range(2))
+        scheds = [optim.lr_scheduler.LambdaLR(o, lambda epoch: 0.9 ** epoch)
+                  for o in (opt_c, opt_e)]
+
+        def between(i: int) -> None:
+            if i:
+                for sched in scheds:
+                    sched.step()
+
+    step = _train(compiled_model, eager_model, opt_c, opt_e, steps=10, between=between)
+    (runner,) = _runners(step)
+    assert runner.reason == "", runner.reason
+    replays = step.cache_info().replays
+    assert (runner.eager_calls, runner.captures, runner.launches) == (2, 1, replays - 2)
 
 
 def test_a_bad_target_raises_before_a_launch() -> None:
