@@ -20,9 +20,14 @@ Guards: a call replays a graph recorded with the same signature (each argument's
 kind, shape and dtype, the values of Python scalars among the arguments, the closure's cells
 and the globals named, the grad mode and autocast regions), the same reachable
 objects, the same state (each location's backend, kind, shape and dtype, modules' training
-flags, the optimizers' state sizes) and the same outcomes of the Python branches taken on
-symbolic scalars; otherwise it records again (at most ``cache_size`` graphs, the oldest
-dropped). A host read inside ``fn`` (``.item()``, ``bool(t)``, ``to_numpy()``) raises a
+flags, the optimizers' state sizes and the very dicts their state is in) and the same
+outcomes of the Python branches taken on symbolic scalars; otherwise it records again (at
+most ``cache_size`` graphs, the oldest dropped). Each graph's state checks, binding, replay
+and write-back are one generated function of flat checks and direct calls; a call of
+positional arguments first tries the one the previous call replayed, whose generated
+prefix also checks the signature and the closure's cells and globals (by value for
+scalars, by identity otherwise), so a replayed call costs about a microsecond beyond its
+kernels. A host read inside ``fn`` (``.item()``, ``bool(t)``, ``to_numpy()``) raises a
 ``GraphBreakError`` naming the call and its line with ``fullgraph=True``; otherwise that
 signature runs eagerly from then on, as does one that writes in place into a tensor sharing
 a host array (``from_numpy``: the write goes to the array, outside the graph). Host-side
@@ -42,6 +47,7 @@ from __future__ import annotations
 
 import builtins
 import linecache
+import operator
 import sys
 import types
 from collections import OrderedDict
@@ -51,6 +57,7 @@ from typing import Any, NamedTuple
 
 from burnpy.amp import get_autocast_dtype, is_autocast_enabled
 from burnpy.autodiff.modes import is_grad_enabled
+from burnpy.backend.dtype import dtype_of_numpy
 from burnpy.backend.errors import BurnpyError, InvalidArgumentError
 from burnpy.capture import CONSTANT, CaptureBackend, Graph, Ref
 from burnpy.fusion import materialize
@@ -206,64 +213,74 @@ def _names(code: types.CodeType) -> Iterator[str]:
 
 class _Roots:
     """The objects ``fn`` reaches outside its arguments, read anew at each call (a global may
-    be rebound): a module itself, a bound method's ``self``, its closure's cells and the
-    globals its code names, and those of the functions of its own module it names (two
-    levels); Python modules, classes and other functions are left out. The plain scalars
-    among them (``int``, ``float``, ``bool``, ``str``) join the call's signature."""
+    be rebound): a module itself, a bound method's ``self`` (``fixed``), and the *places*
+    holding the rest: its closure's cells and the globals its code names, and those of the
+    functions of its own module it names (two levels). Python modules, classes and other
+    functions found there are left out; the plain scalars (``int``, ``float``, ``bool``,
+    ``str``) join the call's signature."""
 
-    __slots__ = ("cells", "fixed", "helpers", "names", "scope")
+    __slots__ = ("fixed", "places")
 
-    def __init__(self, fn: Callable[..., Any], depth: int = 0) -> None:
+    def __init__(self, fn: Callable[..., Any]) -> None:
         self.fixed: list[Any] = []
-        self.cells: tuple[Any, ...] = ()
-        self.names: list[str] = []
-        self.scope: dict[str, Any] = {}
-        self.helpers: list[_Roots] = []
+        #: Each place: (a closure cell, None) or (a globals dict, a name).
+        self.places: list[tuple[Any, str | None]] = []
         if _is_module(fn):
             self.fixed.append(fn)
             return
-        target = getattr(fn, "__func__", fn)
         if hasattr(fn, "__self__"):
             self.fixed.append(fn.__self__)
+        self._add_places(getattr(fn, "__func__", fn), 0)
+
+    def _add_places(self, target: Any, depth: int) -> None:
         code = getattr(target, "__code__", None)
         if code is None:
             return
-        self.cells = target.__closure__ or ()
-        self.scope = target.__globals__
-        self.names = list(dict.fromkeys(_names(code)))
+        cells = target.__closure__ or ()
+        scope = target.__globals__
+        names = list(dict.fromkeys(_names(code)))
+        self.places += [(cell, None) for cell in cells]
+        self.places += [(scope, name) for name in names]
         if depth < 2:
-            referenced = [self.scope.get(n) for n in self.names]
-            for cell in self.cells:
+            referenced = [scope.get(n) for n in names]
+            for cell in cells:
                 try:
                     referenced.append(cell.cell_contents)
                 except ValueError:  # an empty cell
                     continue
-            self.helpers = [_Roots(f, depth + 1) for f in referenced
-                            if isinstance(f, types.FunctionType) and f is not target
-                            and f.__globals__ is self.scope]
+            for f in referenced:
+                if (isinstance(f, types.FunctionType) and f is not target
+                        and f.__globals__ is scope):
+                    self._add_places(f, depth + 1)
 
-    def __call__(self, roots: list[Any], scalars: list[Any]) -> None:
-        """Append the objects reached to ``roots`` and the plain scalars to ``scalars``."""
-        roots.extend(self.fixed)
-        for cell in self.cells:
-            try:
-                self._add(cell.cell_contents, roots, scalars)
-            except ValueError:  # an empty cell
-                continue
-        scope = self.scope
-        for name in self.names:
-            value = scope.get(name, _ARGS)
-            if value is not _ARGS:
-                self._add(value, roots, scalars)
-        for helper in self.helpers:
-            helper(roots, scalars)
+    def read(self) -> list[Any]:
+        """What each place holds now (``_EMPTY`` for an empty cell or an unbound name)."""
+        values: list[Any] = []
+        for holder, name in self.places:
+            if name is None:
+                try:
+                    values.append(holder.cell_contents)
+                except ValueError:
+                    values.append(_EMPTY)
+            else:
+                values.append(holder.get(name, _EMPTY))
+        return values
 
-    @staticmethod
-    def _add(value: Any, roots: list[Any], scalars: list[Any]) -> None:
-        if isinstance(value, bool | int | float | str):
-            scalars.append(value)
-        elif not isinstance(value, types.ModuleType | types.FunctionType | type):
-            roots.append(value)
+    def split(self, values: list[Any]) -> tuple[list[Any], list[Any]]:
+        """The objects reached (the fixed ones, then those of ``values``) and the plain
+        scalars among ``values``."""
+        roots, scalars = list(self.fixed), []
+        for value in values:
+            if isinstance(value, bool | int | float | str):
+                scalars.append(value)
+            elif not (value is _EMPTY
+                      or isinstance(value, types.ModuleType | types.FunctionType | type)):
+                roots.append(value)
+        return roots, scalars
+
+
+#: What an empty cell or an unbound global holds, for ``_Roots.read``.
+_EMPTY = object()
 
 
 def _leaves(value: Any, out: list[Any]) -> Any:
@@ -274,14 +291,6 @@ def _leaves(value: Any, out: list[Any]) -> Any:
         return {k: _leaves(v, out) for k, v in value.items()}
     out.append(value)
     return len(out) - 1
-
-
-def _rebuild(template: Any, leaves: Sequence[Any]) -> Any:
-    if isinstance(template, tuple | list):
-        return type(template)(_rebuild(t, leaves) for t in template)
-    if isinstance(template, dict):
-        return {k: _rebuild(v, leaves) for k, v in template.items()}
-    return leaves[template]
 
 
 def _autocast_regions() -> tuple[Any, ...]:
@@ -296,10 +305,14 @@ def _desc(t: Tensor) -> tuple[Any, ...]:
             t.device if t.backend.multi_device else None)
 
 
+#: The arguments a signature holds by value (the others but tensors by identity).
+_BY_VALUE = (bool, int, float, str, bytes, complex, type(None))
+
+
 def _leaf_key(leaf: Any) -> Any:
     if isinstance(leaf, Tensor):
         return _desc(leaf)
-    if isinstance(leaf, bool | int | float | str | bytes | complex) or leaf is None:
+    if isinstance(leaf, _BY_VALUE):
         return (type(leaf), leaf)
     return (type(leaf), id(leaf))
 
@@ -322,14 +335,6 @@ def _chain(backend: Any, kind: str, op: str) -> tuple[type[CaptureBackend], list
 def _down(chain: Sequence[Any], kind: str, primitive: Any) -> Any:
     for backend in chain:
         primitive = getattr(backend, _INNER[kind])(primitive)
-    return primitive
-
-
-def _up(chain: Sequence[Any], kind: str, primitive: Any, tracked: bool) -> Any:
-    for backend in reversed(chain):
-        primitive = getattr(backend, _FROM_INNER[kind])(primitive)
-    if tracked:
-        primitive = chain[0].float_set_require_grad(primitive, True)
     return primitive
 
 
@@ -482,10 +487,18 @@ class _Written(NamedTuple):
     output: int
 
 
+#: What an entry's generated function returns when a call does not match it, and when the
+#: call matches an entry that runs eagerly.
+_MISS, _EAGER = object(), object()
+
+
 @dataclass
 class _Entry:
     """A recorded signature: how to check a call against it and how to replay it (``run``
-    None: this signature runs eagerly)."""
+    None: this signature runs eagerly). ``call(leaves)`` is both, generated (``_Source``):
+    ``_MISS`` where the call does not match, else the replay's result (``_EAGER`` when
+    ``run`` is None); ``fast(args)`` also checks what picks the entry from the cache (the
+    signature and the roots), for a call of positional arguments."""
 
     reach: _Reach
     roots: tuple[int, ...]
@@ -504,55 +517,217 @@ class _Entry:
     written: list[_Written] = field(default_factory=list)
     template: Any = None
     results: list[Any] = field(default_factory=list)
+    call: Callable[[Sequence[Any]], Any] | None = None
+    fast: Callable[[tuple[Any, ...]], Any] | None = None
 
-    def matches(self, roots: tuple[int, ...], leaves: Sequence[Any]
-                ) -> tuple[list[Any], list[Any]] | None:
-        """The call's state tensors and scalar values when it may use this entry, else None."""
-        reach = self.reach
-        if roots != self.roots or self.flags != tuple(m.training for m in reach.modules):
-            return None
-        if self.sizes != _sizes(reach):
-            return None
-        if self.fixed != tuple(h.get(k) for h, k in reach.fixed):
-            return None
-        tensors = [loc.get(leaves) for loc in reach.tensors]
-        for t, desc in zip(tensors, self.descs, strict=True):
-            if not isinstance(t, Tensor) or _desc(t) != desc:
-                return None
-        chains = self.chains
-        for a, b, same in self.ties:  # still one tensor, or one storage, as when recorded
-            if (tensors[a] is not tensors[b] if same else
-                    _down(chains[a], tensors[a].kind, tensors[a].primitive)
-                    is not _down(chains[b], tensors[b].kind, tensors[b].primitive)):
-                return None
-        values = [h[k] for h, k in reach.scalars]
-        if not self.tape.holds(values):
-            return None
-        return tensors, values
 
-    def replay(self, tensors: list[Any], values: list[Any], leaves: Sequence[Any]) -> Any:
-        """Run the graph on the call's state and write back what ``fn`` wrote."""
-        assert self.run is not None
-        chains = self.chains
-        primitives = [_down(chains[i], tensors[i].kind, tensors[i].primitive)
-                      for i in self.inputs]
-        outs = self.run(primitives, [expr(values) for expr in self.slot_exprs])
-        locations = self.reach.tensors
-        for w in self.written:
-            primitive = _up(w.chain, w.kind, outs[w.output], w.tracked)
-            location = locations[w.location]
-            if w.replaced:
-                location.holder[location.key] = wrap(w.backend, primitive, w.kind)
+class _Source:
+    """A generated function's source and the objects it names, for an entry's ``call`` and
+    ``fast``: each check one flat ``if``, each primitive moved through its decorators by
+    direct calls, so a replayed call costs little beyond its kernels."""
+
+    __slots__ = ("lines", "names", "scope")
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self.scope: dict[str, Any] = {"_MISS": _MISS, "_EAGER": _EAGER, "_EMPTY": _EMPTY,
+                                      "Tensor": Tensor, "wrap": wrap, "dtype_of": dtype_of_numpy,
+                                      "is_not": operator.is_not}
+        self.names: dict[int, str] = {}  # by the identity of each object named (held in scope)
+
+    def constant(self, value: Any) -> str:
+        """A name for ``value`` in the generated code."""
+        name = self.names.get(id(value))
+        if name is None:
+            name = self.names[id(value)] = f"c{len(self.scope)}"
+            self.scope[name] = value
+        return name
+
+    def guard(self, condition: str) -> None:
+        """Return ``_MISS`` when ``condition`` holds."""
+        self.lines.append(f"    if {condition}: return _MISS")
+
+    def tensor(self, t: str, p: str, desc: tuple[Any, ...], is_tensor: bool) -> None:
+        """Check that tensor ``t`` (its primitive read into ``p``) still has ``desc``
+        (``_desc``: backend, kind, shape, dtype, device), and is one unless ``is_tensor``."""
+        backend, kind, shape, dtype, device = desc
+        if not is_tensor:
+            self.guard(f"not isinstance({t}, Tensor)")
+        stored = dtype.numpy if dtype_of_numpy(dtype.numpy) is dtype else object()
+        self.lines.append(f"    {p} = {t}.primitive")
+        condition = (f"{t}.backend is not {self.constant(backend)} or {t}.kind != {kind!r} or "
+                     f"{p}.shape != {self.constant(shape)} or ({p}.dtype is not "
+                     f"{self.constant(stored)} and dtype_of({p}.dtype) is not "
+                     f"{self.constant(dtype)})")
+        if device is not None:
+            where = self.constant(getattr(backend, f"{kind}_device"))
+            condition += f" or {where}({p}) != {self.constant(device)}"
+        self.guard(condition)
+
+    def moved(self, chain: Sequence[Any], method: str, value: str, outward: bool = False
+              ) -> str:
+        """``value`` moved down ``chain`` (outermost first) to the Capture class by each
+        decorator's ``method``, or up from it (``outward``)."""
+        for backend in (reversed(chain) if outward else chain):
+            value = f"{self.constant(getattr(backend, method))}({value})"
+        return value
+
+    def build(self, name: str, signature: str) -> Callable[..., Any]:
+        source = f"def {name}({signature}):\n" + "\n".join(self.lines) + "\n"
+        exec(builtins.compile(source, f"<bp.compile {name}>", "exec"), self.scope)
+        function: Callable[..., Any] = self.scope[name]
+        return function
+
+
+def _call_function(entry: _Entry) -> Callable[[Sequence[Any]], Any]:
+    """The entry's ``call(leaves)``: ``leaves`` are a call's arguments whose signature (the
+    cache's key) and roots matched the entry's."""
+    src = _Source()
+    _checks_and_replay(src, entry)
+    return src.build("call", "leaves")
+
+
+def _fast_function(entry: _Entry, key: Any, leaves: list[Any], roots: _Roots,
+                   seen: list[Any]) -> Callable[[tuple[Any, ...]], Any] | None:
+    """The entry's ``fast(args)``: first what picks the entry from the cache, recorded in
+    ``key`` (each argument's desc, type and value or identity, the grad mode, the autocast
+    regions) and ``seen`` (what each of ``roots``' places held), then ``call``'s body. None
+    where a closure cell was empty (its check would need its own ``try``)."""
+    if any(value is _EMPTY for (_, name), value in zip(roots.places, seen, strict=True)
+           if name is None):
+        return None
+    leaf_keys, _, grad, regions, _ = key
+    src = _Source()
+    src.guard(f"len(args) != {len(leaves)}")
+    if leaves:
+        src.lines.append(f"    {''.join(f'a{j}, ' for j in range(len(leaves)))}= args")
+    for j, (leaf, leaf_key) in enumerate(zip(leaves, leaf_keys, strict=True)):
+        if isinstance(leaf, Tensor):
+            src.tensor(f"a{j}", f"b{j}", leaf_key, False)
+        elif isinstance(leaf, _BY_VALUE):
+            src.guard(_scalar_differs(src, f"a{j}", leaf))
+        else:
+            src.guard(f"id(a{j}) != {id(leaf)}")
+    src.guard(f"{src.constant(is_grad_enabled)}() != {grad!r}")
+    if regions:
+        src.guard(f"{src.constant(_autocast_regions)}() != {src.constant(regions)}")
+    else:
+        enabled = src.constant(is_autocast_enabled)
+        src.guard(f"{enabled}('cpu') or {enabled}('cuda')")
+    if roots.places:
+        body, src.lines = src.lines, []
+        getters: dict[int, str] = {}  # each globals dict's get, named once
+        for (holder, name), value in zip(roots.places, seen, strict=True):
+            if name is None:
+                read = f"{src.constant(holder)}.cell_contents"
             else:
-                t = location.get(leaves)
-                t.backend = w.backend
-                t.primitive = primitive
-        for position, expr in self.scalar_writes:
-            holder, key = self.reach.scalars[position]
-            holder[key] = expr(values)
-        results = [wrap(b, _up(c, k, outs[i], False), k) if i >= 0
-                   else c(values) if i == _SCALAR else k for (b, k, c, i) in self.results]
-        return _rebuild(self.template, results)
+                if id(holder) not in getters:
+                    getters[id(holder)] = src.constant(holder.get)
+                read = f"{getters[id(holder)]}({name!r}, _EMPTY)"
+            src.lines.append(f"    v = {read}")
+            src.guard(_scalar_differs(src, "v", value) if isinstance(value, bool | int | float
+                                                                      | str)
+                      else f"v is not {src.constant(value)}")
+        src.lines = [*body, "    try:", *("    " + line for line in src.lines),
+                     "    except ValueError:  # a cell emptied", "        return _MISS"]
+    src.lines.append("    leaves = args")
+    _checks_and_replay(src, entry)
+    return src.build("fast", "args")
+
+
+def _scalar_differs(src: _Source, name: str, value: Any) -> str:
+    """The condition that ``name`` is not ``value``: another type, or another value."""
+    known = src.constant(value)
+    return (f"type({name}) is not {src.constant(type(value))} or ({name} is not {known} and "
+            f"{name} != {known})")
+
+
+def _checks_and_replay(src: _Source, entry: _Entry) -> None:
+    """The lines checking a call's state against the entry's (modules' training flags,
+    optimizers' state sizes, the scalars guarded by value, each location's desc and the ties
+    between them, the tape's guards), then running the graph on it and writing back."""
+    reach = entry.reach
+    for module, flag in zip(reach.modules, entry.flags, strict=True):
+        src.guard(f"{src.constant(module)}.training != {src.constant(flag)}")
+    sizes = iter(entry.sizes)
+    for opt in reach.optimizers:  # the same sizes, and the same dicts the locations are in
+        name = src.constant(opt)
+        steps, count = next(sizes), next(sizes)
+        src.guard(f"len({name}.steps) != {steps} or len({name}.state) != {count} or "
+                  f"{name}.steps is not {src.constant(opt.steps)}")
+        groups = src.constant(list(opt.param_groups))
+        src.guard(f"len({name}.param_groups) != len({groups}) or "
+                  f"any(map(is_not, {name}.param_groups, {groups}))")
+        if count:
+            each = [next(sizes) for _ in range(count)]
+            held = src.constant(list(opt.state.values()))
+            src.guard(f"any(map(is_not, {name}.state.values(), {held})) or "
+                      f"list(map(len, {name}.state.values())) != {src.constant(each)}")
+    for (holder, k), value in zip(reach.fixed, entry.fixed, strict=True):
+        src.guard(f"{src.constant(holder)}.get({src.constant(k)}) != {src.constant(value)}")
+    for i, (loc, desc) in enumerate(zip(reach.tensors, entry.descs, strict=True)):
+        if loc.holder is _ARGS:  # its desc is part of the key
+            src.lines += [f"    t{i} = leaves[{loc.key}]", f"    p{i} = t{i}.primitive"]
+            continue
+        if loc.holder is None:
+            src.lines.append(f"    t{i} = {src.constant(loc.obj)}")
+        else:
+            src.lines.append(f"    t{i} = {src.constant(loc.holder)}[{src.constant(loc.key)}]")
+        src.tensor(f"t{i}", f"p{i}", desc, loc.holder is None)
+    moved = {*entry.inputs, *(i for a, b, same in entry.ties if not same for i in (a, b))}
+    for i in sorted(moved):
+        kind = entry.descs[i][1]
+        src.lines.append(f"    q{i} = {src.moved(entry.chains[i], _INNER[kind], f'p{i}')}")
+    for a, b, same in entry.ties:  # still one tensor, or one storage, as when recorded
+        src.guard(f"t{a} is not t{b}" if same else f"q{a} is not q{b}")
+    scalars = "".join(f"{src.constant(h)}[{src.constant(k)}], " for h, k in reach.scalars)
+    src.lines.append(f"    values = [{scalars}]")
+    for expr, outcome in entry.tape.guards:
+        src.guard(f"not {src.constant(expr)}(values) == {src.constant(outcome)}")
+    if entry.run is None:
+        src.lines.append("    return _EAGER")
+        return
+    slots = "".join(f"{src.constant(e)}(values), " for e in entry.slot_exprs)
+    src.lines.append(f"    outs = {src.constant(entry.run)}("
+                     f"[{''.join(f'q{i}, ' for i in entry.inputs)}], [{slots}])")
+    for w in entry.written:
+        value = src.moved(w.chain, _FROM_INNER[w.kind], f"outs[{w.output}]", outward=True)
+        if w.tracked:
+            value = f"{src.constant(w.chain[0].float_set_require_grad)}({value}, True)"
+        loc, backend = reach.tensors[w.location], src.constant(w.backend)
+        if w.replaced:
+            src.lines.append(f"    {src.constant(loc.holder)}[{src.constant(loc.key)}] = "
+                             f"wrap({backend}, {value}, {w.kind!r})")
+        else:
+            src.lines += [f"    t{w.location}.backend = {backend}",
+                          f"    t{w.location}.primitive = {value}"]
+    for position, expr in entry.scalar_writes:
+        holder, k = reach.scalars[position]
+        src.lines.append(f"    {src.constant(holder)}[{src.constant(k)}] = "
+                         f"{src.constant(expr)}(values)")
+    results = []
+    for backend, kind, how, i in entry.results:
+        if i >= 0:
+            value = src.moved(how, _FROM_INNER[kind], f"outs[{i}]", outward=True)
+            results.append(f"wrap({src.constant(backend)}, {value}, {kind!r})")
+        else:
+            results.append(f"{src.constant(how)}(values)" if i == _SCALAR
+                           else src.constant(kind))
+    src.lines.append(f"    return {_rebuilt(src, entry.template, results)}")
+
+
+def _rebuilt(src: _Source, template: Any, results: list[str]) -> str:
+    """The expression building ``fn``'s result (its structure, ``template``, made by
+    ``_leaves``) from its leaves' expressions."""
+    if isinstance(template, tuple | list):
+        items = "".join(f"{_rebuilt(src, t, results)}, " for t in template)
+        built = f"({items})" if isinstance(template, tuple) else f"[{items}]"
+        kind = type(template)
+        return built if kind is tuple or kind is list else f"{src.constant(kind)}({built})"
+    if isinstance(template, dict):  # a plain dict, as _leaves made it
+        return "{" + "".join(f"{src.constant(k)}: {_rebuilt(src, v, results)}, "
+                             for k, v in template.items()) + "}"
+    return results[template]
 
 
 def _sizes(reach: _Reach) -> tuple[int, ...]:
@@ -601,6 +776,7 @@ class Compiled:
         self._cache: OrderedDict[Any, list[_Entry]] = OrderedDict()
         self._counts = [0, 0, 0]  # recordings, replays, eager calls
         self._roots = _Roots(fn)
+        self._fast: Callable[[tuple[Any, ...]], Any] | None = None
 
     def cache_info(self) -> CacheInfo:
         """The cache's size, bound and eager signatures, and the calls by kind."""
@@ -611,8 +787,16 @@ class Compiled:
     def reset(self) -> None:
         """Drop every recorded graph: the next call records again."""
         self._cache.clear()
+        self._fast = None
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        fast = self._fast  # the entry the last call replayed, while it is the newest used
+        if fast is not None and not kwargs:
+            result = fast(args)
+            if result is not _MISS:
+                self._counts[1] += 1
+                return result
+        self._fast = None
         leaves: list[Any]
         template: Any
         if kwargs or any(type(a) in (tuple, list, dict) for a in args):
@@ -620,26 +804,32 @@ class Compiled:
             template = repr(_leaves((args, kwargs), leaves))
         else:  # flat positional arguments
             leaves, template = list(args), len(args)
-        root_objects: list[Any] = []
-        scalars: list[Any] = []
-        self._roots(root_objects, scalars)
+        seen = self._roots.read()
+        root_objects, scalars = self._roots.split(seen)
         key = (tuple(_leaf_key(leaf) for leaf in leaves), template, is_grad_enabled(),
                _autocast_regions(), tuple(scalars))
-        root_objects += [x for x in leaves if not isinstance(x, Tensor)]
+        root_objects += [x for x in leaves
+                         if not isinstance(x, Tensor) and not isinstance(x, _BY_VALUE)]
         roots = tuple(id(r) for r in root_objects)
         for entry in self._cache.get(key, ()):
-            found = entry.matches(roots, leaves)
-            if found is not None:
-                self._cache.move_to_end(key)
-                if entry.run is None:
-                    self._counts[2] += 1
-                    return self.fn(*args, **kwargs)
-                self._counts[1] += 1
-                return entry.replay(*found, leaves)
-        return self._record(key, roots, root_objects, leaves, args, kwargs)
+            if entry.roots != roots:
+                continue
+            assert entry.call is not None
+            result = entry.call(leaves)
+            if result is _MISS:
+                continue
+            self._cache.move_to_end(key)
+            if result is _EAGER:
+                self._counts[2] += 1
+                return self.fn(*args, **kwargs)
+            self._counts[1] += 1
+            self._fast = entry.fast
+            return result
+        return self._record(key, roots, root_objects, leaves, args, kwargs, seen)
 
     def _record(self, key: Any, roots: tuple[int, ...], root_objects: list[Any],
-                leaves: list[Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+                leaves: list[Any], args: tuple[Any, ...], kwargs: dict[str, Any],
+                seen: list[Any]) -> Any:
         self._counts[0] += 1
         reach = _Reach()
         for i, leaf in enumerate(leaves):
@@ -709,6 +899,9 @@ class Compiled:
             self._finish(entry, graph, syms, after)
         group = self._cache.setdefault(key, [])
         if same:  # replayed, or run eagerly (a host read, a write into a host array)
+            entry.call = _call_function(entry)
+            if replayable and isinstance(key[1], int):  # positional arguments
+                entry.fast = _fast_function(entry, key, leaves, self._roots, seen)
             group.append(entry)
             self._cache.move_to_end(key)
             while sum(len(g) for g in self._cache.values()) > self.cache_size:

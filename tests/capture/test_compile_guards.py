@@ -1,0 +1,274 @@
+"""``bp.compile``'s guards on the replay path: once a call has replayed, the next ones run the
+entry's generated check (``fast``) first, so each thing a signature or state is specialized on
+is changed here right after a replay, and must record again (or replay where it may), with
+the results compared against NumPy."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+
+import burnpy as bp
+from burnpy import nn, optim
+from burnpy.fusion import Fusion
+from burnpy_cpu import CpuBackend
+
+C = bp.Capture(CpuBackend)
+A = bp.Autodiff(C)
+CF = bp.Capture(Fusion(CpuBackend))
+
+OFFSET = 0.5
+GLOBAL_MODEL: Any = None
+
+
+def _data(shape: tuple[int, ...], seed: int) -> np.ndarray:
+    return np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+
+
+def _t(data: np.ndarray, backend: Any = C) -> bp.Tensor:
+    return bp.Tensor.from_data(data, backend=backend)
+
+
+def _linear(model: nn.Linear, x: np.ndarray) -> np.ndarray:
+    """``model`` applied by NumPy to its current weights."""
+    weight = model.weight.to_numpy()
+    bias = model.bias.to_numpy() if model.bias is not None else 0.0
+    return np.asarray(x @ weight.T + bias)
+
+
+def _counts(f: Any) -> tuple[int, int]:
+    info = f.cache_info()
+    return info.recordings, info.replays
+
+
+def test_an_arguments_shape_dtype_or_backend_records_again() -> None:
+    f = bp.compile(lambda x: x * 2.0 + 1.0)
+    a = _data((3, 4), 0)
+    calls = [(a, C), (a, C), (a[:2], C), (a.astype(np.float64), C), (a.astype(np.float64), C),
+             (a, CF), (a, CF), (a, A), (a, A), (a, C)]
+    for data, backend in calls:
+        got = f(_t(data, backend))
+        assert got.backend is backend and got.to_numpy().dtype == data.dtype
+        np.testing.assert_allclose(got.to_numpy(), data * data.dtype.type(2) + 1, rtol=1e-6)
+    assert _counts(f) == (5, 5)  # a, a[:2], float64, CF, A recorded; the rest replayed
+
+
+def test_arguments_by_count_keyword_type_and_value() -> None:
+    def scale(x: bp.Tensor, s: float = 2.0) -> bp.Tensor:
+        return x * s
+
+    f = bp.compile(scale)
+    a = _data((5,), 1)
+    x = _t(a)
+    fresh = float(np.float64(3.0))  # another float object of an equal value: replays
+    calls: list[tuple[tuple[Any, ...], dict[str, Any], float]] = [
+        ((x,), {}, 2.0), ((x,), {}, 2.0), ((x, 3.0), {}, 3.0), ((x, fresh), {}, 3.0),
+        ((x, 3), {}, 3.0), ((x,), {"s": 3.0}, 3.0), ((x,), {"s": 3.0}, 3.0), ((x,), {}, 2.0)]
+    for args, kwargs, s in calls:
+        np.testing.assert_array_equal(f(*args, **kwargs).to_numpy(), a * np.float32(s))
+    # recorded: (x), (x, 3.0), (x, 3) (an int), s=3.0 by keyword
+    assert _counts(f) == (4, 4)
+
+    dropped = bp.compile(scale, cache_size=1)  # a replayed entry dropped from the cache
+    for s in (2.0, 2.0, 3.0, 2.0):
+        np.testing.assert_array_equal(dropped(x, s).to_numpy(), a * np.float32(s))
+    assert _counts(dropped) == (3, 1)
+
+
+def test_an_object_argument_is_held_by_identity() -> None:
+    f = bp.compile(lambda m, x: m(x))
+    m1, m2 = nn.Linear(4, 2, backend=C), nn.Linear(4, 2, backend=C)
+    a = _data((3, 4), 2)
+    for m in (m1, m1, m2, m2, m1):
+        np.testing.assert_allclose(f(m, _t(a)).to_numpy(), _linear(m, a), rtol=1e-6)
+    assert _counts(f) == (2, 3)
+
+
+def test_closure_cells_and_globals_rebound_record_again() -> None:
+    global OFFSET, GLOBAL_MODEL
+    model, scale = nn.Linear(4, 2, backend=C), 2.0
+    GLOBAL_MODEL = nn.Linear(2, 2, backend=C)
+
+    def fn(x: bp.Tensor) -> bp.Tensor:
+        return GLOBAL_MODEL(model(x) * scale) + OFFSET
+
+    f = bp.compile(fn)
+    a = _data((3, 4), 3)
+
+    def check() -> None:
+        want = _linear(GLOBAL_MODEL, _linear(model, a) * np.float32(scale)) + np.float32(OFFSET)
+        for _ in range(2):  # records, then replays
+            np.testing.assert_allclose(f(_t(a)).to_numpy(), want, rtol=1e-5)
+
+    try:
+        check()
+        scale = 3.0  # a closure scalar
+        check()
+        model = nn.Linear(4, 2, backend=C)  # a closure cell holding another module
+        check()
+        OFFSET = -1.5  # a global scalar
+        check()
+        GLOBAL_MODEL = nn.Linear(2, 2, backend=C)  # a global holding another module
+        check()
+    finally:
+        OFFSET, GLOBAL_MODEL = 0.5, None
+    assert _counts(f) == (5, 5)
+
+
+def test_an_emptied_closure_cell_is_read_as_eager_reads_it() -> None:
+    scale = 2.0
+
+    def fn(x: bp.Tensor) -> bp.Tensor:
+        return x * scale  # noqa: F821 - the cell is emptied below, on purpose
+
+    f = bp.compile(fn)
+    a = _data((4,), 4)
+    for _ in range(2):
+        np.testing.assert_array_equal(f(_t(a)).to_numpy(), a * np.float32(2.0))
+    del scale
+    with pytest.raises(NameError, match="scale"):
+        f(_t(a))
+
+
+def test_a_state_tensor_replaced_is_bound_or_records_again() -> None:
+    state: dict[str, Any] = {"w": _t(_data((4,), 5))}
+    f = bp.compile(lambda x: x * state["w"])
+    a = _data((4,), 6)
+    values = [_data((4,), 5), _data((4,), 7), _data((3, 4), 8), _data((4,), 9).astype(np.float64)]
+    for w in values:
+        state["w"] = _t(w)  # same desc: bound anew; another shape or dtype: recorded
+        for _ in range(2):
+            np.testing.assert_array_equal(f(_t(a)).to_numpy(), a * w)
+    state["w"] = 2.0  # no longer a tensor
+    np.testing.assert_array_equal(f(_t(a)).to_numpy(), a * np.float32(2.0))
+    assert _counts(f) == (4, 5)  # the second value replays twice
+
+
+def test_tensors_that_were_one_or_shared_storage_must_still() -> None:
+    f = bp.compile(lambda p, q: p * 2.0 + q)
+    a, b = _data((3,), 10), _data((3,), 11)
+    x, y = _t(a), _t(b)
+    for p, q in ((x, x), (x, x), (x, y), (x, y), (y, y)):
+        np.testing.assert_array_equal(f(p, q).to_numpy(), p.to_numpy() * np.float32(2.0)
+                                      + q.to_numpy())
+    assert _counts(f) == (2, 3)  # (y, y) replays (x, x)'s graph
+
+    g = bp.compile(lambda p, q: p * 2.0 + q)
+    xa, ya = _t(a, A), _t(b, A)
+    for p, q in ((xa, xa.detach()), (xa, xa.detach()), (xa, ya), (xa, ya)):
+        np.testing.assert_array_equal(g(p, q).to_numpy(), p.to_numpy() * np.float32(2.0)
+                                      + q.to_numpy())
+    assert _counts(g) == (2, 2)  # one storage, then two
+
+
+def test_a_branch_on_the_learning_rate_records_again() -> None:
+    opt = optim.SGD(lr=0.1)
+
+    def fn(x: bp.Tensor) -> bp.Tensor:
+        return x * (2.0 if opt.param_groups[0]["lr"] > 0.5 else 3.0)
+
+    f = bp.compile(fn)
+    a = _data((4,), 12)
+    for lr in (0.1, 0.1, 0.2, 0.7, 0.8, 0.3):  # 0.3 replays 0.1's graph
+        opt.param_groups[0]["lr"] = lr
+        want = a * np.float32(2.0 if lr > 0.5 else 3.0)
+        np.testing.assert_array_equal(f(_t(a)).to_numpy(), want)
+    assert _counts(f) == (2, 4)
+
+
+def _train(model: nn.Module, opt: optim.Optimizer) -> Callable[[bp.Tensor, bp.Tensor], bp.Tensor]:
+    def step(x: bp.Tensor, y: bp.Tensor) -> bp.Tensor:
+        loss = ((model(x) - y) ** 2).mean()
+        opt.step(model, loss.backward())
+        return loss
+
+    return step
+
+
+def test_optimizer_state_cleared_after_replays_runs_as_eager() -> None:
+    models = [nn.Linear(4, 2, backend=A), nn.Linear(4, 2, backend=A)]
+    models[1].load_state_dict({k: v.clone() for k, v in models[0].state_dict().items()})
+    opts = [optim.Adam(lr=0.05), optim.Adam(lr=0.05)]
+    step, eager = bp.compile(_train(models[0], opts[0])), _train(models[1], opts[1])
+    for i in range(7):
+        if i == 4:  # a fresh start: the moments and step counts are gone
+            for opt in opts:
+                opt.state.clear()
+                opt.steps.clear()
+        x, y = _t(_data((3, 4), 20 + i), A), _t(_data((3, 2), 30 + i), A)
+        np.testing.assert_array_equal(step(x, y).to_numpy(), eager(x, y).to_numpy())
+        for p, q in zip(models[0].parameters(), models[1].parameters(), strict=True):
+            np.testing.assert_array_equal(p.to_numpy(), q.to_numpy())
+    # eager (creates the state), record, replay, replay; eager again, record, replay
+    assert _counts(step) == (4, 3)
+
+
+def test_step_counts_guarded_by_value_record_again() -> None:
+    model = nn.Linear(4, 2, backend=A)
+    opt = optim.Adamax(lr=0.1)  # computes with the count in Python: guarded by its value
+
+    def forward(x: bp.Tensor) -> bp.Tensor:
+        return model(x).sum() * opt.param_groups[0]["lr"]
+
+    f = bp.compile(forward)
+    a = _data((3, 4), 40)
+
+    def check() -> None:
+        for _ in range(2):
+            want = _linear(model, a).sum() * np.float32(0.1)
+            np.testing.assert_allclose(f(_t(a, A)).to_numpy(), want, rtol=1e-5)
+
+    check()
+    for _ in range(2):  # the first step adds state, the second only counts
+        opt.step(model, model(_t(a, A)).sum().backward())
+        check()
+    assert _counts(f) == (3, 3)
+
+
+def test_grad_mode_and_an_autocast_region_after_replays() -> None:
+    model = nn.Linear(4, 3, backend=A)
+    f = bp.compile(lambda x: model(x))
+    a = _data((2, 4), 50)
+    want = _linear(model, a)
+    for _ in range(2):
+        np.testing.assert_allclose(f(_t(a, A)).to_numpy(), want, rtol=1e-6)
+    with bp.autocast("cpu", dtype=bp.bfloat16):  # the grad mode as the replay's
+        for _ in range(2):
+            cast = f(_t(a, A))
+            assert cast.dtype == bp.bfloat16
+            np.testing.assert_allclose(cast.to_numpy().astype(np.float32), want, rtol=2e-2,
+                                       atol=2e-2)
+    with bp.no_grad():
+        for _ in range(2):
+            np.testing.assert_allclose(f(_t(a, A)).to_numpy(), want, rtol=1e-6)
+    assert f(_t(a, A)).dtype == bp.float32  # the first graph again
+    assert _counts(f) == (3, 4)
+
+
+def test_a_training_flag_changed_after_replays_records_again() -> None:
+    linear = nn.Linear(8, 8, backend=C)
+    model = nn.Sequential(linear, nn.Dropout(0.5))
+    f = bp.compile(model)
+    a = _data((4, 8), 51)
+    for _ in range(2):
+        dropped = f(_t(a)).to_numpy()
+        assert (dropped == 0).any()  # a mask drawn at each call
+    model.eval()
+    for _ in range(2):
+        np.testing.assert_allclose(f(_t(a)).to_numpy(), _linear(linear, a), rtol=1e-6)
+    assert _counts(f) == (2, 2)
+
+
+def test_nested_results_are_rebuilt_at_each_replay() -> None:
+    f = bp.compile(lambda x: {"a": (x * 2.0, None), "b": [x + 1.0, 3, "s"]})
+    for seed in range(3):
+        a = _data((3,), 60 + seed)
+        got = f(_t(a))
+        assert set(got) == {"a", "b"} and type(got["a"]) is tuple and type(got["b"]) is list
+        np.testing.assert_array_equal(got["a"][0].to_numpy(), a * np.float32(2.0))
+        np.testing.assert_array_equal(got["b"][0].to_numpy(), a + np.float32(1.0))
+        assert got["a"][1] is None and got["b"][1:] == [3, "s"]
+    assert _counts(f) == (1, 2)
