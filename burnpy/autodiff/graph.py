@@ -3,8 +3,8 @@
 A node holds plain references to its parents only (child -> parent), so a graph lives exactly
 as long as some tensor still reaches it; nothing global points into it. ``run_backward``
 visits the nodes reachable from the output in reverse topological order (deepest first),
-calls each op's rule, un-broadcasts and accumulates the parents' gradients, and frees each
-node's saved state as soon as its rule has run.
+calls each op's rule, un-broadcasts and accumulates the parents' gradients (the backend's
+``add_gradients``), and frees each node's saved state as soon as its rule has run.
 """
 
 from __future__ import annotations
@@ -346,7 +346,7 @@ def run_backward(B: Any, root: Node, seed: Any, retain_graph: bool,  # noqa: N80
                 if pgrad.shape != parent.shape:
                     pgrad = unbroadcast(B, pgrad, parent.shape)
                 prev = grads.get(parent)
-                grads[parent] = pgrad if prev is None else B.float_add(prev, pgrad)
+                grads[parent] = pgrad if prev is None else B.add_gradients(prev, pgrad)
         if not retain_graph:  # free the saved state now: later steps never read it
             node.parents = node.inputs = node.output = node.params = None
         if ready is not None and step in ready:

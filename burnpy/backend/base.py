@@ -105,6 +105,13 @@ class Backend(FloatOps, IntOps, BoolOps, QOps, ModuleOps, ActivationOps, OptimOp
         return True
 
     @classmethod
+    def add_gradients(cls, lhs: Any, rhs: Any) -> Any:
+        """``lhs + rhs`` for two gradients of one tensor (its shape and dtype), as backward
+        accumulates them: ``float_add`` here. A backend whose ``float_add`` is slow for some
+        dtype may take another path for it here, without a check on every other add."""
+        return cls.float_add(lhs, rhs)
+
+    @classmethod
     def replay_runner(cls, run: Callable[[list[Any], list[Any]], list[Any]], graph: Any
                       ) -> Callable[[list[Any], list[Any]], list[Any]]:
         """What ``bp.compile`` calls for each replay of ``graph`` (a ``burnpy.capture.Graph``

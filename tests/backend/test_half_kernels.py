@@ -154,6 +154,24 @@ def test_products_round_once(np_dtype: np.dtype, torch_dtype: torch.dtype) -> No
 
 
 @pytest.mark.parametrize(("np_dtype", "torch_dtype"), HALVES)
+@pytest.mark.parametrize("size", SIZES)
+def test_gradient_sums_round_once(size: int, np_dtype: np.dtype, torch_dtype: torch.dtype) -> None:
+    """``add_gradients`` (backward's accumulation) adds 16-bit gradients bitwise as torch's
+    add: random bit patterns (subnormals, NaNs, infinities, sums that overflow); float32 ones
+    stay float32."""
+    rng = np.random.default_rng(size)
+    lhs, rhs = rng.integers(0, 1 << 16, (2, 3, size), dtype=np.uint32).astype(np.uint16) \
+        .view(np_dtype)
+    ours = B.add_gradients(lhs, rhs)
+    assert ours.dtype == np_dtype and ours.shape == lhs.shape
+    _assert_bits_equal(ours, _np(_t(lhs, torch_dtype) + _t(rhs, torch_dtype), np_dtype),
+                       np_dtype)
+    wide = B.add_gradients(lhs.astype(np.float32), rhs.astype(np.float32))
+    assert wide.dtype == np.float32
+    np.testing.assert_array_equal(wide, lhs.astype(np.float32) + rhs.astype(np.float32))
+
+
+@pytest.mark.parametrize(("np_dtype", "torch_dtype"), HALVES)
 def test_reductions_accumulate_in_float32(np_dtype: np.dtype, torch_dtype: torch.dtype) -> None:
     """A 16-bit accumulator loses the small terms of these sums; float32 keeps them all."""
     rng = np.random.default_rng(2)
