@@ -438,7 +438,8 @@ class GraphReplay:
         if len(devices) != 1:
             return self._give_up(inputs, scalars, f"inputs on GPUs {devices}" if devices
                                  else "no inputs to place the graph by")
-        self._graph = self._keep = None  # the old graph's memory goes before the new is made
+        # the old graph's memory goes before the new is made
+        self._graph = self._keep = self._table = None
         self._static_in = static = [api.empty_like(x) for x in inputs]
         for buffer, x in zip(static, inputs, strict=True):
             api.copy_into(buffer, x)
@@ -488,7 +489,7 @@ class GraphReplay:
     def _give_up(self, inputs: list[Any], scalars: list[Any], reason: str) -> list[Any]:
         """Never use a graph for this replay again; run this call eagerly."""
         self.reason = reason
-        self._graph = self._keep = None
+        self._graph = self._keep = self._table = None
         return self._eager(inputs, scalars, reason)
 
     def _launch(self, inputs: Sequence[Any], scalars: Sequence[Any]) -> list[Any]:
@@ -528,8 +529,9 @@ class CupyGraphs:
 
     __slots__ = ("_cupy", "_streams")
 
-    def __init__(self) -> None:
-        self._cupy = require_cupy()[0]
+    def __init__(self, cupy: Any = None) -> None:
+        """On CuPy (``cupy``: the module, or a stand-in for tests)."""
+        self._cupy = require_cupy()[0] if cupy is None else cupy
         self._streams: dict[int, Any] = {}
 
     def unavailable(self) -> str:

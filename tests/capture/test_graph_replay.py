@@ -418,3 +418,106 @@ def test_inside_a_capture_only_static_inputs_are_read_and_nothing_is_uploaded() 
     thread.start()
     thread.join()
     assert done.is_set() and graphs.host_read(computed) is not None
+
+
+class _Log:
+    """What a stand-in CuPy was asked, in order."""
+
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+
+    def context(self, name: str) -> Any:
+        log = self
+
+        class Context:
+            def __enter__(self) -> None:
+                log.calls.append(f"enter {name}")
+
+            def __exit__(self, *exc: object) -> None:
+                log.calls.append(f"exit {name}")
+
+        return Context()
+
+
+def _fake_cupy(log: _Log, fail_in_capture: bool) -> Any:
+    """The parts of CuPy ``CupyGraphs.capture`` uses, logging each call."""
+
+    class Stream:
+        def __init__(self, non_blocking: bool = False) -> None:
+            self.name = "side" if non_blocking else "caller"
+            self.capturing = False
+
+        def __enter__(self) -> None:
+            log.calls.append(f"enter stream {self.name}")
+
+        def __exit__(self, *exc: object) -> None:
+            log.calls.append(f"exit stream {self.name}")
+
+        def record(self) -> str:
+            return f"event on {self.name}"
+
+        def wait_event(self, event: str) -> None:
+            log.calls.append(f"{self.name} waits for {event}")
+
+        def begin_capture(self) -> None:
+            log.calls.append("begin capture")
+            self.capturing = True
+
+        def end_capture(self) -> str:
+            log.calls.append("end capture")
+            was, self.capturing = self.capturing, False
+            if fail_in_capture:
+                raise RuntimeError("capture invalidated")
+            assert was
+            return "graph"
+
+    caller = Stream()
+    pool = type("Pool", (), {"malloc": lambda self, size: f"pinned {size}"})()
+    private = type("PrivatePool", (), {"malloc": lambda self, size: None})()
+    cuda = type("cuda", (), {
+        "Stream": Stream,
+        "Device": staticmethod(lambda index: log.context(f"device {index}")),
+        "MemoryPool": staticmethod(lambda: private),
+        "using_allocator": staticmethod(lambda malloc: log.context("private allocator")),
+        "get_current_stream": staticmethod(lambda: caller),
+        "set_pinned_memory_allocator": staticmethod(
+            lambda allocator: log.calls.append(
+                "pinned: guard" if allocator is graphs._pinned_outside_capture
+                else f"pinned: {allocator(8)}")),
+    })
+    return type("cupy", (), {"cuda": cuda,
+                             "get_default_pinned_memory_pool": staticmethod(lambda: pool)})
+
+
+@pytest.mark.parametrize("fail", [False, True])
+def test_the_cupy_adapter_rehearses_then_captures_and_always_restores(fail: bool) -> None:
+    log = _Log()
+    cupy = _fake_cupy(log, fail)
+    api = graphs.CupyGraphs(cupy)
+    static = [object()]
+
+    def call() -> list[Any]:
+        state = graphs._CAPTURING.state if hasattr(graphs._CAPTURING, "state") else None
+        log.calls.append("call" if state is None else "call (capturing)")
+        if state is not None:
+            assert state[0] == {id(static[0])}  # only the static inputs are readable
+            if fail:
+                raise GraphCaptureError("a host read")
+        return ["out"]
+
+    if fail:
+        with pytest.raises(GraphCaptureError, match="a host read"):
+            api.capture(0, call, static)
+    else:
+        assert api.capture(0, call, static) == ("graph", ["out"], cupy.cuda.MemoryPool())
+    middle = ["call (capturing)", "end capture"] if fail else ["call (capturing)"]
+    tail = [] if fail else ["end capture"]
+    assert log.calls == [
+        "enter device 0", "side waits for event on caller",
+        "enter stream side", "call", "exit stream side",  # the rehearsal, uncaptured
+        "caller waits for event on side",
+        "enter stream side", "enter private allocator", "pinned: guard", "begin capture",
+        *middle, "pinned: pinned 8", *tail,
+        "exit private allocator", "exit stream side", "exit device 0"]
+    assert graphs._CAPTURING.state is None
+    assert not graphs._PINNED_LOCK.locked()
