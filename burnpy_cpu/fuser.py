@@ -10,6 +10,7 @@ source, so equal groups of different Fusion classes compile once.
 
 from __future__ import annotations
 
+import functools
 import math
 import threading
 from collections.abc import Callable, Sequence
@@ -35,6 +36,12 @@ _REDUCTIONS = frozenset({"sum", "mean", "prod", "max", "min"})
 #: ``erf`` (no SIMD in NumPy/SciPy either), ``sqrt`` and the roundings are native
 #: instructions or on par, so they stay fused.
 NUMPY_FASTER = frozenset(op.name for op in ELEMENTWISE.values() if op.numpy_faster)
+#: The ops of ``NUMPY_FASTER`` fused all the same on float32: float32 groups compute them with
+#: ``vector_math``'s functions, which LLVM vectorizes (float64 groups keep libm). Alone, on 4M
+#: values and one core, they take 1.1 to 1.6 times NumPy's time (SVML's AVX-512 loops); in a
+#: group they save more than that: a pass over memory per op fused (see ``benchmarks``).
+FUSED_FLOAT32 = frozenset({"exp", "log", "log1p", "tanh", "sin", "cos", "tan", "sinh", "cosh",
+                           "atan", "asin", "acos", "asinh", "acosh", "atanh"})
 
 #: Below this many elements ops run eagerly on NumPy: a group's fixed cost (recording, the
 #: plan lookup, numba's argument checks, about 15 us) is more than the memory traffic fusion
@@ -96,7 +103,8 @@ class CpuFuser:
             return False
         if op in _REDUCTIONS:
             return not dtypes[0].is_bool
-        if op in self.declined and dtypes[0].is_float:
+        if op in self.declined and dtypes[0].is_float and not (
+                op in FUSED_FLOAT32 and all(d is DType.float32 for d in dtypes)):
             return False
         entry = ELEMENTWISE.get(op)
         if entry is None or entry.numba is None:
@@ -116,9 +124,13 @@ class CpuFuser:
         if size < self.min_elements or (group.reduction is None
                                         and len(group.outputs) == len(group.ops)):
             return None
-        source, flat = _source(group, size >= PARALLEL_ELEMENTS and _threads() > 1)
+        parallel = size >= PARALLEL_ELEMENTS and _threads() > 1
+        source, flat = _source(group, parallel)
         loop = self._compiled(source)
-        return _launcher(group, loop, flat)
+        exact: Callable[[], Callable[..., Any]] | None = None
+        if _FLAGS in source:  # bounded sin/cos/tan: the exact loop compiled when first needed
+            exact = functools.partial(self._compiled, _source(group, parallel, exact=True)[0])
+        return _launcher(group, loop, flat, exact)
 
     @staticmethod
     def write_pieces(shape: tuple[int, ...], dtype: np.dtype[Any], dim: int,
@@ -151,6 +163,13 @@ class CpuFuser:
                 namespace: dict[str, Any] = {"np": np, "math": math, "prange": numba.prange}
                 if "erf32(" in source:  # CpuBackend's own float32 erf, inlined
                     namespace["erf32"] = float32_kernels().erf_value
+                if "f32_" in source:  # vectorizable float32 functions, inlined
+                    from burnpy_cpu import vector_math
+
+                    namespace.update({f"f32_{name}": f for name, f in vector_math.FLOAT32.items()})
+                    namespace.update({f"f32_{name}_bounded": f
+                                      for name, f in vector_math.BOUNDED.items()})
+                    namespace["f32_wide"] = vector_math.wide
                 kernel = define(source, "kernel",
                                 f"<burnpy_cpu fused kernel {len(self._kernels)}>", namespace)
                 parallel = "prange" in source
@@ -173,8 +192,18 @@ def _accumulator(dtype: DType) -> DType:
     return DType.float64 if dtype.is_float else DType.int64
 
 
-def _source(group: FusedGroup, parallel: bool) -> tuple[str, bool]:
-    """The loop's Python source, and whether it is flat (every input of the group's shape)."""
+#: The int64 array argument of a loop computing sin, cos or tan with ``vector_math``'s bounded
+#: forms (exact below ``BOUNDED_LIMIT``): it gets how many of their operands were wider, after
+#: which the launcher runs the group's ``exact`` loop instead (table reductions, slower).
+_FLAGS = "wide_flags"
+
+
+def _source(group: FusedGroup, parallel: bool, exact: bool = False) -> tuple[str, bool]:
+    """The loop's Python source, and whether it is flat (every input of the group's shape).
+    float32 transcendental ops call ``vector_math``'s functions, sin, cos and tan their bounded
+    forms, counting wide operands into ``_FLAGS`` (the exact forms if ``exact``)."""
+    from burnpy_cpu import vector_math
+
     shape = group.shape
     reduction = group.reduction
     flat = all(d.shape == shape for d in group.inputs) and (
@@ -186,6 +215,10 @@ def _source(group: FusedGroup, parallel: bool) -> tuple[str, bool]:
     params = ["shape", *ins, *scalars, *outs]
     if reduction is not None and reduction.dim is not None:
         params.append("red")
+    bounded = not exact and any(op.dtype is DType.float32 and op.name in vector_math.BOUNDED
+                                for op in group.ops)
+    if bounded:
+        params.append(_FLAGS)
     # a full reduction in parallel only for += and *=, the reductions prange knows
     full = reduction is not None and reduction.dim is None
     can_parallel = parallel and (reduction is None or (full and reduction.name in (
@@ -202,6 +235,8 @@ def _source(group: FusedGroup, parallel: bool) -> tuple[str, bool]:
             info = "np.iinfo(np.int64)"
             init = f"{info}.min" if reduction.name == "max" else f"{info}.max"
         lines.append(f"{indent}acc = {acc}({init})")
+    if bounded:
+        lines.append(f"{indent}wide = 0")
     if flat:
         lines.append(f"{indent}for i in {loop}(shape[0]):")
         indent += "    "
@@ -221,6 +256,11 @@ def _source(group: FusedGroup, parallel: bool) -> tuple[str, bool]:
         names = dict(zip("abc", map(operand, op.operands), strict=False))
         if op.name == "erf" and op.dtype is DType.float32:
             expression = "erf32(a)"  # CpuBackend's own float32 erf, as its unfused op
+        elif op.dtype is DType.float32 and op.name in vector_math.BOUNDED and not exact:
+            expression = f"f32_{op.name}_bounded(a)"
+            lines.append(f"{indent}wide += f32_wide({names['a']})")
+        elif op.dtype is DType.float32 and op.name in vector_math.FLOAT32:
+            expression = f"f32_{op.name}(a)"
         elif op.name == "cast":
             expression = "a != 0" if op.dtype.is_bool else "a"
         else:
@@ -238,6 +278,8 @@ def _source(group: FusedGroup, parallel: bool) -> tuple[str, bool]:
         else:
             red_index = ", ".join("0" if d == reduction.dim else f"i{d}" for d in range(ndim))
             lines += _accumulate(indent, f"red[{red_index}]", value, reduction.name)
+    if bounded:
+        lines.append(f"    {_FLAGS}[0] = wide")
     if full:
         lines.append("    return acc")
     return "\n".join(lines) + "\n", flat
@@ -269,8 +311,11 @@ def _substitute(expression: str, letter: str, value: str) -> str:
     return re.sub(rf"\b{letter}\b", value, expression)
 
 
-def _launcher(group: FusedGroup, loop: Callable[..., Any], flat: bool) -> FusedKernel:
-    """``kernel(inputs, scalars)``: the inputs laid out for the loop, the outputs allocated."""
+def _launcher(group: FusedGroup, loop: Callable[..., Any], flat: bool,
+              exact: Callable[[], Callable[..., Any]] | None = None) -> FusedKernel:
+    """``kernel(inputs, scalars)``: the inputs laid out for the loop, the outputs allocated.
+    With ``exact`` (the loop counts wide operands into ``_FLAGS``), the group runs again
+    with the loop ``exact()`` gives when the first pass flagged any."""
     shape = group.shape
     out_dtypes = [group.ops[j].dtype.numpy for j in group.outputs]
     scalar_types = [d.numpy.type for d in group.scalars]
@@ -283,7 +328,8 @@ def _launcher(group: FusedGroup, loop: Callable[..., Any], flat: bool) -> FusedK
         acc_dtype = _accumulator(reduction.dtype).numpy
         red_dtype = reduction.dtype.numpy
 
-    def kernel(inputs: Sequence[Any], scalars: Sequence[float | int | bool]) -> tuple[Any, ...]:
+    def run(loop: Callable[..., Any], inputs: Sequence[Any],
+            scalars: Sequence[float | int | bool], flags: tuple[Any, ...]) -> tuple[Any, ...]:
         if flat:
             args: list[Any] = [np.ravel(x) for x in inputs]
         else:
@@ -293,10 +339,10 @@ def _launcher(group: FusedGroup, loop: Callable[..., Any], flat: bool) -> FusedK
         outs = [np.empty(shape, dtype) for dtype in out_dtypes]
         args += [np.ravel(o) for o in outs] if flat else outs
         if reduction is None:
-            loop(*args)
+            loop(*args, *flags)
             return tuple(outs)
         if reduction.dim is None:
-            total = loop(*args)
+            total = loop(*args, *flags)
             result = np.asarray(total / count if reduction.name == "mean" else total)
         else:
             init = start[reduction.name]
@@ -304,9 +350,16 @@ def _launcher(group: FusedGroup, loop: Callable[..., Any], flat: bool) -> FusedK
                 info = np.iinfo(np.int64)
                 init = info.min if reduction.name == "max" else info.max
             red = np.full(reduction.shape, init, acc_dtype)
-            loop(*args, red)
+            loop(*args, red, *flags)
             result = red / count if reduction.name == "mean" else red
         return (*outs, result.astype(red_dtype, copy=False))
+
+    def kernel(inputs: Sequence[Any], scalars: Sequence[float | int | bool]) -> tuple[Any, ...]:
+        if exact is None:
+            return run(loop, inputs, scalars, ())
+        flags = np.empty(1, np.int64)
+        results = run(loop, inputs, scalars, (flags,))
+        return run(exact(), inputs, scalars, ()) if flags[0] else results
 
     return kernel
 
