@@ -3,9 +3,10 @@
 The loop is generated as Python source (``_source``, which returns it; its function keeps it
 for tracebacks, see ``burnpy.fusion.source``): a flat loop when every input has the group's shape,
 nested loops over broadcast views otherwise (a stretched dim has stride 0), the ops inlined as
-scalar expressions, only the group's outputs stored. Floats sum in float64. Big groups run
-multi-threaded (``prange``) when numba has more than one thread. Kernels are cached by their
-source, so equal groups of different Fusion classes compile once.
+scalar expressions (float32 transcendental functions are ``vector_math``'s, which LLVM
+vectorizes, where numba calls libm per element), only the group's outputs stored. Floats sum
+in float64. Big groups run multi-threaded (``prange``) when numba has more than one thread.
+Kernels are cached by their source, so equal groups of different Fusion classes compile once.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ _REDUCTIONS = frozenset({"sum", "mean", "prod", "max", "min"})
 #: element for them, 5 to 40 times slower than NumPy's SIMD loops on 4M float32 values (exp
 #: 9.7 ms against 1.9, tanh 54 against 1.6), more than the memory traffic fusing them saves.
 #: ``erf`` (no SIMD in NumPy/SciPy either), ``sqrt`` and the roundings are native
-#: instructions or on par, so they stay fused.
+#: instructions or on par, so they stay fused. On float32 most are fused (``FUSED_FLOAT32``).
 NUMPY_FASTER = frozenset(op.name for op in ELEMENTWISE.values() if op.numpy_faster)
 #: The ops of ``NUMPY_FASTER`` fused all the same on float32: float32 groups compute them with
 #: ``vector_math``'s functions, which LLVM vectorizes (float64 groups keep libm). Alone, on 4M
