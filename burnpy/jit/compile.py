@@ -18,16 +18,17 @@ call, advanced after each replay.
 
 Guards: a call replays a graph recorded with the same signature (each argument's backend,
 kind, shape and dtype, the values of Python scalars among the arguments, the closure's cells
-and the globals named, the grad mode and autocast regions), the same reachable
-objects, the same state (each location's backend, kind, shape and dtype, modules' training
-flags, the optimizers' state sizes and the very dicts their state is in) and the same
-outcomes of the Python branches taken on symbolic scalars; otherwise it records again (at
-most ``cache_size`` graphs, the oldest dropped). Each graph's state checks, binding, replay
-and write-back are one generated function of flat checks and direct calls; a call of
-positional arguments first tries the one the previous call replayed, whose generated
-prefix also checks the signature and the closure's cells and globals (by value for
-scalars, by identity otherwise), so a replayed call costs about a microsecond beyond its
-kernels. A host read inside ``fn`` (``.item()``, ``bool(t)``, ``to_numpy()``) raises a
+and the globals named, the grad mode and autocast regions), the same reachable objects, the
+same state (each location's backend, kind, shape and dtype, modules' training flags, the
+optimizers' state sizes and the very dicts their state is in, and the objects the walk
+passed through still where it found them: a swapped submodule or optimizer records again)
+and the same outcomes of the Python branches taken on symbolic scalars; otherwise it records
+again (at most ``cache_size`` graphs, the oldest dropped). Each graph's state checks,
+binding, replay and write-back are one generated function of flat checks and direct calls;
+a call of positional arguments first tries the one the previous call replayed, whose
+generated prefix also checks the signature and the closure's cells and globals (by value
+for scalars, by identity otherwise), so a replayed call costs about a microsecond beyond
+its kernels. A host read inside ``fn`` (``.item()``, ``bool(t)``, ``to_numpy()``) raises a
 ``GraphBreakError`` naming the call and its line with ``fullgraph=True``; otherwise that
 signature runs eagerly from then on, as does one that writes in place into a tensor sharing
 a host array (``from_numpy``: the write goes to the array, outside the graph). Host-side
@@ -144,11 +145,25 @@ class _Reach:
     fixed: list[tuple[Any, Any]] = field(default_factory=list)
     seen: set[tuple[int, Any]] = field(default_factory=set)
     objects: set[int] = field(default_factory=set)
+    #: The entries of dicts and lists the walk passed (a module's attributes among them) that
+    #: hold objects other than tensors and scalars: a replay checks they hold the same ones
+    #: (a swapped submodule or optimizer would leave the locations found through it stale).
+    links: list[tuple[Any, Any]] = field(default_factory=list)
+    linked: set[tuple[int, Any]] = field(default_factory=set)
 
     def tensor(self, location: _Location) -> None:
         if location.identity() not in self.seen:
             self.seen.add(location.identity())
             self.tensors.append(location)
+
+    def link(self, container: dict[Any, Any] | list[Any]) -> None:
+        """Note ``container``'s entries holding objects (see ``links``)."""
+        items = container.items() if isinstance(container, dict) else enumerate(container)
+        for key, value in items:
+            if (not isinstance(value, Tensor) and not isinstance(value, _BY_VALUE)
+                    and (id(container), key) not in self.linked):
+                self.linked.add((id(container), key))
+                self.links.append((container, key))
 
     def visit(self, obj: Any, depth: int = 0) -> None:
         """Add what ``obj`` holds."""
@@ -162,6 +177,11 @@ class _Reach:
         if _is_module(obj):
             self.modules.extend(m for m in obj.modules() if m is obj or id(m) not in self.objects)
             self.objects.update(id(m) for m in obj.modules())
+            for m in obj.modules():  # its submodules, also in lists and dicts
+                self.link(vars(m))
+                for value in vars(m).values():
+                    if isinstance(value, list | dict):
+                        self.link(value)
             for slot in obj.slots():  # where each is held: a buffer may be reassigned
                 for holder, key in slot.holders:
                     self.tensor(_Location(holder.__dict__ if _is_module(holder)
@@ -181,14 +201,19 @@ class _Reach:
                     if isinstance(value, Tensor):
                         self.tensor(_Location(entries, name))
         elif _is_optimizer(getattr(obj, "optimizer", None)):
+            if isinstance(getattr(obj, "__dict__", None), dict):
+                self.link(vars(obj))
             self.visit(obj.optimizer, depth + 1)
         elif isinstance(obj, dict):
+            self.link(obj)
             for key, value in obj.items():
                 if isinstance(value, Tensor):
                     self.tensor(_Location(obj, key))
                 else:
                     self.visit(value, depth + 1)
         elif isinstance(obj, list | tuple):
+            if isinstance(obj, list):
+                self.link(obj)
             for i, value in enumerate(obj):
                 if isinstance(value, Tensor):
                     if isinstance(obj, list):
@@ -663,6 +688,16 @@ def _checks_and_replay(src: _Source, entry: _Entry) -> None:
             held = src.constant(list(opt.state.values()))
             src.guard(f"any(map(is_not, {name}.state.values(), {held})) or "
                       f"list(map(len, {name}.state.values())) != {src.constant(each)}")
+    for container, k in reach.links:  # each still holds the object it held after recording
+        if isinstance(container, dict) and k in container:
+            held, read = container[k], f"{src.constant(container)}.get({src.constant(k)})"
+        elif isinstance(container, list) and k < len(container):
+            held = container[k]
+            read = f"len({src.constant(container)}) > {k} and {src.constant(container)}[{k}]"
+        else:
+            continue
+        if not isinstance(held, Tensor) and not isinstance(held, _BY_VALUE):
+            src.guard(f"({read}) is not {src.constant(held)}")
     for (holder, k), value in zip(reach.fixed, entry.fixed, strict=True):
         src.guard(f"{src.constant(holder)}.get({src.constant(k)}) != {src.constant(value)}")
     for i, (loc, desc) in enumerate(zip(reach.tensors, entry.descs, strict=True)):

@@ -272,3 +272,61 @@ def test_nested_results_are_rebuilt_at_each_replay() -> None:
         np.testing.assert_array_equal(got["b"][0].to_numpy(), a + np.float32(1.0))
         assert got["a"][1] is None and got["b"][1:] == [3, "s"]
     assert _counts(f) == (1, 2)
+
+
+class _Blocks(nn.Module):
+    def __init__(self) -> None:
+        self.blocks = [nn.Linear(4, 4, backend=C), nn.Linear(4, 4, backend=C)]
+        self.head = nn.Linear(4, 2, backend=C)
+
+    def forward(self, x: bp.Tensor) -> bp.Tensor:
+        for block in self.blocks:
+            x = block(x)
+        return self.head(x)
+
+
+def test_a_swapped_submodule_records_again() -> None:
+    net = _Blocks()
+    f = bp.compile(net)
+    a = _data((3, 4), 70)
+
+    def check() -> None:
+        want = _linear(net.head, _linear(net.blocks[1], _linear(net.blocks[0], a)))
+        for _ in range(2):
+            np.testing.assert_allclose(f(_t(a)).to_numpy(), want, rtol=1e-5)
+
+    check()
+    net.head = nn.Linear(4, 2, backend=C)  # an attribute
+    check()
+    net.blocks[0] = nn.Linear(4, 4, backend=C)  # an item of a list attribute
+    check()
+    assert _counts(f) == (3, 3)
+
+
+def test_a_swapped_optimizer_records_again() -> None:
+    class Trainer:
+        def __init__(self) -> None:
+            self.model, self.opt = nn.Linear(4, 2, backend=A), optim.SGD(lr=0.1)
+
+        def step(self, x: bp.Tensor) -> bp.Tensor:
+            loss = self.model(x).sum()
+            self.opt.step(self.model, loss.backward())
+            return loss
+
+    trainer = Trainer()
+    f = bp.compile(trainer.step)
+    a = _data((3, 4), 71)
+    for lr in (0.1, 0.1, 0.1, 0.5, 0.5, 0.5):
+        if lr != trainer.opt.param_groups[0]["lr"]:
+            trainer.opt = optim.SGD(lr=lr)  # another optimizer, reached through an attribute
+        bias_of = trainer.model.bias
+        assert bias_of is not None
+        weight, bias = trainer.model.weight.to_numpy(), bias_of.to_numpy()
+        f(_t(a, A))
+        # d(sum(x W^T + b))/dW is each row of W getting the column sums of x; /db the rows
+        np.testing.assert_allclose(trainer.model.weight.to_numpy(),
+                                   weight - np.float32(lr) * a.sum(0), rtol=1e-5)
+        np.testing.assert_allclose(bias_of.to_numpy(), bias - np.float32(lr) * a.shape[0],
+                                   rtol=1e-5)
+    # each optimizer's first call makes its step counts (eager), the second records
+    assert _counts(f) == (4, 2)
