@@ -19,6 +19,7 @@ initializers read as shapes, specialize it) and eager calls skip the shape arith
 
 from __future__ import annotations
 
+import math
 import re
 from collections import ChainMap
 from collections.abc import Iterator, MutableMapping, Sequence
@@ -33,7 +34,8 @@ from burnpy.nn.module import Module
 from burnpy.onnx.attributes import Attributes, tensor_to_numpy
 from burnpy.onnx.dtypes import check_array_dtype, for_backend
 from burnpy.onnx.errors import OnnxError, UnsupportedOnnxError, node_label
-from burnpy.onnx.registry import HostValues, OpContext, OpImpl, lookup
+from burnpy.onnx.ops.nn import gelu, matmul_add
+from burnpy.onnx.registry import HostValues, OpContext, OpFn, OpImpl, lookup
 from burnpy.tensor import Tensor
 
 if TYPE_CHECKING:
@@ -136,6 +138,94 @@ def _named(node: PreparedNode, outputs: list[Tensor | None]) -> Iterator[tuple[s
         if value is None:
             raise UnsupportedOnnxError(f"{node.label}: output {i} ({name!r}) is not supported")
         yield name, value
+
+
+class _Fusion:
+    """Nodes the interpreter runs as one op: ``nodes`` (their positions ``removed``, the last
+    one's place taken), replaced by ``fn`` reading ``inputs`` and making the last node's
+    outputs."""
+
+    __slots__ = ("fn", "inputs", "nodes", "removed")
+
+    def __init__(self, fn: OpFn, removed: Sequence[int], nodes: Sequence[NodeProto],
+                 inputs: Sequence[str]) -> None:
+        self.fn = fn
+        self.removed = tuple(removed)
+        self.nodes = tuple(nodes)
+        self.inputs = tuple(inputs)
+
+
+def _is_op(node: NodeProto, op_type: str) -> bool:
+    return node.op_type == op_type and node.domain in ("", "ai.onnx")
+
+
+def _fusions(nodes: Sequence[NodeProto], folds: Sequence[bool],
+             outputs: set[str]) -> list[_Fusion]:
+    """The node groups run as one op, each intermediate value read by the group alone and no
+    graph output, none folded: an ``Add`` of a ``MatMul``'s product (``matmul_add``: a linear
+    op with its bias), and the exporters' erf GELU ``x * (erf(x / sqrt(2)) + 1) * 0.5``
+    (``gelu``), its constants ``Constant`` nodes."""
+    readers: dict[str, list[int]] = {}
+    producer: dict[str, int] = {}
+    constants: dict[str, float] = {}
+    for position, node in enumerate(nodes):
+        for name in dict.fromkeys(_names_read(node)):
+            readers.setdefault(name, []).append(position)
+        for name in node.output:
+            producer[name] = position
+        if _is_op(node, "Constant") and len(node.attribute) == 1 and node.attribute[0].name == \
+                "value":
+            array = tensor_to_numpy(node.attribute[0].t)
+            if array.size == 1 and array.dtype.kind == "f":
+                constants[node.output[0]] = float(array.reshape(()))
+
+    def only_reader(name: str) -> NodeProto | None:
+        """The node reading ``name`` if it is the only one and ``name`` no graph output."""
+        found = readers.get(name, [])
+        if len(found) != 1 or name in outputs or folds[found[0]]:
+            return None
+        return nodes[found[0]]
+
+    def other(node: NodeProto, name: str) -> str | None:
+        """The other input of a two-input node reading ``name`` once."""
+        if len(node.input) != 2 or list(node.input).count(name) != 1:
+            return None
+        return node.input[1] if node.input[0] == name else node.input[0]
+
+    def scalar(name: str | None, value: float) -> bool:
+        return name in constants and abs(constants[name] - value) <= 1e-6 * abs(value)
+
+    found: list[_Fusion] = []
+    for position, node in enumerate(nodes):
+        if folds[position] or len(node.output) != 1:
+            continue
+        out = node.output[0]
+        if _is_op(node, "MatMul"):
+            add = only_reader(out)
+            bias = None if add is None or not _is_op(add, "Add") else other(add, out)
+            if add is not None and bias is not None:
+                found.append(_Fusion(matmul_add, (position, producer[add.output[0]]),
+                                     (node, add), [*node.input, bias]))
+        elif _is_op(node, "Erf"):
+            div = nodes[producer[node.input[0]]] if node.input[0] in producer else None
+            if div is None or not _is_op(div, "Div") or only_reader(div.output[0]) is not node \
+                    or not scalar(div.input[1], math.sqrt(2.0)):
+                continue
+            x = div.input[0]
+            chain = [div, node]
+            for op_type, operand, value in (("Add", None, 1.0), ("Mul", x, None),
+                                            ("Mul", None, 0.5)):
+                step = only_reader(chain[-1].output[0])
+                second = None if step is None or not _is_op(step, op_type) else other(
+                    step, chain[-1].output[0])
+                if second is None or not (second == operand if value is None
+                                          else scalar(second, value)):
+                    break
+                assert step is not None
+                chain.append(step)
+            else:
+                found.append(_Fusion(gelu, [producer[n.output[0]] for n in chain], chain, [x]))
+    return found
 
 
 def _foldable(node: NodeProto, folded: set[str]) -> bool:
@@ -376,25 +466,60 @@ class OnnxModule(Module):
             self.parameter_names[proto.name] = attr
         self.input_names = [i.name for i in graph.input if i.name not in self.parameter_names]
         self.output_names = [o.name for o in graph.output]
-        self._nodes = _topological(graph.node, set(self.input_names) | set(self.parameter_names))
+        nodes = _topological(graph.node, set(self.input_names) | set(self.parameter_names))
         self._steps: list[_Step] | None = None
+        folded = set(self._sources)
+        folds: list[bool] = []
+        for node in nodes:
+            folds.append(_foldable(node, folded))
+            if folds[-1]:
+                folded.update(node.output)
+        #: The nodes as run: each fused group (``_fusions``) as one node in its last node's
+        #: place, reading the group's inputs (``_fused`` keeps the group by position).
+        self._nodes: list[NodeProto] = []
+        self._folds: list[bool] = []
+        self._fused: dict[int, _Fusion] = {}
+        fusions: dict[int, _Fusion] = {}
+        removed: set[int] = set()
+        for group in _fusions(nodes, folds, set(self.output_names)):
+            if removed.isdisjoint(group.removed):  # a node joins one group at most
+                fusions[group.removed[-1]] = group
+                removed.update(group.removed)
+        for position, (node, fold) in enumerate(zip(nodes, folds, strict=True)):
+            fusion = fusions.get(position)
+            if fusion is not None:
+                self._fused[len(self._nodes)] = fusion
+                node = onnx.helper.make_node(node.op_type, fusion.inputs, node.output,
+                                             name=node.name)
+            elif position in removed:
+                continue
+            self._nodes.append(node)
+            self._folds.append(fold)
         #: The values that follow from shapes and constants: made by folded nodes.
         self._folded_outputs: dict[str, tuple[int, int]] = {}
-        folded = set(self._sources)
-        self._folds: list[bool] = []
-        for position, node in enumerate(self._nodes):
-            fold = _foldable(node, folded)
-            self._folds.append(fold)
+        for position, (node, fold) in enumerate(zip(self._nodes, self._folds, strict=True)):
             if fold:
-                folded.update(node.output)
                 for i, name in enumerate(node.output):
                     if name:
                         self._folded_outputs[name] = (position, i)
 
+    def _prepare(self, position: int) -> PreparedNode:
+        """Node ``position`` resolved for running (a fused group as its one op, each of its
+        nodes resolved first: an unsupported one raises as it would alone)."""
+        fusion = self._fused.get(position)
+        if fusion is None:
+            return self._runner.prepare(self._nodes[position])
+        parts = [self._runner.prepare(node) for node in fusion.nodes]
+        label = " + ".join(part.label for part in parts)
+        impl = OpImpl("", "+".join(node.op_type for node in fusion.nodes), parts[-1].opset,
+                      fusion.fn, frozenset())
+        return PreparedNode(impl, Attributes([], label), label, parts[-1].opset,
+                            fusion.inputs, parts[-1].outputs)
+
     def _plan(self) -> list[_Step]:
         """Each node prepared (raising what one lacks), folded or with the folded values it
         reads uploaded, and the values to drop after it."""
-        prepared = [self._runner.prepare(node) for node in self._nodes]
+        prepared = [self._prepare(position) for position in range(len(self._nodes))]
         folds = [_Fold(node.op_type in _SHAPE_ONLY) if fold else None
                  for node, fold in zip(self._nodes, self._folds, strict=True)]
         release = _release_after(self._nodes, set(self.output_names))

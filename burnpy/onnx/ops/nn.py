@@ -33,7 +33,38 @@ def _matmul(ctx: OpContext, inputs: Inputs, attrs: Attributes) -> Outputs:
     a, b = ctx.arg(inputs, 0), ctx.arg(inputs, 1)
     if a.kind != "float":
         ctx.unsupported(f"integer MatMul ({a.dtype!r})")
+    return _product(a, b)
+
+
+def _product(a: Tensor, b: Tensor) -> Tensor:
+    """``a @ b``; a stack ``a`` times a matrix ``b`` as one matrix product over the stack's
+    rows (one BLAS call where a broadcast batch makes one per matrix)."""
+    if b.ndim == 2 and a.ndim > 2 and a.shape[-1] == b.shape[0]:
+        return (a.reshape(-1, a.shape[-1]) @ b).reshape(*a.shape[:-1], b.shape[1])
     return a @ b
+
+
+def matmul_add(ctx: OpContext, inputs: Inputs, attrs: Attributes) -> Outputs:
+    """``MatMul(a, b)`` followed by ``Add`` of ``c`` (either operand order), the interpreter's
+    fusion of the pair when the Add alone reads the product: one linear op (the product over
+    the rows, the bias added into it in place) where ``b`` is a matrix and ``c`` a bias along
+    its columns, else the two ops."""
+    a, b, c = (ctx.arg(inputs, i) for i in range(3))
+    if a.kind != "float":
+        ctx.unsupported(f"integer MatMul ({a.dtype!r})")
+    if (b.ndim == 2 and a.ndim >= 2 and c.shape == (b.shape[1],) and a.shape[-1] == b.shape[0]
+            and a.dtype == b.dtype == c.dtype):
+        return F.linear(a, b.swap_dims(0, 1), c)
+    return _product(a, b) + c
+
+
+def gelu(ctx: OpContext, inputs: Inputs, attrs: Attributes) -> Outputs:
+    """The erf GELU ``x * (erf(x / sqrt(2)) + 1) * 0.5`` an exporter writes as five nodes, the
+    interpreter's fusion of them: one GELU op."""
+    x = ctx.arg(inputs, 0)
+    if x.kind != "float":
+        ctx.error(f"GELU of a {x.dtype!r} tensor")
+    return F.gelu(x)
 
 
 @onnx_op("Gemm", 7, attrs=("alpha", "beta", "transA", "transB"))
