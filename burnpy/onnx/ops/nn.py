@@ -449,11 +449,14 @@ _softmax_family("Hardmax", "hardmax")
 @onnx_op("Dropout", 7, attrs=("ratio",))
 @onnx_op("Dropout", 12, attrs=("seed",))
 def _dropout(ctx: OpContext, inputs: Inputs, attrs: Attributes) -> Outputs:
-    """ONNX Dropout in inference mode: the input, and an all-true mask."""
+    """ONNX Dropout in inference mode, or in training mode with ratio 0 (nothing dropped):
+    the input, and an all-true mask."""
     x = ctx.arg(inputs, 0)
     training = ctx.optional(inputs, 2)
     if training is not None and bool(ctx.host(training).reshape(-1)[0]):
-        ctx.unsupported("training_mode=True (random)")
+        ratio = ctx.optional(inputs, 1)
+        if ratio is None or ctx.scalar(ratio) != 0.0:  # ratio's default is 0.5
+            ctx.unsupported("training_mode=True with a ratio above 0 (random)")
     return [x, x.ones_like(dtype=burnpy.bool_)]
 
 
