@@ -7,10 +7,11 @@ clipping, AdamW with decay on matrices) three ways, alternating in one process: 
 each call's buffers); and compiled with the plain op-by-op replay (``Backend.replay_runner``'s
 default), to tell the tape's share from the graph's. Each step uploads its batch, runs, and
 reads the loss back (so the device has finished). Losses are checked to agree (to rounding:
-the embeddings' gradients sum with float atomics in thread order). Reports the median wall
-and main-thread CPU time per step (the adapter computes on its own threads: on the CPU
-software adapter the main thread's CPU time is the Python and wgpu encoding cost, and wall
-minus it the device's execution and the waits for it), dispatches and submissions per step,
+the embeddings' gradients sum with float atomics in thread order). Reports the median wall,
+main-thread CPU and process CPU time per step (the CPU software adapter computes on its own
+threads: process minus main-thread CPU is the device's execution), the main thread's CPU time
+inside the step's call alone (the host's Python and wgpu encoding work, with no wait for the
+device: nothing is read back inside it), dispatches and submissions per step,
 and the first calls' times (AdamW creates its state, then the step records, then the first
 replay tapes). Two shapes: the example's (2 layers, 4 heads, width 64, context 64, batch 16)
 and a small one (1 layer, 2 heads, width 32, context 16, batch 4) where Python's share is
@@ -65,6 +66,9 @@ class Step:
     def __init__(self, model: GPT, data: list[tuple[np.ndarray, np.ndarray]], backend: Any,
                  compiled: bool) -> None:
         self.data, self.backend, self.i = data, backend, 0
+        #: Main-thread CPU seconds spent in the step's call, before the loss is read back:
+        #: the host's work alone (no readback waits inside it), summed over calls.
+        self.host = 0.0
         optim = AdamW(decay_groups(model, WEIGHT_DECAY), lr=LR, betas=(0.9, 0.99),
                       grad_clipping=GradientClipping.norm(CLIP))
 
@@ -78,8 +82,10 @@ class Step:
     def __call__(self) -> float:
         x, y = self.data[self.i % len(self.data)]
         self.i += 1
+        start = time.thread_time()
         loss = self.train(Tensor.from_data(x, backend=self.backend),
                           Tensor.from_data(y, backend=self.backend))
+        self.host += time.thread_time() - start
         return float(loss.item())
 
 
@@ -88,16 +94,15 @@ def _op_by_op(run: Any, graph: Any) -> Any:
     return run
 
 
-def _measure(step: Callable[[], float], number: int
-             ) -> tuple[float, float, float, float, float]:
-    """Wall, main-thread CPU and process CPU seconds (the adapter's threads too),
+def _measure(step: Step, number: int) -> tuple[float, float, float, float, float, float]:
+    """Wall, main-thread CPU, process CPU (the adapter's threads too) and host-work seconds,
     dispatches and submissions per step."""
-    dispatches, submits = RT.stats["dispatches"], RT.stats["submits"]
+    dispatches, submits, host = RT.stats["dispatches"], RT.stats["submits"], step.host
     wall, cpu, process = time.perf_counter(), time.thread_time(), time.process_time()
     for _ in range(number):
         step()
     return ((time.perf_counter() - wall) / number, (time.thread_time() - cpu) / number,
-            (time.process_time() - process) / number,
+            (time.process_time() - process) / number, (step.host - host) / number,
             (RT.stats["dispatches"] - dispatches) / number,
             (RT.stats["submits"] - submits) / number)
 
@@ -175,26 +180,27 @@ def run_shape(name: str, config: GPTConfig, batch: int, rounds: int, number: int
         losses = {label: step() for label, step in steps.items()}
         for label, loss in losses.items():
             np.testing.assert_allclose(loss, losses["eager"], rtol=1e-5, err_msg=label)
-    samples: dict[str, list[tuple[float, float, float, float, float]]] = {k: [] for k in steps}
+    samples: dict[str, list[tuple[float, ...]]] = {k: [] for k in steps}
     names = list(steps)
     for r in range(rounds):
         for label in names[r % len(names):] + names[:r % len(names)]:
             samples[label].append(_measure(steps[label], number))
-    med = {label: tuple(statistics.median(s[i] for s in v) for i in range(5))
+    med = {label: tuple(statistics.median(s[i] for s in v) for i in range(6))
            for label, v in samples.items()}
     print(f"{name}: GPT {config.n_layer} layers, {config.n_head} heads, width {config.n_embd}, "
           f"context {config.block_size}, batch {batch}; AdamW + clipping, float32; adapter "
           f"{RT.adapter.info['device']}; median of {rounds} alternating rounds of {number} steps")
-    for label, (wall, cpu, process, disp, subs) in med.items():
+    for label, (wall, cpu, process, host, disp, subs) in med.items():
         print(f"  {label:20s} {wall * 1e3:8.2f} ms/step wall, {cpu * 1e3:6.2f} ms main-thread "
-              f"CPU, {process * 1e3:7.2f} ms process CPU (main thread {cpu / process:4.0%}), "
-              f"{disp:.0f} dispatches, {subs:.1f} submissions")
-    eager_wall, eager_cpu, eager_process = med["eager"][:3]
+              f"CPU, {process * 1e3:7.2f} ms process CPU (main thread {cpu / process:4.0%}); "
+              f"the call's host work {host * 1e3:5.2f} ms; {disp:.0f} dispatches, "
+              f"{subs:.1f} submissions")
+    eager_wall, eager_cpu, eager_process, eager_host = med["eager"][:4]
     for label in names[1:]:
-        wall, cpu, process = med[label][:3]
-        print(f"  {label} / eager steps/s: {eager_wall / wall:.2f}x wall (target >= 2x), "
+        wall, cpu, process, host = med[label][:4]
+        print(f"  {label} / eager: {eager_wall / wall:.2f}x steps/s wall (target >= 2x), "
               f"{eager_cpu / cpu:.2f}x main-thread CPU, {eager_process / process:.2f}x "
-              "process CPU")
+              f"process CPU, {eager_host / host:.2f}x the call's host work")
     device = eager_process - eager_cpu
     print(f"  the adapter's threads take {device * 1e3:.1f} ms of CPU per eager step "
           f"({device / eager_process:.0%} of the process's): with no Python at all a step "
