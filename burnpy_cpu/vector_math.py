@@ -3,14 +3,18 @@ fuser's float32 groups.
 
 numba without Intel's SVML calls libm once per element for ``np.exp``, ``np.tanh``..., which
 blocks vectorization and made a fused float32 group 5 to 40 times slower than NumPy's SIMD
-loops. Each function here is straight-line float64 arithmetic on one float32 value: a range
-reduction, a polynomial fitted here (Lawson-weighted least squares against mpmath, for
-relative error below 7e-11 on the reduced range), the exponent set by integer bit operations
-on the float64's bits (``_bits``, ``_from_bits``) and the special values by selects. No call
-and no branch the vectorizer cannot turn into a select. float64 keeps every rounding far
-below a float32 ulp: each result is within 1 ulp of the correctly rounded float32 (nearly
-always equal to it). sin, cos and tan reduce exactly for every float32 (up to 3.4e38) with a
-table of 2/pi's bits per float32 exponent, read by a gather (``_quadrant``).
+loops. Each function here is straight-line arithmetic on one float32 value: a range
+reduction, a polynomial fitted here (Lawson-weighted least squares against mpmath, relative
+error 4e-9 or less on the reduced range), the exponent set by integer bit operations (LLVM
+intrinsics: numba's own integer steps widen to int64) and the special values by selects; no
+call and no branch the vectorizer cannot turn into a select. exp, tanh, sinh and cosh compute
+in float32 (16 lanes of AVX-512), arranged so that no rounding costs more than half an ulp
+where it matters; the others in float64, which keeps every rounding far below a float32
+ulp. Every result is within 1 ulp of the correctly rounded float32 (measured over every
+97th float32; ``tests/fusion/test_vector_math.py`` checks 2 ulp). sin, cos and tan reduce
+exactly for every float32 (up to 3.4e38) with a table of 2/pi's bits per float32 exponent,
+read by a gather (``_quadrant``); their ``BOUNDED`` forms, which the fuser's first pass
+uses, reduce by Cody and Waite's three steps below 2^20 only, and ``wide`` flags the rest.
 
 Each function is a ``numba.njit(inline="always")`` (as ``_float32_kernels.erf_value``), inlined
 into the fuser's generated loop (``FLOAT32``, by vocabulary op) and into ``elementwise``'s
@@ -70,7 +74,56 @@ def _fma_typing(typingctx: Any, a: Any, b: Any, c: Any) -> tuple[Any, Callable[.
     return sig, codegen
 
 
+def _fma32_typing(typingctx: Any, a: Any, b: Any, c: Any) -> tuple[Any, Callable[..., Any]]:
+    """``_fma`` in float32 (``llvm.fma.f32``)."""
+    sig = types.float32(types.float32, types.float32, types.float32)
+
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        return builder.fma(*args)
+
+    return sig, codegen
+
+
+def _copysign32_typing(typingctx: Any, m: Any, x: Any) -> tuple[Any, Callable[..., Any]]:
+    """float32 ``m`` with the sign of ``x`` (``llvm.copysign.f32``)."""
+    sig = types.float32(types.float32, types.float32)
+
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        f32 = ir.FloatType()
+        function = builder.module.declare_intrinsic(
+            "llvm.copysign", [f32], ir.FunctionType(f32, [f32, f32]))
+        return builder.call(function, args)
+
+    return sig, codegen
+
+
+def _pow2_typing(upper: bool) -> Callable[..., tuple[Any, Callable[..., Any]]]:
+    """For a float32 k holding an integer of [-252, 252]: 2^(k >> 1) (``upper`` False) or
+    2^(k - (k >> 1)) as float32, from the exponent bits in int32 (what vectorizes: numba's
+    own integer steps would widen every lane to int64). Their product is 2^k, each factor a
+    normal number, so that scaling by one and then the other rounds a subnormal result once."""
+
+    def typing(typingctx: Any, k: Any) -> tuple[Any, Callable[..., Any]]:
+        sig = types.float32(types.float32)
+
+        def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+            i32 = ir.IntType(32)
+            n = builder.fptosi(args[0], i32)
+            half = builder.ashr(n, ir.Constant(i32, 1))
+            power = builder.sub(n, half) if upper else half
+            bits = builder.shl(builder.add(power, ir.Constant(i32, 127)), ir.Constant(i32, 23))
+            return builder.bitcast(bits, ir.FloatType())
+
+        return sig, codegen
+
+    return typing
+
+
 # Typed as called from compiled code (numba supplies the typing context itself).
+_fma32 = cast(Callable[[Any, Any, Any], Any], intrinsic(_fma32_typing))
+_copysign32 = cast(Callable[[Any, Any], Any], intrinsic(_copysign32_typing))
+_pow2_lower = cast(Callable[[Any], Any], intrinsic(_pow2_typing(False)))
+_pow2_upper = cast(Callable[[Any], Any], intrinsic(_pow2_typing(True)))
 _bits = cast(Callable[[float], int], intrinsic(_bits_typing))
 _from_bits = cast(Callable[[int], float], intrinsic(_from_bits_typing))
 _fma = cast(Callable[[float, float, float], float], intrinsic(_fma_typing))
@@ -81,7 +134,6 @@ _NAN = math.nan
 # round(y) as (y + _MAGIC) - _MAGIC for |y| < 2^51; the sum's low bits are round(y) itself
 _MAGIC = 1.5 * 2.0**52
 _MAGIC_BITS = int(np.float64(_MAGIC).view(np.int64))
-_LOG2E = 1.4426950408889634
 _LN2 = 0.6931471805599453
 _SQRT_HALF_BITS = int(np.float64(math.sqrt(0.5)).view(np.int64))
 _PI = 3.141592653589793
@@ -92,9 +144,26 @@ _SQRT3 = 1.7320508075688772
 _TAN_PI_12 = 0.2679491924311227
 _TAN_5PI_12 = 3.732050807568877
 
-# expm1(r) = r + r^2 P(r) on |r| <= ln(2) / 2: relative error 5.2e-12.
-_EXPM1 = (0.500000000010497, 0.16666666753917697, 0.04166666595450134, 0.00833328912763665,
-          0.0013888985145593924, 0.00019904856069453226, 2.4796368976567014e-05)
+# The float32 functions' constants (float32, so that their arithmetic stays in float32).
+# exp: n = round(x / ln2) by adding 1.5 * 2^23, r = x - n ln2 in two parts (n _LN2_HI exact).
+_MAGIC32 = _F(1.5 * 2.0**23)
+_LOG2E32 = _F(1.4426950408889634)
+_LN2_HI32 = _F(0.693145751953125)
+_LN2_LO32 = _F(0.6931471805599453 - 0.693145751953125)
+_ONE, _TWO, _HALF, _QUARTER = _F(1), _F(2), _F(0.5), _F(0.25)
+# expm1(r) = r + r^2 P(r) on |r| <= ln(2) / 2: relative error 2.4e-10.
+_EXPM1 = tuple(_F(c) for c in (0.5000000044183952, 0.16666666371362185, 0.04166636087092955,
+                               0.008333389150001837, 0.0013940629153844242,
+                               0.00019845999721057137))
+# tanh(x) = x + x^3 P(x^2) on |x| <= 0.625: 4.4e-9.
+_TANH_SMALL = _F(0.625)
+_TANH = tuple(_F(c) for c in (-0.333332818896505, 0.13331440734622335, -0.05373958882537504,
+                              0.02063866169698867, -0.005704496618456236))
+# sinh(x) = x + x^3 P(x^2) on |x| <= 1.5: 9.8e-12.
+_SINH_SMALL = _F(1.5)
+_SINH = tuple(_F(c) for c in (0.16666666687619178, 0.008333331964236555,
+                              0.00019841557374562603, 2.753116831285533e-06,
+                              2.6123416295489474e-08))
 # log1p(f) = 2 atanh(s) = 2 s + s^3 P(s^2), s = f / (2 + f), |f| <= sqrt(2) - 1: 5.0e-12.
 _LOG = (0.6666666560652235, 0.40000344900418483, 0.28536641916646893, 0.23595649328405555)
 # sin(r) = r + r^3 P(r^2) and cos(r) = 1 + r^2 Q(r^2) on |r| <= pi / 4 + 0.002: 5.3e-12, 6.5e-11.
@@ -176,20 +245,19 @@ def _copysign(magnitude: float, x: float) -> float:
 
 
 @_inline
-def _exp_parts(x: float) -> tuple[float, float]:
-    """(2^k, expm1(r)) with x = k ln2 + r, |r| <= ln(2) / 2, for |x| <= 1000."""
-    shifted = _fma(x, _LOG2E, _MAGIC)
-    k = shifted - _MAGIC
-    r = _fma(-k, _LN2, x)
-    p = _EXPM1[6]
-    p = _fma(p, r, _EXPM1[5])
-    p = _fma(p, r, _EXPM1[4])
-    p = _fma(p, r, _EXPM1[3])
-    p = _fma(p, r, _EXPM1[2])
-    p = _fma(p, r, _EXPM1[1])
-    p = _fma(p, r, _EXPM1[0])
-    scale = _from_bits((_bits(shifted) - _MAGIC_BITS + 1023) << 52)
-    return scale, _fma(r * r, p, r)
+def _exp_reduced(c: Any) -> tuple[Any, Any]:
+    """(expm1(r), k) with e^c = (1 + expm1(r)) 2^k, for a float32 c in [-104, 89], in float32:
+    k = round(c / ln2), r = c - k ln2 (|r| <= ln(2) / 2; k _LN2_HI32 is exact)."""
+    shifted = _fma32(c, _LOG2E32, _MAGIC32)
+    k = shifted - _MAGIC32
+    r = _fma32(-k, _LN2_LO32, _fma32(-k, _LN2_HI32, c))
+    p = _EXPM1[5]
+    p = _fma32(p, r, _EXPM1[4])
+    p = _fma32(p, r, _EXPM1[3])
+    p = _fma32(p, r, _EXPM1[2])
+    p = _fma32(p, r, _EXPM1[1])
+    p = _fma32(p, r, _EXPM1[0])
+    return _fma32(r * r, p, r), k
 
 
 @_inline
@@ -274,13 +342,14 @@ def _sin_cos(r: float) -> tuple[float, float]:
 
 @_inline
 def exp(a: Any) -> Any:
-    """e^a: 2^k expm1(r) + 2^k; 0 below -104 (then float32's smallest subnormal / 2)."""
-    x = _D(_F(a))
-    c = x if x > -160.0 else -160.0
-    c = c if c < 100.0 else 100.0
-    scale, p = _exp_parts(c)
-    y = _fma(scale, p, scale)
-    return _F(y if x == x else x)
+    """e^a in float32 (``_exp_reduced``): (1 + expm1(r)) 2^k, scaled in two normal factors so
+    that a subnormal result rounds once; 0 below -104, inf above 88.73."""
+    x = _F(a)
+    c = x if x > _F(-104.0) else _F(-104.0)
+    c = c if c < _F(89.0) else _F(89.0)
+    m, k = _exp_reduced(c)
+    y = ((_ONE + m) * _pow2_lower(k)) * _pow2_upper(k)
+    return y if x == x else x
 
 
 @_inline
@@ -303,38 +372,69 @@ def log1p(a: Any) -> Any:
 
 @_inline
 def tanh(a: Any) -> Any:
-    """t / (t + 2) with t = expm1(2 |a|) (|a| clamped to 10, where tanh rounds to 1), signed."""
-    x = _D(_F(a))
+    """tanh in float32: x + x^3 P(x^2) up to |a| = 0.625, 1 - 2 / (e^(2 |a|) + 1) above
+    (|a| clamped to 9.5, where tanh rounds to 1), signed."""
+    x = _F(a)
     ax = abs(x)
-    c = ax if ax < 10.0 else 10.0
-    scale, p = _exp_parts(c + c)
-    t = _fma(scale, p, scale - 1.0)
-    y = _copysign(t / (t + 2.0), x)
-    return _F(y if x == x else x)
+    z = x * x
+    p = _TANH[4]
+    p = _fma32(p, z, _TANH[3])
+    p = _fma32(p, z, _TANH[2])
+    p = _fma32(p, z, _TANH[1])
+    p = _fma32(p, z, _TANH[0])
+    small = _fma32(x * z, p, x)
+    c = ax if ax < _F(9.5) else _F(9.5)
+    m, k = _exp_reduced(c + c)
+    e = ((_ONE + m) * _pow2_lower(k)) * _pow2_upper(k)
+    y = _copysign32(small if ax < _TANH_SMALL else _ONE - _TWO / (e + _ONE), x)  # -0 too
+    return y if x == x else x
+
+
+@_inline
+def _sinh_small(x: Any) -> Any:
+    """sinh(x) = x + x^3 P(x^2) for |x| <= 1.5, in float32."""
+    z = x * x
+    p = _SINH[4]
+    p = _fma32(p, z, _SINH[3])
+    p = _fma32(p, z, _SINH[2])
+    p = _fma32(p, z, _SINH[1])
+    p = _fma32(p, z, _SINH[0])
+    return _fma32(x * z, p, x)
+
+
+@_inline
+def _half_exp(ax: Any) -> tuple[Any, Any, Any]:
+    """(e^|a| / 2, expm1(r), k) with e^|a| / 2 = (1 + expm1(r)) 2^(k - 1), in float32 (|a|
+    clamped to 90: inf; the halving in the scale, so that it is finite up to sinh's and
+    cosh's overflow at 89.42)."""
+    c = ax if ax < _F(90.0) else _F(90.0)
+    m, k = _exp_reduced(c)
+    k = k - _ONE
+    return ((_ONE + m) * _pow2_lower(k)) * _pow2_upper(k), m, k
 
 
 @_inline
 def sinh(a: Any) -> Any:
-    """(t + t / (t + 1)) / 2 with t = expm1(|a|) (|a| clamped to 100: inf in float32), signed."""
-    x = _D(_F(a))
+    """sinh in float32: x + x^3 P(x^2) up to |a| = 1.5, h - 1 / (4 h) above with h = e^|a| / 2
+    = (1 + m) 2^j, as (2^j - 1 / (4 h)) + m 2^j up to |a| = 20 (h rounded would lose half an
+    ulp where the result falls a binade below h), signed."""
+    x = _F(a)
     ax = abs(x)
-    c = ax if ax < 100.0 else 100.0
-    scale, p = _exp_parts(c)
-    t = _fma(scale, p, scale - 1.0)
-    y = _copysign(0.5 * (t + t / (t + 1.0)), x)
-    return _F(y if x == x else x)
+    h, m, k = _half_exp(ax)
+    q = _QUARTER / h
+    scale = _pow2_lower(k + k)  # 2^(k - 1), normal for |a| <= 20
+    large = _fma32(m, scale, scale - q) if ax < _F(20.0) else h - q
+    y = _sinh_small(x) if ax < _SINH_SMALL else _copysign32(large, x)
+    return y if x == x else x
 
 
 @_inline
 def cosh(a: Any) -> Any:
-    """(e + 1 / e) / 2 with e = exp(|a|) (|a| clamped to 100: inf in float32)."""
-    x = _D(_F(a))
-    ax = abs(x)
-    c = ax if ax < 100.0 else 100.0
-    scale, p = _exp_parts(c)
-    e = _fma(scale, p, scale)
-    y = 0.5 * e + 0.5 / e
-    return _F(y if x == x else x)
+    """cosh in float32: h + 1 / (4 h) with h = e^|a| / 2."""
+    x = _F(a)
+    h, _, _ = _half_exp(abs(x))
+    y = h + _QUARTER / h
+    return y if x == x else x
 
 
 @_inline
