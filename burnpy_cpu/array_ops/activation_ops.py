@@ -80,9 +80,14 @@ class ArrayActivationOps:
     @classmethod
     def leaky_relu(cls, x: A, negative_slope: float) -> A:
         """x, or negative_slope * x where x < 0: the larger of the two when the slope is at
-        most 1, else the smaller (a branch-free select that propagates NaN)."""
-        pick = cls.xp.maximum if negative_slope <= 1 else cls.xp.minimum
-        return pick(x, (x * negative_slope).astype(x.dtype, copy=False))
+        most 1, else the smaller (a branch-free select that propagates NaN). A 16-bit float's
+        product is computed in float32 with the slope in float32 and rounded once, as torch's
+        (NumPy and CuPy round float16's slope to float16 first)."""
+        xp = cls.xp
+        pick = xp.maximum if negative_slope <= 1 else xp.minimum
+        if x.itemsize == 2:
+            return pick(x, narrowed(xp, widened(xp, x) * negative_slope, x.dtype))
+        return pick(x, x * negative_slope)  # float32 and float64 keep their dtype
 
     @classmethod
     def gelu(cls, x: A, approximate: GeluApproximate = "none") -> A:
@@ -154,8 +159,13 @@ class ArrayActivationOps:
 
     @classmethod
     def hard_sigmoid(cls, x: A, alpha: float, beta: float) -> A:
-        """clamp(alpha * x + beta, 0, 1) (torch's hardsigmoid is alpha=1/6, beta=0.5)."""
-        return cls.xp.clip(x * alpha + beta, 0, 1).astype(x.dtype, copy=False)
+        """clamp(alpha * x + beta, 0, 1) (torch's hardsigmoid is alpha=1/6, beta=0.5); a 16-bit
+        float computed in float32 and rounded once, as torch's (NumPy and CuPy would round
+        float16's product and sum to float16 each)."""
+        xp = cls.xp
+        if x.itemsize == 2:
+            return narrowed(xp, xp.clip(widened(xp, x) * alpha + beta, 0, 1), x.dtype)
+        return xp.clip(x * alpha + beta, 0, 1)  # float32 and float64 keep their dtype
 
     @classmethod
     def softmax(cls, x: A, dim: int) -> A:

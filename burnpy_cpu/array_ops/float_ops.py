@@ -123,31 +123,30 @@ class ArrayFloatOps(ArrayLayoutOps):
 
     # A 16-bit float compares with its scalar rounded as torch rounds it (ml_dtypes compares
     # bfloat16 with the unrounded scalar in float32; NumPy and CuPy round float16's directly).
-    @classmethod
-    def float_equal_elem(cls, lhs: A, rhs: float) -> A:
-        return cls.xp.equal(lhs, torch_scalar(lhs.dtype, rhs) if lhs.itemsize == 2 else rhs)
+    # Operators: the cheapest dispatch, which pays for the dtype check.
+    @staticmethod
+    def float_equal_elem(lhs: A, rhs: float) -> A:
+        return lhs == (torch_scalar(lhs.dtype, rhs) if lhs.itemsize == 2 else rhs)
 
-    @classmethod
-    def float_not_equal_elem(cls, lhs: A, rhs: float) -> A:
-        return cls.xp.not_equal(lhs, torch_scalar(lhs.dtype, rhs) if lhs.itemsize == 2 else rhs)
+    @staticmethod
+    def float_not_equal_elem(lhs: A, rhs: float) -> A:
+        return lhs != (torch_scalar(lhs.dtype, rhs) if lhs.itemsize == 2 else rhs)
 
-    @classmethod
-    def float_greater_elem(cls, lhs: A, rhs: float) -> A:
-        return cls.xp.greater(lhs, torch_scalar(lhs.dtype, rhs) if lhs.itemsize == 2 else rhs)
+    @staticmethod
+    def float_greater_elem(lhs: A, rhs: float) -> A:
+        return lhs > (torch_scalar(lhs.dtype, rhs) if lhs.itemsize == 2 else rhs)
 
-    @classmethod
-    def float_greater_equal_elem(cls, lhs: A, rhs: float) -> A:
-        return cls.xp.greater_equal(lhs, torch_scalar(lhs.dtype, rhs) if lhs.itemsize == 2
-                                    else rhs)
+    @staticmethod
+    def float_greater_equal_elem(lhs: A, rhs: float) -> A:
+        return lhs >= (torch_scalar(lhs.dtype, rhs) if lhs.itemsize == 2 else rhs)
 
-    @classmethod
-    def float_lower_elem(cls, lhs: A, rhs: float) -> A:
-        return cls.xp.less(lhs, torch_scalar(lhs.dtype, rhs) if lhs.itemsize == 2 else rhs)
+    @staticmethod
+    def float_lower_elem(lhs: A, rhs: float) -> A:
+        return lhs < (torch_scalar(lhs.dtype, rhs) if lhs.itemsize == 2 else rhs)
 
-    @classmethod
-    def float_lower_equal_elem(cls, lhs: A, rhs: float) -> A:
-        return cls.xp.less_equal(lhs, torch_scalar(lhs.dtype, rhs) if lhs.itemsize == 2
-                                 else rhs)
+    @staticmethod
+    def float_lower_equal_elem(lhs: A, rhs: float) -> A:
+        return lhs <= (torch_scalar(lhs.dtype, rhs) if lhs.itemsize == 2 else rhs)
 
     @classmethod
     def add_gradients(cls, lhs: A, rhs: A) -> A:

@@ -20,6 +20,7 @@ import pytest
 import torch
 
 from burnpy_cpu import CpuBackend
+from burnpy_cpu.array_ops.activation_ops import ArrayActivationOps
 from burnpy_cpu.array_ops.float_ops import ArrayFloatOps
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
@@ -76,26 +77,46 @@ class Wrapped:
     def __pow__(self, other: Any) -> Wrapped:
         return self._apply(operator.pow, other)
 
+    def __eq__(self, other: object) -> Wrapped:  # type: ignore[override]
+        return self._apply(operator.eq, other)
 
-def _compare(op: Callable[[Any, Any], Any]) -> Any:
-    """``op`` of a ``Wrapped`` array and a Python scalar, as a module function."""
-    return staticmethod(lambda lhs, rhs: lhs._apply(op, rhs))
+    def __ne__(self, other: object) -> Wrapped:  # type: ignore[override]
+        return self._apply(operator.ne, other)
+
+    def __gt__(self, other: Any) -> Wrapped:
+        return self._apply(operator.gt, other)
+
+    def __ge__(self, other: Any) -> Wrapped:
+        return self._apply(operator.ge, other)
+
+    def __lt__(self, other: Any) -> Wrapped:
+        return self._apply(operator.lt, other)
+
+    def __le__(self, other: Any) -> Wrapped:
+        return self._apply(operator.le, other)
+
+
+def _function(op: Callable[..., Any]) -> Any:
+    """``op`` of ``Wrapped`` arrays and Python scalars, as a module function."""
+
+    def fn(*args: Any) -> Wrapped:
+        return Wrapped(op(*(a.array if isinstance(a, Wrapped) else a for a in args)))
+
+    return staticmethod(fn)
 
 
 class WrappedModule:
-    """The array module of ``Wrapped`` arrays: the comparisons the shared ops call."""
+    """The array module of ``Wrapped`` arrays: the functions the shared ops call."""
 
     float32 = np.float32
-    equal = _compare(np.equal)
-    not_equal = _compare(np.not_equal)
-    greater = _compare(np.greater)
-    greater_equal = _compare(np.greater_equal)
-    less = _compare(np.less)
-    less_equal = _compare(np.less_equal)
+    maximum = _function(np.maximum)
+    minimum = _function(np.minimum)
+    clip = _function(np.clip)
 
 
-class WrappedOps(ArrayFloatOps):
-    """The shared float ops over ``WrappedModule``: the non-NumPy branch CudaBackend takes."""
+class WrappedOps(ArrayFloatOps, ArrayActivationOps):
+    """The shared float and activation ops over ``WrappedModule``: the non-NumPy branch
+    CudaBackend takes."""
 
     xp = WrappedModule()
 
@@ -214,18 +235,45 @@ def test_comparison_with_a_scalar_is_torchs(ops: Any, make: Callable[[np.ndarray
     np.testing.assert_array_equal(got, torch_op(_torch(x, torch_dtype), scalar).numpy())
 
 
+@pytest.mark.parametrize(("ops", "make", "read"), BRANCHES)
+@pytest.mark.parametrize(("np_dtype", "torch_dtype"), HALVES)
+@pytest.mark.parametrize("slope", [0.01, 0.1, 0.3, 1.7])
+def test_leaky_relu_is_torchs(ops: Any, make: Callable[[np.ndarray], Any],
+                              read: Callable[[Any], np.ndarray], np_dtype: np.dtype,
+                              torch_dtype: torch.dtype, slope: float) -> None:
+    """The slope kept in float32 (torch's mul rule), the product rounded once."""
+    x = _values(np_dtype, -1.0)
+    got = read(ops.leaky_relu(make(x), slope))
+    _assert_same(got, torch.nn.functional.leaky_relu(_torch(x, torch_dtype), slope), np_dtype)
+
+
+@pytest.mark.parametrize(("ops", "make", "read"), BRANCHES)
+@pytest.mark.parametrize(("np_dtype", "torch_dtype"), HALVES)
+def test_hard_sigmoid_is_torchs(ops: Any, make: Callable[[np.ndarray], Any],
+                                read: Callable[[Any], np.ndarray], np_dtype: np.dtype,
+                                torch_dtype: torch.dtype) -> None:
+    """x / 6 + 0.5 clamped to [0, 1] in float32, rounded once."""
+    x = _values(np_dtype, 3.0)
+    got = read(ops.hard_sigmoid(make(x), 1 / 6, 0.5))
+    _assert_same(got, torch.nn.functional.hardsigmoid(_torch(x, torch_dtype)), np_dtype)
+
+
 @pytest.mark.parametrize(("np_dtype", "torch_dtype"), HALVES)
 def test_the_cases_tell_the_rules_apart(np_dtype: np.dtype, torch_dtype: torch.dtype) -> None:
-    """What the tests above would see under another rule: the scalar rounded for mul (NumPy's
-    and CuPy's float16), kept in float32 for add (ml_dtypes' bfloat16), rounded directly from
-    double for a comparison (NumPy's and CuPy's float16)."""
+    """What the tests above would see under another rule: the scalar rounded for mul and
+    leaky_relu's slope (NumPy's and CuPy's float16), kept in float32 for add (ml_dtypes'
+    bfloat16), rounded directly from double for a comparison (NumPy's and CuPy's float16)."""
     x = _values(np_dtype, 0.3)
     t = _torch(x, torch_dtype)
-    rounded = float(np_dtype.type(np.float32(0.3)))
     wide = x.astype(np.float32)
-    assert (_bits(t * 0.3) != (wide * rounded).astype(np_dtype).view(np.uint16)).sum() > 100
-    assert (_bits(t + 0.3) != (wide + np.float32(0.3)).astype(np_dtype).view(np.uint16)).sum() \
-        > 100
+
+    def differ(ours: np.ndarray, theirs: torch.Tensor) -> int:
+        return int((ours.astype(np_dtype).view(np.uint16) != _bits(theirs)).sum())
+
+    rounded = float(np_dtype.type(np.float32(0.3)))
+    assert differ(wide * rounded, t * 0.3) > 100
+    assert differ(np.maximum(wide, wide * rounded), torch.nn.functional.leaky_relu(t, 0.3)) > 100
+    assert differ(wide + np.float32(0.3), t + 0.3) > 100
     edge = SCALARS[-1]
     one = np.ones(1, F16)
     assert (one < F16.type(edge)).item() != (torch.ones(1, dtype=torch.float16) < edge).item()
