@@ -17,6 +17,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from burnpy_cpu.array_ops.activation_ops import ArrayActivationOps, GeluApproximate
+from burnpy_cpu.array_ops.float_ops import torch_scalar
 from burnpy_cpu.array_ops.loss_ops import ArrayLossOps
 from burnpy_cpu.array_ops.norm_ops import ArrayNormOps
 from burnpy_cpu.array_ops.optim_ops import ArrayOptimOps
@@ -64,9 +65,9 @@ class CudaKernelOps(ArrayNormOps, ArrayLossOps, ArrayActivationOps, ArrayOptimOp
     def leaky_relu(cls, x: A, negative_slope: float) -> A:
         if not _fused(x):
             return super().leaky_relu(x, negative_slope)
-        # The slope rounded to x's dtype, as NumPy and CuPy round a Python scalar operand.
-        slope = float(x.dtype.type(negative_slope))
-        return kernels.elementwise(src.LEAKY_RELU, x.dtype)(x, slope)
+        # The slope as given: the kernel rounds it to W (float32 for float16), as the shared
+        # op multiplies a 16-bit float in float32 (torch's rule).
+        return kernels.elementwise(src.LEAKY_RELU, x.dtype)(x, float(negative_slope))
 
     @classmethod
     def gelu(cls, x: A, approximate: GeluApproximate = "none") -> A:
@@ -195,8 +196,10 @@ def adam_arguments(param: A, grad: A, exp_avg: A | None, exp_avg_sq: A | None, *
     """The arguments of ``kernel_sources.ADAM`` (AMSGrad's add the peak and its flag).
 
     The scalars are the composed default's (OptimOps.adam_step), computed in double
-    precision as it does and rounded to the parameter's dtype as NumPy and CuPy round a
-    Python scalar operand. Absent moments are passed as 0.0: a first step does not read them.
+    precision as it does and rounded as its scalar ops round them: a multiplier to the dtype
+    the product is computed in (float32 for float16, the parameter's dtype otherwise), eps to
+    the parameter's dtype (``float_add_scalar`` rounds a 16-bit float's scalar first, as
+    torch's add). Absent moments are passed as 0.0: a first step does not read them.
     """
     first = exp_avg is None or exp_avg_sq is None
     if not weight_decay:
@@ -205,8 +208,11 @@ def adam_arguments(param: A, grad: A, exp_avg: A | None, exp_avg_sq: A | None, *
         decay_mode, decay = 1, 1.0 - lr * weight_decay
     else:
         decay_mode, decay = 2, weight_decay
-    scalars = np.array([decay, beta1, 1.0 - beta1, beta2, 1.0 - beta2,
-                        1.0 / math.sqrt(1.0 - beta2**step), eps, lr / (1.0 - beta1**step)],
-                       dtype=param.dtype).tolist()
+    dtype = param.dtype
+    decay, beta1, one_minus_beta1, beta2, one_minus_beta2, bias2, step_size = np.array(
+        [decay, beta1, 1.0 - beta1, beta2, 1.0 - beta2, 1.0 / math.sqrt(1.0 - beta2**step),
+         lr / (1.0 - beta1**step)], dtype=np.result_type(dtype, np.float32)).tolist()
+    eps = torch_scalar(dtype, eps) if dtype.itemsize == 2 else float(dtype.type(eps))
     return (param, grad, 0.0 if first else exp_avg, 0.0 if first else exp_avg_sq, int(first),
-            decay_mode, *scalars)
+            decay_mode, decay, beta1, one_minus_beta1, beta2, one_minus_beta2, bias2, eps,
+            step_size)

@@ -140,13 +140,14 @@ y = T(beta == 1.0 ? bp_softplus(v) : bp_softplus(v * W(beta)) / W(beta));
 """)
 
 # Adam/AdamW as the composed default (OptimOps.adam_step) computes it: every intermediate
-# is rounded to T (``t``) as each composed op returns a T array, the scalars come rounded to
-# T from the host (``burnpy_cuda.kernel_ops.adam_arguments``) and nothing is contracted into
-# an FMA, so results equal the composed default's bit for bit in every dtype (``t`` is a no-op
-# but for float16). ``first``: no moments yet (exp_avg and exp_avg_sq are then unread
-# placeholders); ``decay_mode`` 0 none, 1 decoupled (``decay`` = 1 - lr * weight_decay),
-# 2 L2 (``decay`` = weight_decay); ``bias2`` = 1 / sqrt(1 - beta2^step), ``step_size`` =
-# lr / (1 - beta1^step).
+# is rounded to T (``t``) as each composed op returns a T array, the scalars come from the
+# host rounded as the composed scalar ops round them (``kernel_ops.adam_arguments``: for
+# float16 the multipliers kept in float32 and eps rounded to float16, torch's rule) and
+# nothing is contracted into an FMA, so results equal the composed default's bit for bit in
+# every dtype (``t`` is a no-op but for float16). ``first``: no moments yet (exp_avg and
+# exp_avg_sq are then unread placeholders); ``decay_mode`` 0 none, 1 decoupled (``decay`` =
+# 1 - lr * weight_decay), 2 L2 (``decay`` = weight_decay); ``bias2`` = 1 / sqrt(1 -
+# beta2^step), ``step_size`` = lr / (1 - beta1^step).
 _ADAM_PARAMS = ("T param, T grad, T exp_avg, T exp_avg_sq, int32 first, int32 decay_mode, "
                 "float64 decay, float64 beta1, float64 one_minus_beta1, float64 beta2, "
                 "float64 one_minus_beta2, float64 bias2, float64 eps, float64 step_size")

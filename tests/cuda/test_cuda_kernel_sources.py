@@ -102,23 +102,6 @@ class Probe(CudaKernelOps, CpuBackend):
     """CudaKernelOps over NumPy: the fallbacks run CpuBackend's ops."""
 
 
-def _numpy_rule(op: Callable[[Any, Any], Any]) -> Any:
-    """``op(array, scalar)`` by NumPy's rule, which CuPy follows: a float16 array's Python
-    scalar is rounded to float16 first."""
-    return staticmethod(lambda lhs, rhs: np.asarray(op(lhs, rhs)).astype(lhs.dtype, copy=False))
-
-
-class CupyRounding(CpuBackend):
-    """CpuBackend with CuPy's scalar rule: CpuBackend computes a 16-bit float with a Python
-    scalar in float32 and rounds once (torch's rule), CuPy rounds the scalar to the array's
-    dtype first (NumPy's), and the CUDA kernels' host builds reproduce CuPy's compositions."""
-
-    float_add_scalar = _numpy_rule(np.add)
-    float_sub_scalar = _numpy_rule(np.subtract)
-    float_mul_scalar = _numpy_rule(np.multiply)
-    float_div_scalar = _numpy_rule(np.divide)
-
-
 @pytest.fixture
 def recorder(monkeypatch: pytest.MonkeyPatch) -> Recorder:
     rec = Recorder()
@@ -176,7 +159,7 @@ def test_leaky_relu_and_softplus_pass_their_scalars(recorder: Recorder) -> None:
     Probe.leaky_relu(np.ones(2, np.float16), 0.1)
     Probe.softplus(np.ones(2, np.float32), 3)
     (_, _, (_, slope)), (_, _, (_, beta)) = recorder.calls
-    assert slope == float(np.float16(0.1)) and slope != 0.1  # rounded to the dtype
+    assert slope == 0.1 and isinstance(slope, float)  # not rounded to float16: in float32
     assert beta == 3.0 and isinstance(beta, float)
 
 
@@ -280,12 +263,13 @@ def test_layer_norm_with_other_dtypes_or_empty_inputs_takes_the_shared_op(
         np.testing.assert_array_equal(g.astype(np.float64), w.astype(np.float64))
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
 @pytest.mark.parametrize("config", ADAM_CONFIGS)
 @pytest.mark.parametrize("first", [True, False])
 def test_adam_step_passes_the_composed_defaults_scalars(recorder: Recorder,
                                                         config: dict[str, Any],
-                                                        first: bool) -> None:
-    p, g, m, v, peak = (np.full(3, k, np.float32) for k in (1.0, 2.0, 3.0, 4.0, 5.0))
+                                                        first: bool, dtype: str) -> None:
+    p, g, m, v, peak = (np.full(3, k, dtype) for k in (1.0, 2.0, 3.0, 4.0, 5.0))
     state = (None, None, None) if first else (m, v, peak if config.get("amsgrad") else None)
     hyper = dict(step=3, lr=0.01, beta1=0.8, beta2=0.95, eps=1e-6)
     out = Probe.adam_step(p, g, *state, **hyper, **config)
@@ -298,9 +282,11 @@ def test_adam_step_passes_the_composed_defaults_scalars(recorder: Recorder,
                    else (2, wd))
     scalars = (decay, 0.8, 1.0 - 0.8, 0.95, 1.0 - 0.95, 1.0 / np.sqrt(1.0 - 0.95**3), 1e-6,
                0.01 / (1 - 0.8**3))
-    # The composed default's scalars, each rounded to float32 as NumPy rounds them.
+    # The composed default's scalars, each rounded as its scalar ops round them: to float32
+    # (for float16 too: mul keeps its scalar there), eps (add) to the dtype through float32.
     want = (p, g, 0.0 if first else m, 0.0 if first else v, int(first), mode,
-            *(float(np.float32(x)) for x in scalars))
+            *(float(np.float32(x)) for x in scalars[:6]),
+            float(np.dtype(dtype).type(np.float32(1e-6))), float(np.float32(scalars[7])))
     if amsgrad:
         want += (0.0, 0) if first else (peak, 1)
     assert len(args) == len(want)
@@ -529,12 +515,12 @@ def test_host_build_of_activations_matches_cpu(host_libs: dict[str, ctypes.CDLL]
     want = getattr(CpuBackend, op)(x, *extra)
     # The kernel's scalars as CudaKernelOps passes them (gelu's form is the spec itself).
     scalars: list[float] = []
-    if op == "leaky_relu":
-        scalars = [float(x.dtype.type(extra[0]))]
-    elif op == "softplus":
+    if op in ("leaky_relu", "softplus"):
         scalars = list(extra)
     [got] = run_elementwise(lib, spec, x, *scalars)
     assert_close(got, want, dtype, scale=4)
+    if op == "leaky_relu":  # one product, rounded once, on both: bit for bit
+        np.testing.assert_array_equal(got.view(f"u{x.itemsize}"), want.view(f"u{x.itemsize}"))
 
 
 HOST_BACKWARD = [(src.RELU_BACKWARD, "relu_backward", "relu", ()),
@@ -565,22 +551,25 @@ def test_host_build_of_backward_helpers_matches_cpu(host_libs: dict[str, ctypes.
 
 @pytest.mark.parametrize("dtype", KERNEL_DTYPES)
 @pytest.mark.parametrize("config", ADAM_CONFIGS)
+@pytest.mark.parametrize("eps", [1e-8, 1.0004])
 def test_host_build_of_adam_matches_the_composed_default(host_libs: dict[str, ctypes.CDLL],
-                                                         dtype: str,
-                                                         config: dict[str, Any]) -> None:
-    """Three steps from no state, with CudaKernelOps' arguments, bit for bit against the
-    composition with CuPy's rounding (``CupyRounding``): every intermediate is rounded to the
-    dtype as the composed ops round their results (float16 overflows to inf where they do)."""
+                                                         dtype: str, config: dict[str, Any],
+                                                         eps: float) -> None:
+    """Three steps from no state, with CudaKernelOps' arguments, bit for bit against
+    CpuBackend's composition: every intermediate is rounded to the dtype as the composed ops
+    round their results (float16 overflows to inf where they do), float16's multipliers kept
+    in float32 and its eps rounded to float16 as the scalar ops do (torch's rule; 1e-8 rounds
+    to 0 there, and 1.0004 to 1.0, which moves some denominators by a unit)."""
     lib = _lib(host_libs, dtype)
     param, grads = adam_run(dtype)
-    hyper = dict(lr=0.01, beta1=0.9, beta2=0.999, eps=1e-8,
+    hyper = dict(lr=0.01, beta1=0.9, beta2=0.999, eps=eps,
                  weight_decay=config.get("weight_decay", 0.0),
                  decoupled=config.get("decoupled", False))
     amsgrad = config.get("amsgrad", False)
     ours: list[np.ndarray | None] = [param, None, None, None]
     theirs: list[np.ndarray | None] = [param, None, None, None]
     for step, grad in enumerate(grads, start=1):
-        want = OptimOps.adam_step.__func__(CupyRounding, theirs[0], grad, *theirs[1:],
+        want = OptimOps.adam_step.__func__(CpuBackend, theirs[0], grad, *theirs[1:],
                                            step=step, amsgrad=amsgrad, **hyper)
         args = list(adam_arguments(ours[0], grad, ours[1], ours[2], step=step, **hyper))
         if amsgrad:
