@@ -19,17 +19,20 @@ class OpClock:
     """Times every protocol op of ``backend`` (seconds and calls by op name) between
     ``__enter__`` and ``__exit__``. Only the outermost op of a call counts: an op that B
     builds from its own ops is timed once, as the whole. The clock adds a Python frame and two
-    ``perf_counter`` reads to each op (~0.5 us), which lands in the op's time."""
+    ``clock`` reads to each op (~0.5 us), which lands in the op's time. ``clock`` is wall time
+    by default; ``time.thread_time`` keeps a loaded machine's waits out of the figures."""
 
-    def __init__(self, backend: type[Backend]) -> None:
+    def __init__(self, backend: type[Backend],
+                 clock: Callable[[], float] = time.perf_counter) -> None:
         self.backend = backend
+        self.clock = clock
         self.seconds: dict[str, float] = defaultdict(float)
         self.calls: Counter[str] = Counter()
         self._saved: dict[str, Any] = {}
         self._depth = 0
 
     def _timed(self, name: str, op: Callable[..., Any]) -> Callable[..., Any]:
-        seconds, calls, clock = self.seconds, self.calls, time.perf_counter
+        seconds, calls, clock = self.seconds, self.calls, self.clock
 
         def timed(*args: Any, **kwargs: Any) -> Any:
             self._depth += 1

@@ -34,6 +34,7 @@ import argparse
 import os
 import time
 from collections.abc import Callable
+from functools import partial
 
 for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMBA_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
@@ -72,6 +73,11 @@ def numpy_chain(x: np.ndarray) -> np.ndarray:
     y = np.abs(y) * np.float32(0.25) + x
     y = np.clip(y, np.float32(0.0), np.float32(2.0))
     return (y - np.float32(0.5)) * x
+
+
+def to_host(fn: Callable[[Tensor], Tensor], x: Tensor) -> np.ndarray:
+    """``fn(x)`` computed and read back (a lazy backend runs it here)."""
+    return fn(x).to_numpy()
 
 
 def timed_rounds(runs: dict[str, Callable[[], object]], repeats: int) -> dict[str, np.ndarray]:
@@ -200,7 +206,8 @@ def ceiling(name: str, make: Callable[[type[Backend]], Step], repeats: int) -> N
     the most Fusion could gain on it: the step's time over its time without every fusable and
     movement op, as if fusion removed them at no cost of its own (it cannot: a fused kernel
     still reads its inputs and writes what is live, and recording costs a Python frame an op).
-    The clock's own ~0.5 us an op counts in the ops' time, so the ceiling errs high."""
+    The clock's own ~0.5 us an op counts in the ops' time, so the ceiling errs high. Times are
+    the thread's CPU time, which other processes on a shared machine do not inflate."""
     step = make(CpuBackend)
     for _ in range(3):
         step()
@@ -208,10 +215,10 @@ def ceiling(name: str, make: Callable[[type[Backend]], Step], repeats: int) -> N
     by_op: dict[str, list[float]] = {}
     calls: dict[str, int] = {}
     for _ in range(repeats):
-        with OpClock(CpuBackend) as clock:
-            start = time.perf_counter()
+        with OpClock(CpuBackend, clock=time.thread_time) as clock:
+            start = time.thread_time()
             step()
-            shares["total"].append(time.perf_counter() - start)
+            shares["total"].append(time.thread_time() - start)
         for kind in ("kept", "fusable", "movement"):
             shares[kind].append(0.0)
         for op, t in clock.seconds.items():
@@ -265,8 +272,8 @@ def main() -> None:
               f"{m['numpy'] / m['fusion']:.2f}x NumPy")
         for name, fn in TRANSCENDENTAL.items():
             fn(xs[FUSED]).to_numpy()
-            m = medians({"fusion": lambda fn=fn: fn(xs[FUSED]).to_numpy(),
-                         "cpu": lambda fn=fn: fn(xs[CpuBackend]).to_numpy()}, args.repeats)
+            m = medians({"fusion": partial(to_host, fn, xs[FUSED]),
+                         "cpu": partial(to_host, fn, xs[CpuBackend])}, args.repeats)
             print(f"{name} on 4M float32: fusion is {m['cpu'] / m['fusion']:.2f}x CpuBackend "
                   f"({m['fusion'] * 1e3:.1f} ms against {m['cpu'] * 1e3:.1f})")
     for name, make in (("mlp", mlp), ("gpt", gpt_step), ("digits", digits_step)):
