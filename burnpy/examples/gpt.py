@@ -67,7 +67,8 @@ def default_text(short: bool) -> str:
 
 @dataclass
 class CharData:
-    """A text as int64 character ids, split 90/10 into train and validation."""
+    """A text as int32 character ids, split 90/10 into train and validation (int32: every
+    backend stores it, WebGPU has no int64)."""
 
     chars: list[str]
     train: np.ndarray
@@ -78,7 +79,7 @@ class CharData:
         """The vocabulary (sorted distinct characters) and the two splits."""
         chars = sorted(set(text))
         index = {c: i for i, c in enumerate(chars)}
-        ids = np.fromiter((index[c] for c in text), dtype=np.int64, count=len(text))
+        ids = np.fromiter((index[c] for c in text), dtype=np.int32, count=len(text))
         cut = int(0.9 * len(ids))
         return CharData(chars, ids[:cut], ids[cut:])
 
@@ -132,7 +133,7 @@ def generate(model: GPT, prompt: list[int], new_tokens: int, *, temperature: flo
     for _ in range(new_tokens):
         if cache.length + len(feed) > block:
             cache, feed = model.new_cache(), out[-(block // 2):]
-        logits = model(Tensor.from_data(np.array([feed], dtype=np.int64), backend=backend),
+        logits = model(Tensor.from_data(np.array([feed], dtype=np.int32), backend=backend),
                        cache)
         row = logits.to_numpy()[0, -1].astype(np.float64)  # one host copy, indexed there
         out.append(pick_token(row, temperature, top_k, rng))

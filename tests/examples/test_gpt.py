@@ -67,6 +67,18 @@ def test_compile_gives_the_eager_losses_and_sample(tmp_path: Path,
     assert info.replays == 10 and info.eager_signatures == 0  # 12 steps: eager, record, replays
 
 
+def test_webgpu_trains(tmp_path: Path) -> None:
+    """``--backend wgpu`` runs (no int64 there: the character ids are int32) and learns; its
+    steps equal the CPU's within rounding in tests/wgpu/test_wgpu_compile.py (here each backend
+    draws its own initial weights and dropout masks)."""
+    args = [*SHORT, "--steps", "6", "--eval-every", "3"]
+    result = gpt.run(gpt.parse_args([*args, "--out", str(tmp_path), "--backend", "wgpu"]))
+    losses = [r["valid_loss"] for r in result.history]
+    assert [r["step"] for r in result.history] == [0, 3, 6]
+    assert np.isfinite(losses).all() and losses[-1] < losses[0] - 0.05
+    assert result.sample.startswith("The ")
+
+
 def test_resume_refuses_another_set_up(tmp_path: Path) -> None:
     gpt.run(gpt.parse_args([*SHORT, "--out", str(tmp_path), "--steps", "4"]))
     with pytest.raises(SystemExit, match=r"--resume: .* another set-up"):
