@@ -63,7 +63,7 @@ PARTS: tuple[Part, ...] = (
     Part("cuda", "CudaBackend: backend, kernels, and the conformance suite in float64, float32, "
          "float16 and bfloat16", 120,
          tests=("tests/cuda/test_cuda_backend.py", "tests/cuda/test_cuda_kernels.py",
-                "tests/cuda/test_cuda_kernel_sources.py")),
+                "tests/cuda/test_cuda_kernel_sources.py", "tests/cuda/test_cuda_half_scalars.py")),
     Part("graphs", "bp.compile replays as CUDA graphs: the graph path and each fallback", 30,
          tests=("tests/cuda/test_cuda_graphs.py",)),
     Part("autodiff", "Autodiff(CudaBackend) gradients under both checkpoint strategies, "
