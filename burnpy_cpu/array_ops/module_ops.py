@@ -449,7 +449,7 @@ def _round_up(n: int, block: int) -> int:
 
 
 def _winograd_pays(xp: Any, x: A, weight: A, out_sp: Ints, stride: Ints, dilation: Ints,
-                   groups: int, min_channels: int) -> bool:
+                   groups: int, min_channels: int, banded: bool = False) -> bool:
     """Whether a conv runs as Winograd F(2x2, 3x3) (``_conv_winograd``): a one-group 2-d
     stride-1 undilated 3x3 conv on NumPy float32/float64 with at least ``min_channels`` input
     and output channels and an output plane of 16 positions or more, whose tiles fit the
@@ -457,7 +457,10 @@ def _winograd_pays(xp: Any, x: A, weight: A, out_sp: Ints, stride: Ints, dilatio
     convs the transforms cost more than the multiplies they save. Measured (float32, one
     thread, forward against the im2col paths): 0.66x the time at 32x16x16x16 to 16 channels,
     0.75x at 32x32x8x8 to 32, 0.73x at 32x64x4x4 to 64, 0.9x at 32x16x4x4 to 32; weight
-    gradients 0.65x, 0.6x, 0.75x, 0.8x."""
+    gradients 0.65x, 0.6x, 0.75x, 0.8x. A forward conv may be ``banded`` (its tiles taken a
+    band of tile rows at a time, ``_winograd_bands``): one tile row must then fit a slab,
+    where the weight gradient needs a sample's tiles to (0.7x the time of im2col at
+    1x64x56x56 to 64 channels, ResNet's first stage)."""
     if not (xp is numpy and x.ndim == 4 and tuple(weight.shape[2:]) == (3, 3)
             and groups == 1 and tuple(stride) == (1, 1) and tuple(dilation) == (1, 1)
             and x.dtype in COMPILED_FLOATS and weight.dtype == x.dtype
@@ -465,7 +468,8 @@ def _winograd_pays(xp: Any, x: A, weight: A, out_sp: Ints, stride: Ints, dilatio
         return False
     th, tw = (out_sp[0] + 1) // 2, (out_sp[1] + 1) // 2
     widest = _round_up(max(weight.shape[:2]), WINOGRAD_BLOCK)
-    return 2 * tw + 2 <= WINOGRAD_MAX_WIDTH and th * tw * widest <= WINOGRAD_SLAB
+    return 2 * tw + 2 <= WINOGRAD_MAX_WIDTH and (1 if banded else th) * tw * widest <= \
+        WINOGRAD_SLAB
 
 
 #: What a forward conv derives from an immutable weight array (``_frozen``), by its id:
@@ -560,6 +564,10 @@ def _conv_winograd(x: A, weight: A, out: A, padding: Ints, budget: int,
     tiles = ((h + 1) // 2, (w + 1) // 2)
     per = tiles[0] * tiles[1]
     u = _derived(frozen, "winograd", winograd_weight, weight)
+    band = WINOGRAD_SLAB // (tiles[1] * _round_up(max(c, k), WINOGRAD_BLOCK))
+    if band < tiles[0]:
+        _winograd_bands(x, u, out, padding, band, budget)
+        return
     step, v, prod = _winograd_slabs(x.dtype, n, (c, k), per, budget)
     for start in range(0, n, step):
         chunk = slice(start, min(start + step, n))
@@ -567,6 +575,31 @@ def _conv_winograd(x: A, weight: A, out: A, padding: Ints, budget: int,
         winograd_input(x[chunk], padding, tiles, _round_up(c, WINOGRAD_BLOCK), v)
         numpy.matmul(_slab_view(v, rows, c), u, out=_slab_view(prod, rows, k))
         winograd_output(prod, _round_up(k, WINOGRAD_BLOCK), tiles, out[chunk])
+
+
+def _winograd_bands(x: Host, u: Host, out: Host, padding: Ints, band: int,
+                    budget: int) -> None:
+    """``_conv_winograd`` of samples whose tiles overflow a slab, ``band`` tile rows at a
+    time: a band's tiles read its input rows (copied contiguous, with the top padding only
+    in the first band, the bottom one only where the input ends) and write its output
+    rows."""
+    n, k, h, w = out.shape
+    c, height = x.shape[1], x.shape[2]
+    th, tw = (h + 1) // 2, (w + 1) // 2
+    cpad, kpad = _round_up(c, WINOGRAD_BLOCK), _round_up(k, WINOGRAD_BLOCK)
+    _, v, prod = _winograd_slabs(x.dtype, 1, (c, k), band * tw, budget)
+    for sample in range(n):
+        for r0 in range(0, th, band):
+            r1 = min(r0 + band, th)
+            lo = 2 * r0 - padding[0]  # the input row the band's first tile starts at
+            rows = numpy.ascontiguousarray(
+                x[sample:sample + 1, :, max(lo, 0):min(height, lo + 2 * (r1 - r0) + 2)])
+            winograd_input(rows, (max(-lo, 0), padding[1]), (r1 - r0, tw), cpad, v)
+            count = (r1 - r0) * tw
+            numpy.matmul(_slab_view(v, count, c), u, out=_slab_view(prod, count, k))
+            block = numpy.empty((1, k, min(h, 2 * r1) - 2 * r0, w), dtype=out.dtype)
+            winograd_output(prod, kpad, (r1 - r0, tw), block)
+            out[sample:sample + 1, :, 2 * r0:2 * r0 + block.shape[2]] = block
 
 
 #: Winograd F(2x2, 3x3) weight transform ``G``: ``G g G^T`` is a 3x3 kernel's 4x4 image.
@@ -615,8 +648,9 @@ def _conv_into(xp: Any, x: A, weight: A, out: A, stride: Ints, dilation: Ints,
     frozen = _frozen(weight)
     finite_weight = frozen[1] if frozen is not None else None
     if _winograd_pays(xp, x, weight, out.shape[2:], stride, dilation, groups,
-                      winograd_channels) and (finite_weight if finite_weight is not None
-                                              else _finite(weight)) and _finite(x):
+                      winograd_channels, banded=True) and (
+                          finite_weight if finite_weight is not None else _finite(weight)
+                      ) and _finite(x):
         _conv_winograd(x, weight, out, padding, budget, frozen)
     elif _rows_pay(x.shape[1], weight.shape[2:], stride, dilation, out.shape[2:], groups,
                  max_plane):
