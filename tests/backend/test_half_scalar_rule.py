@@ -210,8 +210,8 @@ def test_arithmetic_with_a_scalar_is_torchs(ops: Any, make: Callable[[np.ndarray
 def _libm_ties_as_torch(got: np.ndarray, want: torch.Tensor, x: np.ndarray, scalar: float,
                         np_dtype: np.dtype) -> np.ndarray:
     """``got`` with torch's value where the two float32 pows (NumPy's libm, torch's own) may
-    round apart: where the exact power by the rounded exponent lies within 4 float32 units
-    of a 16-bit rounding boundary, and ``got`` is one of the two values beside it."""
+    round apart: where the exact power by the rounded exponent lies within 2^-22
+    (relative) of a 16-bit rounding boundary, and ``got`` is one of the two values beside it."""
     exponent = float(np_dtype.type(np.float32(scalar)))
     with np.errstate(all="ignore"):
         exact = x.astype(np.float64) ** exponent

@@ -63,7 +63,7 @@ def _bits(values: np.ndarray, zero_sign: bool) -> np.ndarray:
 def test_arithmetic_with_a_scalar_is_torchs(op: str, scalar: float) -> None:
     """Bit for bit (a remainder's -0 may be +0, as NumPy's float32 mod gives on the CPU too);
     pow on magnitudes, where the device's powf and torch's may round a float32 result lying
-    within 4 float32 units of a float16 rounding boundary apart."""
+    within 2^-22 (relative) of a float16 rounding boundary apart."""
     x = _values(scalar, positive=op == "powf")
     got = getattr(CudaBackend, f"float_{op}_scalar")(cupy.asarray(x), scalar).get()
     want = TORCH_OPS[op](torch.from_numpy(x), scalar).numpy()
