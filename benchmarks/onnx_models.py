@@ -9,10 +9,15 @@ against onnxruntime on one CPU thread, and the import time of a ~100 MB model.
   weights inside the ``.onnx`` file and once in external data, beside ``onnx.load`` and
   onnxruntime's session creation.
 
-onnxruntime runs with ``intra_op_num_threads=1`` and ``inter_op_num_threads=1``; burnpy with
-one BLAS and numba thread. Rounds alternate the two, medians; prints the burnpy / onnxruntime
-speed ratio (target >= 1.0x; eager's ratio: ``bp.compile`` comes later). ``--profile`` prints
-burnpy's cProfile (by own time) per model. Run: ``.venv/bin/python benchmarks/onnx_models.py``.
+burnpy runs each model three ways: eager on ``CpuBackend``; ``bp.compile`` of the module
+loaded on ``Capture(CpuBackend)`` (one recorded graph replayed: no interpreter, module or
+Tensor code per call); and compiled on ``Capture(Fusion(CpuBackend))`` (elementwise runs
+replayed as fused kernels). onnxruntime runs with ``intra_op_num_threads=1`` and
+``inter_op_num_threads=1`` (in the calling thread); burnpy with one BLAS and numba thread.
+Rounds alternate the candidates (the order rotated each round), medians of wall time and of
+the calling thread's CPU time (``time.thread_time``, steady on a loaded machine); prints each
+burnpy / onnxruntime speed ratio (target >= 1.0x). ``--profile`` prints the cProfile (by own
+time) of the compiled replay per model. Run: ``.venv/bin/python benchmarks/onnx_models.py``.
 """
 
 from __future__ import annotations
@@ -33,7 +38,7 @@ import warnings  # noqa: E402
 from collections.abc import Callable  # noqa: E402
 from pathlib import Path  # noqa: E402
 
-import _timing  # noqa: E402 - also pins glibc's allocator: freed buffers stay in the process
+import _timing  # noqa: E402 - pins glibc's allocator only when asked (BURNPY_BENCH_PIN_MALLOC)
 import numpy as np  # noqa: E402
 import onnx  # noqa: E402
 import onnxruntime as ort  # type: ignore[import-untyped]  # noqa: E402
@@ -41,11 +46,18 @@ import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 import transformers as tf  # noqa: E402
 
+import burnpy as bp  # noqa: E402
 import burnpy.onnx  # noqa: E402
+from burnpy.capture import Capture  # noqa: E402
+from burnpy.fusion import Fusion  # noqa: E402
 from burnpy.tensor import Tensor  # noqa: E402
 from burnpy_cpu import CpuBackend  # noqa: E402
 
-OURS, THEIRS = "burnpy CpuBackend eager", "onnxruntime 1 thread"
+#: burnpy's candidates: a name, the backend the model loads on, whether it is compiled.
+OURS = (("burnpy eager CpuBackend", CpuBackend, False),
+        ("burnpy compiled Capture(Cpu)", Capture(CpuBackend), True),
+        ("burnpy compiled +Fusion", Capture(Fusion(CpuBackend)), True))
+THEIRS = "onnxruntime 1 thread"
 
 
 class BertOutputs(torch.nn.Module):
@@ -157,39 +169,69 @@ def session(path: Path) -> ort.InferenceSession:
     return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
 
 
-def compare(path: Path, inputs: list[np.ndarray], what: str, args: argparse.Namespace) -> float:
-    """Time burnpy against onnxruntime on ``inputs``; print and return the speed ratio."""
-    module = burnpy.onnx.load(path, backend=CpuBackend)
-    theirs = session(path)
-    feeds = dict(zip(module.input_names, inputs, strict=True))
-    tensors = [Tensor.from_data(a, backend=CpuBackend) for a in inputs]
+def timed(fn: Callable[[], object]) -> tuple[float, float]:
+    """Wall and calling-thread CPU seconds of one call of ``fn``."""
+    wall, cpu = time.perf_counter(), time.thread_time()
+    fn()
+    return time.perf_counter() - wall, time.thread_time() - cpu
 
-    def run_ours() -> list[np.ndarray]:
-        result = module(*tensors)
+
+def burnpy_runner(path: Path, backend: type, compiled: bool,
+                  inputs: list[np.ndarray]) -> Callable[[], list[np.ndarray]]:
+    """A call of the imported model (compiled, or eager) on ``inputs``, outputs on the host."""
+    module = burnpy.onnx.load(path, backend=backend)
+    fn = bp.compile(module, fullgraph=True) if compiled else module
+    tensors = [Tensor.from_data(a, backend=backend) for a in inputs]
+
+    def run() -> list[np.ndarray]:
+        result = fn(*tensors)
         outs = result if isinstance(result, tuple) else (result,)
         return [o.to_numpy() for o in outs if o is not None]
+
+    return run
+
+
+def compare(path: Path, inputs: list[np.ndarray], what: str, args: argparse.Namespace) -> float:
+    """Time burnpy (eager, compiled, compiled with fusion) against onnxruntime on ``inputs``;
+    print the figures and return the compiled / onnxruntime wall-time speed ratio."""
+    theirs = session(path)
+    names = [i.name for i in theirs.get_inputs()]
+    feeds = dict(zip(names, inputs, strict=True))
 
     def run_theirs() -> list[np.ndarray]:
         return [np.asarray(o) for o in theirs.run(None, feeds)]
 
-    gap = max(float(np.abs(a - b).max()) for a, b in zip(run_ours(), run_theirs(), strict=True))
-    samples: dict[str, list[float]] = {OURS: [], THEIRS: []}
-    for r in range(args.rounds):  # alternating, the order swapped every round
-        for name, fn in ((OURS, run_ours), (THEIRS, run_theirs))[::1 if r % 2 else -1]:
-            samples[name].append(_timing.per_call(fn, 1))
-    med = {name: statistics.median(s) for name, s in samples.items()}
-    ratio = med[THEIRS] / med[OURS]
-    print(f"{what}; float32; median of {args.rounds} alternating runs "
-          f"(max |difference| {gap:.2g})")
-    for name, seconds in med.items():
-        print(f"  {name:26s} {seconds * 1e3:9.2f} ms (fastest {min(samples[name]) * 1e3:.2f})")
-    print(f"  burnpy / onnxruntime speed: {ratio:.2f}x (target >= 1.0x; fastest runs: "
-          f"{min(samples[THEIRS]) / min(samples[OURS]):.2f}x)")
+    candidates = {name: burnpy_runner(path, backend, compiled, inputs)
+                  for name, backend, compiled in OURS}
+    expected = run_theirs()
+    gaps = {}
+    for name, fn in candidates.items():  # also records the compiled graphs
+        fn()
+        gaps[name] = max(float(np.abs(a - b).max() / max(np.abs(b).max(), 1e-30))
+                         for a, b in zip(fn(), expected, strict=True))
+    candidates[THEIRS] = run_theirs
+    samples: dict[str, list[tuple[float, float]]] = {name: [] for name in candidates}
+    order = list(candidates)
+    for r in range(args.rounds):  # alternating, the order rotated every round
+        for name in order[r % len(order):] + order[:r % len(order)]:
+            samples[name].append(timed(candidates[name]))
+    wall = {name: statistics.median(w for w, _ in s) for name, s in samples.items()}
+    cpu = {name: statistics.median(c for _, c in s) for name, s in samples.items()}
+    print(f"{what}; float32; median of {args.rounds} alternating runs; "
+          f"{_timing.allocator_note()}")
+    print(f"  {'':30s} {'wall ms':>9s} {'thread CPU ms':>14s}  {'ORT/ours wall':>13s} "
+          f"{'ORT/ours CPU':>12s}  max |diff| / max |ORT|")
+    for name in candidates:
+        ratios = (f"{wall[THEIRS] / wall[name]:12.2f}x {cpu[THEIRS] / cpu[name]:11.2f}x"
+                  if name != THEIRS else "")
+        gap = f"  {gaps[name]:.1e}" if name in gaps else ""
+        print(f"  {name:30s} {wall[name] * 1e3:9.2f} {cpu[name] * 1e3:14.2f}  {ratios}{gap}")
     if args.profile:
+        compiled = candidates[OURS[1][0]]
         profile = cProfile.Profile()
-        profile.runcall(lambda: [run_ours() for _ in range(3)])
+        profile.runcall(lambda: [compiled() for _ in range(3)])
         pstats.Stats(profile).sort_stats("tottime").print_stats(25)
-    return ratio
+    return wall[THEIRS] / wall[OURS[1][0]]
 
 
 def import_time(folder: Path, args: argparse.Namespace) -> None:
