@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 import re
+import weakref
 from collections import ChainMap
 from collections.abc import Iterator, MutableMapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -424,6 +425,127 @@ class GraphRunner:
                                 backend=self.backend, device=self.device)
 
 
+class _Interpreter:
+    """How an ``OnnxModule`` runs its graph: the runner, the nodes as run (each fused group as
+    one node in its last node's place, ``fused`` keeping the group), which are folded and
+    what they make, the integer initializers as folded values, and the prepared steps with
+    their caches. Not the module's state (its parameters and buffers are): it is kept beside
+    the module (``_INTERPRETERS``), not among its attributes, so a walk of the module's state
+    (``bp.compile``'s) meets only that; a copy of the module builds its own when first
+    called."""
+
+    __slots__ = ("folded_outputs", "folds", "fused", "nodes", "runner", "sources", "steps")
+
+    def __init__(self, module: OnnxModule, runner: GraphRunner) -> None:
+        self.runner = runner
+        self.sources: dict[str, _Source] = {}
+        for name, attr in module.parameter_names.items():
+            tensor = getattr(module, attr)
+            if tensor.kind != "float":
+                data = tensor.into_data()
+                runner.known.add(tensor, data.array)
+                self.sources[name] = _Source(attr, tensor.primitive, Tensor.from_data(
+                    data, backend=runner.host, device=runner.device))
+        graph = module._graph
+        nodes = _topological(graph.node, set(module.input_names) | set(module.parameter_names))
+        folded = set(self.sources)
+        folds: list[bool] = []
+        for node in nodes:
+            folds.append(_foldable(node, folded))
+            if folds[-1]:
+                folded.update(node.output)
+        self.nodes: list[NodeProto] = []
+        self.folds: list[bool] = []
+        self.fused: dict[int, _Fusion] = {}
+        fusions: dict[int, _Fusion] = {}
+        removed: set[int] = set()
+        for group in _fusions(nodes, folds, set(module.output_names)):
+            if removed.isdisjoint(group.removed):  # a node joins one group at most
+                fusions[group.removed[-1]] = group
+                removed.update(group.removed)
+        for position, (node, fold) in enumerate(zip(nodes, folds, strict=True)):
+            fusion = fusions.get(position)
+            if fusion is not None:
+                self.fused[len(self.nodes)] = fusion
+                node = onnx.helper.make_node(node.op_type, fusion.inputs, node.output,
+                                             name=node.name)
+            elif position in removed:
+                continue
+            self.nodes.append(node)
+            self.folds.append(fold)
+        #: The values that follow from shapes and constants: made by folded nodes.
+        self.folded_outputs: dict[str, tuple[int, int]] = {}
+        for position, (node, fold) in enumerate(zip(self.nodes, self.folds, strict=True)):
+            if fold:
+                for i, name in enumerate(node.output):
+                    if name:
+                        self.folded_outputs[name] = (position, i)
+        self.steps: list[_Step] | None = None
+
+    def prepare(self, position: int) -> PreparedNode:
+        """Node ``position`` resolved for running (a fused group as its one op, each of its
+        nodes resolved first: an unsupported one raises as it would alone)."""
+        fusion = self.fused.get(position)
+        if fusion is None:
+            return self.runner.prepare(self.nodes[position])
+        parts = [self.runner.prepare(node) for node in fusion.nodes]
+        label = " + ".join(part.label for part in parts)
+        impl = OpImpl("", "+".join(node.op_type for node in fusion.nodes), parts[-1].opset,
+                      fusion.fn, frozenset())
+        return PreparedNode(impl, Attributes([], label), label, parts[-1].opset,
+                            fusion.inputs, parts[-1].outputs)
+
+    def plan(self, output_names: list[str]) -> list[_Step]:
+        """Each node prepared (raising what one lacks), folded or with the folded values it
+        reads uploaded, and the values to drop after it."""
+        prepared = [self.prepare(position) for position in range(len(self.nodes))]
+        folds = [_Fold(node.op_type in _SHAPE_ONLY) if fold else None
+                 for node, fold in zip(self.nodes, self.folds, strict=True)]
+        release = _release_after(self.nodes, set(output_names))
+        steps = []
+        for node, prep, fold, dead in zip(self.nodes, prepared, folds, release, strict=True):
+            uploads: list[tuple[str, _Fold, int]] = []
+            if fold is None:
+                for name in dict.fromkeys(_names_read(node)):
+                    made = self.folded_outputs.get(name)
+                    if made is not None:
+                        producer = folds[made[0]]
+                        assert producer is not None
+                        uploads.append((name, producer, made[1]))
+            steps.append(_Step(prep, fold, tuple(uploads), dead))
+        return steps
+
+    def run(self, module: OnnxModule, values: Values) -> None:
+        """Run the graph over ``values`` (parameters, buffers and inputs by graph name),
+        leaving the graph's outputs in it."""
+        if self.steps is None:  # resolved on the first call, which raises what a node lacks
+            self.steps = self.plan(module.output_names)
+        runner = self.runner
+        hosts = {name: source.current(module, runner) for name, source in self.sources.items()}
+        for step in self.steps:
+            node, fold = step.node, step.fold
+            if fold is not None:
+                hosts.update(_named(node, fold.run(node, hosts, values, runner)))
+            else:
+                for name, producer, index in step.uploads:
+                    if name not in values:
+                        values[name] = producer.upload(index, runner)
+                runner.run_prepared(node, values)
+            for name in step.dead:  # its last reader ran: its memory goes back for reuse
+                values.pop(name, None)
+        for name in module.output_names:
+            made = self.folded_outputs.get(name)
+            if made is not None:
+                fold = self.steps[made[0]].fold
+                assert fold is not None
+                values[name] = fold.upload(made[1], runner)
+
+
+#: Each module's interpreter, beside it (see ``_Interpreter``).
+_INTERPRETERS: weakref.WeakKeyDictionary[OnnxModule, _Interpreter] = (
+    weakref.WeakKeyDictionary())
+
+
 class OnnxModule(Module):
     """An ONNX model as a burnpy ``Module``: ``module(*inputs)`` takes tensors in the graph's
     input order and returns a tensor (one output) or a tuple in the graph's output order.
@@ -434,10 +556,12 @@ class OnnxModule(Module):
     def __init__(self, model: ModelProto, backend: type[Backend],
                  device: Device | None = None) -> None:
         graph = model.graph
-        opsets: dict[str, int] = {}
+        self._opsets: dict[str, int] = {}
         for imp in model.opset_import:
-            opsets["" if imp.domain == "ai.onnx" else imp.domain] = int(imp.version)
-        self._runner = GraphRunner(backend, device, opsets)
+            self._opsets["" if imp.domain == "ai.onnx" else imp.domain] = int(imp.version)
+        self._backend = backend
+        self._device = device
+        runner = GraphRunner(backend, device, self._opsets)
         self._graph = graph
         if graph.sparse_initializer:
             raise UnsupportedOnnxError(f"graph {graph.name!r}: sparse initializer "
@@ -445,8 +569,6 @@ class OnnxModule(Module):
                                        "supported")
         taken: set[str] = set()
         self.parameter_names: dict[str, str] = {}
-        runner = self._runner
-        self._sources: dict[str, _Source] = {}
         for proto in graph.initializer:
             attr = _attribute_name(proto.name, taken)
             value = runner.constant(proto, f"graph {graph.name!r}")
@@ -459,82 +581,18 @@ class OnnxModule(Module):
                 setattr(self, attr, value)
             else:
                 self.register_buffer(attr, value)
-                data = value.into_data()
-                runner.known.add(value, data.array)
-                self._sources[proto.name] = _Source(attr, value.primitive, Tensor.from_data(
-                    data, backend=runner.host, device=device))
             self.parameter_names[proto.name] = attr
         self.input_names = [i.name for i in graph.input if i.name not in self.parameter_names]
         self.output_names = [o.name for o in graph.output]
-        nodes = _topological(graph.node, set(self.input_names) | set(self.parameter_names))
-        self._steps: list[_Step] | None = None
-        folded = set(self._sources)
-        folds: list[bool] = []
-        for node in nodes:
-            folds.append(_foldable(node, folded))
-            if folds[-1]:
-                folded.update(node.output)
-        #: The nodes as run: each fused group (``_fusions``) as one node in its last node's
-        #: place, reading the group's inputs (``_fused`` keeps the group by position).
-        self._nodes: list[NodeProto] = []
-        self._folds: list[bool] = []
-        self._fused: dict[int, _Fusion] = {}
-        fusions: dict[int, _Fusion] = {}
-        removed: set[int] = set()
-        for group in _fusions(nodes, folds, set(self.output_names)):
-            if removed.isdisjoint(group.removed):  # a node joins one group at most
-                fusions[group.removed[-1]] = group
-                removed.update(group.removed)
-        for position, (node, fold) in enumerate(zip(nodes, folds, strict=True)):
-            fusion = fusions.get(position)
-            if fusion is not None:
-                self._fused[len(self._nodes)] = fusion
-                node = onnx.helper.make_node(node.op_type, fusion.inputs, node.output,
-                                             name=node.name)
-            elif position in removed:
-                continue
-            self._nodes.append(node)
-            self._folds.append(fold)
-        #: The values that follow from shapes and constants: made by folded nodes.
-        self._folded_outputs: dict[str, tuple[int, int]] = {}
-        for position, (node, fold) in enumerate(zip(self._nodes, self._folds, strict=True)):
-            if fold:
-                for i, name in enumerate(node.output):
-                    if name:
-                        self._folded_outputs[name] = (position, i)
+        _INTERPRETERS[self] = _Interpreter(self, runner)
 
-    def _prepare(self, position: int) -> PreparedNode:
-        """Node ``position`` resolved for running (a fused group as its one op, each of its
-        nodes resolved first: an unsupported one raises as it would alone)."""
-        fusion = self._fused.get(position)
-        if fusion is None:
-            return self._runner.prepare(self._nodes[position])
-        parts = [self._runner.prepare(node) for node in fusion.nodes]
-        label = " + ".join(part.label for part in parts)
-        impl = OpImpl("", "+".join(node.op_type for node in fusion.nodes), parts[-1].opset,
-                      fusion.fn, frozenset())
-        return PreparedNode(impl, Attributes([], label), label, parts[-1].opset,
-                            fusion.inputs, parts[-1].outputs)
-
-    def _plan(self) -> list[_Step]:
-        """Each node prepared (raising what one lacks), folded or with the folded values it
-        reads uploaded, and the values to drop after it."""
-        prepared = [self._prepare(position) for position in range(len(self._nodes))]
-        folds = [_Fold(node.op_type in _SHAPE_ONLY) if fold else None
-                 for node, fold in zip(self._nodes, self._folds, strict=True)]
-        release = _release_after(self._nodes, set(self.output_names))
-        steps = []
-        for node, prep, fold, dead in zip(self._nodes, prepared, folds, release, strict=True):
-            uploads: list[tuple[str, _Fold, int]] = []
-            if fold is None:
-                for name in dict.fromkeys(_names_read(node)):
-                    made = self._folded_outputs.get(name)
-                    if made is not None:
-                        producer = folds[made[0]]
-                        assert producer is not None
-                        uploads.append((name, producer, made[1]))
-            steps.append(_Step(prep, fold, tuple(uploads), dead))
-        return steps
+    def _interpreter(self) -> _Interpreter:
+        """This module's interpreter (a copy's built on its first call)."""
+        found = _INTERPRETERS.get(self)
+        if found is None:
+            found = _INTERPRETERS[self] = _Interpreter(
+                self, GraphRunner(self._backend, self._device, self._opsets))
+        return found
 
     def forward(self, *inputs: Tensor) -> Tensor | tuple[Tensor | None, ...]:
         """Run the graph on ``inputs`` (in the graph's input order)."""
@@ -549,27 +607,7 @@ class OnnxModule(Module):
                 raise OnnxError(f"OnnxModule({self._graph.name!r}): input {name!r} must be a "
                                 f"Tensor, got {type(value).__name__}")
             values[name] = value
-        if self._steps is None:  # resolved on the first call, which raises what a node lacks
-            self._steps = self._plan()
-        runner = self._runner
-        hosts = {name: source.current(self, runner) for name, source in self._sources.items()}
-        for step in self._steps:
-            node, fold = step.node, step.fold
-            if fold is not None:
-                hosts.update(_named(node, fold.run(node, hosts, values, runner)))
-            else:
-                for name, producer, index in step.uploads:
-                    if name not in values:
-                        values[name] = producer.upload(index, runner)
-                runner.run_prepared(node, values)
-            for name in step.dead:  # its last reader ran: its memory goes back for reuse
-                values.pop(name, None)
-        for name in self.output_names:
-            made = self._folded_outputs.get(name)
-            if made is not None and self._steps[made[0]].fold is not None:
-                fold = self._steps[made[0]].fold
-                assert fold is not None
-                values[name] = fold.upload(made[1], runner)
+        self._interpreter().run(self, values)
         missing = [name for name in self.output_names if name not in values]
         if missing:
             raise OnnxError(f"OnnxModule({self._graph.name!r}): no node produces the "

@@ -10,6 +10,8 @@ equals the eager import and onnxruntime. A second shape records a second graph.
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 import onnx
 import pytest
@@ -101,3 +103,15 @@ def test_a_reassigned_integer_initializer_is_read_again_eagerly() -> None:
     out = module(bp.tensor(x))
     assert isinstance(out, Tensor) and out.shape == (4, 3)
     np.testing.assert_array_equal(out.to_numpy(), x.reshape(4, 3))
+
+
+def test_a_copy_of_a_module_runs_with_an_interpreter_of_its_own() -> None:
+    """The interpreter (its folds, uploads and caches) is kept beside the module, not among
+    its attributes: a deep copy runs, builds its own and gives the original's outputs."""
+    module = load(_onnx("gpt", torch.float32), backend=CpuBackend)
+    inputs = _as_float(CASES["gpt"].inputs(np.random.default_rng(4), 2, 5), np.float32)
+    before = _run(module, inputs, CpuBackend)
+    twin = copy.deepcopy(module)
+    assert twin._interpreter() is not module._interpreter()
+    for ours, theirs in zip(_run(twin, inputs, CpuBackend), before, strict=True):
+        np.testing.assert_array_equal(ours, theirs)

@@ -51,7 +51,7 @@ def test_matmul_then_add_equals_numpy(a_shape: list[int], b_shape: list[int],
                                       product_out: bool) -> None:
     backend = Capture(CpuBackend)
     module = load(_model(a_shape, b_shape, c_shape, bias_first, product_out), backend=backend)
-    assert (1 if not product_out else 0) == len(module._fused)
+    assert (1 if not product_out else 0) == len(module._interpreter().fused)
     rng = np.random.default_rng(0)
     a, b, c = (rng.standard_normal(s) for s in (a_shape, b_shape, c_shape))
     with backend.recording() as graph:
