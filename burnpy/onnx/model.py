@@ -241,45 +241,17 @@ def _foldable(node: NodeProto, folded: set[str]) -> bool:
     return node.op_type in _SHAPE_ONLY or all(not n or n in folded for n in node.input)
 
 
-class _Fold:
-    """A folded node's last run on the host backend: the inputs it ran on (host tensors by
+class _Made:
+    """One run of a folded node on the host backend: the inputs it ran on (host tensors by
     identity, or a shape for ``Shape``/``Size``), its host outputs and their device copies,
     each made when a device node first reads it."""
 
-    __slots__ = ("device", "key", "outputs", "shape_only")
+    __slots__ = ("device", "key", "outputs")
 
-    def __init__(self, shape_only: bool) -> None:
-        self.shape_only = shape_only
-        self.key: list[Any] | None = None
-        self.outputs: list[Tensor | None] = []
-        self.device: list[Tensor | None] = []
-
-    def run(self, node: PreparedNode, hosts: dict[str, Tensor], values: Values,
-            runner: GraphRunner) -> list[Tensor | None]:
-        """The node's host outputs for this call's inputs, run again only when they changed."""
-        if self.shape_only:
-            x = hosts.get(node.inputs[0])
-            if x is None:
-                x = values[node.inputs[0]]
-            assert x is not None
-            inputs: list[Tensor | None] = [x]
-            key: list[Any] = [x.shape]
-            if self.key == key:
-                return self.outputs
-        else:
-            inputs = [hosts[name] if name else None for name in node.inputs]
-            key = inputs
-            old = self.key
-            if old is not None and len(old) == len(key) and all(
-                    a is b for a, b in zip(old, key, strict=True)):
-                return self.outputs
-        for copy in self.device:
-            if copy is not None:
-                runner.known.drop(copy)
-        self.outputs = runner.call(node, inputs, runner.host, {})
-        self.device = [None] * len(self.outputs)
+    def __init__(self, key: list[Any], outputs: list[Tensor | None]) -> None:
         self.key = key
-        return self.outputs
+        self.outputs = outputs
+        self.device: list[Tensor | None] = [None] * len(outputs)
 
     def upload(self, index: int, runner: GraphRunner) -> Tensor:
         """Output ``index`` on the model's backend, uploaded once, its host copy kept."""
@@ -294,15 +266,54 @@ class _Fold:
         return copy
 
 
+class _Fold:
+    """A folded node: its last run (``_Made``, replaced whole, so a call running beside
+    another in a second thread reads a consistent one), run again only when an input
+    changed."""
+
+    __slots__ = ("last", "shape_only")
+
+    def __init__(self, shape_only: bool) -> None:
+        self.shape_only = shape_only
+        self.last: _Made | None = None
+
+    def run(self, node: PreparedNode, hosts: dict[str, Tensor], values: Values,
+            runner: GraphRunner) -> _Made:
+        """The node's run for this call's inputs: the last one if they are the same."""
+        last = self.last
+        if self.shape_only:
+            x = hosts.get(node.inputs[0])
+            if x is None:
+                x = values[node.inputs[0]]
+            assert x is not None
+            inputs: list[Tensor | None] = [x]
+            key: list[Any] = [x.shape]
+            if last is not None and last.key == key:
+                return last
+        else:
+            inputs = [hosts[name] if name else None for name in node.inputs]
+            key = inputs
+            if last is not None and len(last.key) == len(key) and all(
+                    a is b for a, b in zip(last.key, key, strict=True)):
+                return last
+        made = _Made(key, runner.call(node, inputs, runner.host, {}))
+        self.last = made
+        if last is not None:
+            for copy in last.device:
+                if copy is not None:
+                    runner.known.drop(copy)
+        return made
+
+
 class _Step:
     """One node of the main graph as ``OnnxModule.forward`` runs it: folded (``fold``) or run
-    on the device after uploading the folded values it reads (``uploads``: name, producer,
-    output index); then the values no later node reads are dropped (``dead``)."""
+    on the device after uploading the folded values it reads (``uploads``: name, producer's
+    position, output index); then the values no later node reads are dropped (``dead``)."""
 
     __slots__ = ("dead", "fold", "node", "uploads")
 
     def __init__(self, node: PreparedNode, fold: _Fold | None,
-                 uploads: tuple[tuple[str, _Fold, int], ...], dead: tuple[str, ...]) -> None:
+                 uploads: tuple[tuple[str, int, int], ...], dead: tuple[str, ...]) -> None:
         self.node = node
         self.fold = fold
         self.uploads = uploads
@@ -504,14 +515,12 @@ class _Interpreter:
         release = _release_after(self.nodes, set(output_names))
         steps = []
         for node, prep, fold, dead in zip(self.nodes, prepared, folds, release, strict=True):
-            uploads: list[tuple[str, _Fold, int]] = []
+            uploads: list[tuple[str, int, int]] = []
             if fold is None:
                 for name in dict.fromkeys(_names_read(node)):
                     made = self.folded_outputs.get(name)
                     if made is not None:
-                        producer = folds[made[0]]
-                        assert producer is not None
-                        uploads.append((name, producer, made[1]))
+                        uploads.append((name, *made))
             steps.append(_Step(prep, fold, tuple(uploads), dead))
         return steps
 
@@ -522,23 +531,23 @@ class _Interpreter:
             self.steps = self.plan(module.output_names)
         runner = self.runner
         hosts = {name: source.current(module, runner) for name, source in self.sources.items()}
-        for step in self.steps:
+        runs: dict[int, _Made] = {}  # this call's run of each folded node, by position
+        for position, step in enumerate(self.steps):
             node, fold = step.node, step.fold
             if fold is not None:
-                hosts.update(_named(node, fold.run(node, hosts, values, runner)))
+                made = runs[position] = fold.run(node, hosts, values, runner)
+                hosts.update(_named(node, made.outputs))
             else:
                 for name, producer, index in step.uploads:
                     if name not in values:
-                        values[name] = producer.upload(index, runner)
+                        values[name] = runs[producer].upload(index, runner)
                 runner.run_prepared(node, values)
             for name in step.dead:  # its last reader ran: its memory goes back for reuse
                 values.pop(name, None)
         for name in module.output_names:
-            made = self.folded_outputs.get(name)
-            if made is not None:
-                fold = self.steps[made[0]].fold
-                assert fold is not None
-                values[name] = fold.upload(made[1], runner)
+            found = self.folded_outputs.get(name)
+            if found is not None:
+                values[name] = runs[found[0]].upload(found[1], runner)
 
 
 #: Each module's interpreter, beside it (see ``_Interpreter``).
