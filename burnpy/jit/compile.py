@@ -3,10 +3,13 @@ the recorded graph, a flat generated function of the backend's ops, on later cal
 
 The state ``fn`` reads and writes outside its arguments is part of the graph, not baked into
 it. Before recording, the objects ``fn`` can reach are walked (its arguments, the ``self`` of
-a bound method, its closure's cells and the globals its code names, and inside those: modules
-(``slots()``), optimizers (``param_groups``, ``state``, ``steps``), schedulers
-(``optimizer``), dicts, lists and tuples, and other objects' attributes, three levels deep).
-Each tensor found is a *location*:
+a bound method, its closure's cells and the globals its code names, and inside those:
+optimizers (``param_groups``, ``state``, ``steps``, their other attributes), dicts, lists,
+tuples and deques, and every other object's attributes (a module's, a scheduler's, those of
+``__slots__`` and of its classes), to any depth up to 24 objects and 10,000 entries; a call
+reaching more, a set of objects, a ``bytearray`` or a NumPy array over 64 KiB runs eagerly,
+its state being more than a replay can check (``fullgraph=True`` raises
+``GraphBreakError``). Each tensor found is a *location*:
 a tensor object (a parameter or buffer, re-pointed in place by ``ParamSlot.write`` or an
 in-place op) or a container entry (an optimizer's state, replaced by a new tensor each step).
 Every location's primitive is a graph input, bound at each call to its current value; every
@@ -20,9 +23,16 @@ Guards: a call replays a graph recorded with the same signature (each argument's
 kind, shape and dtype, the values of Python scalars among the arguments, the closure's cells
 and the globals named, the grad mode and autocast regions), the same reachable objects, the
 same state (each location's backend, kind, shape and dtype, modules' training flags, the
-optimizers' state sizes and the very dicts their state is in, and the objects the walk
-passed through still where it found them: a swapped submodule or optimizer records again)
-and the same outcomes of the Python branches taken on symbolic scalars; otherwise it records
+optimizers' state sizes and the very dicts their state is in, and everything else the walk
+passed as it was before the recording: each dict's, list's and attribute dict's size, so an
+entry added records again; each plain scalar (``bool``, ``int``, ``float``, ``complex``,
+``str``, ``bytes``, None, and tuples and sets of them; a module's ``self.scale``, a
+dropout's ``p``, an optimizer's ``weight_decay``) by value and type, compared as ``marshal``
+bytes in one go, so ``1`` is not ``1.0`` and ``0.0`` is not ``-0.0``; each other object by
+identity, so a swapped submodule or optimizer records again; each small NumPy array by its
+bytes, whose values a recording bakes in; a scalar ``fn`` itself changes, a counter, so
+records at each call, counting as eager does) and the same outcomes of the Python branches
+taken on symbolic scalars; otherwise it records
 again (at most ``cache_size`` graphs, the oldest dropped). Each graph's state checks,
 binding, replay and write-back are one generated function of flat checks and direct calls;
 a call of positional arguments first tries the one the previous call replayed, whose
@@ -48,13 +58,16 @@ from __future__ import annotations
 
 import builtins
 import linecache
+import marshal
 import operator
 import sys
 import types
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
+
+import numpy as np
 
 from burnpy.amp import get_autocast_dtype, is_autocast_enabled
 from burnpy.autodiff.modes import is_grad_enabled
@@ -133,10 +146,56 @@ def _is_optimizer(obj: Any) -> bool:
     return all(hasattr(obj, a) for a in ("param_groups", "state", "steps"))
 
 
+#: The exact types a walk holds by value (a subclass, an enum or a NumPy scalar, is an object
+#: held by identity); tuples, sets and frozensets of them too. A replay compares them by their
+#: ``marshal`` bytes, which tell 1 from 1.0 and True, and 0.0 from -0.0.
+_PLAIN = frozenset({bool, int, float, complex, str, bytes, type(None)})
+
+#: How deep a walk goes (objects within objects) and how many entries it guards before it
+#: gives up: a call reaching more state than that runs eagerly (its state cannot be checked).
+_DEPTH, _ENTRIES = 24, 10_000
+
+#: An optimizer's attributes the walk leaves to its own checks (its groups, state and step
+#: counts) or that are bookkeeping no step reads (``_found``, ``_pending``).
+_OPTIMIZER_OWN = frozenset({"param_groups", "state", "steps", "_found", "_pending"})
+
+#: The most bytes of a NumPy array a replay compares (a recording bakes what ``fn`` made of
+#: its values, ``Tensor.from_data(array)``): a call reaching a bigger one runs eagerly.
+_ARRAY_BYTES = 1 << 16
+
+#: Objects the walk holds by identity and does not enter: code and types.
+_OPAQUE = (types.ModuleType, types.FunctionType, types.MethodType, types.BuiltinFunctionType,
+           type)
+
+
+def _by_value(value: Any) -> bool:
+    """Whether ``value`` is a plain scalar, or a tuple or set of them (held by value)."""
+    kind = type(value)
+    if kind in _PLAIN:
+        return True
+    return (kind is tuple or kind is frozenset or kind is set) and all(map(_by_value, value))
+
+
+def _slot_names(obj: Any) -> list[str]:
+    """The ``__slots__`` attributes of ``obj``'s class and its bases that are set."""
+    names = []
+    for cls in type(obj).__mro__:
+        declared = cls.__dict__.get("__slots__", ())
+        for name in (declared,) if isinstance(declared, str) else declared:
+            if name not in ("__dict__", "__weakref__") and hasattr(obj, name):
+                names.append(name)
+    return list(dict.fromkeys(names))
+
+
+#: Entries a replay reads: (a container, its keys or None for itself, whether by attribute).
+_Entries = tuple[Any, tuple[Any, ...] | None, bool]
+
+
 @dataclass
 class _Reach:
-    """What ``fn`` can reach: tensor locations, modules (for their training flags), optimizers
-    and the scalars that are symbolic (``(holder, key)``) or guarded by value."""
+    """What ``fn`` can reach: tensor locations, modules (for their training flags), optimizers,
+    the scalars that are symbolic (``(holder, key)``) or guarded by value, and what a replay
+    checks of the rest: the containers' sizes and each entry's value or object."""
 
     tensors: list[_Location] = field(default_factory=list)
     modules: list[Any] = field(default_factory=list)
@@ -145,52 +204,104 @@ class _Reach:
     fixed: list[tuple[Any, Any]] = field(default_factory=list)
     seen: set[tuple[int, Any]] = field(default_factory=set)
     objects: set[int] = field(default_factory=set)
-    #: The entries of dicts and lists the walk passed (a module's attributes among them) that
-    #: hold objects other than tensors and scalars: a replay checks they hold the same ones
-    #: (a swapped submodule or optimizer would leave the locations found through it stale).
-    links: list[tuple[Any, Any]] = field(default_factory=list)
-    linked: set[tuple[int, Any]] = field(default_factory=set)
+    #: The dicts and lists the walk passed (objects' attribute dicts among them): a replay
+    #: checks their sizes, so an entry added (a new attribute or key) records again.
+    sized: list[Any] = field(default_factory=list)
+    #: Entries a replay reads, as ``(container, keys, by attribute)`` (keys None: the
+    #: container itself, a set of scalars reached directly): those holding plain scalars
+    #: (``values``, checked by value and type) and those holding other objects (``held``,
+    #: checked by identity: a swapped submodule or optimizer, a replaced tuple of tensors).
+    values: list[_Entries] = field(default_factory=list)
+    held: list[_Entries] = field(default_factory=list)
+    #: The NumPy arrays reached: a replay compares their bytes, dtypes and shapes.
+    arrays: list[np.ndarray] = field(default_factory=list)
+    #: Why the walk gave up (too deep, too much state, a set of objects), or None.
+    incomplete: str | None = None
+    entries: int = 0
 
     def tensor(self, location: _Location) -> None:
         if location.identity() not in self.seen:
             self.seen.add(location.identity())
             self.tensors.append(location)
 
-    def link(self, container: dict[Any, Any] | list[Any]) -> None:
-        """Note ``container``'s entries holding objects (see ``links``)."""
-        items = container.items() if isinstance(container, dict) else enumerate(container)
+    def contents(self, container: Any, depth: int, skip: frozenset[str] = frozenset(),
+                 attributes: Sequence[str] | None = None) -> None:
+        """Add what a dict or list holds (or, with ``attributes``, those of an object with
+        ``__slots__``): tensors as locations (in slots: the tensor objects), plain scalars
+        by value, other objects by identity, walked in turn. A class's dict (a mapping
+        proxy) adds its attributes but the dunder names, methods and other descriptors."""
+        items: list[tuple[Any, Any]]
+        if attributes is not None:
+            items = [(name, getattr(container, name)) for name in attributes]
+        else:
+            self.sized.append(container)
+            items = list(container.items() if isinstance(container, dict | types.MappingProxyType)
+                         else enumerate(container))
+        of_class = isinstance(container, types.MappingProxyType)
+        values, held = [], []
         for key, value in items:
-            if (not isinstance(value, Tensor) and not isinstance(value, _BY_VALUE)
-                    and (id(container), key) not in self.linked):
-                self.linked.add((id(container), key))
-                self.links.append((container, key))
+            if key in skip or (of_class and (key.startswith("__") or hasattr(value, "__get__"))):
+                continue
+            if isinstance(value, Tensor):
+                if attributes is None:
+                    self.tensor(_Location(container, key))
+                    continue
+                self.tensor(_Location(None, None, value))
+                held.append(key)
+            elif _by_value(value):
+                values.append(key)
+            else:
+                held.append(key)
+                self.visit(value, depth + 1)
+        self.entries += len(items)
+        if self.entries > _ENTRIES:
+            self.incomplete = f"reaches more than {_ENTRIES} entries of state"
+        by_attribute = attributes is not None
+        if values:
+            self.values.append((container, tuple(values), by_attribute))
+        if held:
+            self.held.append((container, tuple(held), by_attribute))
+
+    def classes(self, cls: type, depth: int) -> None:
+        """Add the attributes of ``cls`` and its bases, but Python's own (``object``,
+        builtins): an instance reads those it does not hold itself."""
+        for base in cls.__mro__:
+            if base.__module__ != "builtins" and id(base) not in self.objects:
+                self.objects.add(id(base))
+                self.contents(base.__dict__, depth)
 
     def visit(self, obj: Any, depth: int = 0) -> None:
         """Add what ``obj`` holds."""
-        if isinstance(obj, Tensor | str | int | float | bytes | type) or obj is None:
-            if isinstance(obj, Tensor):
-                self.tensor(_Location(None, None, obj))
+        if isinstance(obj, Tensor):
+            self.tensor(_Location(None, None, obj))
             return
-        if id(obj) in self.objects or depth > 3:
+        if id(obj) in self.objects or isinstance(obj, _OPAQUE):
+            return
+        if _by_value(obj):
+            if isinstance(obj, set):  # its members may change: checked by value
+                self.objects.add(id(obj))
+                self.values.append((obj, None, False))
+            return
+        if depth > _DEPTH:
+            self.incomplete = f"reaches state more than {_DEPTH} objects deep"
             return
         self.objects.add(id(obj))
+        if not isinstance(obj, dict | list | tuple | set | frozenset):
+            self.classes(type(obj), depth)
         if _is_module(obj):
-            self.modules.extend(m for m in obj.modules() if m is obj or id(m) not in self.objects)
-            self.objects.update(id(m) for m in obj.modules())
-            for m in obj.modules():  # its submodules, also in lists and dicts
-                self.link(vars(m))
-                for value in vars(m).values():
-                    if isinstance(value, list | dict):
-                        self.link(value)
-            for slot in obj.slots():  # where each is held: a buffer may be reassigned
-                for holder, key in slot.holders:
-                    self.tensor(_Location(holder.__dict__ if _is_module(holder)
-                                          and isinstance(key, str) else holder, key))
+            self.modules.append(obj)
+            self.contents(vars(obj), depth)
         elif _is_optimizer(obj):
             self.optimizers.append(obj)
             symbolic_steps = any(c.__name__ in _SYMBOLIC_STEPS for c in type(obj).__mro__)
             for group in obj.param_groups:
                 self.scalars.append((group, "lr"))
+                self.contents(group, depth + 1, frozenset({"params", "lr"}))
+                # the parameters by identity: each is a location of its own
+                self.sized.append(group["params"])
+                if group["params"]:
+                    self.held.append((group["params"], tuple(range(len(group["params"]))),
+                                      False))
                 for p in group["params"]:
                     if isinstance(p, Tensor):
                         self.tensor(_Location(None, None, p))
@@ -200,32 +311,30 @@ class _Reach:
                 for name, value in entries.items():
                     if isinstance(value, Tensor):
                         self.tensor(_Location(entries, name))
-        elif _is_optimizer(getattr(obj, "optimizer", None)):
             if isinstance(getattr(obj, "__dict__", None), dict):
-                self.link(vars(obj))
-            self.visit(obj.optimizer, depth + 1)
-        elif isinstance(obj, dict):
-            self.link(obj)
-            for key, value in obj.items():
-                if isinstance(value, Tensor):
-                    self.tensor(_Location(obj, key))
-                else:
-                    self.visit(value, depth + 1)
-        elif isinstance(obj, list | tuple):
-            if isinstance(obj, list):
-                self.link(obj)
-            for i, value in enumerate(obj):
-                if isinstance(value, Tensor):
-                    if isinstance(obj, list):
-                        self.tensor(_Location(obj, i))
-                    else:
-                        self.tensor(_Location(None, None, value))
-                else:
-                    self.visit(value, depth + 1)
-        elif not isinstance(obj, types.ModuleType | types.FunctionType | types.MethodType):
-            attributes = getattr(obj, "__dict__", None)  # an object holding the state
+                self.contents(vars(obj), depth, _OPTIMIZER_OWN)
+        elif isinstance(obj, dict | list | deque):
+            self.contents(obj, depth)
+        elif isinstance(obj, np.ndarray):
+            if obj.dtype.hasobject or obj.nbytes > _ARRAY_BYTES:
+                self.incomplete = (f"reaches a NumPy array of {obj.nbytes} bytes ({obj.dtype}), "
+                                   f"past the {_ARRAY_BYTES} a replay compares")
+            else:
+                self.arrays.append(obj)
+        elif isinstance(obj, bytearray | memoryview):  # mutable bytes: neither walked nor held
+            self.incomplete = f"reaches a {type(obj).__name__}"
+        elif isinstance(obj, tuple | frozenset):  # immutable: its holder checks it is the same
+            for value in obj:
+                self.visit(value, depth + 1)
+        elif isinstance(obj, set):  # its members may change, unseen
+            self.incomplete = "reaches a set of objects"
+        else:  # an object holding state: its attributes (a scheduler's among them)
+            attributes = getattr(obj, "__dict__", None)
             if isinstance(attributes, dict):
-                self.visit(attributes, depth + 1)
+                self.contents(attributes, depth)
+            slots = _slot_names(obj)
+            if slots:
+                self.contents(obj, depth, attributes=slots)
 
 
 def _names(code: types.CodeType) -> Iterator[str]:
@@ -297,7 +406,7 @@ class _Roots:
         roots, scalars = list(self.fixed), []
         for value in values:
             if isinstance(value, bool | int | float | str):
-                scalars.append(value)
+                scalars.append(_value_key(value))
             elif not (value is _EMPTY
                       or isinstance(value, types.ModuleType | types.FunctionType | type)):
                 roots.append(value)
@@ -338,8 +447,16 @@ def _leaf_key(leaf: Any) -> Any:
     if isinstance(leaf, Tensor):
         return _desc(leaf)
     if isinstance(leaf, _BY_VALUE):
-        return (type(leaf), leaf)
+        return _value_key(leaf)
     return (type(leaf), id(leaf))
+
+
+def _value_key(value: Any) -> tuple[Any, ...]:
+    """What tells a Python scalar from another: its type and value, and a zero's sign (0.0
+    equals -0.0, yet ``x + 0.0`` and ``x + -0.0`` differ where ``x`` is -0.0)."""
+    if value == 0 and isinstance(value, float | complex):
+        return (type(value), value, repr(value))
+    return (type(value), value)
 
 
 # ---- moving primitives between a tensor's backend and the Capture class ----------------------
@@ -532,6 +649,13 @@ class _Entry:
     sizes: tuple[int, ...]
     fixed: tuple[Any, ...]
     tape: Tape
+    #: What the walk's containers held before the recording: their sizes, the plain scalars'
+    #: ``marshal`` bytes, the other objects and each array's bytes, dtype and shape
+    #: (``_Reach.sized``, ``values``, ``held``, ``arrays``).
+    lengths: tuple[int, ...] = ()
+    values: bytes = b""
+    held: tuple[Any, ...] = ()
+    arrays: tuple[tuple[bytes, Any, tuple[int, ...]], ...] = ()
     run: Callable[..., Any] | None = None
     chains: list[list[Any]] = field(default_factory=list)
     inputs: list[int] = field(default_factory=list)
@@ -557,7 +681,7 @@ class _Source:
         self.lines: list[str] = []
         self.scope: dict[str, Any] = {"_MISS": _MISS, "_EAGER": _EAGER, "_EMPTY": _EMPTY,
                                       "Tensor": Tensor, "wrap": wrap, "dtype_of": dtype_of_numpy,
-                                      "is_not": operator.is_not}
+                                      "is_not": operator.is_not, "dumps": marshal.dumps}
         self.names: dict[int, str] = {}  # by the identity of each object named (held in scope)
 
     def constant(self, value: Any) -> str:
@@ -660,11 +784,53 @@ def _fast_function(entry: _Entry, key: Any, leaves: list[Any], roots: _Roots,
     return src.build("fast", "args")
 
 
+def _read(groups: list[_Entries]) -> tuple[Any, ...]:
+    """What the entries ``groups`` name hold now (``_Reach.values`` or ``held``)."""
+    out: list[Any] = []
+    for container, keys, by_attribute in groups:
+        if keys is None:
+            out.append(container)
+            continue
+        got = (operator.attrgetter if by_attribute else operator.itemgetter)(*keys)(container)
+        out.extend(got if len(keys) > 1 else (got,))
+    return tuple(out)
+
+
+def _snapshot(reach: _Reach) -> tuple[bytes, tuple[Any, ...],
+                                        tuple[tuple[bytes, Any, tuple[int, ...]], ...]]:
+    """What the entries the walk passed hold now: the plain scalars' bytes in marshal's
+    version 2 (no references, so equal values give equal bytes, and the bytes differ with
+    each value's type and a zero's sign), the other objects, and the arrays' contents."""
+    return (marshal.dumps(_read(reach.values), 2), _read(reach.held),
+            tuple((a.tobytes(), a.dtype, a.shape) for a in reach.arrays))
+
+
+def _reads(src: _Source, groups: list[_Entries]) -> str:
+    """The expression building ``_read(groups)`` in generated code."""
+    items = []
+    for container, keys, by_attribute in groups:
+        name = src.constant(container)
+        if keys is None:
+            items.append(f"{name}, ")
+        elif len(keys) > 1:
+            get = (operator.attrgetter if by_attribute else operator.itemgetter)(*keys)
+            items.append(f"*{src.constant(get)}({name}), ")
+        elif by_attribute:
+            items.append(f"{name}.{keys[0]}, ")
+        else:
+            items.append(f"{name}[{src.constant(keys[0])}], ")
+    return "".join(items)
+
+
 def _scalar_differs(src: _Source, name: str, value: Any) -> str:
-    """The condition that ``name`` is not ``value``: another type, or another value."""
+    """The condition that ``name`` is not ``value``: another type, or another value (a zero
+    of the other sign too, see ``_value_key``)."""
     known = src.constant(value)
+    differs = f"{name} != {known}"
+    if value == 0 and isinstance(value, float | complex):
+        differs += f" or repr({name}) != {src.constant(repr(value))}"
     return (f"type({name}) is not {src.constant(type(value))} or ({name} is not {known} and "
-            f"{name} != {known})")
+            f"({differs}))")
 
 
 def _checks_and_replay(src: _Source, entry: _Entry) -> None:
@@ -688,26 +854,33 @@ def _checks_and_replay(src: _Source, entry: _Entry) -> None:
             held = src.constant(list(opt.state.values()))
             src.guard(f"any(map(is_not, {name}.state.values(), {held})) or "
                       f"list(map(len, {name}.state.values())) != {src.constant(each)}")
-    for container, k in reach.links:  # each still holds the object it held after recording
-        if isinstance(container, dict) and k in container:
-            held, read = container[k], f"{src.constant(container)}.get({src.constant(k)})"
-        elif isinstance(container, list) and k < len(container):
-            held = container[k]
-            read = f"len({src.constant(container)}) > {k} and {src.constant(container)}[{k}]"
-        else:
-            continue
-        if not isinstance(held, Tensor) and not isinstance(held, _BY_VALUE):
-            src.guard(f"({read}) is not {src.constant(held)}")
+    if reach.sized:  # no entry added or removed, ...
+        src.guard(f"tuple(map(len, {src.constant(tuple(reach.sized))})) != "
+                  f"{src.constant(entry.lengths)}")
+    # ... each plain scalar of the same type and value, each object the same (a replaced one
+    # records again), each tensor's place still there: read under one try
+    reads = [f"    sv = dumps(({_reads(src, reach.values)}), 2)",
+             f"    ov = ({_reads(src, reach.held)})"]
+    for i, loc in enumerate(reach.tensors):
+        if loc.holder is None:
+            reads.append(f"    t{i} = {src.constant(loc.obj)}")
+        elif loc.holder is not _ARGS:
+            reads.append(f"    t{i} = {src.constant(loc.holder)}[{src.constant(loc.key)}]")
+    src.lines += ["    try:", *("    " + line for line in reads),
+                  "    except (LookupError, AttributeError, ValueError):  # gone, unmarshallable",
+                  "        return _MISS"]
+    src.guard(f"sv != {src.constant(entry.values)} or "
+              f"any(map(is_not, ov, {src.constant(entry.held)}))")
+    for array, (data, dtype, shape) in zip(reach.arrays, entry.arrays, strict=True):
+        name = src.constant(array)
+        src.guard(f"{name}.tobytes() != {src.constant(data)} or {name}.dtype != "
+                  f"{src.constant(dtype)} or {name}.shape != {src.constant(shape)}")
     for (holder, k), value in zip(reach.fixed, entry.fixed, strict=True):
         src.guard(f"{src.constant(holder)}.get({src.constant(k)}) != {src.constant(value)}")
     for i, (loc, desc) in enumerate(zip(reach.tensors, entry.descs, strict=True)):
         if loc.holder is _ARGS:  # its desc is part of the key
             src.lines += [f"    t{i} = leaves[{loc.key}]", f"    p{i} = t{i}.primitive"]
             continue
-        if loc.holder is None:
-            src.lines.append(f"    t{i} = {src.constant(loc.obj)}")
-        else:
-            src.lines.append(f"    t{i} = {src.constant(loc.holder)}[{src.constant(loc.key)}]")
         src.tensor(f"t{i}", f"p{i}", desc, loc.holder is None)
     moved = {*entry.inputs, *(i for a, b, same in entry.ties if not same for i in (a, b))}
     for i in sorted(moved):
@@ -872,8 +1045,13 @@ class Compiled:
                 reach.tensor(_Location(_ARGS, i))
         for obj in root_objects:
             reach.visit(obj)
-        tensors = [loc.get(leaves) for loc in reach.tensors]
         op = f"bp.compile({self.__name__})"
+        if reach.incomplete is not None and self.fullgraph:
+            raise GraphBreakError(f"bp.compile(fullgraph=True): {self.__name__} "
+                                  f"{reach.incomplete}, which a replay cannot check; pass what "
+                                  "it reads as arguments, or compile with fullgraph=False (that "
+                                  "signature then runs eagerly)")
+        tensors = [loc.get(leaves) for loc in reach.tensors]
         capture: Any = None
         chains: list[list[Any]] = []
         for t in tensors:
@@ -906,7 +1084,8 @@ class Compiled:
         syms = [symbolic.tracked(v, i, tape) for i, v in enumerate(originals)]
         entry = _Entry(reach, roots, [_desc(t) for t in tensors],
                        tuple(m.training for m in reach.modules), _sizes(reach),
-                       tuple(h.get(k) for h, k in reach.fixed), tape, chains=chains,
+                       tuple(h.get(k) for h, k in reach.fixed), tape,
+                       tuple(map(len, reach.sized)), *_snapshot(reach), chains=chains,
                        inputs=inputs, ties=ties)
         fn_name = self.__name__
 
@@ -928,7 +1107,7 @@ class Compiled:
                                                   strict=True):
                 h[k] = original if now is sym else now.value if isinstance(now, Sym) else now
         same = self._same_state(entry, root_objects, leaves)  # else: keep no entry
-        replayable = (same and not graph.host_reads
+        replayable = (same and not graph.host_reads and reach.incomplete is None
                       and not any(bool((a != copy).any()) for a, copy in shared))
         if replayable:
             self._finish(entry, graph, syms, after)

@@ -330,3 +330,341 @@ def test_a_swapped_optimizer_records_again() -> None:
                                    rtol=1e-5)
     # each optimizer's first call makes its step counts (eager), the second records
     assert _counts(f) == (4, 2)
+
+
+# ---- state reached through objects: scalars, new entries, deep and opaque state --------------
+class _Scaled(nn.Module):
+    """``linear(x) * scale + shift``, with Python scalars a replay must not bake."""
+
+    def __init__(self) -> None:
+        self.linear = nn.Linear(4, 3, backend=C)
+        self.scale, self.shift = 0.5, 0.0
+
+    def forward(self, x: bp.Tensor) -> bp.Tensor:
+        return self.linear(x) * self.scale + self.shift
+
+
+def test_a_modules_scalar_attribute_changed_after_replays() -> None:
+    net = _Scaled()
+    f = bp.compile(net)
+    a = _data((2, 4), 80)
+    for scale in (0.5, 0.5, 2.0, 2.0, 0.5):
+        net.scale = scale
+        for _ in range(2):
+            np.testing.assert_allclose(f(_t(a)).to_numpy(),
+                                       _linear(net.linear, a) * np.float32(scale), rtol=1e-6)
+    assert _counts(f) == (2, 8)  # 0.5 and 2.0 recorded; 0.5 again replays its graph
+
+
+def test_a_scalar_of_another_type_or_sign_records_again() -> None:
+    net = _Scaled()
+    f = bp.compile(lambda x: x * net.scale + net.shift)
+    z = np.array([-0.0, 1.0], np.float32)
+    for _ in range(2):
+        assert not np.signbit(f(_t(z)).to_numpy()[0])  # -0.0 * 0.5 + 0.0 is +0.0
+    net.shift = -0.0  # equal to 0.0, but -0.0 + -0.0 stays -0.0
+    for _ in range(2):
+        got = f(_t(z)).to_numpy()
+        assert np.signbit(got[0]) and got[1] == np.float32(0.5)
+    g = bp.compile(lambda n: n * net.scale)
+    n = bp.Tensor.from_data(np.array([1, 2], np.int32), backend=C)
+    net.scale = 2
+    for _ in range(2):
+        np.testing.assert_array_equal(g(n).to_numpy(), [2, 4])
+    net.scale = 2.0  # equal to 2, but eager refuses an int tensor times a float
+    with pytest.raises(bp.BurnpyError, match="int tensor"):
+        g(n)
+
+
+def test_dropouts_rate_changed_after_replays() -> None:
+    drop = nn.Dropout(0.5)
+    f = bp.compile(lambda x: drop(x))
+    a = np.abs(_data((64,), 81)) + np.float32(1)
+    for _ in range(2):
+        assert (f(_t(a)).to_numpy() == 0).any()
+    drop.p = 0.0  # keeps everything: the identity
+    for _ in range(2):
+        np.testing.assert_array_equal(f(_t(a)).to_numpy(), a)
+
+
+class _Settings:
+    def __init__(self) -> None:
+        self.temperature = 2.0
+        self.extra: Any = None
+
+
+def test_a_user_objects_scalar_or_none_replaced_after_replays() -> None:
+    settings = _Settings()
+    w = _t(_data((3,), 82))
+
+    def fn(x: bp.Tensor) -> bp.Tensor:
+        y = x / settings.temperature
+        return y if settings.extra is None else y + settings.extra
+
+    f = bp.compile(fn)
+    a = _data((3,), 83)
+    for _ in range(2):
+        np.testing.assert_allclose(f(_t(a)).to_numpy(), a / np.float32(2.0), rtol=1e-6)
+    settings.temperature = 4.0
+    for _ in range(2):
+        np.testing.assert_allclose(f(_t(a)).to_numpy(), a / np.float32(4.0), rtol=1e-6)
+    settings.extra = w  # None, now a tensor
+    for _ in range(2):
+        np.testing.assert_allclose(f(_t(a)).to_numpy(), a / np.float32(4.0) + w.to_numpy(),
+                                   rtol=1e-6)
+    assert _counts(f) == (3, 3)
+
+
+def test_a_new_attribute_or_key_or_item_after_replays() -> None:
+    settings, options, extra = _Settings(), {"scale": 2.0}, [1.0]
+
+    def fn(x: bp.Tensor) -> bp.Tensor:
+        y = x * options["scale"] * getattr(settings, "gain", 1.0) + options.get("shift", 0.0)
+        for e in extra:
+            y = y + e
+        return y
+
+    f = bp.compile(fn)
+    a = _data((3,), 84)
+
+    def check(want: np.ndarray) -> None:
+        for _ in range(2):
+            np.testing.assert_allclose(f(_t(a)).to_numpy(), want, rtol=1e-6)
+
+    check(a * np.float32(2.0) + np.float32(1.0))
+    options["scale"] = 3.0  # a dict's scalar
+    check(a * np.float32(3.0) + np.float32(1.0))
+    options["shift"] = 5.0  # a new key
+    check(a * np.float32(3.0) + np.float32(6.0))
+    settings.gain = 10.0  # type: ignore[attr-defined]  # a new attribute
+    check(a * np.float32(30.0) + np.float32(6.0))
+    extra.append(2.0)  # a longer list
+    check(a * np.float32(30.0) + np.float32(8.0))
+    extra[0] = -1.0  # a list's scalar
+    check(a * np.float32(30.0) + np.float32(6.0))
+    assert _counts(f) == (6, 6)
+
+
+def test_a_tuple_of_tensors_replaced_after_replays() -> None:
+    holder = _Settings()
+    holder.extra = (_t(_data((3,), 85)), _t(_data((3,), 86)))
+    f = bp.compile(lambda x: x * holder.extra[0] + holder.extra[1])
+    a = _data((3,), 87)
+    for seed in (88, 90):
+        for _ in range(2):
+            p, q = (t.to_numpy() for t in holder.extra)
+            np.testing.assert_allclose(f(_t(a)).to_numpy(), a * p + q, rtol=1e-6)
+        holder.extra = (_t(_data((3,), seed)), _t(_data((3,), seed + 1)))
+
+
+def test_a_set_of_names_changed_after_replays() -> None:
+    skip = {"scale"}
+    f = bp.compile(lambda x: x if "scale" in skip else x * 2.0)
+    a = _data((3,), 92)
+    for _ in range(2):
+        np.testing.assert_array_equal(f(_t(a)).to_numpy(), a)
+    skip.clear()
+    for _ in range(2):
+        np.testing.assert_array_equal(f(_t(a)).to_numpy(), a * np.float32(2.0))
+
+
+class _Slotted:
+    __slots__ = ("factor", "weight")
+
+    def __init__(self, factor: float, weight: bp.Tensor) -> None:
+        self.factor, self.weight = factor, weight
+
+
+def test_an_object_with_slots_changed_after_replays() -> None:
+    obj = _Slotted(2.0, _t(_data((3,), 93)))
+    f = bp.compile(lambda x: x * obj.weight * obj.factor)
+    a = _data((3,), 94)
+
+    def check() -> None:
+        for _ in range(2):
+            np.testing.assert_allclose(f(_t(a)).to_numpy(),
+                                       a * obj.weight.to_numpy() * np.float32(obj.factor),
+                                       rtol=1e-6)
+
+    check()
+    obj.factor = 3.0
+    check()
+    obj.weight = _t(_data((3,), 95))
+    check()
+    assert _counts(f) == (3, 3)
+
+
+def _nest(levels: int, leaf: Any) -> Any:
+    """``leaf`` under ``levels`` objects, each holding the next as ``inner``."""
+    for _ in range(levels):
+        outer = _Settings()
+        outer.extra = leaf
+        leaf = outer
+    return leaf
+
+
+def _deepest(obj: Any) -> Any:
+    while isinstance(obj.extra, _Settings):
+        obj = obj.extra
+    return obj
+
+
+@pytest.mark.parametrize("levels", [6, 40])
+def test_state_deep_in_objects_changed_after_replays(levels: int) -> None:
+    root = _nest(levels, _t(_data((3,), 96)))
+
+    def fn(x: bp.Tensor) -> bp.Tensor:
+        deepest = _deepest(root)
+        return x * deepest.extra / deepest.temperature
+
+    f = bp.compile(fn)
+    a = _data((3,), 97)
+
+    def check() -> None:
+        deepest = _deepest(root)
+        for _ in range(2):
+            want = a * deepest.extra.to_numpy() / np.float32(deepest.temperature)
+            np.testing.assert_allclose(f(_t(a)).to_numpy(), want, rtol=1e-6)
+
+    check()
+    _deepest(root).temperature = 8.0  # a scalar deep down
+    check()
+    _deepest(root).extra = _t(_data((3,), 98))  # a tensor deep down, replaced: bound anew
+    check()
+    info = f.cache_info()
+    if levels == 6:  # walked whole: recorded and replayed
+        assert (info.recordings, info.replays, info.eager_signatures) == (2, 4, 0)
+    else:  # deeper than the walk goes: that signature runs eagerly
+        assert info.eager_signatures == 1 and info.replays == 0
+        with pytest.raises(bp.jit.GraphBreakError, match="objects deep"):
+            bp.compile(fn, fullgraph=True)(_t(a))
+
+
+def test_a_set_of_objects_runs_eagerly() -> None:
+    held = {_Settings()}
+    f = bp.compile(lambda x: x * next(iter(held)).temperature)
+    a = _data((3,), 99)
+    for temperature in (2.0, 2.0, 5.0, 5.0):
+        next(iter(held)).temperature = temperature
+        np.testing.assert_allclose(f(_t(a)).to_numpy(), a * np.float32(temperature), rtol=1e-6)
+    assert f.cache_info().eager_signatures == 1
+
+
+def test_optimizer_options_changed_after_replays() -> None:
+    models = [nn.Linear(4, 2, backend=A), nn.Linear(4, 2, backend=A)]
+    models[1].load_state_dict({k: v.clone() for k, v in models[0].state_dict().items()})
+    opts = [optim.SGD(lr=0.1, momentum=0.9), optim.SGD(lr=0.1, momentum=0.9)]
+    step, eager = bp.compile(_train(models[0], opts[0])), _train(models[1], opts[1])
+    for i in range(9):
+        if i == 4:
+            for opt in opts:
+                opt.param_groups[0]["weight_decay"] = 0.5
+        if i == 7:
+            for opt in opts:
+                opt.param_groups[0]["nesterov"] = True
+        x, y = _t(_data((3, 4), 100 + i), A), _t(_data((3, 2), 110 + i), A)
+        np.testing.assert_array_equal(step(x, y).to_numpy(), eager(x, y).to_numpy())
+        for p, q in zip(models[0].parameters(), models[1].parameters(), strict=True):
+            np.testing.assert_array_equal(p.to_numpy(), q.to_numpy())
+    assert _counts(step)[1] >= 4
+
+
+def test_a_scheduler_stepped_inside_the_function() -> None:
+    models = [nn.Linear(4, 2, backend=A), nn.Linear(4, 2, backend=A)]
+    models[1].load_state_dict({k: v.clone() for k, v in models[0].state_dict().items()})
+    opts = [optim.SGD(lr=0.1), optim.SGD(lr=0.1)]
+    scheds = [optim.lr_scheduler.LambdaLR(o, lambda epoch: 0.5 ** epoch) for o in opts]
+
+    def train(i: int) -> Callable[[bp.Tensor, bp.Tensor], bp.Tensor]:
+        inner = _train(models[i], opts[i])
+
+        def step(x: bp.Tensor, y: bp.Tensor) -> bp.Tensor:
+            loss = inner(x, y)
+            scheds[i].step()
+            return loss
+
+        return step
+
+    step, eager = bp.compile(train(0)), train(1)
+    for i in range(5):
+        x, y = _t(_data((3, 4), 120 + i), A), _t(_data((3, 2), 130 + i), A)
+        np.testing.assert_array_equal(step(x, y).to_numpy(), eager(x, y).to_numpy())
+        for p, q in zip(models[0].parameters(), models[1].parameters(), strict=True):
+            np.testing.assert_array_equal(p.to_numpy(), q.to_numpy())
+        assert opts[0].param_groups[0]["lr"] == opts[1].param_groups[0]["lr"]
+
+
+def test_a_zero_arguments_sign_records_again() -> None:
+    shift = 0.0
+    f = bp.compile(lambda x, s: x + s)
+    g = bp.compile(lambda x: x + shift)
+    z = _t(np.array([-0.0], np.float32))
+    for s in (0.0, 0.0, -0.0, -0.0, 0.0):  # -0.0 + 0.0 is +0.0, -0.0 + -0.0 is -0.0
+        assert np.signbit(f(z, s).to_numpy()[0]) == np.signbit(s)
+    assert np.signbit(f(z, s=-0.0).to_numpy()[0])
+    for value in (0.0, 0.0, -0.0, -0.0):
+        shift = value  # a closure's zero
+        assert np.signbit(g(z).to_numpy()[0]) == np.signbit(value)
+
+
+class _ClassScaled(nn.Module):
+    """``x * factor``, its factor a class attribute until an instance sets its own."""
+
+    factor = 2.0
+
+    def forward(self, x: bp.Tensor) -> bp.Tensor:
+        return x * self.factor
+
+
+def test_a_class_attribute_changed_after_replays() -> None:
+    net = _ClassScaled()
+    f = bp.compile(net)
+    a = _data((3,), 140)
+    try:
+        for factor in (2.0, 3.0):
+            _ClassScaled.factor = factor
+            for _ in range(2):
+                np.testing.assert_array_equal(f(_t(a)).to_numpy(), a * np.float32(factor))
+        net.factor = 5.0  # an instance's own, over the class's
+        for _ in range(2):
+            np.testing.assert_array_equal(f(_t(a)).to_numpy(), a * np.float32(5.0))
+    finally:
+        _ClassScaled.factor = 2.0
+    assert _counts(f) == (3, 3)
+
+
+def test_a_numpy_array_written_after_replays() -> None:
+    holder = _Settings()
+    holder.extra = np.ones(3, np.float32)
+    f = bp.compile(lambda x: x * bp.Tensor.from_data(holder.extra, backend=C))
+    a = _data((3,), 141)
+    for _ in range(2):
+        np.testing.assert_array_equal(f(_t(a)).to_numpy(), a)
+    holder.extra[1] = 5.0  # written in place: what the recording baked is stale
+    for _ in range(2):
+        np.testing.assert_array_equal(f(_t(a)).to_numpy(), a * holder.extra)
+    holder.extra = holder.extra.astype(np.float64)  # another dtype
+    np.testing.assert_array_equal(f(_t(a)).to_numpy(), a * holder.extra)
+    assert _counts(f) == (3, 2)
+
+    big = np.ones(1 << 15, np.float32)  # past what a replay compares: runs eagerly
+    g = bp.compile(lambda x: x * bp.Tensor.from_data(big, backend=C).sum())
+    for value in (1.0, 2.0):
+        big[:] = value
+        np.testing.assert_allclose(g(_t(a)).to_numpy(), a * np.float32(value * big.size))
+    assert g.cache_info().eager_signatures == 1
+
+
+def test_a_scalar_the_function_changes_records_each_call() -> None:
+    counter = _Settings()
+    counter.extra = 0
+
+    def fn(x: bp.Tensor) -> bp.Tensor:
+        counter.extra += 1  # a replay would not count: each call records, as eager counts
+        return x * float(counter.extra)
+
+    f = bp.compile(fn)
+    a = _data((3,), 142)
+    for n in range(1, 5):
+        np.testing.assert_array_equal(f(_t(a)).to_numpy(), a * np.float32(n))
+    assert counter.extra == 4 and _counts(f) == (4, 0)
