@@ -15,17 +15,19 @@ either backend against 15-18 ms with ``--pinned`` (``benchmarks._timing``'s thre
 arithmetic alone). After the chain section has freed its 16 MB arrays glibc's thresholds have
 risen, so the full run sits between the two.
 
-Final runs (21 repeats, --pinned, two-core machine; ratio to CpuBackend): chain 8.0-8.4x
-CpuBackend and 7.1-7.4x NumPy; gelu-tanh 0.97-1.00x, sigmoid 1.06x (0.47x before the CPU
-fuser left sigmoid to CpuBackend: its composition's exp and log1p ran on NumPy one by one),
-gelu-erf 0.95-0.97x; MLP 0.97-1.00x, GPT 1.02-1.03x, digits 0.94-0.97x (medians of the rounds'
-ratios). ``--ceiling`` says why the steps barely move: CpuBackend runs attention, GELU, layer
-norm, cross entropy and Adam as compiled kernels of its own and matmuls are BLAS. Of the GPT
-step (36 ms clocked), 24 ms is BLAS and those kernels, 6 ms autodiff and optimizer Python, 3.1
-ms fusable ops and 2.5 ms data movement: at no cost for all of the last two, 1.18x (the digits
-step 1.09x, the MLP 1.19x); 1.1x on the GPT step needs 58% of that time gone with nothing added,
-while what Fusion already removes (unwritten zeros: each layer's padded q, k, v gradients
-written once) is offset by its Python frame per op (~0.4 us, 1.5-3% of the digits step).
+Runs of 28 Nov 2026 (21 repeats, one thread, the two-core machine shared with other jobs at a
+load of 5-8; ratio to CpuBackend): chain 6.3-6.8x CpuBackend and 4.0-4.1x NumPy, with --pinned
+8.3-9.0x and 5.9-6.9x; gelu-tanh 0.91-0.96x, sigmoid 0.99-1.05x, gelu-erf 0.94-0.97x; MLP
+0.90-1.00x, GPT 0.98-1.01x, digits 0.97-1.03x (medians of the rounds' ratios, --pinned).
+``--ceiling`` says why the steps barely move: CpuBackend runs attention, GELU, layer norm,
+cross entropy and Adam as compiled kernels of its own and matmuls are BLAS. Of the GPT step
+(18.2 ms of thread CPU time clocked), 12.4 ms is BLAS and those kernels, 3.1 ms autodiff and
+optimizer Python, 1.6 ms fusable ops and 1.2 ms data movement: at no cost for all of the last
+two, 1.17-1.18x (the digits step 1.12x, the MLP 1.16-1.17x); 1.1x on the GPT step needs 60% of
+that time gone with nothing added, while what Fusion already removes (unwritten zeros: each
+layer's padded q, k, v gradients written once) is offset by its Python frame per op (~0.4 us).
+The CPU training-step targets are measured in ``benchmarks/compile_step.py`` (``bp.compile``
+over ``Fusion``), which removes the Python per op as well.
 """
 
 from __future__ import annotations
