@@ -5,8 +5,9 @@ The state ``fn`` reads and writes outside its arguments is part of the graph, no
 it. Before recording, the objects ``fn`` can reach are walked (its arguments, the ``self`` of
 a bound method, its closure's cells and the globals its code names, and inside those:
 optimizers (``param_groups``, ``state``, ``steps``, their other attributes), dicts, lists,
-tuples and deques, and every other object's attributes (a module's, a scheduler's, those of
-``__slots__`` and of its classes), to any depth up to 24 objects and 10,000 entries; a call
+tuples and deques, every other object's attributes (a module's, a scheduler's, those of
+``__slots__`` and of its classes), and the closure cells of functions held there (a bound
+method's object too), to any depth up to 24 objects and 10,000 entries; a call
 reaching more, a set of objects, a ``bytearray`` or a NumPy array over 64 KiB runs eagerly,
 its state being more than a replay can check (``fullgraph=True`` raises
 ``GraphBreakError``). Each tensor found is a *location*:
@@ -176,6 +177,15 @@ def _by_value(value: Any) -> bool:
     return (kind is tuple or kind is frozenset or kind is set) and all(map(_by_value, value))
 
 
+def _filled(cell: types.CellType) -> bool:
+    """Whether a closure cell holds a value."""
+    try:
+        cell.cell_contents  # noqa: B018 - read to see whether it raises
+    except ValueError:
+        return False
+    return True
+
+
 def _slot_names(obj: Any) -> list[str]:
     """The ``__slots__`` attributes of ``obj``'s class and its bases that are set."""
     names = []
@@ -275,7 +285,20 @@ class _Reach:
         if isinstance(obj, Tensor):
             self.tensor(_Location(None, None, obj))
             return
-        if id(obj) in self.objects or isinstance(obj, _OPAQUE):
+        if id(obj) in self.objects:
+            return
+        if isinstance(obj, types.MethodType):  # held in state: its object and function
+            self.objects.add(id(obj))
+            self.visit(obj.__self__, depth + 1)
+            self.visit(obj.__func__, depth + 1)
+            return
+        if isinstance(obj, types.FunctionType):  # held in state: its closure's cells, whose
+            self.objects.add(id(obj))  # contents change (a dict) or are rebound (nonlocal)
+            for cell in obj.__closure__ or ():
+                if _filled(cell):
+                    self.contents(cell, depth, attributes=["cell_contents"])
+            return
+        if isinstance(obj, _OPAQUE):
             return
         if _by_value(obj):
             if isinstance(obj, set):  # its members may change: checked by value

@@ -668,3 +668,36 @@ def test_a_scalar_the_function_changes_records_each_call() -> None:
     for n in range(1, 5):
         np.testing.assert_array_equal(f(_t(a)).to_numpy(), a * np.float32(n))
     assert counter.extra == 4 and _counts(f) == (4, 0)
+
+
+def test_a_closure_held_in_state_changed_after_replays() -> None:
+    def make() -> tuple[Callable[[bp.Tensor], bp.Tensor], Callable[[float], None],
+                        dict[str, float]]:
+        scale, options = 2.0, {"shift": 1.0}
+
+        def post(y: bp.Tensor) -> bp.Tensor:
+            return y * scale + options["shift"]
+
+        def rescale(value: float) -> None:
+            nonlocal scale
+            scale = value
+
+        return post, rescale, options
+
+    post, rescale, options = make()
+    holder = _Settings()
+    holder.extra = post  # a function held in state, reached through an attribute
+    f = bp.compile(lambda x: holder.extra(x))
+    a = _data((3,), 143)
+
+    def check(scale: float, shift: float) -> None:
+        for _ in range(2):
+            np.testing.assert_allclose(f(_t(a)).to_numpy(),
+                                       a * np.float32(scale) + np.float32(shift), rtol=1e-6)
+
+    check(2.0, 1.0)
+    rescale(3.0)  # a cell rebound
+    check(3.0, 1.0)
+    options["shift"] = -1.0  # a dict in a cell
+    check(3.0, -1.0)
+    assert _counts(f) == (3, 3)
