@@ -229,6 +229,23 @@ class _Reach:
     incomplete: str | None = None
     entries: int = 0
 
+    @classmethod
+    def of(cls, leaves: Sequence[Any], roots: list[Any]) -> _Reach:
+        """The walk from a call's arguments (``leaves``) and the objects ``fn`` reaches
+        outside them."""
+        reach = cls()
+        for i, leaf in enumerate(leaves):
+            if isinstance(leaf, Tensor):
+                reach.tensor(_Location(_ARGS, i))
+        for obj in roots:
+            reach.visit(obj)
+        # a learning rate is symbolic, not held by value, however else the walk met its group
+        symbolic = {(id(h), k) for h, k in reach.scalars}
+        reach.values = [(c, tuple(k for k in keys if (id(c), k) not in symbolic), a)
+                        if keys is not None else (c, keys, a) for c, keys, a in reach.values]
+        reach.values = [group for group in reach.values if group[1] != ()]
+        return reach
+
     def tensor(self, location: _Location) -> None:
         if location.identity() not in self.seen:
             self.seen.add(location.identity())
@@ -1062,12 +1079,7 @@ class Compiled:
                 leaves: list[Any], args: tuple[Any, ...], kwargs: dict[str, Any],
                 seen: list[Any]) -> Any:
         self._counts[0] += 1
-        reach = _Reach()
-        for i, leaf in enumerate(leaves):
-            if isinstance(leaf, Tensor):
-                reach.tensor(_Location(_ARGS, i))
-        for obj in root_objects:
-            reach.visit(obj)
+        reach = _Reach.of(leaves, root_objects)
         op = f"bp.compile({self.__name__})"
         if reach.incomplete is not None and self.fullgraph:
             raise GraphBreakError(f"bp.compile(fullgraph=True): {self.__name__} "
@@ -1191,12 +1203,7 @@ class Compiled:
     @staticmethod
     def _same_state(entry: _Entry, root_objects: list[Any], leaves: Sequence[Any]) -> bool:
         """Whether ``fn`` left the state's layout as it found it (no tensor or scalar added)."""
-        again = _Reach()
-        for i, leaf in enumerate(leaves):
-            if isinstance(leaf, Tensor):
-                again.tensor(_Location(_ARGS, i))
-        for obj in root_objects:
-            again.visit(obj)
+        again = _Reach.of(leaves, root_objects)
         reach = entry.reach
         return ([loc.identity() for loc in again.tensors]
                 == [loc.identity() for loc in reach.tensors]

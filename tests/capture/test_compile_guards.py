@@ -701,3 +701,24 @@ def test_a_closure_held_in_state_changed_after_replays() -> None:
     options["shift"] = -1.0  # a dict in a cell
     check(3.0, -1.0)
     assert _counts(f) == (3, 3)
+
+
+def test_a_learning_rate_reached_through_its_group_stays_symbolic() -> None:
+    models = [nn.Linear(4, 2, backend=A), nn.Linear(4, 2, backend=A)]
+    models[1].load_state_dict({k: v.clone() for k, v in models[0].state_dict().items()})
+    opts = [optim.SGD(lr=0.1), optim.SGD(lr=0.1)]
+    groups = opts[0].param_groups  # reached before the optimizer: the group's other options
+    inner = _train(models[0], opts[0])  # by value, its rate still read at each call
+
+    def step(x: bp.Tensor, y: bp.Tensor) -> bp.Tensor:
+        return inner(x, y) * groups[0]["momentum"]
+
+    f, eager = bp.compile(step), _train(models[1], opts[1])
+    for i in range(5):
+        for opt in opts:
+            opt.param_groups[0]["lr"] = 0.1 / (i + 1)
+        x, y = _t(_data((3, 4), 150 + i), A), _t(_data((3, 2), 160 + i), A)
+        np.testing.assert_array_equal(f(x, y).to_numpy(), eager(x, y).to_numpy() * 0.0)
+        for p, q in zip(models[0].parameters(), models[1].parameters(), strict=True):
+            np.testing.assert_array_equal(p.to_numpy(), q.to_numpy())
+    assert _counts(f) == (2, 3)  # the first call makes the step counts, the second records
