@@ -23,19 +23,19 @@ call, advanced after each replay.
 Guards: a call replays a graph recorded with the same signature (each argument's backend,
 kind, shape and dtype, the values of Python scalars among the arguments, the closure's cells
 and the globals named, the grad mode and autocast regions), the same reachable objects, the
-same state (each location's backend, kind, shape and dtype, modules' training flags, the
-optimizers' state sizes and the very dicts their state is in, and everything else the walk
-passed as it was before the recording: each dict's, list's and attribute dict's size, so an
-entry added records again; each plain scalar (``bool``, ``int``, ``float``, ``complex``,
-``str``, ``bytes``, None, and tuples and sets of them; a module's ``self.scale``, a
-dropout's ``p``, an optimizer's ``weight_decay``) by value and type, compared as ``marshal``
-bytes in one go, so ``1`` is not ``1.0`` and ``0.0`` is not ``-0.0``; each other object by
-identity, so a swapped submodule or optimizer records again; each small NumPy array by its
-bytes, whose values a recording bakes in; a scalar ``fn`` itself changes, a counter, so
-records at each call, counting as eager does) and the same outcomes of the Python branches
-taken on symbolic scalars; otherwise it records
-again (at most ``cache_size`` graphs, the oldest dropped). Each graph's state checks,
-binding, replay and write-back are one generated function of flat checks and direct calls;
+same state (each location's backend, kind, shape and dtype, the optimizers' state sizes and
+the very dicts their state is in, and everything else the walk passed as it was before the
+recording: each dict's, list's and attribute dict's size, so an entry added records again;
+each plain scalar (``bool``, ``int``, ``float``, ``complex``, ``str``, ``bytes``, None, and
+tuples and sets of them; a module's ``self.scale`` or training flag, a dropout's ``p``, an
+optimizer's ``weight_decay``) by value and type, compared as ``marshal`` bytes in one go,
+so ``1`` is not ``1.0`` and ``0.0`` is not ``-0.0``; each other object by identity, so a
+swapped submodule or optimizer records again; each small NumPy array by its bytes, whose
+values a recording bakes in; a scalar ``fn`` itself changes, a counter, so records at each
+call, counting as eager does) and the same outcomes of the Python branches taken on
+symbolic scalars; otherwise it records again (at most ``cache_size`` graphs, the oldest
+dropped). Each graph's state checks, binding, replay and write-back are one generated
+function of flat checks and direct calls;
 a call of positional arguments first tries the one the previous call replayed, whose
 generated prefix also checks the signature and the closure's cells and globals (by value
 for scalars, by identity otherwise), so a replayed call costs about a microsecond beyond
@@ -203,12 +203,11 @@ _Entries = tuple[Any, tuple[Any, ...] | None, bool]
 
 @dataclass
 class _Reach:
-    """What ``fn`` can reach: tensor locations, modules (for their training flags), optimizers,
+    """What ``fn`` can reach: tensor locations, optimizers,
     the scalars that are symbolic (``(holder, key)``) or guarded by value, and what a replay
     checks of the rest: the containers' sizes and each entry's value or object."""
 
     tensors: list[_Location] = field(default_factory=list)
-    modules: list[Any] = field(default_factory=list)
     optimizers: list[Any] = field(default_factory=list)
     scalars: list[tuple[Any, Any]] = field(default_factory=list)
     fixed: list[tuple[Any, Any]] = field(default_factory=list)
@@ -328,10 +327,7 @@ class _Reach:
         self.objects.add(id(obj))
         if not isinstance(obj, dict | list | tuple | set | frozenset):
             self.classes(type(obj), depth)
-        if _is_module(obj):
-            self.modules.append(obj)
-            self.contents(vars(obj), depth)
-        elif _is_optimizer(obj):
+        if _is_optimizer(obj):
             self.optimizers.append(obj)
             symbolic_steps = any(c.__name__ in _SYMBOLIC_STEPS for c in type(obj).__mro__)
             for group in obj.param_groups:
@@ -368,7 +364,7 @@ class _Reach:
                 self.visit(value, depth + 1)
         elif isinstance(obj, set):  # its members may change, unseen
             self.incomplete = "reaches a set of objects"
-        else:  # an object holding state: its attributes (a scheduler's among them)
+        else:  # an object holding state: its attributes (a module's, a scheduler's)
             attributes = getattr(obj, "__dict__", None)
             if isinstance(attributes, dict):
                 self.contents(attributes, depth)
@@ -685,7 +681,6 @@ class _Entry:
     reach: _Reach
     roots: tuple[int, ...]
     descs: list[tuple[Any, ...]]
-    flags: tuple[bool, ...]
     sizes: tuple[int, ...]
     fixed: tuple[Any, ...]
     tape: Tape
@@ -874,12 +869,11 @@ def _scalar_differs(src: _Source, name: str, value: Any) -> str:
 
 
 def _checks_and_replay(src: _Source, entry: _Entry) -> None:
-    """The lines checking a call's state against the entry's (modules' training flags,
-    optimizers' state sizes, the scalars guarded by value, each location's desc and the ties
-    between them, the tape's guards), then running the graph on it and writing back."""
+    """The lines checking a call's state against the entry's (optimizers' state sizes, the
+    step counts guarded by value, what the walk passed: sizes, scalars, objects and arrays,
+    each location's desc and the ties between them, the tape's guards), then running the
+    graph on it and writing back."""
     reach = entry.reach
-    for module, flag in zip(reach.modules, entry.flags, strict=True):
-        src.guard(f"{src.constant(module)}.training != {src.constant(flag)}")
     sizes = iter(entry.sizes)
     for opt in reach.optimizers:  # the same sizes, and the same dicts the locations are in
         name = src.constant(opt)
@@ -899,18 +893,24 @@ def _checks_and_replay(src: _Source, entry: _Entry) -> None:
                   f"{src.constant(entry.lengths)}")
     # ... each plain scalar of the same type and value, each object the same (a replaced one
     # records again), each tensor's place still there: read under one try
-    reads = [f"    sv = dumps(({_reads(src, reach.values)}), 2)",
-             f"    ov = ({_reads(src, reach.held)})"]
+    reads, checks = [], []
+    if reach.values:
+        reads.append(f"    sv = dumps(({_reads(src, reach.values)}), 2)")
+        checks.append(f"sv != {src.constant(entry.values)}")
+    if reach.held:
+        reads.append(f"    ov = ({_reads(src, reach.held)})")
+        checks.append(f"any(map(is_not, ov, {src.constant(entry.held)}))")
     for i, loc in enumerate(reach.tensors):
         if loc.holder is None:
-            reads.append(f"    t{i} = {src.constant(loc.obj)}")
+            src.lines.append(f"    t{i} = {src.constant(loc.obj)}")
         elif loc.holder is not _ARGS:
             reads.append(f"    t{i} = {src.constant(loc.holder)}[{src.constant(loc.key)}]")
-    src.lines += ["    try:", *("    " + line for line in reads),
-                  "    except (LookupError, AttributeError, ValueError):  # gone, unmarshallable",
-                  "        return _MISS"]
-    src.guard(f"sv != {src.constant(entry.values)} or "
-              f"any(map(is_not, ov, {src.constant(entry.held)}))")
+    if reads:
+        src.lines += ["    try:", *("    " + line for line in reads),
+                      "    except (LookupError, AttributeError, ValueError):  # gone, or no "
+                      "longer plain", "        return _MISS"]
+    if checks:
+        src.guard(" or ".join(checks))
     for array, (data, dtype, shape) in zip(reach.arrays, entry.arrays, strict=True):
         name = src.constant(array)
         src.guard(f"{name}.tobytes() != {src.constant(data)} or {name}.dtype != "
@@ -1117,8 +1117,7 @@ class Compiled:
         tape = Tape()
         originals = [h[k] for h, k in reach.scalars]
         syms = [symbolic.tracked(v, i, tape) for i, v in enumerate(originals)]
-        entry = _Entry(reach, roots, [_desc(t) for t in tensors],
-                       tuple(m.training for m in reach.modules), _sizes(reach),
+        entry = _Entry(reach, roots, [_desc(t) for t in tensors], _sizes(reach),
                        tuple(h.get(k) for h, k in reach.fixed), tape,
                        tuple(map(len, reach.sized)), *_snapshot(reach), chains=chains,
                        inputs=inputs, ties=ties)
