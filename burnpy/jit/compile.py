@@ -58,7 +58,9 @@ replays as one kernel of B's fuser (``burnpy.jit.fuse``), equal to eager within 
 from __future__ import annotations
 
 import builtins
+import io
 import linecache
+import logging
 import marshal
 import operator
 import sys
@@ -164,9 +166,10 @@ _OPTIMIZER_OWN = frozenset({"param_groups", "state", "steps", "_found", "_pendin
 #: its values, ``Tensor.from_data(array)``): a call reaching a bigger one runs eagerly.
 _ARRAY_BYTES = 1 << 16
 
-#: Objects the walk holds by identity and does not enter: code and types.
+#: Objects the walk holds by identity and does not enter: code and types, and the objects of
+#: logging and I/O (a logger reaches every logger of the process), which compute no values.
 _OPAQUE = (types.ModuleType, types.FunctionType, types.MethodType, types.BuiltinFunctionType,
-           type)
+           type, logging.Filterer, logging.Manager, io.IOBase)
 
 
 def _by_value(value: Any) -> bool:
@@ -872,8 +875,11 @@ def _checks_and_replay(src: _Source, entry: _Entry) -> None:
     """The lines checking a call's state against the entry's (optimizers' state sizes, the
     step counts guarded by value, what the walk passed: sizes, scalars, objects and arrays,
     each location's desc and the ties between them, the tape's guards), then running the
-    graph on it and writing back."""
+    graph on it and writing back. A walk that gave up runs eagerly whatever the state."""
     reach = entry.reach
+    if reach.incomplete is not None:
+        src.lines.append("    return _EAGER")
+        return
     sizes = iter(entry.sizes)
     for opt in reach.optimizers:  # the same sizes, and the same dicts the locations are in
         name = src.constant(opt)

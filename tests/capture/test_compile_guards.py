@@ -5,6 +5,7 @@ the results compared against NumPy."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from typing import Any
 
@@ -722,3 +723,38 @@ def test_a_learning_rate_reached_through_its_group_stays_symbolic() -> None:
         for p, q in zip(models[0].parameters(), models[1].parameters(), strict=True):
             np.testing.assert_array_equal(p.to_numpy(), q.to_numpy())
     assert _counts(f) == (2, 3)  # the first call makes the step counts, the second records
+
+
+LOG = logging.getLogger("burnpy.tests.compile_guards")
+
+
+def test_a_logger_reached_is_held_not_walked() -> None:
+    """A logger reaches every logger of the process, and its level cache changes as it logs:
+    walked, it would make each replay check hundreds of entries (and the first call's log
+    record again); it computes no values, so it is held by identity only."""
+
+    def fn(x: bp.Tensor) -> bp.Tensor:
+        LOG.debug("a step")
+        return x * 2.0
+
+    f = bp.compile(fn)
+    a = _data((3,), 170)
+    for _ in range(4):
+        np.testing.assert_array_equal(f(_t(a)).to_numpy(), a * np.float32(2.0))
+    assert _counts(f) == (1, 3)
+
+
+def test_more_state_than_a_replay_checks_runs_eagerly() -> None:
+    table = [0.0] * 10_001  # more entries than a replay checks
+
+    def fn(x: bp.Tensor) -> bp.Tensor:
+        return x + table[-1]
+
+    f = bp.compile(fn)
+    a = _data((3,), 171)
+    for value in (1.0, 1.0, 2.0):
+        table[-1] = value
+        np.testing.assert_array_equal(f(_t(a)).to_numpy(), a + np.float32(value))
+    assert f.cache_info().eager_signatures == 1 and _counts(f)[1] == 0
+    with pytest.raises(bp.jit.GraphBreakError, match="more than 10000 entries"):
+        bp.compile(fn, fullgraph=True)(_t(a))
