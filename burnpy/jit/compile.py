@@ -166,10 +166,11 @@ _OPTIMIZER_OWN = frozenset({"param_groups", "state", "steps", "_found", "_pendin
 #: its values, ``Tensor.from_data(array)``): a call reaching a bigger one runs eagerly.
 _ARRAY_BYTES = 1 << 16
 
-#: Objects the walk holds by identity and does not enter: code and types, and the objects of
-#: logging and I/O (a logger reaches every logger of the process), which compute no values.
-_OPAQUE = (types.ModuleType, types.FunctionType, types.MethodType, types.BuiltinFunctionType,
-           type, logging.Filterer, logging.Manager, io.IOBase)
+#: Objects the walk holds by identity and does not enter: Python modules, built-in functions
+#: and types, and the objects of logging and I/O (a logger reaches every logger of the
+#: process), which compute no values.
+_OPAQUE = (types.ModuleType, types.BuiltinFunctionType, type, logging.Filterer,
+           logging.Manager, io.IOBase)
 
 
 def _by_value(value: Any) -> bool:
@@ -388,9 +389,9 @@ class _Roots:
     """The objects ``fn`` reaches outside its arguments, read anew at each call (a global may
     be rebound): a module itself, a bound method's ``self`` (``fixed``), and the *places*
     holding the rest: its closure's cells and the globals its code names, and those of the
-    functions of its own module it names (two levels). Python modules, classes and other
-    functions found there are left out; the plain scalars (``int``, ``float``, ``bool``,
-    ``str``) join the call's signature."""
+    functions of its own module it names (two levels). Python modules and classes found
+    there are left out, other functions are walked for their closures' cells; the plain
+    scalars (``int``, ``float``, ``bool``, ``str``) join the call's signature."""
 
     __slots__ = ("fixed", "places")
 
@@ -446,9 +447,8 @@ class _Roots:
         for value in values:
             if isinstance(value, bool | int | float | str):
                 scalars.append(_value_key(value))
-            elif not (value is _EMPTY
-                      or isinstance(value, types.ModuleType | types.FunctionType | type)):
-                roots.append(value)
+            elif not (value is _EMPTY or isinstance(value, types.ModuleType | type)):
+                roots.append(value)  # a function among them: the walk reads its cells
         return roots, scalars
 
 

@@ -758,3 +758,19 @@ def test_more_state_than_a_replay_checks_runs_eagerly() -> None:
     assert f.cache_info().eager_signatures == 1 and _counts(f)[1] == 0
     with pytest.raises(bp.jit.GraphBreakError, match="more than 10000 entries"):
         bp.compile(fn, fullgraph=True)(_t(a))
+
+
+def test_a_closure_of_another_modules_function_changed_after_replays() -> None:
+    scope: dict[str, Any] = {}  # a function of another module: its globals are not ours
+    exec("def make(options):\n"
+         "    def post(y):\n"
+         "        return y * options['scale']\n"
+         "    return post\n", scope)
+    options = {"scale": 2.0}
+    post = scope["make"](options)
+    f = bp.compile(lambda x: post(x))
+    a = _data((3,), 172)
+    for scale in (2.0, 2.0, 5.0, 5.0):
+        options["scale"] = scale
+        np.testing.assert_array_equal(f(_t(a)).to_numpy(), a * np.float32(scale))
+    assert _counts(f) == (2, 2)
