@@ -207,9 +207,9 @@ _Entries = tuple[Any, tuple[Any, ...] | None, bool]
 
 @dataclass
 class _Reach:
-    """What ``fn`` can reach: tensor locations, optimizers,
-    the scalars that are symbolic (``(holder, key)``) or guarded by value, and what a replay
-    checks of the rest: the containers' sizes and each entry's value or object."""
+    """What ``fn`` can reach: tensor locations, optimizers, the scalars that are symbolic
+    (``(holder, key)``) or guarded by value, and what a replay checks of the rest: the
+    containers' sizes, each entry's value or object, the arrays' bytes."""
 
     tensors: list[_Location] = field(default_factory=list)
     optimizers: list[Any] = field(default_factory=list)
