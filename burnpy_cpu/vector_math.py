@@ -221,8 +221,8 @@ def _reduction_table() -> np.ndarray:
     """For each float32 exponent E of the last mantissa bit (x = m 2^E with m an integer
     below 2^24; row E + 149, E from -149 to 104): T = 2^E 2/pi mod 4 as three float64 chunks
     of 29 bits (the first from T's leading bit, or its 2^1 bit), so that m times a chunk is
-    exact: x 2/pi mod 4 = m T mod 4 to 2^-62 absolute (float32's worst case, x mod pi/2 about
-    2^-30, keeps 32 bits)."""
+    exact: x 2/pi mod 4 = m T mod 4 to 2^-62 absolute (the float32 closest to a multiple of
+    pi/2, 16367173 * 2^72, is 2^-29.2 from it: 32 bits are left)."""
     fraction = 500  # 2/pi's bits below its point
     base = (1 << (2 * fraction + 1)) // _pi(fraction)
     rows = []
