@@ -8,8 +8,10 @@ optimizers (``param_groups``, ``state``, ``steps``, their other attributes), dic
 tuples and deques, every other object's attributes (a module's, a scheduler's, those of
 ``__slots__`` and of its classes), and the closure cells of functions held there (a bound
 method's object too), to any depth up to 24 objects and 10,000 entries; a call
-reaching more, a set of objects, a ``bytearray`` or a NumPy array over 64 KiB runs eagerly,
-its state being more than a replay can check (``fullgraph=True`` raises
+reaching more, a set of objects, a ``bytearray``, a NumPy array over 64 KiB or an iterator
+(``next(batches)`` would replay the first batch) runs eagerly, its state being more than a
+replay can check, as does a recording that draws from a host random generator (Python's or
+NumPy's, global or reached: the draw would be baked in) (``fullgraph=True`` raises
 ``GraphBreakError``). Each tensor found is a *location*:
 a tensor object (a parameter or buffer, re-pointed in place by ``ParamSlot.write`` or an
 in-place op) or a container entry (an optimizer's state, replaced by a new tensor each step).
@@ -63,10 +65,11 @@ import linecache
 import logging
 import marshal
 import operator
+import random
 import sys
 import types
 from collections import OrderedDict, deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -173,6 +176,39 @@ _OPAQUE = (types.ModuleType, types.BuiltinFunctionType, type, logging.Filterer,
            logging.Manager, io.IOBase)
 
 
+#: Host random generators: a value ``fn`` draws from one is baked into the recorded graph,
+#: so a recording that advances one (or NumPy's or Python's global one) runs eagerly.
+_HOST_RNGS = (random.Random, np.random.Generator, np.random.RandomState,
+              np.random.BitGenerator)
+
+
+def _rng_state(rng: Any) -> Any:
+    """A host generator's state, comparable with ``==`` (arrays as bytes)."""
+    if isinstance(rng, np.random.Generator):
+        rng = rng.bit_generator
+    if isinstance(rng, np.random.BitGenerator | np.random.RandomState):
+        state = rng.state if isinstance(rng, np.random.BitGenerator) else rng.get_state(
+            legacy=False)
+        return repr({k: v.tobytes() if isinstance(v, np.ndarray) else v
+                     for k, v in _flat_items(state)})
+    return rng.getstate()
+
+
+def _flat_items(state: Mapping[str, Any], prefix: str = "") -> Iterator[tuple[str, Any]]:
+    """The leaves of a nested state dict, keyed by their paths."""
+    for key, value in state.items():
+        if isinstance(value, dict):
+            yield from _flat_items(value, f"{prefix}{key}.")
+        else:
+            yield f"{prefix}{key}", value
+
+
+def _host_rng_states(rngs: Sequence[Any]) -> list[Any]:
+    """The states of Python's and NumPy's global generators and of ``rngs``."""
+    return [random.getstate(), _rng_state(np.random.mtrand._rand),
+            *[_rng_state(r) for r in rngs]]
+
+
 def _by_value(value: Any) -> bool:
     """Whether ``value`` is a plain scalar, or a tuple or set of them (held by value)."""
     kind = type(value)
@@ -228,7 +264,10 @@ class _Reach:
     held: list[_Entries] = field(default_factory=list)
     #: The NumPy arrays reached: a replay compares their bytes, dtypes and shapes.
     arrays: list[np.ndarray] = field(default_factory=list)
-    #: Why the walk gave up (too deep, too much state, a set of objects), or None.
+    #: The host random generators reached: a recording that draws from one runs eagerly.
+    rngs: list[Any] = field(default_factory=list)
+    #: Why the walk gave up (too deep, too much state, a set of objects, an iterator), or
+    #: None.
     incomplete: str | None = None
     entries: int = 0
 
@@ -319,6 +358,14 @@ class _Reach:
                     self.contents(cell, depth, attributes=["cell_contents"])
             return
         if isinstance(obj, _OPAQUE):
+            return
+        if isinstance(obj, _HOST_RNGS):  # held by identity; a draw is found by its state
+            self.objects.add(id(obj))
+            self.rngs.append(obj)
+            return
+        if hasattr(type(obj), "__next__"):  # its position is state no replay can check
+            self.incomplete = (f"reaches an iterator ({type(obj).__name__}), whose position "
+                               "a replay would not advance")
             return
         if _by_value(obj):
             if isinstance(obj, set):  # its members may change: checked by value
@@ -1135,6 +1182,7 @@ class Compiled:
 
         for (h, k), s in zip(reach.scalars, syms, strict=True):
             h[k] = s
+        rng_states = _host_rng_states(reach.rngs)
         try:
             with capture.recording([primitives[i] for i in inputs], on_host_read,
                                    _lower) as graph:
@@ -1146,6 +1194,13 @@ class Compiled:
             for (h, k), original, sym, now in zip(reach.scalars, originals, syms, after,
                                                   strict=True):
                 h[k] = original if now is sym else now.value if isinstance(now, Sym) else now
+        if rng_states != _host_rng_states(reach.rngs):  # a host draw: baked into the graph
+            reach.incomplete = "draws host random numbers (random, numpy.random)"
+            if self.fullgraph:
+                raise GraphBreakError(
+                    f"bp.compile(fullgraph=True): {fn_name} {reach.incomplete}, which a "
+                    "replay would repeat; draw them with burnpy's random ops, or pass them "
+                    "as arguments")
         same = self._same_state(entry, root_objects, leaves)  # else: keep no entry
         replayable = (same and not graph.host_reads and reach.incomplete is None
                       and not any(bool((a != copy).any()) for a, copy in shared))

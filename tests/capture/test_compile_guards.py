@@ -774,3 +774,58 @@ def test_a_closure_of_another_modules_function_changed_after_replays() -> None:
         options["scale"] = scale
         np.testing.assert_array_equal(f(_t(a)).to_numpy(), a * np.float32(scale))
     assert _counts(f) == (2, 2)
+
+
+@pytest.mark.parametrize("source", ["numpy global", "numpy generator", "python random"])
+def test_host_random_draws_run_eagerly(source: str) -> None:
+    """A value drawn on the host inside ``fn`` would be baked into the graph: a recording that
+    advances a host generator (reached, or NumPy's or Python's global one) runs eagerly, each
+    call drawing anew; with fullgraph=True it raises."""
+    import random
+
+    rng = np.random.default_rng(0)
+
+    def draw() -> float:
+        if source == "numpy global":
+            return float(np.random.standard_normal())
+        if source == "numpy generator":
+            return float(rng.standard_normal())
+        return random.random()
+
+    def noisy(x: bp.Tensor) -> bp.Tensor:
+        return x + draw()
+
+    f = bp.compile(noisy)
+    x = _t(np.zeros(3, np.float32))
+    results = {float(f(x).to_numpy()[0]) for _ in range(4)}
+    assert len(results) == 4  # four draws, none repeated by a replay
+    assert f.cache_info().replays == 0 and f.cache_info().eager_calls == 3
+    with pytest.raises(bp.jit.GraphBreakError, match="draws host random numbers"):
+        bp.compile(noisy, fullgraph=True)(x)
+
+
+def test_a_generator_unused_by_the_function_does_not_stop_replays() -> None:
+    rng = np.random.default_rng(0)
+    f = bp.compile(lambda x: x * 2.0 if rng is not None else x)
+    x = _t(np.ones(3, np.float32))
+    for _ in range(3):
+        np.testing.assert_array_equal(f(x).to_numpy(), np.full(3, 2.0, np.float32))
+    assert _counts(f) == (1, 2)
+
+
+@pytest.mark.parametrize("kind", ["generator", "list iterator"])
+def test_an_iterator_reached_runs_eagerly(kind: str) -> None:
+    """``next(batches)`` inside ``fn`` would be replayed as the first batch again: a call
+    reaching an iterator runs eagerly, taking a new batch each time."""
+    data = [np.full(2, float(i), np.float32) for i in range(4)]
+    batches = (d for d in data) if kind == "generator" else iter(data)
+
+    def step(scale: bp.Tensor) -> bp.Tensor:
+        return _t(next(batches)) * scale
+
+    f = bp.compile(step)
+    scale = _t(np.full(2, 3.0, np.float32))
+    got = [f(scale).to_numpy() for _ in range(4)]
+    np.testing.assert_array_equal(got, [d * 3.0 for d in data])
+    with pytest.raises(bp.jit.GraphBreakError, match="iterator"):
+        bp.compile(step, fullgraph=True)(scale)
