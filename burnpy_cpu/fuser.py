@@ -39,12 +39,13 @@ _REDUCTIONS = frozenset({"sum", "mean", "prod", "max", "min"})
 NUMPY_FASTER = frozenset(op.name for op in ELEMENTWISE.values() if op.numpy_faster)
 #: The ops of ``NUMPY_FASTER`` fused all the same on float32: float32 groups compute them with
 #: ``vector_math``'s functions, which LLVM vectorizes (float64 groups keep libm). Alone, on 4M
-#: values and one core, they take 0.7 (exp) to 2.2 (atan) times NumPy's time (SVML's AVX-512
+#: values and one core, they take 0.7 (exp) to 2.2 (tan) times NumPy's time (SVML's AVX-512
 #: loops); in a group of five ops (``benchmarks/vector_math.py``) they save more than that,
-#: one pass over memory per op: 1.4 to 2.8 times faster than NumPy op by op (thread CPU).
-#: atanh (1.06x) and acosh (0.91x) are left to NumPy; pow and atan2 have no such function.
+#: one pass over memory per op: 1.2 (atan) to 2.5 (exp) times faster than NumPy op by op.
+#: asinh, acosh and atanh only break even there (0.97-1.11x) and are left to NumPy; pow and
+#: atan2 have no such function.
 FUSED_FLOAT32 = frozenset({"exp", "log", "log1p", "tanh", "sin", "cos", "tan", "sinh", "cosh",
-                           "atan", "asin", "acos", "asinh"})
+                           "atan", "asin", "acos"})
 
 #: Below this many elements ops run eagerly on NumPy: a group's fixed cost (recording, the
 #: plan lookup, numba's argument checks, about 15 us) is more than the memory traffic fusion
