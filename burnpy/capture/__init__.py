@@ -12,8 +12,9 @@ from burnpy.capture.backend import (
     check_values,
     recording_active,
     records,
+    specialize,
 )
 from burnpy.capture.graph import CONSTANT, INPUT, NODE, Graph, Node, Ref, Value
 
 __all__ = ["CONSTANT", "INPUT", "NODE", "Capture", "CaptureBackend", "Graph", "Node", "Ref",
-           "Value", "check_values", "recording_active", "records"]
+           "Value", "check_values", "recording_active", "records", "specialize"]

@@ -57,6 +57,24 @@ def records(backend: Any) -> bool:
     return recording is not None and recording.thread == threading.get_ident()
 
 
+def specialize(backend: Any, kind: str, primitive: Any) -> None:
+    """Note, when a recording is active in this thread on the Capture class under
+    ``backend``, that the graph bakes in the contents of ``primitive`` (a ``kind`` tensor's,
+    ``"float"``, ``"int"`` or ``"bool"``, on ``backend``), which the caller read on the host
+    from a copy it keeps (an imported model's shape arithmetic on an integer initializer): a
+    replay is then valid only while that input is this very primitive (``Graph.specialized``;
+    ``bp.compile`` records again otherwise). No-op outside a recording."""
+    inner = {"float": "inner", "int": "int_inner", "bool": "bool_inner"}[kind]
+    while not (isinstance(backend, type) and issubclass(backend, CaptureBackend)):
+        if not hasattr(backend, "InnerBackend"):
+            return
+        primitive = getattr(backend, inner)(primitive)
+        backend = backend.InnerBackend
+    recording = backend._state.recording
+    if recording is not None and recording.thread == threading.get_ident():
+        recording.graph.specialized.append(recording.read(primitive))
+
+
 def check_values(primitive: Any, check: Callable[[type[Backend], Any], object]) -> None:
     """Run ``check(B, primitive)``, a validity check that reads ``primitive``'s values on the
     host (embedding's index bounds) and raises on bad ones, with B the backend owning it; in

@@ -83,7 +83,7 @@ class Graph:
     """
 
     __slots__ = ("_plan", "backend", "checks", "host_reads", "inputs", "nodes", "outputs",
-                 "values")
+                 "specialized", "values")
 
     def __init__(self, backend: Any) -> None:
         self.backend = backend
@@ -96,6 +96,10 @@ class Graph:
         #: node at that position (or at the end), ``check(backend, primitive)`` raises on bad
         #: values (``capture.check_values``).
         self.checks: list[tuple[int, int, Callable[[Any, Any], object]]] = []
+        #: Values whose contents the recording baked in, read on the host outside the
+        #: recorded ops (``capture.specialize``): a replay is valid only on these very
+        #: primitives, which B never writes in place.
+        self.specialized: list[int] = []
         self._plan: list[_Step] | None = None
 
     def __repr__(self) -> str:

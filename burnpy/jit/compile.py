@@ -746,6 +746,9 @@ class _Entry:
     inputs: list[int] = field(default_factory=list)
     #: Locations sharing a primitive when recorded: (first, other, whether one tensor).
     ties: list[tuple[int, int, bool]] = field(default_factory=list)
+    #: Locations whose contents the graph baked in (``Graph.specialized``): (location, the
+    #: primitive a replay requires there).
+    specialized: list[tuple[int, Any]] = field(default_factory=list)
     slot_exprs: list[symbolic.Expr] = field(default_factory=list)
     scalar_writes: list[tuple[int, symbolic.Expr]] = field(default_factory=list)
     written: list[_Written] = field(default_factory=list)
@@ -981,6 +984,8 @@ def _checks_and_replay(src: _Source, entry: _Entry) -> None:
         src.lines.append(f"    q{i} = {src.moved(entry.chains[i], _INNER[kind], f'p{i}')}")
     for a, b, same in entry.ties:  # still one tensor, or one storage, as when recorded
         src.guard(f"t{a} is not t{b}" if same else f"q{a} is not q{b}")
+    for i, primitive in entry.specialized:  # contents baked in: the very same primitive
+        src.guard(f"q{i} is not {src.constant(primitive)}")
     scalars = "".join(f"{src.constant(h)}[{src.constant(k)}], " for h, k in reach.scalars)
     src.lines.append(f"    values = [{scalars}]")
     for expr, outcome in entry.tape.guards:
@@ -1205,6 +1210,9 @@ class Compiled:
         replayable = (same and not graph.host_reads and reach.incomplete is None
                       and not any(bool((a != copy).any()) for a, copy in shared))
         if replayable:
+            position = {v: j for j, v in enumerate(graph.inputs)}
+            entry.specialized = [(entry.inputs[position[v]], primitives[entry.inputs[position[v]]])
+                                 for v in dict.fromkeys(graph.specialized) if v in position]
             self._finish(entry, graph, syms, after)
         group = self._cache.setdefault(key, [])
         if same:  # replayed, or run eagerly (a host read, a write into a host array)

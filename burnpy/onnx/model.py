@@ -31,6 +31,7 @@ import onnx
 from onnx import AttributeProto, GraphProto, ModelProto, NodeProto
 
 from burnpy.backend.device import Device
+from burnpy.capture import specialize
 from burnpy.nn.module import Module
 from burnpy.onnx.attributes import Attributes, tensor_to_numpy
 from burnpy.onnx.dtypes import check_array_dtype, for_backend
@@ -332,8 +333,10 @@ class _Source:
         self.host = host
 
     def current(self, module: Module, runner: GraphRunner) -> Tensor:
-        """The host copy of the initializer's present value (read again once re-pointed)."""
+        """The host copy of the initializer's present value (read again once re-pointed); a
+        recording bakes in what is computed from it, so its graph keeps to this primitive."""
         tensor = getattr(module, self.attr)
+        specialize(tensor.backend, tensor.kind, tensor.primitive)
         if tensor.primitive is not self.primitive or getattr(tensor, "_shares", None) is not None:
             data = tensor.into_data()
             self.host = Tensor.from_data(data, backend=runner.host, device=runner.device)

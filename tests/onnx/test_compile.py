@@ -105,6 +105,31 @@ def test_a_reassigned_integer_initializer_is_read_again_eagerly() -> None:
     np.testing.assert_array_equal(out.to_numpy(), x.reshape(4, 3))
 
 
+@pytest.mark.parametrize("backend", BACKENDS.values(), ids=BACKENDS.keys())
+def test_a_reassigned_integer_initializer_records_again_compiled(backend: type) -> None:
+    """A compiled replay bakes in the shape folded from an integer initializer, so it keeps to
+    that initializer's primitive: a new tensor assigned in its place (same shape, new
+    values) is not replayed with the old reshape but read again."""
+    graph = helper.make_graph(
+        [helper.make_node("Reshape", ["x", "shape"], ["y"])], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 6])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["rows", "cols"])],
+        [numpy_helper.from_array(np.array([3, 4], np.int64), "shape")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    module = load(model.SerializeToString(), backend=backend)
+    compiled = bp.compile(module)
+    x = np.arange(12, dtype=np.float32).reshape(2, 6)
+    for _ in range(3):
+        np.testing.assert_array_equal(compiled(bp.tensor(x, backend=backend)).to_numpy(),
+                                      x.reshape(3, 4))
+    assert compiled.cache_info().replays >= 1
+    for shape in ([4, 3], [4, 3], [6, 2], [6, 2], [3, 4]):
+        module.shape = bp.tensor(np.array(shape, np.int64), backend=backend)
+        for _ in range(2):
+            np.testing.assert_array_equal(
+                compiled(bp.tensor(x, backend=backend)).to_numpy(), x.reshape(shape))
+
+
 def test_a_copy_of_a_module_runs_with_an_interpreter_of_its_own() -> None:
     """The interpreter (its folds, uploads and caches) is kept beside the module, not among
     its attributes: a deep copy runs, builds its own and gives the original's outputs."""
