@@ -21,8 +21,8 @@
 4. Chains of 50 elementwise ops on a 64-value tensor, eager on ``CpuBackend`` against compiled
    on ``Capture(CpuBackend)`` (op by op) and on ``Capture(Fusion(CpuBackend))`` (one kernel):
    the per-op cost of a replay. The issue's chain has 20 transcendental ops (tanh, sin), which
-   the fused kernel computes with libm one element at a time; a chain of arithmetic and sqrt
-   shows the fused replay's dispatch cost alone.
+   the fused kernel computes with ``burnpy_cpu/vector_math.py``'s vectorized float32 functions;
+   a chain of arithmetic and sqrt shows the fused replay's dispatch cost alone.
 
 float32, one thread, candidates alternating in the same process, medians of wall time and of
 the thread's CPU time (``time.thread_time``, which other processes on a loaded machine do not
