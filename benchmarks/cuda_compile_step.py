@@ -22,16 +22,15 @@ import os
 import statistics
 import time
 from collections.abc import Callable
-from typing import Any
 
 import numpy as np
 import torch
+from cuda_mlp_step import BurnpyMLP, Weights, init_weights
 from cuda_timing import fmt, record, require_gpu
 
 import burnpy as bp
 import burnpy.nn.functional as F
 from burnpy import Tensor, optim
-from burnpy.nn import Linear, Module
 from burnpy_cuda import CudaBackend
 from burnpy_cuda.graphs import ENV, GraphReplay
 
@@ -43,27 +42,7 @@ NUMBER = 50  # steps per timed sample
 ROUNDS = 9
 CHECKED = 8  # steps whose losses are compared (the graph is taken from the fifth)
 
-Weights = dict[str, np.ndarray]
 Step = Callable[[], object]
-
-
-def _init(rng: np.random.Generator) -> Weights:
-    """Weights ``[out, in]`` and biases of each layer, as torch's Linear lays them out."""
-    weights = {}
-    for i, (n_in, n_out) in enumerate(itertools.pairwise(SIZES)):
-        bound = 1 / np.sqrt(n_in)
-        weights[f"fc{i}.weight"] = rng.uniform(-bound, bound, (n_out, n_in)).astype(np.float32)
-        weights[f"fc{i}.bias"] = rng.uniform(-bound, bound, n_out).astype(np.float32)
-    return weights
-
-
-class BurnpyMLP(Module):
-    def __init__(self, backend: Any) -> None:
-        self.fc0, self.fc1, self.fc2 = (Linear(n_in, n_out, backend=backend)
-                                        for n_in, n_out in itertools.pairwise(SIZES))
-
-    def forward(self, x: Tensor) -> Tensor:
-        return self.fc2(F.relu(self.fc1(F.relu(self.fc0(x)))))
 
 
 def burnpy_step(weights: Weights, x: np.ndarray, y: np.ndarray, compiled: bool,
@@ -73,7 +52,7 @@ def burnpy_step(weights: Weights, x: np.ndarray, y: np.ndarray, compiled: bool,
     compiled on ``Autodiff(Capture(CudaBackend))`` (as a CUDA graph, or op by op without
     ``graphs``), and a description of its replay runner."""
     backend = bp.Autodiff(bp.Capture(CudaBackend)) if compiled else bp.Autodiff(CudaBackend)
-    model = BurnpyMLP(backend)
+    model = BurnpyMLP(backend, SIZES)
     model.load_state_dict(weights)
     opt: optim.Optimizer = (optim.Adam(lr=ADAM_LR) if adam
                             else optim.SGD(lr=LR, momentum=MOMENTUM))
@@ -179,7 +158,7 @@ def main() -> None:
     require_gpu("cuda_compile_step")
     device = CudaBackend.default_device()
     rng = np.random.default_rng(0)
-    weights = _init(rng)
+    weights = init_weights(rng, SIZES)
     x = rng.standard_normal((BATCH, SIZES[0])).astype(np.float32)
     y = rng.integers(0, SIZES[-1], BATCH)
     eager, _ = burnpy_step(weights, x, y, compiled=False)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import torch
@@ -31,10 +32,10 @@ ROUNDS = 15
 Weights = dict[str, np.ndarray]
 
 
-def _init(rng: np.random.Generator) -> Weights:
+def init_weights(rng: np.random.Generator, sizes: tuple[int, ...] = SIZES) -> Weights:
     """Weights ``[out, in]`` and biases of each layer, as torch's Linear lays them out."""
     weights = {}
-    for i, (n_in, n_out) in enumerate(itertools.pairwise(SIZES)):
+    for i, (n_in, n_out) in enumerate(itertools.pairwise(sizes)):
         bound = 1 / np.sqrt(n_in)
         weights[f"fc{i}.weight"] = rng.uniform(-bound, bound, (n_out, n_in)).astype(np.float32)
         weights[f"fc{i}.bias"] = rng.uniform(-bound, bound, n_out).astype(np.float32)
@@ -42,9 +43,11 @@ def _init(rng: np.random.Generator) -> Weights:
 
 
 class BurnpyMLP(Module):
-    def __init__(self, backend: object) -> None:
+    """Three Linear layers of ``sizes`` with ReLUs between them."""
+
+    def __init__(self, backend: Any, sizes: tuple[int, ...] = SIZES) -> None:
         self.fc0, self.fc1, self.fc2 = (Linear(n_in, n_out, backend=backend)
-                                        for n_in, n_out in itertools.pairwise(SIZES))
+                                        for n_in, n_out in itertools.pairwise(sizes))
 
     def forward(self, x: Tensor) -> Tensor:
         return self.fc2(F.relu(self.fc1(F.relu(self.fc0(x)))))
@@ -92,7 +95,7 @@ def main() -> None:
     require_gpu("cuda_mlp_step")
     device = CudaBackend.default_device()
     rng = np.random.default_rng(0)
-    weights = _init(rng)
+    weights = init_weights(rng)
     print(f"MLP {'-'.join(map(str, SIZES))} ReLU, Adam, float32 on "
           f"{torch.cuda.get_device_name()}; median of {ROUNDS} alternating samples")
     for batch, number in BATCHES.items():
