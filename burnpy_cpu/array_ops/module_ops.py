@@ -492,9 +492,10 @@ def _frozen(weight: A) -> list[Any] | None:
     key = id(weight)
     entry = _FROZEN.get(key)
     if entry is None or entry[0]() is not weight:
-        def forget(ref: Any, key: int = key) -> None:
-            if _FROZEN.get(key, [None])[0] is ref:
-                del _FROZEN[key]
+        # the table bound now: at interpreter exit the module's globals are gone first
+        def forget(ref: Any, key: int = key, table: dict[int, list[Any]] = _FROZEN) -> None:
+            if table.get(key, [None])[0] is ref:
+                del table[key]
 
         entry = [weakref.ref(weight, forget), _finite(weight), {}]
         _FROZEN[key] = entry
