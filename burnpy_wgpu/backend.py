@@ -78,5 +78,8 @@ class WgpuBackend(WgpuFloatOps, WgpuIntOps, WgpuBoolOps, WgpuQOps, WgpuModuleOps
     def replay_runner(cls, run: Callable[[list[Any], list[Any]], list[Any]], graph: Any
                       ) -> Callable[[list[Any], list[Any]], list[Any]]:
         """A compiled replay as one submission of the dispatches taped on its first call,
-        rebound to each call's buffers (``burnpy_wgpu.replay``)."""
+        rebound to each call's buffers (``burnpy_wgpu.replay``); a graph reading values on
+        the host mid-way (``graph.host_reads``) submits at each read, so it runs op by op."""
+        if graph.host_reads:
+            return run
         return TapedReplay(run, graph)

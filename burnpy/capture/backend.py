@@ -197,7 +197,7 @@ class _Recording:
             if self.on_host_read is not None:
                 self.on_host_read(spec.name)
             if reads:
-                graph.host_reads.append((len(graph.nodes), reads[0]))
+                graph.host_reads.append((len(graph.nodes), reads[0], spec.name, result))
             return
         if spec.kind is _MAKES_CONSTANT:
             self.result(result, -1, [])  # host data: a constant of the graph

@@ -78,8 +78,10 @@ class Graph:
     ``values`` are every tensor met, ``nodes`` the calls in program order, ``inputs`` and
     ``outputs`` the indices of the graph's inputs and results (``CaptureBackend.set_outputs``),
     and
-    ``host_reads`` the values read on the host while recording (``(node position, value)``:
-    where a compiled replay would have to split).
+    ``host_reads`` the values read on the host while recording (``(node position, value,
+    op, data)``: before the node at that position, ``op`` (``float_into_data``...) read the
+    value as ``data``; a compiled replay reads it again there and goes on only if it reads
+    the same, the Python code after the read having been recorded for that value).
     """
 
     __slots__ = ("_plan", "backend", "checks", "host_reads", "inputs", "nodes", "outputs",
@@ -91,7 +93,7 @@ class Graph:
         self.nodes: list[Node] = []
         self.inputs: list[int] = []
         self.outputs: list[int] = []
-        self.host_reads: list[tuple[int, int]] = []
+        self.host_reads: list[tuple[int, int, str, Any]] = []
         #: Validity checks a replay runs again, ``(node position, value, check)``: before the
         #: node at that position (or at the end), ``check(backend, primitive)`` raises on bad
         #: values (``capture.check_values``).

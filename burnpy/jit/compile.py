@@ -42,9 +42,15 @@ a call of positional arguments first tries the one the previous call replayed, w
 generated prefix also checks the signature and the closure's cells and globals (by value
 for scalars, by identity otherwise), so a replayed call costs about a microsecond beyond
 its kernels. A host read inside ``fn`` (``.item()``, ``bool(t)``, ``to_numpy()``) raises a
-``GraphBreakError`` naming the call and its line with ``fullgraph=True``; otherwise that
-signature runs eagerly from then on, as does one that writes in place into a tensor sharing
-a host array (``from_numpy``: the write goes to the array, outside the graph). Host-side
+``GraphBreakError`` naming the call and its line with ``fullgraph=True``; otherwise it splits
+the graph there: a replay runs the ops before the read, reads the value again and goes on
+only if it reads what the recording read (the same bytes: the Python after the read, its
+branches and the scalars it derived, was recorded for that value); a call reading another
+value runs eagerly (nothing was written back yet), and after two such calls the signature
+runs eagerly from then on (a loss logged with ``.item()`` differs at every step). A graph
+with a random op before a read is not split (a stopped replay would have drawn from the
+generator): its signature runs eagerly, as does one that writes in place into a tensor
+sharing a host array (``from_numpy``: the write goes to the array, outside the graph). Host-side
 validity checks (embedding's index bounds, cross entropy's targets) are skipped while
 recording (``burnpy.capture.recording_active``), so a replay does not make them. A call that
 adds state (an optimizer's first step
@@ -581,6 +587,10 @@ def _generate(graph: Graph, slots: dict[int, int], name: str) -> Callable[..., A
     for position, index, check in graph.checks:  # a checked value lives until its check
         checks.setdefault(position, []).append((index, check))
         last[index] = max(last.get(index, -1), position)
+    host_reads: dict[int, list[tuple[int, str, Any]]] = {}
+    for position, index, op, data in graph.host_reads:  # a read value lives until its read
+        host_reads.setdefault(position, []).append((index, op, data))
+        last[index] = max(last.get(index, -1), position)
     outputs = set(graph.outputs)
 
     def value(index: int) -> str:
@@ -623,6 +633,11 @@ def _generate(graph: Graph, slots: dict[int, int], name: str) -> Callable[..., A
             name = f"check{len(scope)}"
             scope[name] = check
             lines.append(f"    {name}(B, {value(index)})")
+        for index, op, data in host_reads.get(position, ()):  # the rest was recorded for it
+            name = f"read{len(scope)}"
+            scope[name] = _same_read(getattr(graph.backend, op), data)
+            scope["_SPLIT"] = _SPLIT
+            lines.append(f"    if not {name}({value(index)}): return _SPLIT")
 
     runs = {run.start: run for run in fused_runs(graph)}
     if runs:
@@ -663,6 +678,42 @@ def _generate(graph: Graph, slots: dict[int, int], name: str) -> Callable[..., A
     exec(builtins.compile(source, filename, "exec"), scope)  # our own generated code
     run: Callable[..., Any] = scope[name]
     return run
+
+
+#: What a replay returns where a value it reads on the host differs from the recording's:
+#: the Python code after that read was recorded for the other value (``Graph.host_reads``).
+_SPLIT = object()
+
+#: How many times a graph's host reads may differ from the recording's before its signature
+#: runs eagerly (each time the replay up to the read was work thrown away).
+_SPLIT_MISSES = 2
+
+
+def _splittable(graph: Graph) -> bool:
+    """Whether a replay may read ``graph``'s host reads again and stop at one that differs:
+    reads of float, int or bool values (a quantized one's data is no plain array), with no
+    random op before the last read (a stopped replay would have advanced the generator, and
+    the eager run that follows would draw other values than eager alone)."""
+    if not graph.host_reads:
+        return True
+    if any(op.endswith("_into_data") and op.startswith("q_")
+           for _position, _index, op, _data in graph.host_reads):
+        return False
+    end = max(position for position, _index, _op, _data in graph.host_reads)
+    return not any("random" in node.op for node in graph.nodes[:end])
+
+
+def _same_read(read: Callable[[Any], Any], data: Any) -> Callable[[Any], bool]:
+    """Whether ``read(primitive)`` gives what the recording read (``data``): the same dtype,
+    shape and bytes, so NaN equals NaN and ``-0.0`` is not ``0.0``, as Python would branch."""
+    recorded = np.asarray(data.array)
+    dtype, shape, raw = recorded.dtype, recorded.shape, recorded.tobytes()
+
+    def same(primitive: Any) -> bool:
+        now = np.asarray(read(primitive).array)
+        return now.dtype == dtype and now.shape == shape and now.tobytes() == raw
+
+    return same
 
 
 def _plain(arg: Any) -> Any:
@@ -746,6 +797,10 @@ class _Entry:
     inputs: list[int] = field(default_factory=list)
     #: Locations sharing a primitive when recorded: (first, other, whether one tensor).
     ties: list[tuple[int, int, bool]] = field(default_factory=list)
+    #: Whether the graph reads values on the host (``Graph.host_reads``): a replay may then
+    #: stop at a read that differs (``_SPLIT``), and ``misses`` counts those.
+    splits: bool = False
+    misses: int = 0
     #: Locations whose contents the graph baked in (``Graph.specialized``): (location, the
     #: primitive a replay requires there).
     specialized: list[tuple[int, Any]] = field(default_factory=list)
@@ -996,6 +1051,9 @@ def _checks_and_replay(src: _Source, entry: _Entry) -> None:
     slots = "".join(f"{src.constant(e)}(values), " for e in entry.slot_exprs)
     src.lines.append(f"    outs = {src.constant(entry.run)}("
                      f"[{''.join(f'q{i}, ' for i in entry.inputs)}], [{slots}])")
+    if entry.splits:
+        src.scope["_SPLIT"] = _SPLIT
+        src.lines.append("    if outs is _SPLIT: return _SPLIT")
     for w in entry.written:
         value = src.moved(w.chain, _FROM_INNER[w.kind], f"outs[{w.output}]", outward=True)
         if w.tracked:
@@ -1083,6 +1141,7 @@ class Compiled:
         self._counts = [0, 0, 0]  # recordings, replays, eager calls
         self._roots = _Roots(fn)
         self._fast: Callable[[tuple[Any, ...]], Any] | None = None
+        self._fast_entry: _Entry | None = None
 
     def cache_info(self) -> CacheInfo:
         """The cache's size, bound and eager signatures, and the calls by kind."""
@@ -1100,6 +1159,9 @@ class Compiled:
         if fast is not None and not kwargs:
             result = fast(args)
             if result is not _MISS:
+                if result is _SPLIT:
+                    assert self._fast_entry is not None
+                    return self._split(self._fast_entry, args, kwargs)
                 self._counts[1] += 1
                 return result
         self._fast = None
@@ -1128,10 +1190,24 @@ class Compiled:
             if result is _EAGER:
                 self._counts[2] += 1
                 return self.fn(*args, **kwargs)
+            if result is _SPLIT:
+                return self._split(entry, args, kwargs)
             self._counts[1] += 1
-            self._fast = entry.fast
+            self._fast, self._fast_entry = entry.fast, entry
             return result
         return self._record(key, roots, root_objects, leaves, args, kwargs, seen)
+
+    def _split(self, entry: _Entry, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """A replay that stopped at a host read giving another value than the recording's:
+        run ``fn`` eagerly (nothing was written back); after ``_SPLIT_MISSES`` such calls the
+        signature runs eagerly from then on."""
+        entry.misses += 1
+        if entry.misses >= _SPLIT_MISSES:
+            entry.run = entry.fast = None
+            entry.call = _call_function(entry)
+            self._fast = None
+        self._counts[2] += 1
+        return self.fn(*args, **kwargs)
 
     def _record(self, key: Any, roots: tuple[int, ...], root_objects: list[Any],
                 leaves: list[Any], args: tuple[Any, ...], kwargs: dict[str, Any],
@@ -1207,12 +1283,13 @@ class Compiled:
                     "replay would repeat; draw them with burnpy's random ops, or pass them "
                     "as arguments")
         same = self._same_state(entry, root_objects, leaves)  # else: keep no entry
-        replayable = (same and not graph.host_reads and reach.incomplete is None
+        replayable = (same and _splittable(graph) and reach.incomplete is None
                       and not any(bool((a != copy).any()) for a, copy in shared))
         if replayable:
             position = {v: j for j, v in enumerate(graph.inputs)}
             entry.specialized = [(entry.inputs[position[v]], primitives[entry.inputs[position[v]]])
                                  for v in dict.fromkeys(graph.specialized) if v in position]
+            entry.splits = bool(graph.host_reads)
             self._finish(entry, graph, syms, after)
         group = self._cache.setdefault(key, [])
         if same:  # replayed, or run eagerly (a host read, a write into a host array)

@@ -98,7 +98,8 @@ def _operands(graph: Graph, position: int) -> tuple[str, list[Any], TensorDesc] 
 def fused_runs(graph: Graph) -> list[FusedRun]:
     """The graph's runs of at least two consecutive elementwise nodes that B's fuser compiles,
     when the graph's backend is a ``Fusion`` class with a fuser; none otherwise. A run never
-    spans a validity check (``Graph.checks``): the checked value is computed before it."""
+    spans a validity check (``Graph.checks``) or a host read (``Graph.host_reads``): the value
+    checked or read is computed before it."""
     backend = graph.backend
     if not (isinstance(backend, type) and issubclass(backend, FusionBackend)):
         return []
@@ -111,11 +112,13 @@ def fused_runs(graph: Graph) -> list[FusedRun]:
     for position, node in enumerate(graph.nodes):
         for index in node.inputs:
             last[index] = position
-    for position, index, _check in graph.checks:
+    stops = [(position, index) for position, index, _check in graph.checks]
+    stops += [(position, index) for position, index, _op, _data in graph.host_reads]
+    for position, index in stops:
         last[index] = max(last.get(index, -1), position)
     for index in graph.outputs:
         last[index] = len(graph.nodes)
-    checked = {position for position, _index, _check in graph.checks}
+    checked = {position for position, _index in stops}
     runs: list[FusedRun] = []
     current: _Run | None = None
     for position in range(len(graph.nodes)):

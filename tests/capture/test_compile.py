@@ -202,7 +202,9 @@ def test_a_new_shape_or_scalar_records_again_and_the_cache_is_bounded() -> None:
     assert fn.cache_info().recordings == 4
 
 
-def test_a_host_read_raises_with_fullgraph_and_runs_eagerly_without() -> None:
+def test_a_host_read_raises_with_fullgraph_and_splits_without() -> None:
+    """Without fullgraph the replay reads the sum again where the recording did; a sum other
+    than the recorded one (every call here) runs eagerly, and after two the signature does."""
     model = _mlp(C)
 
     def fn(x: bp.Tensor) -> bp.Tensor:
@@ -221,6 +223,64 @@ def test_a_host_read_raises_with_fullgraph_and_runs_eagerly_without() -> None:
         assert np.array_equal(loose(x).to_numpy(), (model(x) * 2.0).to_numpy())
     info = loose.cache_info()
     assert (info.eager_signatures, info.recordings, info.eager_calls) == (1, 1, 2)
+
+
+def _branchy(x: bp.Tensor) -> bp.Tensor:
+    """A branch on a value read on the host mid-way, and the read value used after it."""
+    y = x * 2.0 + 1.0
+    if bool((y > 0).all()):  # a host read: the rest was recorded for its outcome
+        scale = float(y.max().item())  # another one, whose value is baked into the rest
+        return (y / scale).tanh() * 3.0
+    return y - 1.0
+
+
+def _branchy_numpy(x: np.ndarray) -> np.ndarray:
+    y = x * np.float32(2.0) + np.float32(1.0)
+    if (y > 0).all():
+        return np.tanh(y / y.max()) * np.float32(3.0)
+    return y - np.float32(1.0)
+
+
+@pytest.mark.parametrize("backend", [C, bp.Capture(Fusion(CpuBackend))], ids=["op", "fused"])
+def test_a_host_read_splits_the_graph_where_it_reads(backend: Any) -> None:
+    """A replay runs up to each host read, reads the value again and goes on while it equals
+    the recording's (the Python after the read was recorded for it); where it differs the
+    call runs eagerly, and after two such calls the signature does. Results equal eager's
+    (NumPy's within float rounding where fused) at every call."""
+    fn = bp.compile(_branchy)
+    base = np.abs(np.random.default_rng(0).standard_normal(8)).astype(np.float32)
+    same_max = base.copy()
+    same_max[0] = base.min() / 2  # other values, the same outcome of both reads
+    calls = [base, same_max, base, -base - 5.0, base, -base - 5.0, base, base]
+    for data in calls:
+        got = fn(bp.Tensor.from_data(data, backend=backend)).to_numpy()
+        np.testing.assert_allclose(got, _branchy_numpy(data), rtol=1e-6)
+    info = fn.cache_info()
+    # base recorded; same_max, base, base replayed; each -base-5 is a read that differs
+    # (the second makes the signature eager), then base, base run eagerly
+    assert (info.recordings, info.replays, info.eager_calls, info.eager_signatures) == (
+        1, 3, 4, 1)
+
+
+def test_a_host_read_after_a_random_op_runs_eagerly() -> None:
+    """A replay stopped at a read would have drawn the dropout mask already: such a graph is
+    not split, its signature runs eagerly (the masks as eager draws them)."""
+    model = _mlp(C, dropout=0.5)
+
+    def fn(x: bp.Tensor) -> bp.Tensor:
+        y = model(x)
+        return y * 2.0 if bool(y.abs().sum() > -1.0) else y
+
+    compiled = bp.compile(fn)
+    x = _floats((4, 6), 3, C)
+    device = CpuBackend.default_device()
+    CpuBackend.seed(device, 5)
+    ours = [compiled(x).to_numpy() for _ in range(3)]
+    CpuBackend.seed(device, 5)
+    eager = [fn(x).to_numpy() for _ in range(3)]
+    for a, b in zip(ours, eager, strict=True):
+        np.testing.assert_array_equal(a, b)
+    assert compiled.cache_info().eager_signatures == 1
 
 
 def test_dropout_draws_fresh_masks_as_eager_does() -> None:
