@@ -7,7 +7,9 @@ its own element strides (broadcast dims have stride 0, passed at launch), keepin
 intermediates in registers and writing only the locals the group returns; three entry points
 call it as the WGSL fuser's do (``map``: a thread per element; ``rows``: a thread per
 reduction output; ``tree``: a block per output with a shared-memory tree). Float16 is computed
-in float and rounded where a local is defined; float sums use Kahan compensation. The kernel
+in float and rounded where a local is defined, a scalar kept in float or first rounded to
+float16 per op as the unfused ops do (``FusedGroup.rounded_scalars``); float sums use Kahan
+compensation. The kernel
 is built with ``cupy.RawKernel`` on first launch and cached per group and rank.
 """
 
@@ -152,10 +154,14 @@ def cuda_source(group: FusedGroup, rank: int) -> str:
     if red is not None:
         params.append(f"{_STORAGE[red.dtype]}* __restrict__ red")
     params += ["long long n", "long long outs", "long long size", "long long inner"]
+    rounded = group.rounded_scalars()
     for i, dt in enumerate(group.scalars):
         c_type = "double" if dt.is_float else "long long"
         params.append(f"{c_type} s{i}")
-        values[Ref("scalar", i)] = (f"(({_COMPUTE[dt]})s{i})", _COMPUTE[dt])
+        value = f"(({_COMPUTE[dt]})s{i})"
+        if i in rounded:  # a float16 add, sub, remainder, pow or comparison: torch's rule
+            value = f"bp_round_half({value})"
+        values[Ref("scalar", i)] = (value, _COMPUTE[dt])
     for k in range(len(group.inputs)):
         params += [f"long long st{k}_{d}" for d in range(rank)]
     for j, op in enumerate(group.ops):

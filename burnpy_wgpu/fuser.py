@@ -16,8 +16,10 @@ value the closing reduction folds. Three entry points call it:
   workgroup memory (few outputs, a full reduction).
 
 Values are computed as the unfused kernels compute them (f32 for f16 too, bools as u32 0/1,
-the accurate functions of ``kernels.wgsl_math``), and a float16 local is rounded to f16 where
-it is defined, so a fused group gives the unfused backend's results. Float sums accumulate
+the accurate functions of ``kernels.wgsl_math``), a float16 local is rounded to f16 where
+it is defined and a float16 group's scalar (an f32 meta word) is kept in f32 or first rounded to
+f16 per op (``FusedGroup.rounded_scalars``, torch's rule), so a fused group gives the unfused
+backend's results. Float sums accumulate
 with Kahan compensation in f32. Pipelines are cached by the runtime under the group and the
 inputs' layout classes (contiguous, one element, general), so a group compiles once per
 layout and every later call is one dispatch.
@@ -575,11 +577,14 @@ def _segment(group: FusedGroup, kind: str, classes: str, rank: int, base: int,
 def _scalar_values(group: FusedGroup, scalar_base: int) -> dict[Ref, tuple[str, str]]:
     """The group's scalar arguments as WGSL reads of their meta words, by reference."""
     values = {}
+    rounded = group.rounded_scalars()
     for i, dt in enumerate(group.scalars):
         word = scalar_base + i
         ct = _ct(dt)
-        values[Ref("scalar", i)] = ({"f32": f"mf({word}u)", "i32": f"mi({word}u)"}.get(
-            ct, f"mu({word}u)"), ct)
+        value = {"f32": f"mf({word}u)", "i32": f"mi({word}u)"}.get(ct, f"mu({word}u)")
+        if i in rounded:  # an f16 add, sub, remainder, pow or comparison: torch's rule
+            value = f"f32(f16({value}))"
+        values[Ref("scalar", i)] = (value, ct)
     return values
 
 

@@ -592,3 +592,12 @@ BY_NAME: dict[str, ElementwiseOp] = {op.name: op for op in OPS}
 
 #: Every float protocol op's local partials, from the registry.
 LOCAL_PARTIALS: tuple[LocalPartials, ...] = tuple(d for op in OPS for d in op.derivatives)
+
+#: The ops that round a Python scalar operand of a float16 or bfloat16 tensor to the tensor's
+#: dtype (through float32) before computing in float32 and rounding once, as torch 2.13's
+#: CPU kernels do; every other op (mul, div) keeps the scalar in float32. The NumPy path and
+#: the fusers all read this one rule.
+HALF_SCALAR_ROUNDED: frozenset[str] = frozenset({
+    "add", "sub", "remainder", "pow",
+    "equal", "not_equal", "greater", "greater_equal", "lower", "lower_equal",
+})

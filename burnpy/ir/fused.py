@@ -26,9 +26,12 @@ from typing import Literal, NamedTuple
 from burnpy.backend.dtype import DType
 from burnpy.backend.primitives import Shape
 from burnpy.ir.desc import TensorDesc
-from burnpy.ir.elementwise import OPS, ElementwiseOp, Result
+from burnpy.ir.elementwise import HALF_SCALAR_ROUNDED, OPS, ElementwiseOp, Result
 
 RefKind = Literal["input", "scalar", "local"]
+
+#: The 16-bit floats, whose scalars follow ``HALF_SCALAR_ROUNDED``.
+_HALVES = (DType.float16, DType.bfloat16)
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,6 +90,14 @@ class FusedGroup(NamedTuple):
                          f"{list(r.shape)}")
         lines.append("  writes " + ", ".join(f"t{j}" for j in self.outputs))
         return "\n".join(lines)
+
+    def rounded_scalars(self) -> frozenset[int]:
+        """The indices of the float16/bfloat16 scalars that an op of ``HALF_SCALAR_ROUNDED``
+        reads: a fuser rounds each to its dtype (through float32) before computing, keeping
+        the others in float32, as the unfused ops (torch's rule) do."""
+        return frozenset(r.index for op in self.ops if op.name in HALF_SCALAR_ROUNDED
+                         for r in op.operands
+                         if r.kind == "scalar" and self.scalars[r.index] in _HALVES)
 
 
 #: The elementwise vocabulary: every registry op (``burnpy.ir.elementwise``) in the fused IR,

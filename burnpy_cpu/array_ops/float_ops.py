@@ -11,6 +11,7 @@ import numpy as np
 from burnpy.backend.device import Device
 from burnpy.backend.distribution import Distribution
 from burnpy.backend.dtype import DType
+from burnpy.ir.elementwise import HALF_SCALAR_ROUNDED
 from burnpy_cpu.array_ops._shared import (
     A,
     ArrayLayoutOps,
@@ -42,13 +43,16 @@ def _torch_rounded(dtype: Any, value: float) -> float:
         return float(dtype.type(np.float32(value)))
 
 
-def _keep_dtype(op: Any, *, round_scalar: bool) -> staticmethod:
-    """``op(array, scalar)`` with its result cast back to the array's dtype when the op
-    widened it. A 16-bit float is computed in float32 and rounded once, the scalar first
-    rounded to the array's dtype (``round_scalar``: torch's add, sub, remainder and pow) or
-    kept in float32 (torch's mul and div), on NumPy through the compiled casts, on another
-    array module (CuPy) by its own: NumPy and CuPy round a float16's scalar to float16 for
-    every op, ml_dtypes widens bfloat16 with an unrounded scalar."""
+def _keep_dtype(op: Any, name: str) -> staticmethod:
+    """``op(array, scalar)``, the registry op ``name``, with its result cast back to the
+    array's dtype when the op widened it. A 16-bit float is computed in float32 and rounded
+    once, the scalar first rounded to the array's dtype (an op of ``HALF_SCALAR_ROUNDED``:
+    torch's add, sub, remainder and pow) or kept in float32 (torch's mul and div), on NumPy
+    through the compiled casts, on another array module (CuPy) by its own: NumPy and CuPy
+    round a float16's scalar to float16 for every op, ml_dtypes widens bfloat16 with an
+    unrounded scalar."""
+
+    round_scalar = name in HALF_SCALAR_ROUNDED
 
     def fn(lhs: A, rhs: Any) -> A:
         if lhs.itemsize == 2:  # a 16-bit float: in float32, rounded once
@@ -113,16 +117,18 @@ class ArrayFloatOps(ArrayLayoutOps):
     float_neg = staticmethod(operator.neg)
     float_abs = staticmethod(operator.abs)
     float_powf = staticmethod(operator.pow)
-    # torch keeps mul's and div's scalar in float32 for a 16-bit tensor, rounds the others'.
-    float_add_scalar = _keep_dtype(operator.add, round_scalar=True)
-    float_sub_scalar = _keep_dtype(operator.sub, round_scalar=True)
-    float_mul_scalar = _keep_dtype(operator.mul, round_scalar=False)
-    float_div_scalar = _keep_dtype(operator.truediv, round_scalar=False)
-    float_remainder_scalar = _keep_dtype(operator.mod, round_scalar=True)
-    float_powf_scalar = _keep_dtype(operator.pow, round_scalar=True)
+    # torch keeps mul's and div's scalar in float32 for a 16-bit tensor, rounds the others'
+    # (HALF_SCALAR_ROUNDED, the registry's rule, which the fusers read too).
+    float_add_scalar = _keep_dtype(operator.add, "add")
+    float_sub_scalar = _keep_dtype(operator.sub, "sub")
+    float_mul_scalar = _keep_dtype(operator.mul, "mul")
+    float_div_scalar = _keep_dtype(operator.truediv, "div")
+    float_remainder_scalar = _keep_dtype(operator.mod, "remainder")
+    float_powf_scalar = _keep_dtype(operator.pow, "pow")
 
-    # A 16-bit float compares with its scalar rounded as torch rounds it (ml_dtypes compares
-    # bfloat16 with the unrounded scalar in float32; NumPy and CuPy round float16's directly).
+    # A 16-bit float compares with its scalar rounded as torch rounds it (the comparisons are
+    # in HALF_SCALAR_ROUNDED, which the fusers read; ml_dtypes compares bfloat16 with the
+    # unrounded scalar in float32, NumPy and CuPy round float16's directly).
     # Operators: the cheapest dispatch, which pays for the dtype check.
     @staticmethod
     def float_equal_elem(lhs: A, rhs: float) -> A:
