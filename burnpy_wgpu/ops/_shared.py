@@ -221,12 +221,16 @@ def mask_fill(tensor: T, mask: T, value: Any) -> T:
                       tensor.dtype, [word])
 
 
-def compare(lhs: T, rhs: T | None, op: str, scalar: Any = None) -> T:
-    """``lhs op rhs`` (or ``lhs op scalar``) as a bool tensor; NaN compares unequal to all."""
+def compare(lhs: T, rhs: T | None, op: str, scalar: Any = None, *,
+            round_half: bool = False) -> T:
+    """``lhs op rhs`` (or ``lhs op scalar``, the scalar first rounded to f16 if
+    ``round_half``) as a bool tensor; NaN compares unequal to all."""
     ct = compute_type(lhs.dtype)
     if rhs is None:
         inputs, params = [lhs], [f32_bits(float(scalar)) if ct == "f32" else int(scalar)]
         other = "mf(1u)" if ct == "f32" else f"{ct}(mi(1u))"
+        if round_half:
+            other = f"f32(f16({other}))"
     else:
         inputs, params, other = [lhs, rhs], [], "b"
     cond = f"!(a == {other})" if op == "!=" else f"a {op} {other}"

@@ -12,7 +12,7 @@ import numpy as np
 from burnpy.backend.device import Device
 from burnpy.backend.distribution import Distribution
 from burnpy.backend.dtype import DType
-from burnpy.ir.elementwise import BY_NAME
+from burnpy.ir.elementwise import BY_NAME, HALF_SCALAR_ROUNDED
 from burnpy_wgpu.dtypes import check_dtype
 from burnpy_wgpu.kernels import random, reduce, scan, sort
 from burnpy_wgpu.kernels.elementwise import launch_map
@@ -25,6 +25,7 @@ from burnpy_wgpu.tensor import WgpuTensor
 T = WgpuTensor
 Shape = tuple[int, ...]
 BOOL = np.dtype(np.bool_)
+F16 = np.dtype(np.float16)
 
 
 def _registered(name: str) -> str:
@@ -55,13 +56,17 @@ def _binary(expr: str) -> staticmethod:
 
 
 def _scalar(name: str) -> staticmethod:
-    """Registry op ``name`` of a tensor ``a`` and a number ``b`` (the parameter ``mf(1u)``)."""
+    """Registry op ``name`` of a tensor ``a`` and a number ``b`` (the parameter ``mf(1u)``),
+    an f16 tensor's number first rounded to f16 where torch rounds it (``HALF_SCALAR_ROUNDED``,
+    as the fuser does)."""
     expr = re.sub(r"\bb\b", "mf(1u)", _registered(name))
+    half = (re.sub(r"\bb\b", "f32(f16(mf(1u)))", _registered(name))
+            if name in HALF_SCALAR_ROUNDED else expr)
     funcs = calls(expr)
 
     def op(lhs: T, rhs: float) -> T:
-        return launch_map(lhs.runtime, expr, [lhs], lhs.dtype, [f32_bits(float(rhs))],
-                          funcs=funcs)
+        return launch_map(lhs.runtime, half if lhs.dtype == F16 else expr, [lhs], lhs.dtype,
+                          [f32_bits(float(rhs))], funcs=funcs)
     return staticmethod(op)
 
 
@@ -78,9 +83,13 @@ def _compare(op_symbol: str) -> staticmethod:
     return staticmethod(op)
 
 
-def _compare_elem(op_symbol: str) -> staticmethod:
+def _compare_elem(op_symbol: str, name: str) -> staticmethod:
+    """Registry comparison ``name`` of a tensor and a number (rounded to f16 first for an f16
+    tensor where ``HALF_SCALAR_ROUNDED`` says torch rounds it)."""
+    rounds = name in HALF_SCALAR_ROUNDED
+
     def op(lhs: T, rhs: float) -> T:
-        return _shared.compare(lhs, None, op_symbol, rhs)
+        return _shared.compare(lhs, None, op_symbol, rhs, round_half=rounds and lhs.dtype == F16)
     return staticmethod(op)
 
 
@@ -195,12 +204,12 @@ class WgpuFloatOps:
     float_greater_equal = _compare(">=")
     float_lower = _compare("<")
     float_lower_equal = _compare("<=")
-    float_equal_elem = _compare_elem("==")
-    float_not_equal_elem = _compare_elem("!=")
-    float_greater_elem = _compare_elem(">")
-    float_greater_equal_elem = _compare_elem(">=")
-    float_lower_elem = _compare_elem("<")
-    float_lower_equal_elem = _compare_elem("<=")
+    float_equal_elem = _compare_elem("==", "equal")
+    float_not_equal_elem = _compare_elem("!=", "not_equal")
+    float_greater_elem = _compare_elem(">", "greater")
+    float_greater_equal_elem = _compare_elem(">=", "greater_equal")
+    float_lower_elem = _compare_elem("<", "lower")
+    float_lower_equal_elem = _compare_elem("<=", "lower_equal")
     float_is_nan = _predicate(_registered("is_nan"))
     float_is_inf = _predicate(_registered("is_inf"))
 

@@ -223,13 +223,26 @@ def _wgpu() -> tuple[type, Any]:
 
 
 def test_wgsl_fuser_with_half_scalars_is_torch_bit_for_bit() -> None:
-    _, fused = _wgpu()
+    plain, fused = _wgpu()
     x = _x()
     for unfused, oracle in [(_unfused_arith, _torch_arith), (_unfused_compare, _torch_compare)]:
         fused.stats.reset()
         got = unfused(fused, x)
         assert fused.stats.kernels >= 1 and fused.stats.fallback_ops == 0, fused.stats
         _check(got, x, unfused(CpuBackend, x), oracle(x))
+        _check(unfused(plain, x), x, unfused(CpuBackend, x), oracle(x))  # WebGPU's own ops
+
+
+def test_wgpu_lone_scalar_ops_on_half_are_torch_bit_for_bit() -> None:
+    """A lone op runs WebGPU's own kernel, which reads the same rule."""
+    plain, _ = _wgpu()
+    x = _x()
+    t, ref = Tensor.from_data(x, backend=plain), torch.from_numpy(x)
+    got = [(t + 0.1).to_numpy(), (t - 2.7).to_numpy(), (t * 0.3).to_numpy(),
+           (t / 0.3).to_numpy(), t.equal(0.3).to_numpy(), t.lower_equal(-2.7).to_numpy()]
+    want = [(ref + 0.1).numpy(), (ref - 2.7).numpy(), (ref * 0.3).numpy(), (ref / 0.3).numpy(),
+            (ref == 0.3).numpy(), (ref <= -2.7).numpy()]
+    _check(got, x, want, want)
 
 
 def test_wgsl_source_rounds_exactly_the_rounding_ops_scalars() -> None:
