@@ -17,7 +17,6 @@ Run: ``.venv/bin/python benchmarks/cuda_compile_step.py``.
 
 from __future__ import annotations
 
-import itertools
 import os
 import statistics
 import time
@@ -25,7 +24,7 @@ from collections.abc import Callable
 
 import numpy as np
 import torch
-from cuda_mlp_step import BurnpyMLP, Weights, init_weights
+from cuda_mlp_step import BurnpyMLP, Weights, init_weights, torch_mlp
 from cuda_timing import fmt, record, require_gpu
 
 import burnpy as bp
@@ -88,15 +87,7 @@ def torch_step(weights: Weights, x: np.ndarray, y: np.ndarray, graph: bool
                ) -> Callable[[], torch.Tensor]:
     """torch CUDA eager, or the whole step captured once into a ``torch.cuda.CUDAGraph``
     (static input copies in, the loss out), warmed up on a side stream first."""
-    layers: list[torch.nn.Module] = []
-    for n_in, n_out in itertools.pairwise(SIZES):
-        layers += [torch.nn.Linear(n_in, n_out), torch.nn.ReLU()]
-    model = torch.nn.Sequential(*layers[:-1]).cuda()
-    linears = [m for m in model if isinstance(m, torch.nn.Linear)]
-    with torch.no_grad():
-        for i, layer in enumerate(linears):
-            layer.weight.copy_(torch.from_numpy(weights[f"fc{i}.weight"]))
-            layer.bias.copy_(torch.from_numpy(weights[f"fc{i}.bias"]))
+    model = torch_mlp(weights, SIZES)
     opt = torch.optim.SGD(model.parameters(), lr=LR, momentum=MOMENTUM)
     tx, ty = torch.from_numpy(x).cuda(), torch.from_numpy(y).cuda()
 

@@ -68,9 +68,10 @@ def burnpy_step(weights: Weights, x: np.ndarray, y: np.ndarray) -> Callable[[], 
     return step
 
 
-def torch_step(weights: Weights, x: np.ndarray, y: np.ndarray) -> Callable[[], torch.Tensor]:
+def torch_mlp(weights: Weights, sizes: tuple[int, ...] = SIZES) -> torch.nn.Sequential:
+    """torch's twin of ``BurnpyMLP`` on the GPU, holding ``weights``."""
     layers: list[torch.nn.Module] = []
-    for n_in, n_out in itertools.pairwise(SIZES):
+    for n_in, n_out in itertools.pairwise(sizes):
         layers += [torch.nn.Linear(n_in, n_out), torch.nn.ReLU()]
     model = torch.nn.Sequential(*layers[:-1]).cuda()
     linears = [m for m in model if isinstance(m, torch.nn.Linear)]
@@ -78,6 +79,11 @@ def torch_step(weights: Weights, x: np.ndarray, y: np.ndarray) -> Callable[[], t
         for i, layer in enumerate(linears):
             layer.weight.copy_(torch.from_numpy(weights[f"fc{i}.weight"]))
             layer.bias.copy_(torch.from_numpy(weights[f"fc{i}.bias"]))
+    return model
+
+
+def torch_step(weights: Weights, x: np.ndarray, y: np.ndarray) -> Callable[[], torch.Tensor]:
+    model = torch_mlp(weights)
     opt = torch.optim.Adam(model.parameters(), lr=LR)
     tx, ty = torch.from_numpy(x).cuda(), torch.from_numpy(y).cuda()
 
