@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import math
+import operator
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -332,16 +333,29 @@ def _launcher(group: FusedGroup, loop: Callable[..., Any], flat: bool,
         acc_dtype = _accumulator(reduction.dtype).numpy
         red_dtype = reduction.dtype.numpy
 
+    # the last call's scalars and their NumPy conversions: a compiled replay passes the same
+    # constant objects at every call (checked by identity, so 0.0 is never -0.0), and a
+    # dozen conversions cost more than the loop over a small group
+    last: list[Any] = [(), []]
+
+    def converted(scalars: Sequence[float | int | bool]) -> list[Any]:
+        seen, made = last
+        if len(seen) == len(scalars) and all(map(operator.is_, seen, scalars)):
+            return made
+        made = [t(s) for t, s in zip(scalar_types, scalars, strict=True)]
+        last[:] = [tuple(scalars), made]
+        return made
+
     def run(loop: Callable[..., Any], inputs: Sequence[Any],
             scalars: Sequence[float | int | bool], flags: tuple[Any, ...]) -> tuple[Any, ...]:
         if flat:
-            args: list[Any] = [np.ravel(x) for x in inputs]
+            args: list[Any] = [x.ravel() for x in inputs]
         else:
             args = [np.broadcast_to(x, shape) for x in inputs]
         args.insert(0, extents)
-        args += [t(s) for t, s in zip(scalar_types, scalars, strict=True)]
+        args += converted(scalars)
         outs = [np.empty(shape, dtype) for dtype in out_dtypes]
-        args += [np.ravel(o) for o in outs] if flat else outs
+        args += [o.ravel() for o in outs] if flat else outs
         if reduction is None:
             loop(*args, *flags)
             return tuple(outs)

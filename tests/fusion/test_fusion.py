@@ -72,6 +72,21 @@ def test_the_same_chain_again_compiles_nothing() -> None:
     assert F.stats.compiles == compiled + 1 and F.stats.cache_hits == 3
 
 
+def test_a_kernel_called_again_takes_each_calls_scalars() -> None:
+    """A kernel keeps its last call's scalar conversions while the very same objects come
+    again (a compiled replay's constants); any other object is converted anew, ``-0.0`` after
+    ``0.0`` among them (equal, but not the same sign)."""
+    data = np.linspace(0.5, 2, 64, dtype=np.float32)
+    x = Tensor.from_data(data, backend=F)
+    compiles = F.stats.compiles
+    for s in (0.0, -0.0, 0.0, 3.5, 3.5, -0.0, 1e-3):
+        got = ((x * s) * 2.0).to_numpy()
+        want = (data * np.float32(s)) * np.float32(2.0)
+        np.testing.assert_array_equal(got, want)
+        assert np.array_equal(np.signbit(got), np.signbit(want))
+    assert F.stats.compiles <= compiles + 1  # one kernel, called with each scalar
+
+
 def mlp_step(w: Tensor, x: Tensor) -> Tensor:
     h = (x @ w).gelu()
     loss = ((h - 1.0) * (h - 1.0)).mean()
