@@ -1,6 +1,8 @@
 """``bp.compile``: record a function once per input signature under ``Capture`` and replay the
 recorded graph on later calls, with module, optimizer and scheduler state as its inputs and
-outputs (``burnpy.jit.compile``); ``burnpy.jit.symbolic``: the symbolic scalars it tracks."""
+outputs (``burnpy.jit.compile``); ``burnpy.jit.reach``: the walk of the state a function
+reaches; ``burnpy.jit.replay``: the generated replay of a graph; ``burnpy.jit.fuse``: its
+fused runs; ``burnpy.jit.symbolic``: the symbolic scalars it tracks."""
 
 from burnpy.jit.compile import CacheInfo, Compiled, GraphBreakError, compile
 

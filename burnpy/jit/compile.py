@@ -66,39 +66,47 @@ replays as one kernel of B's fuser (``burnpy.jit.fuse``), equal to eager within 
 from __future__ import annotations
 
 import builtins
-import io
 import linecache
-import logging
 import marshal
 import operator
-import random
 import sys
-import types
-from collections import OrderedDict, deque
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-import numpy as np
-
-from burnpy.amp import get_autocast_dtype, is_autocast_enabled
+from burnpy.amp import is_autocast_enabled
 from burnpy.autodiff.modes import is_grad_enabled
 from burnpy.backend.dtype import dtype_of_numpy
 from burnpy.backend.errors import BurnpyError, InvalidArgumentError
-from burnpy.capture import CONSTANT, CaptureBackend, Graph, Ref
-from burnpy.fusion import materialize
+from burnpy.capture import CaptureBackend, Graph
 from burnpy.jit import symbolic
-from burnpy.jit.fuse import fused_runs
+from burnpy.jit.reach import (
+    ARGS,
+    BY_VALUE,
+    EMPTY,
+    Entries,
+    Reach,
+    Roots,
+    autocast_regions,
+    flatten_leaves,
+    host_rng_states,
+    leaf_signature,
+    signature_of,
+)
+from burnpy.jit.replay import (
+    SPLIT,
+    SPLIT_MISSES,
+    collect_syms,
+    generate_replay,
+    lower_args,
+    plain_value,
+    splittable,
+)
 from burnpy.jit.symbolic import Sym, Tape
 from burnpy.tensor import Tensor
 from burnpy.tensor._core import FLOAT, QUANTIZED
 from burnpy.tensor._core import new as wrap
-
-#: Optimizers whose update passes the step count straight to one backend op (``adam_step``,
-#: ``sgd_step``, ``rmsprop_step``): their step counts are symbolic. Others compute with the
-#: count in Python (``beta1 ** step``), where an ``int`` cannot stay symbolic, so their counts
-#: are guarded by value (each step records again).
-_SYMBOLIC_STEPS = frozenset({"Adam", "AdamW", "SGD", "RMSprop"})
 
 _INNER = {"float": "inner", "int": "int_inner", "bool": "bool_inner"}
 _FROM_INNER = {"float": "from_inner", "int": "int_from_inner", "bool": "bool_from_inner"}
@@ -120,437 +128,6 @@ class CacheInfo(NamedTuple):
     eager_calls: int
 
 
-# ---- locations: where state tensors live ------------------------------------------------------
-class _Location:
-    """A tensor ``fn`` can reach: the tensor object itself (``holder`` None: ``obj``), an entry
-    ``holder[key]`` of a dict or list, or argument leaf ``key`` (``holder`` is ``_ARGS``)."""
-
-    __slots__ = ("holder", "key", "obj")
-
-    def __init__(self, holder: Any, key: Any, obj: Tensor | None = None) -> None:
-        self.holder = holder
-        self.key = key
-        self.obj = obj
-
-    def get(self, leaves: Sequence[Any]) -> Any:
-        """The tensor there now."""
-        if self.holder is None:
-            return self.obj
-        if self.holder is _ARGS:
-            return leaves[self.key]
-        return self.holder[self.key]
-
-    def identity(self) -> tuple[int, Any]:
-        """What tells this location from another (the object, or the holder and key)."""
-        if self.holder is None:
-            return id(self.obj), None
-        return id(self.holder), self.key
-
-
-_ARGS = object()
-
-
-def _is_module(obj: Any) -> bool:
-    return callable(getattr(obj, "slots", None)) and hasattr(obj, "training")
-
-
-def _is_optimizer(obj: Any) -> bool:
-    return all(hasattr(obj, a) for a in ("param_groups", "state", "steps"))
-
-
-#: The exact types a walk holds by value (a subclass, an enum or a NumPy scalar, is an object
-#: held by identity); tuples, sets and frozensets of them too. A replay compares them by their
-#: ``marshal`` bytes, which tell 1 from 1.0 and True, and 0.0 from -0.0.
-_PLAIN = frozenset({bool, int, float, complex, str, bytes, type(None)})
-
-#: How deep a walk goes (objects within objects) and how many entries it guards before it
-#: gives up: a call reaching more state than that runs eagerly (its state cannot be checked).
-_DEPTH, _ENTRIES = 24, 10_000
-
-#: An optimizer's attributes the walk leaves to its own checks (its groups, state and step
-#: counts) or that are bookkeeping no step reads (``_found``, ``_pending``).
-_OPTIMIZER_OWN = frozenset({"param_groups", "state", "steps", "_found", "_pending"})
-
-#: The most bytes of a NumPy array a replay compares (a recording bakes what ``fn`` made of
-#: its values, ``Tensor.from_data(array)``): a call reaching a bigger one runs eagerly.
-_ARRAY_BYTES = 1 << 16
-
-#: Objects the walk holds by identity and does not enter: Python modules, built-in functions
-#: and types, and the objects of logging and I/O (a logger reaches every logger of the
-#: process), which compute no values.
-_OPAQUE = (types.ModuleType, types.BuiltinFunctionType, type, logging.Filterer,
-           logging.Manager, io.IOBase)
-
-
-#: Host random generators: a value ``fn`` draws from one is baked into the recorded graph,
-#: so a recording that advances one (or NumPy's or Python's global one) runs eagerly.
-_HOST_RNGS = (random.Random, np.random.Generator, np.random.RandomState,
-              np.random.BitGenerator)
-
-
-def _rng_state(rng: Any) -> Any:
-    """A host generator's state, comparable with ``==`` (arrays as bytes)."""
-    if isinstance(rng, np.random.Generator):
-        rng = rng.bit_generator
-    if isinstance(rng, np.random.BitGenerator | np.random.RandomState):
-        state = rng.state if isinstance(rng, np.random.BitGenerator) else rng.get_state(
-            legacy=False)
-        return repr({k: v.tobytes() if isinstance(v, np.ndarray) else v
-                     for k, v in _flat_items(state)})
-    return rng.getstate()
-
-
-def _flat_items(state: Mapping[str, Any], prefix: str = "") -> Iterator[tuple[str, Any]]:
-    """The leaves of a nested state dict, keyed by their paths."""
-    for key, value in state.items():
-        if isinstance(value, dict):
-            yield from _flat_items(value, f"{prefix}{key}.")
-        else:
-            yield f"{prefix}{key}", value
-
-
-def _host_rng_states(rngs: Sequence[Any]) -> list[Any]:
-    """The states of Python's and NumPy's global generators and of ``rngs``."""
-    return [random.getstate(), _rng_state(np.random.mtrand._rand),
-            *[_rng_state(r) for r in rngs]]
-
-
-def _by_value(value: Any) -> bool:
-    """Whether ``value`` is a plain scalar, or a tuple or set of them (held by value)."""
-    kind = type(value)
-    if kind in _PLAIN:
-        return True
-    return (kind is tuple or kind is frozenset or kind is set) and all(map(_by_value, value))
-
-
-def _filled(cell: types.CellType) -> bool:
-    """Whether a closure cell holds a value."""
-    try:
-        cell.cell_contents  # noqa: B018 - read to see whether it raises
-    except ValueError:
-        return False
-    return True
-
-
-def _slot_names(obj: Any) -> list[str]:
-    """The ``__slots__`` attributes of ``obj``'s class and its bases that are set."""
-    names = []
-    for cls in type(obj).__mro__:
-        declared = cls.__dict__.get("__slots__", ())
-        for name in (declared,) if isinstance(declared, str) else declared:
-            if name not in ("__dict__", "__weakref__") and hasattr(obj, name):
-                names.append(name)
-    return list(dict.fromkeys(names))
-
-
-#: Entries a replay reads: (a container, its keys or None for itself, whether by attribute).
-_Entries = tuple[Any, tuple[Any, ...] | None, bool]
-
-
-@dataclass
-class _Reach:
-    """What ``fn`` can reach: tensor locations, optimizers, the scalars that are symbolic
-    (``(holder, key)``) or guarded by value, and what a replay checks of the rest: the
-    containers' sizes, each entry's value or object, the arrays' bytes."""
-
-    tensors: list[_Location] = field(default_factory=list)
-    optimizers: list[Any] = field(default_factory=list)
-    scalars: list[tuple[Any, Any]] = field(default_factory=list)
-    fixed: list[tuple[Any, Any]] = field(default_factory=list)
-    seen: set[tuple[int, Any]] = field(default_factory=set)
-    objects: set[int] = field(default_factory=set)
-    #: The dicts and lists the walk passed (objects' attribute dicts among them): a replay
-    #: checks their sizes, so an entry added (a new attribute or key) records again.
-    sized: list[Any] = field(default_factory=list)
-    #: Entries a replay reads, as ``(container, keys, by attribute)`` (keys None: the
-    #: container itself, a set of scalars reached directly): those holding plain scalars
-    #: (``values``, checked by value and type) and those holding other objects (``held``,
-    #: checked by identity: a swapped submodule or optimizer, a replaced tuple of tensors).
-    values: list[_Entries] = field(default_factory=list)
-    held: list[_Entries] = field(default_factory=list)
-    #: The NumPy arrays reached: a replay compares their bytes, dtypes and shapes.
-    arrays: list[np.ndarray] = field(default_factory=list)
-    #: The host random generators reached: a recording that draws from one runs eagerly.
-    rngs: list[Any] = field(default_factory=list)
-    #: Why the walk gave up (too deep, too much state, a set of objects, an iterator), or
-    #: None.
-    incomplete: str | None = None
-    entries: int = 0
-
-    @classmethod
-    def of(cls, leaves: Sequence[Any], roots: list[Any]) -> _Reach:
-        """The walk from a call's arguments (``leaves``) and the objects ``fn`` reaches
-        outside them."""
-        reach = cls()
-        for i, leaf in enumerate(leaves):
-            if isinstance(leaf, Tensor):
-                reach.tensor(_Location(_ARGS, i))
-        for obj in roots:
-            reach.visit(obj)
-        # a learning rate is symbolic, not held by value, however else the walk met its group
-        symbolic = {(id(h), k) for h, k in reach.scalars}
-        reach.values = [(c, tuple(k for k in keys if (id(c), k) not in symbolic), a)
-                        if keys is not None else (c, keys, a) for c, keys, a in reach.values]
-        reach.values = [group for group in reach.values if group[1] != ()]
-        return reach
-
-    def tensor(self, location: _Location) -> None:
-        if location.identity() not in self.seen:
-            self.seen.add(location.identity())
-            self.tensors.append(location)
-
-    def contents(self, container: Any, depth: int, skip: frozenset[str] = frozenset(),
-                 attributes: Sequence[str] | None = None) -> None:
-        """Add what a dict or list holds (or, with ``attributes``, those of an object with
-        ``__slots__``): tensors as locations (in slots: the tensor objects), plain scalars
-        by value, other objects by identity, walked in turn. A class's dict (a mapping
-        proxy) adds its attributes but the dunder names, methods and other descriptors."""
-        items: list[tuple[Any, Any]]
-        if attributes is not None:
-            items = [(name, getattr(container, name)) for name in attributes]
-        else:
-            self.sized.append(container)
-            items = list(container.items() if isinstance(container, dict | types.MappingProxyType)
-                         else enumerate(container))
-        of_class = isinstance(container, types.MappingProxyType)
-        values, held = [], []
-        for key, value in items:
-            if key in skip or (of_class and (key.startswith("__") or hasattr(value, "__get__"))):
-                continue
-            if isinstance(value, Tensor):
-                if attributes is None:
-                    self.tensor(_Location(container, key))
-                    continue
-                self.tensor(_Location(None, None, value))
-                held.append(key)
-            elif _by_value(value):
-                values.append(key)
-            else:
-                held.append(key)
-                self.visit(value, depth + 1)
-        self.entries += len(items)
-        if self.entries > _ENTRIES:
-            self.incomplete = f"reaches more than {_ENTRIES} entries of state"
-        by_attribute = attributes is not None
-        if values:
-            self.values.append((container, tuple(values), by_attribute))
-        if held:
-            self.held.append((container, tuple(held), by_attribute))
-
-    def classes(self, cls: type, depth: int) -> None:
-        """Add the attributes of ``cls`` and its bases, but Python's own (``object``,
-        builtins): an instance reads those it does not hold itself."""
-        for base in cls.__mro__:
-            if base.__module__ != "builtins" and id(base) not in self.objects:
-                self.objects.add(id(base))
-                self.contents(base.__dict__, depth)
-
-    def visit(self, obj: Any, depth: int = 0) -> None:
-        """Add what ``obj`` holds."""
-        if isinstance(obj, Tensor):
-            self.tensor(_Location(None, None, obj))
-            return
-        if id(obj) in self.objects:
-            return
-        if isinstance(obj, types.MethodType):  # held in state: its object and function
-            self.objects.add(id(obj))
-            self.visit(obj.__self__, depth + 1)
-            self.visit(obj.__func__, depth + 1)
-            return
-        if isinstance(obj, types.FunctionType):  # held in state: its closure's cells, whose
-            self.objects.add(id(obj))  # contents change (a dict) or are rebound (nonlocal)
-            for cell in obj.__closure__ or ():
-                if _filled(cell):
-                    self.contents(cell, depth, attributes=["cell_contents"])
-            return
-        if isinstance(obj, _OPAQUE):
-            return
-        if isinstance(obj, _HOST_RNGS):  # held by identity; a draw is found by its state
-            self.objects.add(id(obj))
-            self.rngs.append(obj)
-            return
-        if hasattr(type(obj), "__next__"):  # its position is state no replay can check
-            self.incomplete = (f"reaches an iterator ({type(obj).__name__}), whose position "
-                               "a replay would not advance")
-            return
-        if _by_value(obj):
-            if isinstance(obj, set):  # its members may change: checked by value
-                self.objects.add(id(obj))
-                self.values.append((obj, None, False))
-            return
-        if depth > _DEPTH:
-            self.incomplete = f"reaches state more than {_DEPTH} objects deep"
-            return
-        self.objects.add(id(obj))
-        if not isinstance(obj, dict | list | tuple | set | frozenset):
-            self.classes(type(obj), depth)
-        if _is_optimizer(obj):
-            self.optimizers.append(obj)
-            symbolic_steps = any(c.__name__ in _SYMBOLIC_STEPS for c in type(obj).__mro__)
-            for group in obj.param_groups:
-                self.scalars.append((group, "lr"))
-                self.contents(group, depth + 1, frozenset({"params", "lr"}))
-                # the parameters by identity: each is a location of its own
-                self.sized.append(group["params"])
-                if group["params"]:
-                    self.held.append((group["params"], tuple(range(len(group["params"]))),
-                                      False))
-                for p in group["params"]:
-                    if isinstance(p, Tensor):
-                        self.tensor(_Location(None, None, p))
-            for p in obj.steps:
-                (self.scalars if symbolic_steps else self.fixed).append((obj.steps, p))
-            for entries in obj.state.values():
-                for name, value in entries.items():
-                    if isinstance(value, Tensor):
-                        self.tensor(_Location(entries, name))
-            if isinstance(getattr(obj, "__dict__", None), dict):
-                self.contents(vars(obj), depth, _OPTIMIZER_OWN)
-        elif isinstance(obj, dict | list | deque):
-            self.contents(obj, depth)
-        elif isinstance(obj, np.ndarray):
-            if obj.dtype.hasobject or obj.nbytes > _ARRAY_BYTES:
-                self.incomplete = (f"reaches a NumPy array of {obj.nbytes} bytes ({obj.dtype}), "
-                                   f"past the {_ARRAY_BYTES} a replay compares")
-            else:
-                self.arrays.append(obj)
-        elif isinstance(obj, bytearray | memoryview):  # mutable bytes: neither walked nor held
-            self.incomplete = f"reaches a {type(obj).__name__}"
-        elif isinstance(obj, tuple | frozenset):  # immutable: its holder checks it is the same
-            for value in obj:
-                self.visit(value, depth + 1)
-        elif isinstance(obj, set):  # its members may change, unseen
-            self.incomplete = "reaches a set of objects"
-        else:  # an object holding state: its attributes (a module's, a scheduler's)
-            attributes = getattr(obj, "__dict__", None)
-            if isinstance(attributes, dict):
-                self.contents(attributes, depth)
-            slots = _slot_names(obj)
-            if slots:
-                self.contents(obj, depth, attributes=slots)
-
-
-def _names(code: types.CodeType) -> Iterator[str]:
-    """The global names ``code`` and the code nested in it use."""
-    yield from code.co_names
-    for const in code.co_consts:
-        if isinstance(const, types.CodeType):
-            yield from _names(const)
-
-
-class _Roots:
-    """The objects ``fn`` reaches outside its arguments, read anew at each call (a global may
-    be rebound): a module itself, a bound method's ``self`` (``fixed``), and the *places*
-    holding the rest: its closure's cells and the globals its code names, and those of the
-    functions of its own module it names (two levels). Python modules and classes found
-    there are left out, other functions are walked for their closures' cells; the plain
-    scalars (``int``, ``float``, ``bool``, ``str``) join the call's signature."""
-
-    __slots__ = ("fixed", "places")
-
-    def __init__(self, fn: Callable[..., Any]) -> None:
-        self.fixed: list[Any] = []
-        #: Each place: (a closure cell, None) or (a globals dict, a name).
-        self.places: list[tuple[Any, str | None]] = []
-        if _is_module(fn):
-            self.fixed.append(fn)
-            return
-        if hasattr(fn, "__self__"):
-            self.fixed.append(fn.__self__)
-        self._add_places(getattr(fn, "__func__", fn), 0)
-
-    def _add_places(self, target: Any, depth: int) -> None:
-        code = getattr(target, "__code__", None)
-        if code is None:
-            return
-        cells = target.__closure__ or ()
-        scope = target.__globals__
-        names = list(dict.fromkeys(_names(code)))
-        self.places += [(cell, None) for cell in cells]
-        self.places += [(scope, name) for name in names]
-        if depth < 2:
-            referenced = [scope.get(n) for n in names]
-            for cell in cells:
-                try:
-                    referenced.append(cell.cell_contents)
-                except ValueError:  # an empty cell
-                    continue
-            for f in referenced:
-                if (isinstance(f, types.FunctionType) and f is not target
-                        and f.__globals__ is scope):
-                    self._add_places(f, depth + 1)
-
-    def read(self) -> list[Any]:
-        """What each place holds now (``_EMPTY`` for an empty cell or an unbound name)."""
-        values: list[Any] = []
-        for holder, name in self.places:
-            if name is None:
-                try:
-                    values.append(holder.cell_contents)
-                except ValueError:
-                    values.append(_EMPTY)
-            else:
-                values.append(holder.get(name, _EMPTY))
-        return values
-
-    def split(self, values: list[Any]) -> tuple[list[Any], list[Any]]:
-        """The objects reached (the fixed ones, then those of ``values``) and the plain
-        scalars among ``values``."""
-        roots, scalars = list(self.fixed), []
-        for value in values:
-            if isinstance(value, bool | int | float | str):
-                scalars.append(_value_key(value))
-            elif not (value is _EMPTY or isinstance(value, types.ModuleType | type)):
-                roots.append(value)  # a function among them: the walk reads its cells
-        return roots, scalars
-
-
-#: What an empty cell or an unbound global holds, for ``_Roots.read``.
-_EMPTY = object()
-
-
-def _leaves(value: Any, out: list[Any]) -> Any:
-    """``value``'s structure with each leaf replaced by its position in ``out``."""
-    if isinstance(value, tuple | list):
-        return type(value)(_leaves(v, out) for v in value)
-    if isinstance(value, dict):
-        return {k: _leaves(v, out) for k, v in value.items()}
-    out.append(value)
-    return len(out) - 1
-
-
-def _autocast_regions() -> tuple[Any, ...]:
-    """The autocast regions in force in this thread (what ops cast to), per device type."""
-    return tuple((kind, get_autocast_dtype(kind)) for kind in ("cpu", "cuda")
-                 if is_autocast_enabled(kind))
-
-
-def _desc(t: Tensor) -> tuple[Any, ...]:
-    """What a recording specializes a tensor on: backend, kind, shape, dtype and device."""
-    return (t.backend, t.kind, t.shape, t.dtype,
-            t.device if t.backend.multi_device else None)
-
-
-#: The arguments a signature holds by value (the others but tensors by identity).
-_BY_VALUE = (bool, int, float, str, bytes, complex, type(None))
-
-
-def _leaf_key(leaf: Any) -> Any:
-    if isinstance(leaf, Tensor):
-        return _desc(leaf)
-    if isinstance(leaf, _BY_VALUE):
-        return _value_key(leaf)
-    return (type(leaf), id(leaf))
-
-
-def _value_key(value: Any) -> tuple[Any, ...]:
-    """What tells a Python scalar from another: its type and value, and a zero's sign (0.0
-    equals -0.0, yet ``x + 0.0`` and ``x + -0.0`` differ where ``x`` is -0.0)."""
-    if value == 0 and isinstance(value, float | complex):
-        return (type(value), value, repr(value))
-    return (type(value), value)
-
-
 # ---- moving primitives between a tensor's backend and the Capture class ----------------------
 def _chain(backend: Any, kind: str, op: str) -> tuple[type[CaptureBackend], list[Any]]:
     """The Capture class under ``backend`` and the decorators above it, outermost first."""
@@ -570,181 +147,6 @@ def _down(chain: Sequence[Any], kind: str, primitive: Any) -> Any:
     for backend in chain:
         primitive = getattr(backend, _INNER[kind])(primitive)
     return primitive
-
-
-# ---- the generated replay function -----------------------------------------------------------
-def _generate(graph: Graph, slots: dict[int, int], name: str) -> Callable[..., Any]:
-    """The graph as one flat Python function ``run(inputs, s) -> outputs``: one line per node
-    calling B's op (or one kernel call per fused run, ``fused_runs``, its inputs
-    materialized), each value a local freed after its last use; ``s`` holds the symbolic
-    scalars' values (``slots`` maps each ``Sym``'s id to its position)."""
-    scope: dict[str, Any] = {}
-    last: dict[int, int] = {}
-    for position, node in enumerate(graph.nodes):
-        for index in node.inputs:
-            last[index] = position
-    checks: dict[int, list[tuple[int, Any]]] = {}
-    for position, index, check in graph.checks:  # a checked value lives until its check
-        checks.setdefault(position, []).append((index, check))
-        last[index] = max(last.get(index, -1), position)
-    host_reads: dict[int, list[tuple[int, str, Any]]] = {}
-    for position, index, op, data in graph.host_reads:  # a read value lives until its read
-        host_reads.setdefault(position, []).append((index, op, data))
-        last[index] = max(last.get(index, -1), position)
-    outputs = set(graph.outputs)
-
-    def value(index: int) -> str:
-        if graph.values[index].kind == CONSTANT:
-            scope[f"c{index}"] = graph.values[index].data
-            return f"c{index}"
-        return f"v{index}"
-
-    def render(arg: Any) -> str:
-        kind = type(arg)
-        if kind is Ref:
-            return value(arg.index)
-        if isinstance(arg, Sym):
-            return f"s[{slots[id(arg)]}]"
-        if kind is tuple:
-            return "(" + "".join(f"{render(a)}, " for a in arg) + ")"
-        if kind is list:
-            return "[" + ", ".join(render(a) for a in arg) + "]"
-        if arg is None or kind is bool or kind is int or kind is str:
-            return repr(arg)
-        constant = f"k{len(scope)}"
-        scope[constant] = arg
-        return constant
-
-    def target(result: Any) -> str:
-        if type(result) is Ref:
-            return f"v{result.index}" if result.index in last or result.index in outputs else "_"
-        if result is None:
-            return "_"
-        return "(" + "".join(f"{target(r)}, " for r in result) + ")"
-
-    lines = [f"def {name}(inputs, s):"]
-    inputs = [f"v{i}" for i in graph.inputs]
-    if inputs:
-        lines.append(f"    {''.join(f'{v}, ' for v in inputs)}= inputs")
-    scope["B"] = graph.backend
-
-    def emit_checks(position: int) -> None:
-        for index, check in checks.get(position, ()):
-            name = f"check{len(scope)}"
-            scope[name] = check
-            lines.append(f"    {name}(B, {value(index)})")
-        for index, op, data in host_reads.get(position, ()):  # the rest was recorded for it
-            name = f"read{len(scope)}"
-            scope[name] = _same_read(getattr(graph.backend, op), data)
-            scope["_SPLIT"] = _SPLIT
-            lines.append(f"    if not {name}({value(index)}): return _SPLIT")
-
-    runs = {run.start: run for run in fused_runs(graph)}
-    if runs:
-        scope["mat"] = materialize
-    skip_to = 0
-    for position, node in enumerate(graph.nodes):
-        if position < skip_to:
-            continue
-        emit_checks(position)
-        fused = runs.get(position)
-        if fused is not None:  # one kernel for the run; its other values are never written
-            kernel = f"fused{position}"
-            scope[kernel] = fused.kernel
-            outs = "".join(f"v{i}, " for i in fused.outputs)
-            reads = ", ".join(f"mat({value(i)})" for i in fused.inputs)
-            lines.append(f"    ({outs}) = {kernel}([{reads}], "
-                         f"[{', '.join(render(a) for a in fused.scalars)}])")
-            dead = [f"v{i}" for i in fused.inputs
-                    if fused.start <= last.get(i, -1) < fused.stop
-                    and i not in outputs and graph.values[i].kind != CONSTANT]
-            if dead:
-                lines.append(f"    del {', '.join(dead)}")
-            skip_to = fused.stop
-            continue
-        op = f"op_{node.op}"
-        scope[op] = getattr(graph.backend, node.op)
-        args = [render(a) for a in node.args]
-        args += [f"{k}={render(v)}" for k, v in node.kwargs.items()]
-        lines.append(f"    {target(node.result)} = {op}({', '.join(args)})")
-        dead = [f"v{i}" for i in node.inputs if last.get(i) == position and i not in outputs
-                and graph.values[i].kind != CONSTANT]
-        if dead:
-            lines.append(f"    del {', '.join(dict.fromkeys(dead))}")
-    emit_checks(len(graph.nodes))
-    lines.append(f"    return [{', '.join(value(i) for i in graph.outputs)}]")
-    source = "\n".join(lines) + "\n"
-    filename = f"<bp.compile {name}>"
-    exec(builtins.compile(source, filename, "exec"), scope)  # our own generated code
-    run: Callable[..., Any] = scope[name]
-    return run
-
-
-#: What a replay returns where a value it reads on the host differs from the recording's:
-#: the Python code after that read was recorded for the other value (``Graph.host_reads``).
-_SPLIT = object()
-
-#: How many times a graph's host reads may differ from the recording's before its signature
-#: runs eagerly (each time the replay up to the read was work thrown away).
-_SPLIT_MISSES = 2
-
-
-def _splittable(graph: Graph) -> bool:
-    """Whether a replay may read ``graph``'s host reads again and stop at one that differs:
-    reads of float, int or bool values (a quantized one's data is no plain array), with no
-    random op before the last read (a stopped replay would have advanced the generator, and
-    the eager run that follows would draw other values than eager alone)."""
-    if not graph.host_reads:
-        return True
-    if any(op.endswith("_into_data") and op.startswith("q_")
-           for _position, _index, op, _data in graph.host_reads):
-        return False
-    end = max(position for position, _index, _op, _data in graph.host_reads)
-    return not any("random" in node.op for node in graph.nodes[:end])
-
-
-def _same_read(read: Callable[[Any], Any], data: Any) -> Callable[[Any], bool]:
-    """Whether ``read(primitive)`` gives what the recording read (``data``): the same dtype,
-    shape and bytes, so NaN equals NaN and ``-0.0`` is not ``0.0``, as Python would branch."""
-    recorded = np.asarray(data.array)
-    dtype, shape, raw = recorded.dtype, recorded.shape, recorded.tobytes()
-
-    def same(primitive: Any) -> bool:
-        now = np.asarray(read(primitive).array)
-        return now.dtype == dtype and now.shape == shape and now.tobytes() == raw
-
-    return same
-
-
-def _plain(arg: Any) -> Any:
-    """An op argument with each symbolic scalar replaced by its plain value."""
-    if isinstance(arg, Sym):
-        return arg.value
-    kind = type(arg)
-    if kind is tuple or kind is list:
-        return kind(_plain(a) for a in arg)
-    if kind is dict:
-        return {k: _plain(v) for k, v in arg.items()}
-    return arg
-
-
-def _lower(args: tuple[Any, ...], kwargs: dict[str, Any]
-           ) -> tuple[tuple[Any, ...], dict[str, Any]]:
-    """What B runs a recorded call with: plain numbers for symbolic scalars (NumPy would
-    take a ``float`` subclass as a float64 operand)."""
-    return tuple(_plain(a) for a in args), {k: _plain(v) for k, v in kwargs.items()}
-
-
-def _syms(args: Any, found: list[Sym]) -> None:
-    """Collect the symbolic scalars in a node's arguments."""
-    if isinstance(args, Sym):
-        found.append(args)
-    elif isinstance(args, tuple | list):
-        for a in args:
-            _syms(a, found)
-    elif isinstance(args, dict):
-        for a in args.values():
-            _syms(a, found)
 
 
 # ---- one recorded signature ------------------------------------------------------------------
@@ -779,7 +181,7 @@ class _Entry:
     ``run`` is None); ``fast(args)`` also checks what picks the entry from the cache (the
     signature and the roots), for a call of positional arguments."""
 
-    reach: _Reach
+    reach: Reach
     roots: tuple[int, ...]
     descs: list[tuple[Any, ...]]
     sizes: tuple[int, ...]
@@ -787,7 +189,7 @@ class _Entry:
     tape: Tape
     #: What the walk's containers held before the recording: their sizes, the plain scalars'
     #: ``marshal`` bytes, the other objects and each array's bytes, dtype and shape
-    #: (``_Reach.sized``, ``values``, ``held``, ``arrays``).
+    #: (``Reach.sized``, ``values``, ``held``, ``arrays``).
     lengths: tuple[int, ...] = ()
     values: bytes = b""
     held: tuple[Any, ...] = ()
@@ -798,7 +200,7 @@ class _Entry:
     #: Locations sharing a primitive when recorded: (first, other, whether one tensor).
     ties: list[tuple[int, int, bool]] = field(default_factory=list)
     #: Whether the graph reads values on the host (``Graph.host_reads``): a replay may then
-    #: stop at a read that differs (``_SPLIT``), and ``misses`` counts those.
+    #: stop at a read that differs (``SPLIT``), and ``misses`` counts those.
     splits: bool = False
     misses: int = 0
     #: Locations whose contents the graph baked in (``Graph.specialized``): (location, the
@@ -822,7 +224,7 @@ class _Source:
 
     def __init__(self) -> None:
         self.lines: list[str] = []
-        self.scope: dict[str, Any] = {"_MISS": _MISS, "_EAGER": _EAGER, "_EMPTY": _EMPTY,
+        self.scope: dict[str, Any] = {"_MISS": _MISS, "_EAGER": _EAGER, "EMPTY": EMPTY,
                                       "Tensor": Tensor, "wrap": wrap, "dtype_of": dtype_of_numpy,
                                       "is_not": operator.is_not, "dumps": marshal.dumps}
         self.names: dict[int, str] = {}  # by the identity of each object named (held in scope)
@@ -841,7 +243,7 @@ class _Source:
 
     def tensor(self, t: str, p: str, desc: tuple[Any, ...], is_tensor: bool) -> None:
         """Check that tensor ``t`` (its primitive read into ``p``) still has ``desc``
-        (``_desc``: backend, kind, shape, dtype, device), and is one unless ``is_tensor``."""
+        (``signature_of``: backend, kind, shape, dtype, device), and is one unless ``is_tensor``."""
         backend, kind, shape, dtype, device = desc
         if not is_tensor:
             self.guard(f"not isinstance({t}, Tensor)")
@@ -879,13 +281,13 @@ def _call_function(entry: _Entry) -> Callable[[Sequence[Any]], Any]:
     return src.build("call", "leaves")
 
 
-def _fast_function(entry: _Entry, key: Any, leaves: list[Any], roots: _Roots,
+def _fast_function(entry: _Entry, key: Any, leaves: list[Any], roots: Roots,
                    seen: list[Any]) -> Callable[[tuple[Any, ...]], Any] | None:
     """The entry's ``fast(args)``: first what picks the entry from the cache, recorded in
     ``key`` (each argument's desc, type and value or identity, the grad mode, the autocast
     regions) and ``seen`` (what each of ``roots``' places held), then ``call``'s body. None
     where a closure cell was empty (its check would need its own ``try``)."""
-    if any(value is _EMPTY for (_, name), value in zip(roots.places, seen, strict=True)
+    if any(value is EMPTY for (_, name), value in zip(roots.places, seen, strict=True)
            if name is None):
         return None
     leaf_keys, _, grad, regions, _ = key
@@ -896,13 +298,13 @@ def _fast_function(entry: _Entry, key: Any, leaves: list[Any], roots: _Roots,
     for j, (leaf, leaf_key) in enumerate(zip(leaves, leaf_keys, strict=True)):
         if isinstance(leaf, Tensor):
             src.tensor(f"a{j}", f"b{j}", leaf_key, False)
-        elif isinstance(leaf, _BY_VALUE):
+        elif isinstance(leaf, BY_VALUE):
             src.guard(_scalar_differs(src, f"a{j}", leaf))
         else:
             src.guard(f"id(a{j}) != {id(leaf)}")
     src.guard(f"{src.constant(is_grad_enabled)}() != {grad!r}")
     if regions:
-        src.guard(f"{src.constant(_autocast_regions)}() != {src.constant(regions)}")
+        src.guard(f"{src.constant(autocast_regions)}() != {src.constant(regions)}")
     else:
         enabled = src.constant(is_autocast_enabled)
         src.guard(f"{enabled}('cpu') or {enabled}('cuda')")
@@ -915,7 +317,7 @@ def _fast_function(entry: _Entry, key: Any, leaves: list[Any], roots: _Roots,
             else:
                 if id(holder) not in getters:
                     getters[id(holder)] = src.constant(holder.get)
-                read = f"{getters[id(holder)]}({name!r}, _EMPTY)"
+                read = f"{getters[id(holder)]}({name!r}, EMPTY)"
             src.lines.append(f"    v = {read}")
             src.guard(_scalar_differs(src, "v", value) if isinstance(value, bool | int | float
                                                                       | str)
@@ -927,8 +329,8 @@ def _fast_function(entry: _Entry, key: Any, leaves: list[Any], roots: _Roots,
     return src.build("fast", "args")
 
 
-def _read(groups: list[_Entries]) -> tuple[Any, ...]:
-    """What the entries ``groups`` name hold now (``_Reach.values`` or ``held``)."""
+def _read(groups: list[Entries]) -> tuple[Any, ...]:
+    """What the entries ``groups`` name hold now (``Reach.values`` or ``held``)."""
     out: list[Any] = []
     for container, keys, by_attribute in groups:
         if keys is None:
@@ -939,7 +341,7 @@ def _read(groups: list[_Entries]) -> tuple[Any, ...]:
     return tuple(out)
 
 
-def _snapshot(reach: _Reach) -> tuple[bytes, tuple[Any, ...],
+def _snapshot(reach: Reach) -> tuple[bytes, tuple[Any, ...],
                                         tuple[tuple[bytes, Any, tuple[int, ...]], ...]]:
     """What the entries the walk passed hold now: the plain scalars' bytes in marshal's
     version 2 (no references, so equal values give equal bytes, and the bytes differ with
@@ -948,7 +350,7 @@ def _snapshot(reach: _Reach) -> tuple[bytes, tuple[Any, ...],
             tuple((a.tobytes(), a.dtype, a.shape) for a in reach.arrays))
 
 
-def _reads(src: _Source, groups: list[_Entries]) -> str:
+def _reads(src: _Source, groups: list[Entries]) -> str:
     """The expression building ``_read(groups)`` in generated code."""
     items = []
     for container, keys, by_attribute in groups:
@@ -967,7 +369,7 @@ def _reads(src: _Source, groups: list[_Entries]) -> str:
 
 def _scalar_differs(src: _Source, name: str, value: Any) -> str:
     """The condition that ``name`` is not ``value``: another type, or another value (a zero
-    of the other sign too, see ``_value_key``)."""
+    of the other sign too, see ``value_key``)."""
     known = src.constant(value)
     differs = f"{name} != {known}"
     if value == 0 and isinstance(value, float | complex):
@@ -1014,7 +416,7 @@ def _checks_and_replay(src: _Source, entry: _Entry) -> None:
     for i, loc in enumerate(reach.tensors):
         if loc.holder is None:
             src.lines.append(f"    t{i} = {src.constant(loc.obj)}")
-        elif loc.holder is not _ARGS:
+        elif loc.holder is not ARGS:
             reads.append(f"    t{i} = {src.constant(loc.holder)}[{src.constant(loc.key)}]")
     if reads:
         src.lines += ["    try:", *("    " + line for line in reads),
@@ -1029,7 +431,7 @@ def _checks_and_replay(src: _Source, entry: _Entry) -> None:
     for (holder, k), value in zip(reach.fixed, entry.fixed, strict=True):
         src.guard(f"{src.constant(holder)}.get({src.constant(k)}) != {src.constant(value)}")
     for i, (loc, desc) in enumerate(zip(reach.tensors, entry.descs, strict=True)):
-        if loc.holder is _ARGS:  # its desc is part of the key
+        if loc.holder is ARGS:  # its desc is part of the key
             src.lines += [f"    t{i} = leaves[{loc.key}]", f"    p{i} = t{i}.primitive"]
             continue
         src.tensor(f"t{i}", f"p{i}", desc, loc.holder is None)
@@ -1052,8 +454,8 @@ def _checks_and_replay(src: _Source, entry: _Entry) -> None:
     src.lines.append(f"    outs = {src.constant(entry.run)}("
                      f"[{''.join(f'q{i}, ' for i in entry.inputs)}], [{slots}])")
     if entry.splits:
-        src.scope["_SPLIT"] = _SPLIT
-        src.lines.append("    if outs is _SPLIT: return _SPLIT")
+        src.scope["SPLIT"] = SPLIT
+        src.lines.append("    if outs is SPLIT: return SPLIT")
     for w in entry.written:
         value = src.moved(w.chain, _FROM_INNER[w.kind], f"outs[{w.output}]", outward=True)
         if w.tracked:
@@ -1082,19 +484,19 @@ def _checks_and_replay(src: _Source, entry: _Entry) -> None:
 
 def _rebuilt(src: _Source, template: Any, results: list[str]) -> str:
     """The expression building ``fn``'s result (its structure, ``template``, made by
-    ``_leaves``) from its leaves' expressions."""
+    ``flatten_leaves``) from its leaves' expressions."""
     if isinstance(template, tuple | list):
         items = "".join(f"{_rebuilt(src, t, results)}, " for t in template)
         built = f"({items})" if isinstance(template, tuple) else f"[{items}]"
         kind = type(template)
         return built if kind is tuple or kind is list else f"{src.constant(kind)}({built})"
-    if isinstance(template, dict):  # a plain dict, as _leaves made it
+    if isinstance(template, dict):  # a plain dict, as flatten_leaves made it
         return "{" + "".join(f"{src.constant(k)}: {_rebuilt(src, v, results)}, "
                              for k, v in template.items()) + "}"
     return results[template]
 
 
-def _sizes(reach: _Reach) -> tuple[int, ...]:
+def _sizes(reach: Reach) -> tuple[int, ...]:
     sizes = []
     for opt in reach.optimizers:
         sizes.append(len(opt.steps))
@@ -1139,7 +541,7 @@ class Compiled:
         self.__doc__ = getattr(fn, "__doc__", None)
         self._cache: OrderedDict[Any, list[_Entry]] = OrderedDict()
         self._counts = [0, 0, 0]  # recordings, replays, eager calls
-        self._roots = _Roots(fn)
+        self._roots = Roots(fn)
         self._fast: Callable[[tuple[Any, ...]], Any] | None = None
         self._fast_entry: _Entry | None = None
 
@@ -1159,7 +561,7 @@ class Compiled:
         if fast is not None and not kwargs:
             result = fast(args)
             if result is not _MISS:
-                if result is _SPLIT:
+                if result is SPLIT:
                     assert self._fast_entry is not None
                     return self._split(self._fast_entry, args, kwargs)
                 self._counts[1] += 1
@@ -1169,15 +571,15 @@ class Compiled:
         template: Any
         if kwargs or any(type(a) in (tuple, list, dict) for a in args):
             leaves = []
-            template = repr(_leaves((args, kwargs), leaves))
+            template = repr(flatten_leaves((args, kwargs), leaves))
         else:  # flat positional arguments
             leaves, template = list(args), len(args)
         seen = self._roots.read()
         root_objects, scalars = self._roots.split(seen)
-        key = (tuple(_leaf_key(leaf) for leaf in leaves), template, is_grad_enabled(),
-               _autocast_regions(), tuple(scalars))
+        key = (tuple(leaf_signature(leaf) for leaf in leaves), template, is_grad_enabled(),
+               autocast_regions(), tuple(scalars))
         root_objects += [x for x in leaves
-                         if not isinstance(x, Tensor) and not isinstance(x, _BY_VALUE)]
+                         if not isinstance(x, Tensor) and not isinstance(x, BY_VALUE)]
         roots = tuple(id(r) for r in root_objects)
         for entry in self._cache.get(key, ()):
             if entry.roots != roots:
@@ -1190,7 +592,7 @@ class Compiled:
             if result is _EAGER:
                 self._counts[2] += 1
                 return self.fn(*args, **kwargs)
-            if result is _SPLIT:
+            if result is SPLIT:
                 return self._split(entry, args, kwargs)
             self._counts[1] += 1
             self._fast, self._fast_entry = entry.fast, entry
@@ -1199,10 +601,10 @@ class Compiled:
 
     def _split(self, entry: _Entry, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         """A replay that stopped at a host read giving another value than the recording's:
-        run ``fn`` eagerly (nothing was written back); after ``_SPLIT_MISSES`` such calls the
+        run ``fn`` eagerly (nothing was written back); after ``SPLIT_MISSES`` such calls the
         signature runs eagerly from then on."""
         entry.misses += 1
-        if entry.misses >= _SPLIT_MISSES:
+        if entry.misses >= SPLIT_MISSES:
             entry.run = entry.fast = None
             entry.call = _call_function(entry)
             self._fast = None
@@ -1213,7 +615,7 @@ class Compiled:
                 leaves: list[Any], args: tuple[Any, ...], kwargs: dict[str, Any],
                 seen: list[Any]) -> Any:
         self._counts[0] += 1
-        reach = _Reach.of(leaves, root_objects)
+        reach = Reach.of(leaves, root_objects)
         op = f"bp.compile({self.__name__})"
         if reach.incomplete is not None and self.fullgraph:
             raise GraphBreakError(f"bp.compile(fullgraph=True): {self.__name__} "
@@ -1251,7 +653,7 @@ class Compiled:
         tape = Tape()
         originals = [h[k] for h, k in reach.scalars]
         syms = [symbolic.tracked(v, i, tape) for i, v in enumerate(originals)]
-        entry = _Entry(reach, roots, [_desc(t) for t in tensors], _sizes(reach),
+        entry = _Entry(reach, roots, [signature_of(t) for t in tensors], _sizes(reach),
                        tuple(h.get(k) for h, k in reach.fixed), tape,
                        tuple(map(len, reach.sized)), *_snapshot(reach), chains=chains,
                        inputs=inputs, ties=ties)
@@ -1263,10 +665,10 @@ class Compiled:
 
         for (h, k), s in zip(reach.scalars, syms, strict=True):
             h[k] = s
-        rng_states = _host_rng_states(reach.rngs)
+        rng_states = host_rng_states(reach.rngs)
         try:
             with capture.recording([primitives[i] for i in inputs], on_host_read,
-                                   _lower) as graph:
+                                   lower_args) as graph:
                 result = self.fn(*args, **kwargs)
                 outputs = self._outputs(entry, result, before, leaves)
                 capture.set_outputs(graph, outputs)
@@ -1275,7 +677,7 @@ class Compiled:
             for (h, k), original, sym, now in zip(reach.scalars, originals, syms, after,
                                                   strict=True):
                 h[k] = original if now is sym else now.value if isinstance(now, Sym) else now
-        if rng_states != _host_rng_states(reach.rngs):  # a host draw: baked into the graph
+        if rng_states != host_rng_states(reach.rngs):  # a host draw: baked into the graph
             reach.incomplete = "draws host random numbers (random, numpy.random)"
             if self.fullgraph:
                 raise GraphBreakError(
@@ -1283,7 +685,7 @@ class Compiled:
                     "replay would repeat; draw them with burnpy's random ops, or pass them "
                     "as arguments")
         same = self._same_state(entry, root_objects, leaves)  # else: keep no entry
-        replayable = (same and _splittable(graph) and reach.incomplete is None
+        replayable = (same and splittable(graph) and reach.incomplete is None
                       and not any(bool((a != copy).any()) for a, copy in shared))
         if replayable:
             position = {v: j for j, v in enumerate(graph.inputs)}
@@ -1305,7 +707,7 @@ class Compiled:
                     del self._cache[oldest]
         elif not group:
             del self._cache[key]
-        return _plain(result)
+        return plain_value(result)
 
     def _outputs(self, entry: _Entry, result: Any, before: list[tuple[Any, Any, Any]],
                  leaves: Sequence[Any]) -> list[Any]:
@@ -1313,7 +715,7 @@ class Compiled:
         primitive), noting in ``entry`` how to hand them back."""
         outputs: list[Any] = []
         results: list[Any] = []
-        entry.template = _leaves(result, results)
+        entry.template = flatten_leaves(result, results)
         for leaf in results:
             if isinstance(leaf, Tensor):
                 _, chain = _chain(leaf.backend, leaf.kind, "bp.compile")
@@ -1348,7 +750,7 @@ class Compiled:
     @staticmethod
     def _same_state(entry: _Entry, root_objects: list[Any], leaves: Sequence[Any]) -> bool:
         """Whether ``fn`` left the state's layout as it found it (no tensor or scalar added)."""
-        again = _Reach.of(leaves, root_objects)
+        again = Reach.of(leaves, root_objects)
         reach = entry.reach
         return ([loc.identity() for loc in again.tensors]
                 == [loc.identity() for loc in reach.tensors]
@@ -1361,14 +763,14 @@ class Compiled:
         """Generate the replay function and the symbolic scalars' reads and writes."""
         found: list[Sym] = []
         for node in graph.nodes:
-            _syms(node.args, found)
-            _syms(node.kwargs, found)
+            collect_syms(node.args, found)
+            collect_syms(node.kwargs, found)
         slots: dict[int, int] = {}
         for s in found:
             if id(s) not in slots:
                 slots[id(s)] = len(entry.slot_exprs)
                 entry.slot_exprs.append(s.expr)
-        entry.run = graph.backend.replay_runner(_generate(graph, slots, "replay"), graph)
+        entry.run = graph.backend.replay_runner(generate_replay(graph, slots, "replay"), graph)
         for position, (now, sym) in enumerate(zip(after, syms, strict=True)):
             if now is sym:
                 continue
