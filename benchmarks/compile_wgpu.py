@@ -36,12 +36,12 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-from gpt_step import BATCH, CLIP, LR, VOCAB, WEIGHT_DECAY, batches
+from compile_step import Step as GptStep
+from gpt_step import BATCH, VOCAB, batches
 
 import burnpy as bp
 from burnpy import Tensor
-from burnpy.examples.gpt_model import GPT, GPTConfig, decay_groups
-from burnpy.optim import AdamW, GradientClipping
+from burnpy.examples.gpt_model import GPT, GPTConfig
 from burnpy_wgpu import WgpuBackend
 from burnpy_wgpu.device import adapter_for
 from burnpy_wgpu.runtime import WgpuRuntime, runtime_for
@@ -59,32 +59,19 @@ RT = runtime_for(WgpuBackend.default_device())
 SMALL, SMALL_BATCH = GPTConfig(VOCAB, block_size=16, n_layer=1, n_head=2, n_embd=32), 4
 
 
-class Step:
-    """The GPT training step on ``backend`` (compiled when asked); a call uploads the next
-    batch, runs the step and returns the loss read back."""
+class Step(GptStep):
+    """``compile_step``'s GPT training step (compiled when asked), also summing ``host``: the
+    main thread's CPU seconds in the step's call, before the loss is read back (the host's
+    work alone, no readback waits inside it)."""
 
     def __init__(self, model: GPT, data: list[tuple[np.ndarray, np.ndarray]], backend: Any,
                  compiled: bool) -> None:
-        self.data, self.backend, self.i = data, backend, 0
-        #: Main-thread CPU seconds spent in the step's call, before the loss is read back:
-        #: the host's work alone (no readback waits inside it), summed over calls.
+        super().__init__(model, data, backend, compiled)
         self.host = 0.0
-        optim = AdamW(decay_groups(model, WEIGHT_DECAY), lr=LR, betas=(0.9, 0.99),
-                      grad_clipping=GradientClipping.norm(CLIP))
-
-        def train(x: Tensor, y: Tensor) -> Tensor:
-            loss = model.loss(x, y)
-            optim.step(model, loss.backward())
-            return loss
-
-        self.train: Callable[[Tensor, Tensor], Tensor] = bp.compile(train) if compiled else train
 
     def __call__(self) -> float:
-        x, y = self.data[self.i % len(self.data)]
-        self.i += 1
         start = time.thread_time()
-        loss = self.train(Tensor.from_data(x, backend=self.backend),
-                          Tensor.from_data(y, backend=self.backend))
+        loss = self.step()
         self.host += time.thread_time() - start
         return float(loss.item())
 

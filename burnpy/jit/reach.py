@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import io
 import logging
+import pickle
 import random
 import types
 from collections import deque
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -93,31 +94,11 @@ _HOST_RNGS = (random.Random, np.random.Generator, np.random.RandomState,
               np.random.BitGenerator)
 
 
-def _rng_state(rng: Any) -> Any:
-    """A host generator's state, comparable with ``==`` (arrays as bytes)."""
-    if isinstance(rng, np.random.Generator):
-        rng = rng.bit_generator
-    if isinstance(rng, np.random.BitGenerator | np.random.RandomState):
-        state = rng.state if isinstance(rng, np.random.BitGenerator) else rng.get_state(
-            legacy=False)
-        return repr({k: v.tobytes() if isinstance(v, np.ndarray) else v
-                     for k, v in _flat_items(state)})
-    return rng.getstate()
-
-
-def _flat_items(state: Mapping[str, Any], prefix: str = "") -> Iterator[tuple[str, Any]]:
-    """The leaves of a nested state dict, keyed by their paths."""
-    for key, value in state.items():
-        if isinstance(value, dict):
-            yield from _flat_items(value, f"{prefix}{key}.")
-        else:
-            yield f"{prefix}{key}", value
-
-
-def host_rng_states(rngs: Sequence[Any]) -> list[Any]:
-    """The states of Python's and NumPy's global generators and of ``rngs``."""
-    return [random.getstate(), _rng_state(np.random.mtrand._rand),
-            *[_rng_state(r) for r in rngs]]
+def host_rng_states(rngs: Sequence[Any]) -> list[bytes]:
+    """The states of Python's and NumPy's global generators and of ``rngs``, as pickles (a
+    generator's pickle holds its state), compared before and after a recording."""
+    return [pickle.dumps(random.getstate()), pickle.dumps(np.random.get_state(legacy=False)),
+            *[pickle.dumps(r) for r in rngs]]
 
 
 def _by_value(value: Any) -> bool:
