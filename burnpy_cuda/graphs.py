@@ -64,7 +64,7 @@ import numpy as np
 
 from burnpy.backend.errors import BurnpyError
 from burnpy.capture import CONSTANT, INPUT, Graph
-from burnpy.jit.symbolic import Sym
+from burnpy.ir.symbolic import Sym
 from burnpy_cuda import kernel_sources as src
 from burnpy_cuda import kernels
 from burnpy_cuda.kernel_ops import adam_arguments

@@ -31,7 +31,7 @@ import types
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from burnpy.jit.symbolic import Sym
+from burnpy.ir.symbolic import Sym
 from burnpy_wgpu.memory import BufferHandle, Slab
 from burnpy_wgpu.runtime import ARENA_BYTES, MAX_BATCH, META_SLOT, Kernel, WgpuRuntime
 from burnpy_wgpu.tensor import WgpuTensor

@@ -26,6 +26,7 @@ from burnpy.backend.device import Device
 from burnpy.backend.dtype import DType
 from burnpy.backend.errors import InvalidArgumentError
 from burnpy.backend.ops._marker import provided_ops, required_ops
+from burnpy.capture.dynamic import Shaped, plain, shaped_result, symbolic, unwrapped
 from burnpy.capture.graph import CONSTANT, INPUT, NODE, Graph, Node, Ref, Value
 from burnpy.ir.desc import TensorDesc
 
@@ -84,7 +85,7 @@ def check_values(primitive: Any, check: Callable[[type[Backend], Any], object]) 
     recording: _Recording = _ACTIVE.recordings[-1]
     graph = recording.graph
     graph.checks.append((len(graph.nodes), recording.read(primitive), check))
-    check(graph.backend, primitive)
+    check(graph.backend, plain(primitive))
 
 
 #: ``lower_args``: an op call's (args, kwargs) to those B runs with.
@@ -127,10 +128,10 @@ class _Recording:
     """An active recording: its graph, the thread it belongs to, and each primitive met so far
     by ``id`` with its value index (the primitive kept alive so that no id is reused)."""
 
-    __slots__ = ("dtypes", "graph", "ids", "lower_args", "on_host_read", "thread")
+    __slots__ = ("dtypes", "dynamic", "graph", "ids", "lower_args", "on_host_read", "thread")
 
     def __init__(self, graph: Graph, on_host_read: Callable[[str], None] | None = None,
-                 lower_args: _Lower | None = None) -> None:
+                 lower_args: _Lower | None = None, dynamic: bool = False) -> None:
         self.graph = graph
         self.thread = threading.get_ident()
         self.ids: dict[int, tuple[int, Any]] = {}
@@ -141,6 +142,8 @@ class _Recording:
         #: Maps an op's (args, kwargs) to what B runs with, the recorded call keeping the
         #: originals (``bp.compile``'s symbolic scalars reach B as plain numbers).
         self.lower_args = lower_args
+        #: Whether tensors may have symbolic dims (``burnpy.capture.dynamic``).
+        self.dynamic = dynamic
 
     def add(self, primitive: Any, kind: str, producer: int = -1) -> int:
         """A new value for ``primitive`` (rebinding its identity to it), its index."""
@@ -149,7 +152,12 @@ class _Recording:
         dtype = self.dtypes.get(primitive.dtype)
         if dtype is None:
             dtype = self.dtypes[primitive.dtype] = DType.of(primitive.dtype)
-        desc = TensorDesc(tuple(primitive.shape), dtype)
+        if type(primitive) is Shaped:  # B's own primitive reads as the same value
+            graph.shapes[index] = primitive.shape
+            desc = TensorDesc(tuple(primitive.inner.shape), dtype)
+            self.ids[id(primitive.inner)] = (index, primitive.inner)
+        else:
+            desc = TensorDesc(tuple(primitive.shape), dtype)
         graph.values.append(Value(index, kind, desc, primitive if kind == CONSTANT else None,
                                   producer))
         self.ids[id(primitive)] = (index, primitive)
@@ -245,17 +253,18 @@ class CaptureBackend(InnerDevices, Backend, abstract=True):
     @contextmanager
     def recording(cls, inputs: Sequence[Any] = (),
                   on_host_read: Callable[[str], None] | None = None,
-                  lower_args: _Lower | None = None) -> Iterator[Graph]:
+                  lower_args: _Lower | None = None, dynamic: bool = False) -> Iterator[Graph]:
         """Record, in this thread, every op called until the block ends into the graph it
-        yields; ``inputs`` (B's primitives) are the graph's inputs, in order. Name its results
-        with ``set_outputs`` before the block ends. ``on_host_read(op)``, when given, is called
-        at each host read (``float_into_data``...), on the reader's stack; ``lower_args(args,
-        kwargs)``, when given, maps each recorded call's arguments to those B runs with."""
+        yields; ``inputs`` (B's primitives, or ``Shaped`` ones) are the graph's inputs, in
+        order. Name its results with ``set_outputs`` before the block ends. ``on_host_read(op)``,
+        when given, is called at each host read (``float_into_data``...), on the reader's stack;
+        ``lower_args(args, kwargs)``, when given, maps each recorded call's arguments to those B
+        runs with; ``dynamic`` lets tensors carry symbolic dims (``burnpy.capture.dynamic``)."""
         state = cls._state
         if state.recording is not None:
             raise InvalidArgumentError(
                 f"{cls.__name__}.recording: a recording is already active on this backend")
-        recording = _Recording(Graph(cls.InnerBackend), on_host_read, lower_args)
+        recording = _Recording(Graph(cls.InnerBackend), on_host_read, lower_args, dynamic)
         for primitive in inputs:
             if not (hasattr(primitive, "shape") and hasattr(primitive, "dtype")):
                 raise InvalidArgumentError(
@@ -304,12 +313,20 @@ def _wrapped(name: str, state: _State) -> Callable[..., Any]:
         recording = state.recording
         if recording is None or recording.thread != get_ident():
             return inner_op(*args, **kwargs)
-        lower = recording.lower_args
-        if lower is None:
-            result = inner_op(*args, **kwargs)
+        dims = recording.dynamic and (symbolic(args) or symbolic(kwargs))
+        if dims:  # B runs on its own primitives; the results get their symbolic dims
+            inner_args = tuple([unwrapped(a) if i in spec.positions else a
+                                for i, a in enumerate(args)])
+            inner_kwargs = {k: unwrapped(v) if k in spec.names else v
+                            for k, v in kwargs.items()}
         else:
-            inner_args, inner_kwargs = lower(args, kwargs)
-            result = inner_op(*inner_args, **inner_kwargs)
+            inner_args, inner_kwargs = args, kwargs
+        lower = recording.lower_args
+        if lower is not None:
+            inner_args, inner_kwargs = lower(inner_args, inner_kwargs)
+        result = inner_op(*inner_args, **inner_kwargs)
+        if dims and spec.kind is _MAKES_TENSORS:
+            result = shaped_result(name, args, kwargs, result)
         recording.record(spec, args, kwargs, result)
         return result
 

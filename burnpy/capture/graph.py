@@ -85,7 +85,7 @@ class Graph:
     """
 
     __slots__ = ("_plan", "backend", "checks", "host_reads", "inputs", "nodes", "outputs",
-                 "specialized", "values")
+                 "shapes", "specialized", "values")
 
     def __init__(self, backend: Any) -> None:
         self.backend = backend
@@ -102,6 +102,9 @@ class Graph:
         #: recorded ops (``capture.specialize``): a replay is valid only on these very
         #: primitives, which B never writes in place.
         self.specialized: list[int] = []
+        #: The symbolic shapes of the values a dynamic recording gave symbolic dims, by index
+        #: (``burnpy.capture.dynamic``; their descs keep the recorded plain shapes).
+        self.shapes: dict[int, tuple[Any, ...]] = {}
         self._plan: list[_Step] | None = None
 
     def __repr__(self) -> str:

@@ -19,7 +19,7 @@ Every location's primitive is a graph input, bound at each call to its current v
 location ``fn`` changed (another primitive, or another tensor) is a graph output written back
 after each replay, as eager execution would (a fresh tracked leaf where ``fn`` made one).
 Optimizers' learning rates, and the step counts of the optimizers whose update is one backend
-op with the step as an argument, are symbolic scalars (``burnpy.jit.symbolic``): read at each
+op with the step as an argument, are symbolic scalars (``burnpy.ir.symbolic``): read at each
 call, advanced after each replay.
 
 Guards: a call replays a graph recorded with the same signature (each argument's backend,
@@ -75,12 +75,16 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+import numpy as np
+
 from burnpy.amp import is_autocast_enabled
 from burnpy.autodiff.modes import is_grad_enabled
 from burnpy.backend.dtype import dtype_of_numpy
 from burnpy.backend.errors import BurnpyError, InvalidArgumentError
-from burnpy.capture import CaptureBackend, Graph
-from burnpy.jit import symbolic
+from burnpy.capture import CONSTANT, CaptureBackend, Graph, Ref
+from burnpy.capture.dynamic import Shaped, plain
+from burnpy.ir import symbolic
+from burnpy.ir.symbolic import Sym, Tape
 from burnpy.jit.reach import (
     ARGS,
     BY_VALUE,
@@ -103,7 +107,6 @@ from burnpy.jit.replay import (
     plain_value,
     splittable,
 )
-from burnpy.jit.symbolic import Sym, Tape
 from burnpy.tensor import Tensor
 from burnpy.tensor._core import FLOAT, QUANTIZED
 from burnpy.tensor._core import new as wrap
@@ -118,7 +121,8 @@ class GraphBreakError(BurnpyError, RuntimeError):
 
 class CacheInfo(NamedTuple):
     """A compiled function's cache: graphs kept (``size``, at most ``max_size``), eager
-    signatures among them, and how many calls recorded, replayed or ran eagerly."""
+    signatures among them, how many calls recorded, replayed or ran eagerly, and
+    (``dynamic=True``) how many graphs serve any size of their symbolic dims."""
 
     size: int
     max_size: int
@@ -126,6 +130,7 @@ class CacheInfo(NamedTuple):
     recordings: int
     replays: int
     eager_calls: int
+    dynamic_graphs: int = 0
 
 
 # ---- moving primitives between a tensor's backend and the Capture class ----------------------
@@ -147,6 +152,22 @@ def _down(chain: Sequence[Any], kind: str, primitive: Any) -> Any:
     for backend in chain:
         primitive = getattr(backend, _INNER[kind])(primitive)
     return primitive
+
+
+def _up(chain: Sequence[Any], kind: str, primitive: Any) -> Any:
+    for backend in reversed(chain):
+        primitive = getattr(backend, _FROM_INNER[kind])(primitive)
+    return primitive
+
+
+def _dynamic_signature(leaf: Any) -> Any:
+    """``leaf_signature`` with each dim of 2 or more of a tensor left open (None): a
+    ``dynamic=True`` graph is shared by those sizes; sizes 0 and 1 are specialized, as torch
+    does (a size-1 dim broadcasts)."""
+    if isinstance(leaf, Tensor) and leaf.kind != QUANTIZED:
+        backend, kind, shape, dtype, device = signature_of(leaf)
+        return (backend, kind, tuple(None if d >= 2 else d for d in shape), dtype, device)
+    return leaf_signature(leaf)
 
 
 # ---- one recorded signature ------------------------------------------------------------------
@@ -211,6 +232,15 @@ class _Entry:
     written: list[_Written] = field(default_factory=list)
     template: Any = None
     results: list[Any] = field(default_factory=list)
+    #: ``dynamic=True``: each argument location's dims (an int where fixed, None where a
+    #: symbol), the symbols' (location, dim) in value order after the state scalars, the
+    #: values they had when recorded, and whether the graph is still ``provisional`` (replayed
+    #: at those values only, until a recording at other sizes gives the same program).
+    arg_shapes: dict[int, tuple[int | None, ...]] = field(default_factory=dict)
+    symbols: list[tuple[int, int]] = field(default_factory=list)
+    symbol_values: tuple[int, ...] = ()
+    provisional: bool = False
+    graph: Graph | None = None
     call: Callable[[Sequence[Any]], Any] | None = None
     fast: Callable[[tuple[Any, ...]], Any] | None = None
 
@@ -250,7 +280,7 @@ class _Source:
         stored = dtype.numpy if dtype_of_numpy(dtype.numpy) is dtype else object()
         self.lines.append(f"    {p} = {t}.primitive")
         condition = (f"{t}.backend is not {self.constant(backend)} or {t}.kind != {kind!r} or "
-                     f"{p}.shape != {self.constant(shape)} or ({p}.dtype is not "
+                     f"{_shape_differs(p, shape)} or ({p}.dtype is not "
                      f"{self.constant(stored)} and dtype_of({p}.dtype) is not "
                      f"{self.constant(dtype)})")
         if device is not None:
@@ -271,6 +301,14 @@ class _Source:
         exec(builtins.compile(source, f"<bp.compile {name}>", "exec"), self.scope)
         function: Callable[..., Any] = self.scope[name]
         return function
+
+
+def _shape_differs(p: str, shape: tuple[int | None, ...]) -> str:
+    """The condition that primitive ``p``'s shape is not ``shape`` (None: any size there)."""
+    if None not in shape:
+        return f"{p}.shape != {shape!r}"
+    fixed = "".join(f" or {p}.shape[{k}] != {d}" for k, d in enumerate(shape) if d is not None)
+    return f"len({p}.shape) != {len(shape)}{fixed}"
 
 
 def _call_function(entry: _Entry) -> Callable[[Sequence[Any]], Any]:
@@ -431,8 +469,10 @@ def _checks_and_replay(src: _Source, entry: _Entry) -> None:
     for (holder, k), value in zip(reach.fixed, entry.fixed, strict=True):
         src.guard(f"{src.constant(holder)}.get({src.constant(k)}) != {src.constant(value)}")
     for i, (loc, desc) in enumerate(zip(reach.tensors, entry.descs, strict=True)):
-        if loc.holder is ARGS:  # its desc is part of the key
+        if loc.holder is ARGS:  # its desc is part of the key (its open dims are checked here)
             src.lines += [f"    t{i} = leaves[{loc.key}]", f"    p{i} = t{i}.primitive"]
+            if i in entry.arg_shapes:
+                src.guard(_shape_differs(f"p{i}", entry.arg_shapes[i]))
             continue
         src.tensor(f"t{i}", f"p{i}", desc, loc.holder is None)
     moved = {*entry.inputs, *(i for a, b, same in entry.ties if not same for i in (a, b))}
@@ -444,7 +484,10 @@ def _checks_and_replay(src: _Source, entry: _Entry) -> None:
     for i, primitive in entry.specialized:  # contents baked in: the very same primitive
         src.guard(f"q{i} is not {src.constant(primitive)}")
     scalars = "".join(f"{src.constant(h)}[{src.constant(k)}], " for h, k in reach.scalars)
-    src.lines.append(f"    values = [{scalars}]")
+    dims = "".join(f"p{i}.shape[{d}], " for i, d in entry.symbols)
+    src.lines.append(f"    values = [{scalars}{dims}]")
+    if entry.provisional:  # not yet seen to hold at other sizes
+        src.guard(f"values[{len(reach.scalars)}:] != {list(entry.symbol_values)!r}")
     for expr, outcome in entry.tape.guards:
         src.guard(f"not {src.constant(expr)}(values) == {src.constant(outcome)}")
     if entry.run is None:
@@ -531,11 +574,14 @@ class Compiled:
     """A function compiled by ``bp.compile``: call it as ``fn``; ``cache_info()`` reports its
     graphs, ``reset()`` drops them."""
 
-    def __init__(self, fn: Callable[..., Any], fullgraph: bool, cache_size: int) -> None:
+    def __init__(self, fn: Callable[..., Any], fullgraph: bool, cache_size: int,
+                 dynamic: bool = False) -> None:
         if cache_size < 1:
             raise InvalidArgumentError(f"bp.compile: cache_size must be >= 1, got {cache_size}")
         self.fn = fn
         self.fullgraph = fullgraph
+        self.dynamic = dynamic
+        self._signature = _dynamic_signature if dynamic else leaf_signature
         self.cache_size = cache_size
         self.__name__ = getattr(fn, "__name__", type(fn).__name__)
         self.__doc__ = getattr(fn, "__doc__", None)
@@ -548,8 +594,11 @@ class Compiled:
     def cache_info(self) -> CacheInfo:
         """The cache's size, bound and eager signatures, and the calls by kind."""
         entries = [e for group in self._cache.values() for e in group]
+        recordings, replays, eager_calls = self._counts
         return CacheInfo(len(entries), self.cache_size, sum(e.run is None for e in entries),
-                         *self._counts)
+                         recordings, replays, eager_calls,
+                         sum(bool(e.symbols) and not e.provisional and e.run is not None
+                             for e in entries))
 
     def reset(self) -> None:
         """Drop every recorded graph: the next call records again."""
@@ -576,7 +625,8 @@ class Compiled:
             leaves, template = list(args), len(args)
         seen = self._roots.read()
         root_objects, scalars = self._roots.split(seen)
-        key = (tuple(leaf_signature(leaf) for leaf in leaves), template, is_grad_enabled(),
+        signature = self._signature
+        key = (tuple(signature(leaf) for leaf in leaves), template, is_grad_enabled(),
                autocast_regions(), tuple(scalars))
         root_objects += [x for x in leaves
                          if not isinstance(x, Tensor) and not isinstance(x, BY_VALUE)]
@@ -657,6 +707,8 @@ class Compiled:
                        tuple(h.get(k) for h, k in reach.fixed), tape,
                        tuple(map(len, reach.sized)), *_snapshot(reach), chains=chains,
                        inputs=inputs, ties=ties)
+        swapped = self._symbolic_dims(entry, tensors, primitives, len(originals)) if (
+            self.dynamic) else []
         fn_name = self.__name__
 
         def on_host_read(name: str) -> None:
@@ -668,8 +720,13 @@ class Compiled:
         rng_states = host_rng_states(reach.rngs)
         try:
             with capture.recording([primitives[i] for i in inputs], on_host_read,
-                                   lower_args) as graph:
-                result = self.fn(*args, **kwargs)
+                                   lower_args, dynamic=bool(swapped)) as graph:
+                try:
+                    result = self.fn(*args, **kwargs)
+                finally:
+                    for t, primitive, symbolic_primitive in swapped:  # unless fn re-pointed it
+                        if t.primitive is symbolic_primitive:
+                            t.primitive = primitive
                 outputs = self._outputs(entry, result, before, leaves)
                 capture.set_outputs(graph, outputs)
         finally:
@@ -677,6 +734,8 @@ class Compiled:
             for (h, k), original, sym, now in zip(reach.scalars, originals, syms, after,
                                                   strict=True):
                 h[k] = original if now is sym else now.value if isinstance(now, Sym) else now
+        if swapped:
+            _release(result, leaves, root_objects)
         if rng_states != host_rng_states(reach.rngs):  # a host draw: baked into the graph
             reach.incomplete = "draws host random numbers (random, numpy.random)"
             if self.fullgraph:
@@ -689,11 +748,24 @@ class Compiled:
                       and not any(bool((a != copy).any()) for a, copy in shared))
         if replayable:
             position = {v: j for j, v in enumerate(graph.inputs)}
-            entry.specialized = [(entry.inputs[position[v]], primitives[entry.inputs[position[v]]])
+            entry.specialized = [(entry.inputs[position[v]],
+                                  plain(primitives[entry.inputs[position[v]]]))
                                  for v in dict.fromkeys(graph.specialized) if v in position]
             entry.splits = bool(graph.host_reads)
             self._finish(entry, graph, syms, after)
         group = self._cache.setdefault(key, [])
+        if replayable and entry.provisional:
+            confirmed = next((e for e in reversed(group) if e.provisional and e.roots == roots
+                              and _same_program(e, entry, [*originals, *entry.symbol_values])),
+                             None)
+            if confirmed is not None:  # the program did not depend on the sizes it ran at
+                confirmed.provisional = False
+                confirmed.call = _call_function(confirmed)
+                if confirmed.fast is not None:
+                    confirmed.fast = _fast_function(confirmed, key, leaves, self._roots, seen)
+                if self._fast_entry is confirmed:
+                    self._fast = None
+                return plain_value(result)
         if same:  # replayed, or run eagerly (a host read, a write into a host array)
             entry.call = _call_function(entry)
             if replayable and isinstance(key[1], int):  # positional arguments
@@ -708,6 +780,47 @@ class Compiled:
         elif not group:
             del self._cache[key]
         return plain_value(result)
+
+    @staticmethod
+    def _symbolic_dims(entry: _Entry, tensors: list[Any], primitives: list[Any], first: int
+                       ) -> list[tuple[Any, Any, Any]]:
+        """``dynamic=True``: give each dim of 2 or more of the argument tensors a symbol (the
+        values after the ``first`` state scalars), replacing their primitives in
+        ``primitives`` by ``Shaped`` ones and re-pointing every tensor over them for the
+        recording; returns (tensor, its primitive, the symbolic one) for each re-pointed
+        tensor. A tensor tracking gradients keeps its dims: a fresh primitive would not be the
+        leaf its gradient is asked for."""
+        reach, tape = entry.reach, entry.tape
+        values: list[int] = []
+        shaped: dict[int, Shaped] = {}
+        for i, loc in enumerate(reach.tensors):
+            t = tensors[i]
+            if loc.holder is not ARGS or i not in entry.inputs or t.kind == QUANTIZED:
+                continue
+            if t.kind == FLOAT and t.backend.float_is_require_grad(t.primitive):
+                entry.arg_shapes[i] = tuple(t.shape)
+                continue
+            dims: list[Any] = []
+            for d, size in enumerate(primitives[i].shape):
+                if size >= 2:
+                    entry.symbols.append((i, d))
+                    dims.append(symbolic.tracked(size, first + len(values), tape, dims=True))
+                    values.append(size)
+                else:
+                    dims.append(size)
+            if any(isinstance(d, Sym) for d in dims):
+                shaped[id(primitives[i])] = primitives[i] = Shaped(primitives[i], tuple(dims))
+        entry.symbol_values, entry.provisional = tuple(values), bool(values)
+        swapped: list[tuple[Any, Any, Any]] = []
+        for i, t in enumerate(tensors):  # every tensor over such a primitive sees its dims
+            proxy = shaped.get(id(_down(entry.chains[i], t.kind, t.primitive)))
+            if proxy is None or any(t is s for s, _, _ in swapped) or (
+                    t.kind == FLOAT and t.backend.float_is_require_grad(t.primitive)):
+                continue
+            symbolic_primitive = _up(entry.chains[i], t.kind, proxy)
+            swapped.append((t, t.primitive, symbolic_primitive))
+            t.primitive = symbolic_primitive
+        return swapped
 
     def _outputs(self, entry: _Entry, result: Any, before: list[tuple[Any, Any, Any]],
                  leaves: Sequence[Any]) -> list[Any]:
@@ -770,12 +883,135 @@ class Compiled:
             if id(s) not in slots:
                 slots[id(s)] = len(entry.slot_exprs)
                 entry.slot_exprs.append(s.expr)
-        entry.run = graph.backend.replay_runner(generate_replay(graph, slots, "replay"), graph)
+        if entry.provisional or entry.symbols:  # sizes vary: B's ops as they come
+            entry.graph = graph
+            entry.run = generate_replay(graph, slots, "replay", fuse=False)
+        else:
+            entry.run = graph.backend.replay_runner(generate_replay(graph, slots, "replay"),
+                                                    graph)
         for position, (now, sym) in enumerate(zip(after, syms, strict=True)):
             if now is sym:
                 continue
             expr = now.expr if isinstance(now, Sym) else _constant(now)
             entry.scalar_writes.append((position, expr))
+
+
+def _release(result: Any, leaves: Sequence[Any], root_objects: list[Any]) -> None:
+    """After a dynamic recording, give each tensor it left with symbolic dims (results, state
+    it wrote) B's plain primitive back, as a replay would hand it out."""
+    found: list[Any] = []
+    flatten_leaves(result, found)
+    tensors = [x for x in found if isinstance(x, Tensor)]
+    tensors += [loc.get(leaves) for loc in Reach.of(leaves, root_objects).tensors]
+    for t in tensors:
+        if t.kind == QUANTIZED:
+            continue
+        _, chain = _chain(t.backend, t.kind, "bp.compile")
+        primitive = _down(chain, t.kind, t.primitive)
+        if type(primitive) is not Shaped:
+            continue
+        tracked = t.kind == FLOAT and bool(t.backend.float_is_require_grad(t.primitive))
+        released = _up(chain, t.kind, primitive.inner)
+        if tracked and chain:
+            released = chain[0].float_set_require_grad(released, True)
+        t.primitive = released
+
+
+def _evaluated(x: Any, values: Sequence[Any]) -> Any:
+    """``x`` (a dim, a shape, an argument) with each symbolic scalar's expression evaluated
+    on ``values``."""
+    if isinstance(x, Sym):
+        return x.expr(values)
+    kind = type(x)
+    if kind is tuple or kind is list:
+        return kind(_evaluated(a, values) for a in x)
+    if kind is slice:
+        return slice(_evaluated(x.start, values), _evaluated(x.stop, values),
+                     _evaluated(x.step, values))
+    if kind is dict:
+        return {k: _evaluated(v, values) for k, v in x.items()}
+    return x
+
+
+def _same_arg(old: Any, new: Any, values: Sequence[Any]) -> bool:
+    """Whether a node argument of the provisional graph, evaluated on ``values``, is the
+    argument the recording at those values passed (Refs to the same value; numbers of the same
+    type and value, a float's sign of zero and NaN included)."""
+    if type(old) is Ref:
+        return type(new) is Ref and old.index == new.index
+    kind = type(old)
+    if kind is tuple or kind is list:
+        return (type(new) is kind and len(old) == len(new)
+                and all(_same_arg(a, b, values) for a, b in zip(old, new, strict=True)))
+    if kind is slice:
+        return type(new) is slice and _same_arg((old.start, old.stop, old.step),
+                                                (new.start, new.stop, new.step), values)
+    if kind is dict:
+        return (type(new) is dict and old.keys() == new.keys()
+                and all(_same_arg(old[k], new[k], values) for k in old))
+    mine = _evaluated(old, values)
+    theirs = new.value if isinstance(new, Sym) else new
+    if isinstance(mine, float) or isinstance(theirs, float):
+        return type(mine) is type(theirs) and repr(mine) == repr(theirs)
+    return bool(type(mine) is type(theirs) and mine == theirs)
+
+
+def _same_data(a: Any, b: Any) -> bool:
+    """Whether two constants hold the same values (B's arrays; another primitive only when
+    it is the same object)."""
+    if a is b:
+        return True
+    try:
+        x, y = np.asarray(a), np.asarray(b)
+    except (TypeError, ValueError):
+        return False
+    return (x.dtype != object and x.dtype == y.dtype and x.shape == y.shape
+            and x.tobytes() == y.tobytes())
+
+
+def _same_program(old: _Entry, new: _Entry, values: Sequence[Any]) -> bool:
+    """Whether ``new``, recorded at other sizes (``values``: its state scalars and symbols),
+    is ``old``'s program there: ``old``'s guards hold, and the same ops run on the same
+    values, ``old``'s symbolic arguments and shapes evaluating to ``new``'s, with the same
+    constants, host reads, checks, write-backs and results. Then nothing the recording
+    baked in depended on the sizes, and ``old`` serves every size its guards allow."""
+    a, b = old.graph, new.graph
+    if a is None or b is None or not all(
+            expr(values) == outcome for expr, outcome in old.tape.guards):
+        return False
+    if (len(a.values) != len(b.values) or len(a.nodes) != len(b.nodes)
+            or a.inputs != b.inputs or a.outputs != b.outputs or a.specialized != b.specialized
+            or [c[:2] for c in a.checks] != [c[:2] for c in b.checks]
+            or [r[:3] for r in a.host_reads] != [r[:3] for r in b.host_reads]
+            or not all(_same_data(np.asarray(x[3].array), np.asarray(y[3].array))
+                       for x, y in zip(a.host_reads, b.host_reads, strict=True))):
+        return False
+    for x, y in zip(a.values, b.values, strict=True):
+        if (x.kind != y.kind or x.desc.dtype != y.desc.dtype
+                or _evaluated(a.shapes.get(x.index, x.desc.shape), values) != y.desc.shape
+                or (x.kind == CONSTANT and not _same_data(x.data, y.data))):
+            return False
+    if not all(x.op == y.op and _same_arg(x.args, y.args, values)
+               and _same_arg(x.kwargs, y.kwargs, values)
+               for x, y in zip(a.nodes, b.nodes, strict=True)):
+        return False
+    return (old.inputs == new.inputs and old.ties == new.ties and old.symbols == new.symbols
+            and old.arg_shapes == new.arg_shapes and old.template == new.template
+            and [w[:5] + w[6:] for w in old.written] == [w[:5] + w[6:] for w in new.written]
+            and [p for p, _ in old.scalar_writes] == [p for p, _ in new.scalar_writes]
+            and len(old.results) == len(new.results)
+            and all(_same_result(r, q, values) for r, q in zip(old.results, new.results,
+                                                                 strict=True)))
+
+
+def _same_result(old: Any, new: Any, values: Sequence[Any]) -> bool:
+    """Whether one leaf of ``fn``'s result is made the same way in both recordings."""
+    backend, kind, how, i = old
+    if i != new[3] or (i >= 0 and (backend is not new[0] or kind != new[1])):
+        return False
+    if i == _SCALAR:
+        return _same_arg(how(values), new[2](values), values)
+    return i >= 0 or _same_arg(kind, new[1], values)
 
 
 def _constant(value: Any) -> symbolic.Expr:
@@ -785,12 +1021,9 @@ def _constant(value: Any) -> symbolic.Expr:
 def compile(fn: Callable[..., Any] | None = None, *, dynamic: bool = False,
             fullgraph: bool = False, cache_size: int = 8) -> Any:
     """``fn`` recorded once per input signature and replayed after (see the module); also a
-    decorator, bare or with options. ``dynamic=True`` (shapes as symbols) is not offered yet:
-    each shape records its own graph."""
-    if dynamic:
-        raise InvalidArgumentError("bp.compile: dynamic=True (symbolic shapes) is not "
-                                   "available; each shape records its own graph")
+    decorator, bare or with options. ``dynamic=True``: the dims of 2 or more of the tensor
+    arguments are symbols, so one graph serves every size the recorded program holds for."""
     if fn is None:
-        return lambda f: Compiled(f, fullgraph, cache_size)
-    return Compiled(fn, fullgraph, cache_size)
+        return lambda f: Compiled(f, fullgraph, cache_size, dynamic)
+    return Compiled(fn, fullgraph, cache_size, dynamic)
 

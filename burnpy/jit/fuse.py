@@ -28,7 +28,7 @@ from burnpy.fusion.fuser import Fuser
 from burnpy.ir.desc import TensorDesc
 from burnpy.ir.fused import ELEMENTWISE, FUSABLE, FusedGroup, FusedOp
 from burnpy.ir.fused import Ref as GroupRef
-from burnpy.jit.symbolic import Sym
+from burnpy.ir.symbolic import Sym
 
 
 @dataclass(frozen=True)

@@ -12,15 +12,17 @@ import numpy as np
 
 from burnpy.capture import CONSTANT, Graph, Ref
 from burnpy.fusion import materialize
+from burnpy.ir.symbolic import Sym
 from burnpy.jit.fuse import fused_runs
-from burnpy.jit.symbolic import Sym
 
 
-def generate_replay(graph: Graph, slots: dict[int, int], name: str) -> Callable[..., Any]:
+def generate_replay(graph: Graph, slots: dict[int, int], name: str, fuse: bool = True
+                    ) -> Callable[..., Any]:
     """The graph as one flat Python function ``run(inputs, s) -> outputs``: one line per node
-    calling B's op (or one kernel call per fused run, ``fused_runs``, its inputs
-    materialized), each value a local freed after its last use; ``s`` holds the symbolic
-    scalars' values (``slots`` maps each ``Sym``'s id to its position)."""
+    calling B's op (or, with ``fuse``, one kernel call per fused run, ``fused_runs``, its
+    inputs materialized: a run is fused for the recorded shapes), each value a local freed
+    after its last use; ``s`` holds the symbolic scalars' values (``slots`` maps each
+    ``Sym``'s id to its position)."""
     scope: dict[str, Any] = {}
     last: dict[int, int] = {}
     for position, node in enumerate(graph.nodes):
@@ -52,6 +54,8 @@ def generate_replay(graph: Graph, slots: dict[int, int], name: str) -> Callable[
             return "(" + "".join(f"{render(a)}, " for a in arg) + ")"
         if kind is list:
             return "[" + ", ".join(render(a) for a in arg) + "]"
+        if kind is slice:
+            return f"slice({render(arg.start)}, {render(arg.stop)}, {render(arg.step)})"
         if arg is None or kind is bool or kind is int or kind is str:
             return repr(arg)
         constant = f"k{len(scope)}"
@@ -82,7 +86,7 @@ def generate_replay(graph: Graph, slots: dict[int, int], name: str) -> Callable[
             scope["SPLIT"] = SPLIT
             lines.append(f"    if not {name}({value(index)}): return SPLIT")
 
-    runs = {run.start: run for run in fused_runs(graph)}
+    runs = {run.start: run for run in fused_runs(graph)} if fuse else {}
     if runs:
         scope["mat"] = materialize
     skip_to = 0
@@ -166,6 +170,8 @@ def plain_value(arg: Any) -> Any:
     kind = type(arg)
     if kind is tuple or kind is list:
         return kind(plain_value(a) for a in arg)
+    if kind is slice:
+        return slice(plain_value(arg.start), plain_value(arg.stop), plain_value(arg.step))
     if kind is dict:
         return {k: plain_value(v) for k, v in arg.items()}
     return arg
@@ -185,6 +191,8 @@ def collect_syms(args: Any, found: list[Sym]) -> None:
     elif isinstance(args, tuple | list):
         for a in args:
             collect_syms(a, found)
+    elif isinstance(args, slice):
+        collect_syms((args.start, args.stop, args.step), found)
     elif isinstance(args, dict):
         for a in args.values():
             collect_syms(a, found)

@@ -26,6 +26,7 @@ from burnpy.backend.errors import (
     article,
     describe,
 )
+from burnpy.ir.symbolic import to_float
 from burnpy.tensor import _core
 from burnpy.tensor._core import (
     BOOL,
@@ -39,7 +40,7 @@ from burnpy.tensor._core import (
     new,
 )
 from burnpy.tensor.autocast_hook import autocast_op
-from burnpy.tensor.checks import broadcast_shapes, numel
+from burnpy.tensor.checks import as_int, broadcast_shapes, numel
 from burnpy.tensor.creation import CreationOps
 from burnpy.tensor.layout import cat, diagonal
 from burnpy.tensor.quantized import check_same_scheme, dequantized, requantized
@@ -205,19 +206,20 @@ def binary_scalar(spec: BinarySpec, a: Tensor, value: int | float) -> Tensor:
                         "convert with .int() or .float()")
     if a.kind is FLOAT:
         if spec.name == "floor_div":
-            return new(b, b.float_floor(b.float_div_scalar(a.primitive, float(value))), FLOAT)
+            return new(b, b.float_floor(b.float_div_scalar(a.primitive, to_float(value))), FLOAT)
         if spec.float_scalar is None:
             return binary_tensors(spec, a, scalar_like(a, value, op))
-        return new(b, getattr(b, spec.float_scalar)(a.primitive, float(value)), spec.out_float)
+        return new(b, getattr(b, spec.float_scalar)(a.primitive, to_float(value)),
+                   spec.out_float)
     # int tensor
     if isinstance(value, float):
         if spec.returns_bool or spec.name == "div":
             return binary_scalar(spec, a.float(), value)
         raise DTypeError(f"{op}: cannot combine an int tensor ({a.dtype!r}) with the float "
                          f"{value!r}; cast with .float() first")
-    value = int(value)
+    value = as_int(value)
     if spec.name == "div":
-        return binary_scalar(spec, a.float(), float(value))
+        return binary_scalar(spec, a.float(), to_float(value))
     if spec.name == "pow":
         if value < 0:
             raise DTypeError(f"pow: an int tensor to a negative int power ({value}) is not an "

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 from burnpy.backend.errors import IndexOutOfBoundsError, InvalidArgumentError, ShapeError, describe
 
@@ -65,6 +66,12 @@ def normalize_dims(op: str, dims: Sequence[int], ndim: int) -> tuple[int, ...]:
     return out
 
 
+def as_int(value: Any) -> int:
+    """``int(value)``, except that an ``int`` (a symbolic dim of ``bp.compile(dynamic=True)``
+    among them) is kept as it is: ``int()`` would bake a symbolic dim's value in."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else int(value)
+
+
 def numel(shape: Shape) -> int:
     """The number of elements of ``shape`` (1 for a 0-d shape)."""
     return math.prod(shape)
@@ -72,8 +79,8 @@ def numel(shape: Shape) -> int:
 
 def infer_shape(op: str, shape: Sequence[int], total: int, source: Shape) -> Shape:
     """A target shape with at most one ``-1`` resolved so it holds ``total`` elements."""
-    shape = tuple(map(int, shape))
-    if math.prod(shape) == total and (not shape or min(shape) >= 0):
+    shape = tuple(map(as_int, shape))
+    if math.prod(shape) == total and all(s >= 0 for s in shape):  # (min() would order dims)
         return shape  # the common case: every size given, none negative
     unknown = [i for i, s in enumerate(shape) if s == -1]
     if len(unknown) > 1 or any(s < -1 for s in shape):

@@ -25,6 +25,7 @@ from burnpy.backend.errors import (
 )
 from burnpy.backend.registry import default_backend
 from burnpy.tensor._core import BOOL, FLOAT, INT, QUANTIZED, is_tensor, new
+from burnpy.tensor.checks import as_int
 from burnpy.tensor.dlpack import BFloat16Producer, host_values
 
 if TYPE_CHECKING:
@@ -238,7 +239,7 @@ class CreationOps:
         if not dt.is_int:
             raise DTypeError(f"arange: dtype must be int or float, got {dt!r}")
         check_supported(b, dev, dt, "arange")
-        return new(b, b.int_arange(int(start), int(end), int(step), dev, dt), INT)
+        return new(b, b.int_arange(as_int(start), as_int(end), as_int(step), dev, dt), INT)
 
     @staticmethod
     def linspace(start: float, end: float, steps: int, *, backend: type[Backend] | None = None,

@@ -40,7 +40,7 @@ from burnpy.tensor._core import (
     new,
 )
 from burnpy.tensor.autocast_hook import autocast_op
-from burnpy.tensor.checks import broadcast_shapes, normalize_dim, numel, python_int
+from burnpy.tensor.checks import as_int, broadcast_shapes, normalize_dim, numel, python_int
 from burnpy.tensor.creation import CreationOps
 from burnpy.tensor.layout import arange_of, cat, kind_op, zeros_of
 from burnpy.tensor.scalar_dims import as_vector
@@ -91,21 +91,21 @@ def resolve_basic(key: tuple[Any, ...], shape: tuple[int, ...]) -> _Basic:
                 raise InvalidArgumentError(
                     f"index: slice {slice_text(k)} has step 0 (dim {dim} of shape "
                     f"{describe(shape)}); a step must be non-zero")
-            start, stop, step = k.indices(size)
+            start, stop, step = _bounds(k, size)
             if step < 0:
                 flips.append(dim)
                 # Index i of the original is index size-1-i of the flipped dim.
-                count = len(range(start, stop, step))
+                count = _count(start, stop, step)
                 start = size - 1 - start if count else 0
                 step = -step
                 stop = start + (count - 1) * step + 1 if count else 0
-            count = len(range(start, stop, step))
+            count = _count(start, stop, step)
             stop = start + (count - 1) * step + 1 if count else start
             slices.append(slice(start, stop, step))
             out_shape.append(count)
             region.append(count)
         else:
-            i = int(k)
+            i = as_int(k)
             if not -size <= i < size:
                 raise IndexOutOfBoundsError(f"index: index {i} is out of bounds for dim {dim} "
                                             f"with size {size}")
@@ -118,6 +118,34 @@ def resolve_basic(key: tuple[Any, ...], shape: tuple[int, ...]) -> _Basic:
         out_shape.append(size)
         region.append(size)
     return _Basic(tuple(flips), tuple(slices), tuple(out_shape), tuple(region))
+
+
+def _bounds(k: slice, size: int) -> tuple[int, int, int]:
+    """``k.indices(size)``, by comparisons where a bound or the size is a symbolic dim
+    (``bp.compile(dynamic=True)``), which ``slice.indices`` would read as plain numbers."""
+    if type(size) is int and all(type(b) is int or b is None for b in (k.start, k.stop, k.step)):
+        return k.indices(size)
+    step = 1 if k.step is None else as_int(k.step)
+    if step < 0:
+        return k.indices(int(size))  # a reversed slice: the size is pinned
+    start = 0 if k.start is None else _clamped(as_int(k.start), size)
+    stop = size if k.stop is None else _clamped(as_int(k.stop), size)
+    return start, stop, step
+
+
+def _clamped(bound: int, size: int) -> int:
+    """A slice bound (negative from the end) clamped to ``[0, size]``, as ``slice.indices``."""
+    if bound < 0:
+        bound = bound + size
+        return bound if bound > 0 else 0
+    return bound if bound < size else size
+
+
+def _count(start: int, stop: int, step: int) -> int:
+    """``len(range(start, stop, step))`` for a positive or negative step, by arithmetic."""
+    if step > 0:
+        return (stop - start + step - 1) // step if stop > start else 0
+    return (start - stop - step - 1) // -step if start > stop else 0
 
 
 def slice_text(k: slice) -> str:

@@ -314,8 +314,6 @@ def test_bad_uses_are_refused() -> None:
     plain = nn.Linear(2, 2, backend=CpuBackend)
     with pytest.raises(InvalidArgumentError, match="does not run on a Capture backend"):
         bp.compile(plain)(bp.Tensor.from_numpy(np.ones((1, 2), np.float32)))
-    with pytest.raises(InvalidArgumentError, match="dynamic=True"):
-        bp.compile(plain, dynamic=True)
     with pytest.raises(InvalidArgumentError, match="cache_size"):
         bp.compile(plain, cache_size=0)
     decorated = bp.compile(fullgraph=True)(lambda x: x + 1.0)

@@ -25,6 +25,7 @@ from burnpy.autodiff.rules.table import (
     unary_params,
 )
 from burnpy.autodiff.rules.tangent import ForwardOps
+from burnpy.ir.symbolic import to_float
 
 
 def _reverse_cumsum(B: Any, x: Any, dim: int) -> Any:
@@ -82,7 +83,7 @@ def _mean_reverse(B: Any, grad: Any, inputs: Saved, output: Any, params: Params,
                   parents: Parents) -> Grads:
     shape = parents[0].shape
     count = shape[params[0]] if params else math.prod(shape)
-    return (B.float_expand(B.float_div_scalar(grad, float(count)), shape),)
+    return (B.float_expand(B.float_div_scalar(grad, to_float(count)), shape),)
 
 
 # ---- products -------------------------------------------------------------------------------

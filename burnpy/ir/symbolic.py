@@ -1,5 +1,6 @@
 """Symbolic Python scalars for ``bp.compile``: state scalars (a learning rate, a step count)
-that a recorded graph reads as inputs rather than as the values they had when recorded.
+and, with ``dynamic=True``, the dims of its tensor arguments, which a recorded graph reads as
+inputs rather than as the values they had when recorded.
 
 While ``fn`` is recorded, each scalar ``bp.compile`` tracks (an optimizer group's ``"lr"``, a
 parameter's step count) is replaced in its holder by a ``SymFloat`` / ``SymInt``: a real
@@ -35,11 +36,13 @@ class Tape:
 
 
 class Sym:
-    """What ``SymInt`` and ``SymFloat`` share: the plain value, its expression and the tape."""
+    """What ``SymInt`` and ``SymFloat`` share: the plain value, its expression, the tape, and
+    whether it depends on a tensor's dim (``dims``: a dynamic recording's shape arithmetic)."""
 
     _v: Any
     _expr: Expr
     _tape: Tape
+    _dims: bool
 
     @property
     def expr(self) -> Expr:
@@ -51,6 +54,15 @@ class Sym:
         """The plain ``int`` / ``float`` value this scalar had when recorded."""
         return self._v
 
+    @property
+    def dims(self) -> bool:
+        """Whether the value depends on a symbolic dim of a tensor."""
+        return self._dims
+
+    def pin(self) -> None:
+        """Guard that the value stays what it is (a recording baked it in)."""
+        self._tape.guards.append((self._expr, self._v))
+
 
 class SymInt(Sym, int):
     """An ``int`` that carries its expression over the tracked scalars (see the module)."""
@@ -60,7 +72,7 @@ class SymFloat(Sym, float):
     """A ``float`` that carries its expression over the tracked scalars (see the module)."""
 
 
-def make(value: Any, expr: Expr, tape: Tape) -> Any:
+def make(value: Any, expr: Expr, tape: Tape, dims: bool = False) -> Any:
     """``value`` as a symbolic scalar computing ``expr`` (a plain value unless int or float)."""
     kind = type(value)
     if kind is bool or not isinstance(value, int | float):
@@ -69,12 +81,19 @@ def make(value: Any, expr: Expr, tape: Tape) -> Any:
     sym._v = float(value) if isinstance(value, float) else int(value)
     sym._expr = expr
     sym._tape = tape
+    sym._dims = dims
     return sym
 
 
-def tracked(value: Any, position: int, tape: Tape) -> Any:
-    """The symbolic scalar reading tracked scalar number ``position``."""
-    return make(value, operator.itemgetter(position), tape)
+def to_float(value: Any) -> Any:
+    """``float(value)``, symbolic when ``value`` is (``float()`` of a ``Sym`` is a plain float,
+    Python converts what ``__float__`` gives, which would bake a dim into a recording)."""
+    return operator.mul(value, 1.0) if isinstance(value, Sym) else float(value)
+
+
+def tracked(value: Any, position: int, tape: Tape, dims: bool = False) -> Any:
+    """The symbolic scalar reading tracked value number ``position`` (a dim where ``dims``)."""
+    return make(value, operator.itemgetter(position), tape, dims)
 
 
 def _parts(x: Any) -> tuple[Any, Expr | None]:
@@ -94,15 +113,17 @@ def _arithmetic(op: Callable[[Any, Any], Any]) -> tuple[Callable[..., Any], Call
         value, expr = _parts(other)
         mine = self._expr
         if expr is None:
-            return make(op(self._v, value), lambda v: op(mine(v), value), self._tape)
+            return make(op(self._v, value), lambda v: op(mine(v), value), self._tape,
+                        self._dims)
         theirs = expr
-        return make(op(self._v, value), lambda v: op(mine(v), theirs(v)), self._tape)
+        return make(op(self._v, value), lambda v: op(mine(v), theirs(v)), self._tape,
+                    self._dims or other._dims)
 
     def reflected(self: Sym, other: Any) -> Any:
         if not _operand(other):
             return NotImplemented
         mine = self._expr
-        return make(op(other, self._v), lambda v: op(other, mine(v)), self._tape)
+        return make(op(other, self._v), lambda v: op(other, mine(v)), self._tape, self._dims)
 
     return forward, reflected
 
@@ -110,7 +131,7 @@ def _arithmetic(op: Callable[[Any, Any], Any]) -> tuple[Callable[..., Any], Call
 def _unary(op: Callable[[Any], Any]) -> Callable[..., Any]:
     def method(self: Sym) -> Any:
         mine = self._expr
-        return make(op(self._v), lambda v: op(mine(v)), self._tape)
+        return make(op(self._v), lambda v: op(mine(v)), self._tape, self._dims)
 
     return method
 
