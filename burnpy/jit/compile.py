@@ -227,7 +227,7 @@ class _Entry:
     #: Locations whose contents the graph baked in (``Graph.specialized``): (location, the
     #: primitive a replay requires there).
     specialized: list[tuple[int, Any]] = field(default_factory=list)
-    slot_exprs: list[symbolic.Expr] = field(default_factory=list)
+    slot_terms: list[symbolic.Term] = field(default_factory=list)
     scalar_writes: list[tuple[int, symbolic.Expr]] = field(default_factory=list)
     written: list[_Written] = field(default_factory=list)
     template: Any = None
@@ -488,12 +488,12 @@ def _checks_and_replay(src: _Source, entry: _Entry) -> None:
     src.lines.append(f"    values = [{scalars}{dims}]")
     if entry.provisional:  # not yet seen to hold at other sizes
         src.guard(f"values[{len(reach.scalars)}:] != {list(entry.symbol_values)!r}")
-    for expr, outcome in entry.tape.guards:
-        src.guard(f"not {src.constant(expr)}(values) == {src.constant(outcome)}")
+    for term, outcome in entry.tape.terms:
+        src.guard(f"{symbolic.source(term, 'values', src.constant)} != {src.constant(outcome)}")
     if entry.run is None:
         src.lines.append("    return _EAGER")
         return
-    slots = "".join(f"{src.constant(e)}(values), " for e in entry.slot_exprs)
+    slots = "".join(f"{symbolic.source(t, 'values', src.constant)}, " for t in entry.slot_terms)
     src.lines.append(f"    outs = {src.constant(entry.run)}("
                      f"[{''.join(f'q{i}, ' for i in entry.inputs)}], [{slots}])")
     if entry.splits:
@@ -881,8 +881,8 @@ class Compiled:
         slots: dict[int, int] = {}
         for s in found:
             if id(s) not in slots:
-                slots[id(s)] = len(entry.slot_exprs)
-                entry.slot_exprs.append(s.expr)
+                slots[id(s)] = len(entry.slot_terms)
+                entry.slot_terms.append(s.term)
         if entry.provisional or entry.symbols:  # sizes vary: B's ops as they come
             entry.graph = graph
             entry.run = generate_replay(graph, slots, "replay", fuse=False)
