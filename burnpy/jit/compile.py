@@ -56,6 +56,16 @@ recording (``burnpy.capture.recording_active``), so a replay does not make them.
 adds state (an optimizer's first step
 creates its moments) runs eagerly and records again on the next call.
 
+``dynamic=True``: the argument tensors' dims of 2 or more are symbols while ``fn`` records
+(``burnpy.ir.symbolic``; sizes 0 and 1 are part of the signature, as in torch), seen above
+Capture through ``Shaped`` primitives (``burnpy.capture.dynamic``), so shapes computed in
+Python and each op's output dims (``burnpy.ir.shapes``) are expressions of them, evaluated
+again at each replay; branches on sizes are guards. Sizes read without a guard (``range(n)``,
+``np.arange(n)``) are invisible to the recording, so a graph replays only at its recorded
+sizes (``provisional``) until a recording at other sizes gives the same program
+(``_same_program``); from then on it serves any size its guards allow. A tensor argument that
+tracks gradients keeps its sizes.
+
 Random ops are recorded as nodes, so each replay draws fresh values from the backend's
 seeded generator in eager's order. Tensors must run on a ``Capture(B)`` backend (under
 ``Autodiff`` or directly): ``Autodiff(Capture(CpuBackend))``, whose replays are bitwise equal to
@@ -708,7 +718,7 @@ class Compiled:
                        tuple(map(len, reach.sized)), *_snapshot(reach), chains=chains,
                        inputs=inputs, ties=ties)
         swapped = self._symbolic_dims(entry, tensors, primitives, len(originals)) if (
-            self.dynamic) else []
+            self.dynamic and reach.incomplete is None) else []  # else it runs eagerly anyway
         fn_name = self.__name__
 
         def on_host_read(name: str) -> None:

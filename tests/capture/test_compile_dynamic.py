@@ -18,6 +18,7 @@ from burnpy.capture.dynamic import Shaped
 from burnpy.examples.gpt_model import GPT, GPTConfig, decay_groups
 from burnpy.fusion import Fusion
 from burnpy_cpu import CpuBackend
+from burnpy_wgpu import WgpuBackend
 
 C = bp.Capture(CpuBackend)
 A = bp.Autodiff(C)
@@ -51,8 +52,9 @@ def _mlp_step(model: nn.Module, opt: optim.Optimizer) -> Callable[..., Any]:
     return step
 
 
-@pytest.mark.parametrize("backend", [A, bp.Autodiff(bp.Capture(Fusion(CpuBackend)))],
-                         ids=["cpu", "fusion"])
+@pytest.mark.parametrize("backend", [A, bp.Autodiff(bp.Capture(Fusion(CpuBackend))),
+                                     bp.Autodiff(bp.Capture(WgpuBackend))],
+                         ids=["cpu", "fusion", "wgpu"])
 def test_an_adam_step_replays_one_graph_at_every_batch_size(backend: Any) -> None:
     compiled_model, eager_model = _mlp_twins(backend)
     step = bp.compile(_mlp_step(compiled_model, optim.Adam(lr=1e-2)), dynamic=True)
