@@ -91,7 +91,7 @@ from burnpy.amp import is_autocast_enabled
 from burnpy.autodiff.modes import is_grad_enabled
 from burnpy.backend.dtype import dtype_of_numpy
 from burnpy.backend.errors import BurnpyError, InvalidArgumentError
-from burnpy.capture import CONSTANT, CaptureBackend, Graph, Ref
+from burnpy.capture import CONSTANT, CaptureBackend, Graph, Ref, recording_active
 from burnpy.capture.dynamic import Shaped, plain
 from burnpy.ir import symbolic
 from burnpy.ir.symbolic import Sym, Tape
@@ -584,11 +584,15 @@ class Compiled:
     """A function compiled by ``bp.compile``: call it as ``fn``; ``cache_info()`` reports its
     graphs, ``reset()`` drops them."""
 
+    #: What another compiled function calling this one reaches through it is what ``fn``
+    #: reaches (``__wrapped__``), not this object's cache (``burnpy.jit.reach``).
+    state_of_wrapped = True
+
     def __init__(self, fn: Callable[..., Any], fullgraph: bool, cache_size: int,
                  dynamic: bool = False) -> None:
         if cache_size < 1:
             raise InvalidArgumentError(f"bp.compile: cache_size must be >= 1, got {cache_size}")
-        self.fn = fn
+        self.fn = self.__wrapped__ = fn
         self.fullgraph = fullgraph
         self.dynamic = dynamic
         self._signature = _dynamic_signature if dynamic else leaf_signature
@@ -616,6 +620,8 @@ class Compiled:
         self._fast = None
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if recording_active():  # called by a function being recorded: its ops join that graph
+            return self.fn(*args, **kwargs)
         fast = self._fast  # the entry the last call replayed, while it is the newest used
         if fast is not None and not kwargs:
             result = fast(args)

@@ -5,6 +5,7 @@ the keys a call's arguments are matched by. ``burnpy.jit.compile`` says what eac
 
 from __future__ import annotations
 
+import dis
 import io
 import logging
 import pickle
@@ -251,6 +252,9 @@ class Reach:
             return
         if isinstance(obj, _OPAQUE):
             return
+        if getattr(type(obj), "state_of_wrapped", False):  # a compiled function: its cache
+            self.visit(obj.__wrapped__, depth)  # is no state, what its function reaches is
+            return
         if isinstance(obj, _HOST_RNGS):  # held by identity; a draw is found by its state
             self.objects.add(id(obj))
             self.rngs.append(obj)
@@ -316,9 +320,17 @@ class Reach:
                 self.contents(obj, depth, attributes=slots)
 
 
+#: The instructions that read or write a global name (``co_names`` also holds attribute
+#: names: ``opt.step(...)`` must not make a global ``step`` part of the state).
+_GLOBAL_ACCESS = frozenset({"LOAD_GLOBAL", "STORE_GLOBAL", "DELETE_GLOBAL", "LOAD_NAME",
+                            "STORE_NAME", "DELETE_NAME"})
+
+
 def _names(code: types.CodeType) -> Iterator[str]:
     """The global names ``code`` and the code nested in it use."""
-    yield from code.co_names
+    for instruction in dis.get_instructions(code):
+        if instruction.opname in _GLOBAL_ACCESS:
+            yield instruction.argval
     for const in code.co_consts:
         if isinstance(const, types.CodeType):
             yield from _names(const)
@@ -362,6 +374,8 @@ class Roots:
                 except ValueError:  # an empty cell
                     continue
             for f in referenced:
+                if getattr(type(f), "state_of_wrapped", False):  # a compiled function
+                    f = f.__wrapped__
                 if (isinstance(f, types.FunctionType) and f is not target
                         and f.__globals__ is scope):
                     self._add_places(f, depth + 1)
@@ -386,7 +400,8 @@ class Roots:
         for value in values:
             if isinstance(value, bool | int | float | str):
                 scalars.append(value_key(value))
-            elif not (value is EMPTY or isinstance(value, types.ModuleType | type)):
+            elif not (value is EMPTY or isinstance(value, types.ModuleType | type)
+                      or getattr(type(value), "state_of_wrapped", False)):
                 roots.append(value)  # a function among them: the walk reads its cells
         return roots, scalars
 

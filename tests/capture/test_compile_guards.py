@@ -829,3 +829,38 @@ def test_an_iterator_reached_runs_eagerly(kind: str) -> None:
     np.testing.assert_array_equal(got, [d * 3.0 for d in data])
     with pytest.raises(bp.jit.GraphBreakError, match="iterator"):
         bp.compile(step, fullgraph=True)(scale)
+
+
+_MODULE_MODEL = nn.Linear(3, 2, backend=A)
+_MODULE_OPT = optim.SGD(lr=0.1)
+
+
+def _module_train(x: bp.Tensor) -> bp.Tensor:
+    loss = (_MODULE_MODEL(x) ** 2).mean()
+    _MODULE_OPT.step(_MODULE_MODEL, loss.backward())  # ``step``: an attribute, not a global
+    return loss
+
+
+step = bp.compile(_module_train)  # a global named like the optimizer's method
+
+
+def test_an_attribute_name_is_not_a_global_and_a_compiled_function_is_not_state() -> None:
+    # co_names lists ``step`` for ``_MODULE_OPT.step``: taken for a global, it made the
+    # compiled function itself (its growing cache) part of the state, and no call replayed
+    def outer(x: bp.Tensor) -> bp.Tensor:  # calls a compiled function: its ops join the graph
+        return step(x) * 2.0
+
+    compiled_outer = bp.compile(outer)
+    weight = _MODULE_MODEL.weight.to_numpy().copy()
+    bias = _MODULE_MODEL.bias.to_numpy().copy() if _MODULE_MODEL.bias is not None else 0.0
+    for i in range(10):
+        x = _data((4, 3), i)
+        out = x @ weight.T + bias
+        got = step(_t(x, A)) if i < 5 else compiled_outer(_t(x, A)) / 2.0
+        np.testing.assert_allclose(got.to_numpy(), (out ** 2).mean(), rtol=1e-5, err_msg=str(i))
+        grad_out = 2 * out / out.size
+        weight = weight - np.float32(0.1) * (grad_out.T @ x)
+        bias = bias - np.float32(0.1) * grad_out.sum(0)
+        np.testing.assert_allclose(_MODULE_MODEL.weight.to_numpy(), weight, rtol=1e-5)
+    assert step.cache_info()[3:5] == (2, 3)  # recordings, replays
+    assert compiled_outer.cache_info().replays == 4
