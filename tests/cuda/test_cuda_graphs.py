@@ -223,3 +223,20 @@ def test_graphs_can_be_turned_off(monkeypatch: pytest.MonkeyPatch) -> None:
                   steps=6)
     (runner,) = _runners(step)
     assert runner.reason == "turned off by BURNPY_CUDA_GRAPHS=0" and runner.launches == 0
+
+
+def test_a_dynamic_graph_replays_op_by_op_at_every_batch_size() -> None:
+    """``dynamic=True`` on CUDA: one graph for every batch size, launched op by op (a CUDA
+    graph holds one set of shapes), agreeing with eager at each size."""
+    compiled_model, eager_model = _twins()
+    step = bp.compile(_step(compiled_model, optim.Adam(lr=1e-2)), dynamic=True)
+    eager = _step(eager_model, optim.Adam(lr=1e-2))
+    rng = np.random.default_rng(0)
+    for n in (16, 16, 16, 24, 9, 40, 16):
+        x = bp.Tensor.from_numpy(rng.standard_normal((n, 32)).astype(np.float32), backend=A)
+        y = bp.Tensor.from_numpy(rng.integers(0, 10, n), backend=A)
+        _near(step(x, y).to_numpy(), eager(x, y).to_numpy(), str(n))
+        _close(compiled_model, eager_model)
+    info = step.cache_info()
+    assert (info.dynamic_graphs, info.recordings) == (1, 3), info
+    assert not any(isinstance(e.run, GraphReplay) for g in step._cache.values() for e in g)
