@@ -9,6 +9,7 @@ values so a step costs one position, not the whole sequence.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -16,6 +17,7 @@ import burnpy.nn as nn
 from burnpy.backend.errors import InvalidArgumentError, ShapeError
 from burnpy.nn import functional as F
 from burnpy.nn import init
+from burnpy.optim import AdamW, GradientClipping
 from burnpy.tensor import Tensor
 
 if TYPE_CHECKING:
@@ -164,3 +166,19 @@ def decay_groups(model: nn.Module, weight_decay: float) -> list[dict[str, Any]]:
     params = list(model.named_parameters())
     return [{"params": [n for n, p in params if p.ndim >= 2], "weight_decay": weight_decay},
             {"params": [n for n, p in params if p.ndim < 2], "weight_decay": 0.0}]
+
+
+def training_step(model: GPT, lr: float = 3e-3, weight_decay: float = 0.1,
+                  clip: float = 1.0) -> Callable[[Tensor, Tensor], Tensor]:
+    """The example's training step on ``model`` without its extras (autocast, loss scaling,
+    DDP): mean cross entropy, backward, AdamW (betas 0.9, 0.99; decay on matrices) after
+    gradient-norm clipping; it returns the loss. What ``bp.compile``'s tests replay."""
+    opt = AdamW(decay_groups(model, weight_decay), lr=lr, betas=(0.9, 0.99),
+                grad_clipping=GradientClipping.norm(clip))
+
+    def step(x: Tensor, y: Tensor) -> Tensor:
+        loss = model.loss(x, y)
+        opt.step(model, loss.backward())
+        return loss
+
+    return step

@@ -15,7 +15,7 @@ import torch
 import burnpy as bp
 from burnpy import nn, optim
 from burnpy.backend.errors import InvalidArgumentError
-from burnpy.examples.gpt_model import GPT, GPTConfig, decay_groups
+from burnpy.examples.gpt_model import GPT, GPTConfig, training_step
 from burnpy.fusion import Fusion
 from burnpy.jit import Compiled, GraphBreakError
 from burnpy.jit.fuse import fused_runs
@@ -23,18 +23,6 @@ from burnpy_cpu import CpuBackend
 
 C = bp.Capture(CpuBackend)
 A = bp.Autodiff(C)
-
-
-def _gpt_trainer(model: GPT) -> Callable[..., bp.Tensor]:
-    """The GPT example's training step on ``model``: AdamW with decay on matrices, clipping."""
-    opt = optim.AdamW(decay_groups(model, 0.1), lr=3e-3, betas=(0.9, 0.99),
-                      grad_clipping=optim.GradientClipping.norm(1.0))
-
-    def train(x: bp.Tensor, y: bp.Tensor) -> bp.Tensor:
-        loss = model.loss(x, y)
-        opt.step(model, loss.backward())
-        return loss
-    return train
 
 
 def _floats(shape: tuple[int, ...], seed: int, backend: Any = A) -> bp.Tensor:
@@ -327,8 +315,8 @@ def test_gpt_training_step_with_adamw_and_clipping_matches_eager_bitwise() -> No
     compiled_model, eager_model = GPT(config, backend=A), GPT(config, backend=A)
     eager_model.load_state_dict({k: v.clone() for k, v in compiled_model.state_dict().items()})
 
-    step = bp.compile(_gpt_trainer(compiled_model), fullgraph=True)  # no host read in the step
-    eager = _gpt_trainer(eager_model)
+    step = bp.compile(training_step(compiled_model), fullgraph=True)  # no host read in the step
+    eager = training_step(eager_model)
     rng = np.random.default_rng(5)
     for _ in range(4):
         x, y = (bp.Tensor.from_numpy(rng.integers(0, 11, (2, 8)), backend=A) for _ in "xy")
@@ -557,8 +545,8 @@ def test_gpt_training_step_on_fusion_matches_eager_within_rounding() -> None:
     compiled_model.load_state_dict({k: bp.Tensor.from_data(v.to_numpy(), backend=AF)
                                     for k, v in eager_model.state_dict().items()})
 
-    step = bp.compile(_gpt_trainer(compiled_model), fullgraph=True)
-    eager = _gpt_trainer(eager_model)
+    step = bp.compile(training_step(compiled_model), fullgraph=True)
+    eager = training_step(eager_model)
     rng = np.random.default_rng(5)
     for _ in range(4):
         x, y = rng.integers(0, 11, (2, 8)), rng.integers(0, 11, (2, 8))

@@ -15,7 +15,7 @@ import pytest
 import burnpy as bp
 from burnpy import nn, optim
 from burnpy.capture.dynamic import Shaped
-from burnpy.examples.gpt_model import GPT, GPTConfig, decay_groups
+from burnpy.examples.gpt_model import GPT, GPTConfig, training_step
 from burnpy.fusion import Fusion
 from burnpy_cpu import CpuBackend
 from burnpy_wgpu import WgpuBackend
@@ -78,17 +78,8 @@ def test_the_gpt_step_replays_at_other_batch_sizes_and_context_lengths() -> None
     compiled_model, eager_model = GPT(config, backend=A), GPT(config, backend=A)
     eager_model.load_state_dict({k: v.clone() for k, v in compiled_model.state_dict().items()})
 
-    def trainer(model: GPT) -> Callable[..., bp.Tensor]:
-        opt = optim.AdamW(decay_groups(model, 0.1), lr=3e-3,
-                          grad_clipping=optim.GradientClipping.norm(1.0))
-
-        def train(x: bp.Tensor, y: bp.Tensor) -> bp.Tensor:
-            loss = model.loss(x, y)
-            opt.step(model, loss.backward())
-            return loss
-        return train
-
-    step, eager = bp.compile(trainer(compiled_model), dynamic=True), trainer(eager_model)
+    step = bp.compile(training_step(compiled_model), dynamic=True)
+    eager = training_step(eager_model)
     rng = np.random.default_rng(5)
     shapes = [(2, 8), (2, 8), (2, 8), (3, 8), (5, 8), (4, 6), (4, 6), (2, 3), (6, 7)]
     for shape in shapes:

@@ -15,7 +15,7 @@ import pytest
 import burnpy as bp
 import burnpy_wgpu.backend
 from burnpy import nn, optim
-from burnpy.examples.gpt_model import GPT, GPTConfig, decay_groups
+from burnpy.examples.gpt_model import GPT, GPTConfig, training_step
 from burnpy_cpu import CpuBackend
 from burnpy_wgpu import WgpuBackend
 from burnpy_wgpu.kernels.common import entry, header
@@ -54,17 +54,6 @@ def _same_weights(a: nn.Module, b: nn.Module) -> None:
     assert sa.keys() == sb.keys()
     for k in sa:
         assert np.array_equal(sa[k].to_numpy(), sb[k].to_numpy()), k
-
-
-def _trainer(model: GPT) -> Callable[[bp.Tensor, bp.Tensor], bp.Tensor]:
-    opt = optim.AdamW(decay_groups(model, 0.1), lr=3e-3, betas=(0.9, 0.99),
-                      grad_clipping=optim.GradientClipping.norm(1.0))
-
-    def train(x: bp.Tensor, y: bp.Tensor) -> bp.Tensor:
-        loss = model.loss(x, y)
-        opt.step(model, loss.backward())
-        return loss
-    return train
 
 
 def test_training_step_replays_as_one_submission_equal_to_eager_bitwise(
@@ -118,8 +107,8 @@ def test_gpt_step_replays_equal_to_eager_and_cpu(runners: list[TapedReplay]) -> 
     for twin in twins.values():
         twin.load_state_dict({k: bp.Tensor.from_data(v, backend=twin.backend)
                               for k, v in state.items()})
-    step = bp.compile(_trainer(model), fullgraph=True)
-    eager, cpu = _trainer(twins["eager"]), _trainer(twins["cpu"])
+    step = bp.compile(training_step(model), fullgraph=True)
+    eager, cpu = training_step(twins["eager"]), training_step(twins["cpu"])
     rng = np.random.default_rng(7)
     for i in range(6):
         x, y = (rng.integers(0, 13, (3, 8)).astype(np.int32) for _ in "xy")
