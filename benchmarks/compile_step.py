@@ -76,9 +76,9 @@ import burnpy.nn.functional as F  # noqa: E402
 import burnpy_cpu.memory  # noqa: E402
 from burnpy import Tensor  # noqa: E402
 from burnpy.examples.digits import DigitsCNN  # noqa: E402
-from burnpy.examples.gpt_model import GPT, GPTConfig, decay_groups  # noqa: E402
+from burnpy.examples.gpt_model import GPT, GPTConfig, training_step  # noqa: E402
 from burnpy.fusion import Fusion  # noqa: E402
-from burnpy.optim import Adam, AdamW, GradientClipping  # noqa: E402
+from burnpy.optim import Adam  # noqa: E402
 from burnpy_cpu import CpuBackend  # noqa: E402
 
 CHAIN = 50
@@ -118,14 +118,7 @@ class Step:
     def __init__(self, model: GPT, data: list[tuple[np.ndarray, np.ndarray]], backend: Any,
                  compiled: bool) -> None:
         self.data, self.backend, self.i = data, backend, 0
-        optim = AdamW(decay_groups(model, WEIGHT_DECAY), lr=LR, betas=(0.9, 0.99),
-                      grad_clipping=GradientClipping.norm(CLIP))
-
-        def train(x: Tensor, y: Tensor) -> Tensor:
-            loss = model.loss(x, y)
-            optim.step(model, loss.backward())
-            return loss
-
+        train = training_step(model, LR, WEIGHT_DECAY, CLIP)
         self.train: Callable[[Tensor, Tensor], Tensor] = bp.compile(train) if compiled else train
 
     def step(self) -> Tensor:
