@@ -12,6 +12,11 @@ each call. Where Python code branches on a value (comparisons, ``bool``) or conv
 (``float()``, ``int()``), the outcome is kept as a guard on the ``Tape``, once per distinct
 term: a later call whose values give another outcome records again. Terms render as Python
 source (``source``), so a replay's guards and arguments are plain generated code.
+
+What Python does in C reads a ``SymInt`` as the plain int it is, without a guard: ``range(n)``,
+``np.arange(n)``, a list index, and a plain float on the left of an operator (``0.1 * n``:
+``float.__mul__`` takes any int; ``n * 0.1`` stays symbolic). ``bp.compile(dynamic=True)``
+therefore trusts a graph only once a recording at other sizes gives the same program.
 """
 
 from __future__ import annotations

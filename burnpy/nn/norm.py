@@ -98,7 +98,8 @@ class _BatchNorm(ChannelNorm):
                   else self.momentum)
         self.running_mean = self.running_mean * (1.0 - factor) + mean * factor
         self.running_var = (self.running_var * (1.0 - factor)
-                            + var * (factor * count / (count - 1)))
+                            + var * (count * factor / (count - 1)))  # (dim first: see
+        # burnpy.ir.symbolic, a float times a symbolic dim reads the dim's plain value)
 
     def extra_repr(self) -> str:
         return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "

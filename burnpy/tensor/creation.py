@@ -55,7 +55,7 @@ def _shape_arg(op: str, shape: Sequence[int] | int) -> tuple[int, ...]:
     shp = (shape,) if isinstance(shape, int) else tuple(shape)
     if any(not isinstance(s, int | np.integer) or s < 0 for s in shp):
         raise ShapeError(f"{op}: invalid shape {shp!r} (dims must be non-negative ints)")
-    return tuple(int(s) for s in shp)
+    return tuple(map(as_int, shp))
 
 
 def _varargs_shape(shape: tuple[Any, ...]) -> tuple[int, ...]:

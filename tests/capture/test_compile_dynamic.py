@@ -13,8 +13,10 @@ import numpy as np
 import pytest
 
 import burnpy as bp
+import burnpy.nn.functional as F
 from burnpy import nn, optim
 from burnpy.capture.dynamic import Shaped
+from burnpy.examples.digits import DigitsCNN
 from burnpy.examples.gpt_model import GPT, GPTConfig, training_step
 from burnpy.fusion import Fusion
 from burnpy_cpu import CpuBackend
@@ -177,3 +179,33 @@ def test_no_symbolic_primitive_outlives_the_recording() -> None:
         primitive = A.inner(t.primitive)
         assert not isinstance(primitive, Shaped) and type(primitive) is np.ndarray
         np.testing.assert_array_equal((t * 1.0).to_numpy(), t.to_numpy())
+
+
+def test_the_digits_cnn_step_with_dropout_and_batch_norm_replays_at_every_batch_size() -> None:
+    compiled_model = DigitsCNN(backend=A, dropout=0.2)
+    eager_model = DigitsCNN(backend=A, dropout=0.2)
+    eager_model.load_state_dict({k: v.clone() for k, v in compiled_model.state_dict().items()})
+
+    def step_of(model: nn.Module) -> Callable[..., bp.Tensor]:
+        opt = optim.Adam(lr=1e-3)
+
+        def step(x: bp.Tensor, y: bp.Tensor) -> bp.Tensor:
+            loss = F.cross_entropy(model(x), y)
+            opt.step(model, loss.backward())
+            return loss
+        return step
+
+    step, eager = bp.compile(step_of(compiled_model), dynamic=True), step_of(eager_model)
+    rng = np.random.default_rng(0)
+    for n in [32, 32, 32, 17, 32, 5, 64, 17]:
+        x = rng.standard_normal((n, 1, 8, 8)).astype(np.float32)
+        y = rng.integers(0, 10, n)
+        losses = []
+        for fn in (step, eager):  # the same dropout masks: the generator reseeded for each
+            A.seed(A.default_device(), n)
+            losses.append(fn(bp.Tensor.from_data(x, backend=A),
+                             bp.Tensor.from_data(y, backend=A)).to_numpy())
+        assert np.array_equal(*losses), n
+        _same_state(compiled_model, eager_model)  # weights and batch norm's running stats
+    info = step.cache_info()
+    assert (info.dynamic_graphs, info.recordings, info.replays) == (1, 3, 5)

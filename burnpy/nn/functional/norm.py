@@ -58,7 +58,9 @@ def batch_norm(x: Tensor, running_mean: Tensor | None = None,
         running_mean.primitive = (running_mean * (1.0 - momentum)
                                   + mean * momentum).primitive
         running_var.primitive = (running_var * (1.0 - momentum)
-                                 + var * (momentum * count / (count - 1))).primitive
+                                 + var * (count * momentum / (count - 1))).primitive
+        # (the count first: see burnpy.ir.symbolic, a float times a symbolic dim reads the
+        # dim's plain value)
     return y
 
 
