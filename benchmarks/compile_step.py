@@ -23,12 +23,14 @@
    the per-op cost of a replay. The issue's chain has 20 transcendental ops (tanh, sin), which
    the fused kernel computes with ``burnpy_cpu/vector_math.py``'s vectorized float32 functions;
    a chain of arithmetic and sqrt shows the fused replay's dispatch cost alone.
+5. The GPT step over a cycle of 12 batch sizes, more than a graph cache holds: eager, compiled
+   (a graph per size, so the cycle keeps recording) and ``dynamic=True`` (one graph).
 
 float32, one thread, candidates alternating in the same process, medians of wall time and of
 the thread's CPU time (``time.thread_time``, which other processes on a loaded machine do not
 inflate); quotes ratios of both.
 Run: ``.venv/bin/python benchmarks/compile_step.py [--large] [--rounds N] [--no-torch-compile]
-[--only chain,digits,gpt]``.
+[--only chain,digits,gpt,sizes]``.
 """
 
 from __future__ import annotations
@@ -78,6 +80,7 @@ from burnpy import Tensor  # noqa: E402
 from burnpy.examples.digits import DigitsCNN  # noqa: E402
 from burnpy.examples.gpt_model import GPT, GPTConfig, training_step  # noqa: E402
 from burnpy.fusion import Fusion  # noqa: E402
+from burnpy.jit import Compiled  # noqa: E402
 from burnpy.optim import Adam  # noqa: E402
 from burnpy_cpu import CpuBackend  # noqa: E402
 
@@ -386,6 +389,50 @@ def digits(rounds: int) -> None:
     print(f"  compiled / eager steps/s: {ratio(clocks, 'eager', 'compiled')}")
 
 
+#: Batch sizes of a loader that varies them (bucketing, a last short batch), more distinct
+#: ones than a graph cache holds.
+SIZES = (16, 12, 9, 16, 5, 14, 11, 16, 7, 13, 10, 15)
+
+
+def sizes(rounds: int) -> None:
+    """The GPT step at the example shape over batches of ``SIZES``: eager, compiled (a graph
+    per size, ``cache_size`` 8: the cycle misses and records again) and ``dynamic=True``
+    (one graph, once a second size confirmed it)."""
+    config = GPTConfig(VOCAB)
+    eager_backend, backend = bp.Autodiff(CpuBackend), bp.Autodiff(bp.Capture(CpuBackend))
+    model = GPT(config, backend=eager_backend)
+    rng = np.random.default_rng(0)
+    data = [(rng.integers(0, VOCAB, (n, config.block_size)),
+             rng.integers(0, VOCAB, (n, config.block_size))) for n in SIZES]
+    trainers = {"eager": (eager_backend, training_step(model, LR, WEIGHT_DECAY, CLIP))}
+    for name, dynamic in (("compiled", False), ("compiled dynamic", True)):
+        trainers[name] = (backend, bp.compile(training_step(_twin(model, config, backend), LR,
+                                                            WEIGHT_DECAY, CLIP),
+                                              dynamic=dynamic))
+
+    def cycle(backend: Any, train: Callable[[Tensor, Tensor], Tensor]) -> Callable[[], float]:
+        def run() -> float:
+            losses = [train(Tensor.from_data(x, backend=backend),
+                            Tensor.from_data(y, backend=backend)) for x, y in data]
+            return float(losses[-1].item())
+        return run
+
+    steps = {name: cycle(*pair) for name, pair in trainers.items()}
+    for _ in range(2):  # twins: the same losses after each cycle
+        losses = {name: step() for name, step in steps.items()}
+        for name, loss in losses.items():
+            np.testing.assert_allclose(loss, losses["eager"], rtol=1e-6, err_msg=name)
+    clocks = alternate(steps, 1, rounds)
+    print(f"GPT step (example shape) over {len(SIZES)} batch sizes {SIZES}, one thread; median "
+          f"of {rounds} rounds, ms per step")
+    for name, (_, train) in trainers.items():
+        info = train.cache_info() if isinstance(train, Compiled) else ""
+        print(f"  {name:17s} {clocks[0][name] / len(SIZES) * 1e3:8.2f} ms wall, "
+              f"{clocks[1][name] / len(SIZES) * 1e3:8.2f} ms thread CPU  {info}")
+    print(f"  compiled dynamic / compiled steps/s: {ratio(clocks, 'compiled', 'compiled dynamic')}")
+    print(f"  compiled dynamic / eager steps/s:    {ratio(clocks, 'eager', 'compiled dynamic')}")
+
+
 def transcendental(x: Tensor) -> Tensor:
     """The issue's chain: per 5 ops a multiply, an add, tanh, sin and a subtraction."""
     for i in range(CHAIN // 5):
@@ -441,6 +488,8 @@ def main() -> None:
         digits(args.rounds)
     if "gpt" in sections:
         gpt(args.large, args.rounds, not args.no_torch_compile)
+    if "sizes" in sections:
+        sizes(args.rounds)
 
 
 if __name__ == "__main__":

@@ -80,6 +80,7 @@ import linecache
 import marshal
 import operator
 import sys
+import warnings
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -604,6 +605,7 @@ class Compiled:
         self._roots = Roots(fn)
         self._fast: Callable[[tuple[Any, ...]], Any] | None = None
         self._fast_entry: _Entry | None = None
+        self._warned = False  # about a full cache, once
 
     def cache_info(self) -> CacheInfo:
         """The cache's size, bound and eager signatures, and the calls by kind."""
@@ -793,6 +795,14 @@ class Compiled:
                 self._cache[oldest].pop(0)
                 if not self._cache[oldest]:
                     del self._cache[oldest]
+                if not self._warned:  # each call records now: dearer than running eagerly
+                    self._warned = True
+                    warnings.warn(
+                        f"bp.compile({self.__name__}): more signatures than cache_size="
+                        f"{self.cache_size}, so the oldest graph is dropped and calls keep "
+                        "recording, each costing more than an eager call; if the sizes vary, "
+                        "compile with dynamic=True, else raise cache_size",
+                        RuntimeWarning, stacklevel=3)
         elif not group:
             del self._cache[key]
         return plain_value(result)

@@ -5,6 +5,7 @@ with the same steps run eagerly on a twin model, and the Adam step against torch
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -192,13 +193,18 @@ def test_batch_norm_running_statistics_are_written_back() -> None:
 def test_a_new_shape_or_scalar_records_again_and_the_cache_is_bounded() -> None:
     model = _mlp(C)
     fn = bp.compile(lambda x, scale: model(x) * scale, cache_size=2)
-    for rows, scale in ((4, 2.0), (4, 2.0), (6, 2.0), (4, 2.0), (4, 3.0), (4, 3.0)):
-        x = _floats((rows, 6), rows, C)
-        assert np.array_equal(fn(x, scale).to_numpy(), (model(x) * scale).to_numpy())
+    with pytest.warns(RuntimeWarning, match="more signatures than cache_size=2") as warned:
+        for rows, scale in ((4, 2.0), (4, 2.0), (6, 2.0), (4, 2.0), (4, 3.0), (4, 3.0)):
+            x = _floats((rows, 6), rows, C)
+            assert np.array_equal(fn(x, scale).to_numpy(), (model(x) * scale).to_numpy())
+    assert len(warned) == 1 and "dynamic=True" in str(warned[0].message)
+    assert warned[0].filename == __file__  # the caller's line
     info = fn.cache_info()
     assert (info.size, info.max_size, info.recordings, info.replays) == (2, 2, 3, 3)
-    x = _floats((6, 6), 1, C)  # dropped from the cache by (4, 3.0): recorded again
-    fn(x, 2.0)
+    x = _floats((6, 6), 1, C)  # dropped from the cache by (4, 3.0): recorded again, no warning
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        fn(x, 2.0)
     assert fn.cache_info().recordings == 4
 
 
