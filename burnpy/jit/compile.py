@@ -736,6 +736,7 @@ class Compiled:
         for (h, k), s in zip(reach.scalars, syms, strict=True):
             h[k] = s
         rng_states = host_rng_states(reach.rngs)
+        result = None
         try:
             with capture.recording([primitives[i] for i in inputs], on_host_read,
                                    lower_args, dynamic=bool(swapped)) as graph:
@@ -752,8 +753,8 @@ class Compiled:
             for (h, k), original, sym, now in zip(reach.scalars, originals, syms, after,
                                                   strict=True):
                 h[k] = original if now is sym else now.value if isinstance(now, Sym) else now
-        if swapped:
-            _release(result, leaves, root_objects)
+            if swapped:  # even where fn raised: no symbolic primitive stays in the state
+                _release(result, leaves, root_objects)
         if rng_states != host_rng_states(reach.rngs):  # a host draw: baked into the graph
             reach.incomplete = "draws host random numbers (random, numpy.random)"
             if self.fullgraph:

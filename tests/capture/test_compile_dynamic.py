@@ -209,3 +209,18 @@ def test_the_digits_cnn_step_with_dropout_and_batch_norm_replays_at_every_batch_
         _same_state(compiled_model, eager_model)  # weights and batch norm's running stats
     info = step.cache_info()
     assert (info.dynamic_graphs, info.recordings, info.replays) == (1, 3, 5)
+
+
+def test_a_recording_that_raises_leaves_no_symbolic_primitive_in_the_state() -> None:
+    model, _ = _mlp_twins(A)
+    state: dict[str, bp.Tensor] = {}
+
+    def fn(x: bp.Tensor) -> bp.Tensor:
+        state["hidden"] = model(x)
+        raise ValueError("user code failed")
+
+    compiled = bp.compile(fn, dynamic=True)
+    with pytest.raises(ValueError, match="user code failed"):
+        compiled(_floats((5, 6), 0))
+    assert type(A.inner(state["hidden"].primitive)) is np.ndarray
+    assert state["hidden"].shape == (5, 3) and type(state["hidden"].shape[0]) is int
