@@ -12,12 +12,12 @@ result's shape cannot be worked out here, so B should name the problem) the op r
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from burnpy.fusion.stream import LazyNode, ir_dtype
 from burnpy.fusion.tensor import PLAIN
+from burnpy.ir.shapes import SHAPE_RULES
 
 if TYPE_CHECKING:
     from burnpy.fusion.backend import _State
@@ -28,46 +28,27 @@ LAZY_OPS = frozenset({f"{kind}_{op}" for kind in ("float", "int", "bool")
                       for op in ("reshape", "swap_dims", "permute")} | {"float_matmul"})
 
 
-def _dim(dim: Any, rank: int) -> int | None:
-    if type(dim) is not int or not -rank <= dim < rank:
-        return None
-    return dim % rank
+def _shape_of(tensor: Any) -> tuple[int, ...]:
+    return tuple(tensor.shape)
 
 
 def _result_shape(op: str, args: tuple[Any, ...],
                   device_of: Callable[[Any], Any]) -> tuple[int, ...] | None:
-    """The shape ``op`` gives for ``args``, or None when B should run it (and name the error)."""
+    """The shape ``op`` gives for ``args`` (its rule in ``burnpy.ir.shapes``), or None when B
+    should run it (and name the error): plain int dims and sizes only, a matmul of two
+    tensors of one dtype on one device."""
     first = args[0]
-    if op == "reshape":
-        shape = args[1]
-        if not all(type(s) is int and s >= 0 for s in shape) or math.prod(shape) != math.prod(
-                first.shape):
+    if op == "matmul":
+        other = args[1]
+        if (type(other) in PLAIN or other.dtype != first.dtype
+                or device_of(other) != device_of(first)):
             return None
-        return tuple(shape)
-    rank = len(first.shape)
-    if op == "swap_dims":
-        d1, d2 = _dim(args[1], rank), _dim(args[2], rank)
-        if d1 is None or d2 is None:
+    else:
+        given = args[1] if op != "swap_dims" else args[1:]
+        if not all(type(d) is int for d in given) or (op == "reshape" and -1 in given):
             return None
-        dims = list(first.shape)
-        dims[d1], dims[d2] = dims[d2], dims[d1]
-        return tuple(dims)
-    if op == "permute":
-        axes = [_dim(a, rank) for a in args[1]]
-        if sorted(a for a in axes if a is not None) != list(range(rank)) or len(axes) != rank:
-            return None
-        return tuple(first.shape[a] for a in axes)
-    other = args[1]  # matmul
-    if (type(other) in PLAIN or other.dtype != first.dtype
-            or device_of(other) != device_of(first) or rank < 2 or len(other.shape) != rank
-            or first.shape[-1] != other.shape[-2]):
-        return None
-    batch = []
-    for a, b in zip(first.shape[:-2], other.shape[:-2], strict=True):
-        if a != b and a != 1 and b != 1:
-            return None
-        batch.append(b if a == 1 else a)
-    return (*batch, first.shape[-2], other.shape[-1])
+    shapes = SHAPE_RULES[f"float_{op}"](args, _shape_of)
+    return None if shapes is None else shapes[0]
 
 
 def lazy_recorder(name: str, state: _State, eager: Callable[..., Any],
