@@ -96,10 +96,8 @@ class _BatchNorm(ChannelNorm):
         self.num_batches_tracked = self.num_batches_tracked + 1
         factor = (1.0 / int(self.num_batches_tracked.item()) if self.momentum is None
                   else self.momentum)
-        self.running_mean = self.running_mean * (1.0 - factor) + mean * factor
-        self.running_var = (self.running_var * (1.0 - factor)
-                            + var * (count * factor / (count - 1)))  # (dim first: see
-        # burnpy.ir.symbolic, a float times a symbolic dim reads the dim's plain value)
+        self.running_mean, self.running_var = F.running_averages(
+            self.running_mean, self.running_var, mean, var, count, factor)
 
     def extra_repr(self) -> str:
         return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "

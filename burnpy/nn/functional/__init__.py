@@ -116,6 +116,7 @@ from burnpy.nn.functional.norm import (
     local_response_norm,
     normalize,
     rms_norm,
+    running_averages,
 )
 from burnpy.nn.functional.padding import (
     pad,
@@ -173,8 +174,9 @@ __all__ = [
     "lp_pool1d", "lp_pool2d", "margin_ranking_loss", "max_pool1d", "max_pool2d", "max_pool3d",
     "mish", "mse_loss", "nll_loss", "normalize", "one_hot", "pad", "pairwise_distance",
     "pixel_shuffle", "pixel_unshuffle", "poisson_nll_loss", "prelu", "relu", "relu6", "rms_norm",
-    "rrelu", "scaled_dot_product_attention", "selu", "sigmoid", "silu", "smooth_l1_loss",
-    "softmax", "softmin", "softplus", "softshrink", "softsign", "tanh", "tanhshrink", "threshold",
+    "running_averages", "rrelu", "scaled_dot_product_attention", "selu", "sigmoid", "silu",
+    "smooth_l1_loss", "softmax", "softmin", "softplus", "softshrink", "softsign", "tanh",
+    "tanhshrink", "threshold",
     "triplet_margin_loss", "unfold",
     "hinge_embedding_loss", "linear_cross_entropy", "multi_margin_loss",
     "multilabel_margin_loss", "multilabel_soft_margin_loss", "soft_margin_loss",

@@ -54,14 +54,20 @@ def batch_norm(x: Tensor, running_mean: Tensor | None = None,
         return y if bias is None else y + bias.reshape(shape)
     y, mean, var = batch_norm_train(x, weight, bias, eps, running_mean, running_var)
     if running_mean is not None and running_var is not None:
-        count = x.numel() // x.shape[1]
-        running_mean.primitive = (running_mean * (1.0 - momentum)
-                                  + mean * momentum).primitive
-        running_var.primitive = (running_var * (1.0 - momentum)
-                                 + var * (count * momentum / (count - 1))).primitive
-        # (the count first: see burnpy.ir.symbolic, a float times a symbolic dim reads the
-        # dim's plain value)
+        new_mean, new_var = running_averages(running_mean, running_var, mean, var,
+                                             x.numel() // x.shape[1], momentum)
+        running_mean.primitive, running_var.primitive = new_mean.primitive, new_var.primitive
     return y
+
+
+def running_averages(running_mean: Tensor, running_var: Tensor, mean: Tensor, var: Tensor,
+                     count: int, factor: float) -> tuple[Tensor, Tensor]:
+    """Batch norm's running statistics after a batch (torch's update): averages weighted by
+    ``factor`` of the batch's mean and of its variance made unbiased over the ``count``
+    values each channel had."""
+    # the count first: a float times a symbolic dim reads its plain value (burnpy.ir.symbolic)
+    return (running_mean * (1.0 - factor) + mean * factor,
+            running_var * (1.0 - factor) + var * (count * factor / (count - 1)))
 
 
 def batch_norm_train(x: Tensor, weight: Tensor | None, bias: Tensor | None, eps: float,
