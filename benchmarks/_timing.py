@@ -92,6 +92,24 @@ def alternate(candidates: dict[str, Callable[[], object]], number: int,
     return {name: statistics.median(s) for name, s in samples.items()}
 
 
+def alternate_clocks(candidates: dict[str, Callable[[], object]],
+                     rounds: int) -> dict[str, tuple[float, float]]:
+    """Median (wall, thread CPU) seconds of one call of each candidate over ``rounds``
+    alternating rounds (the order rotating, as ``alternate``), after one warm-up call; thread
+    CPU time holds steady where other processes load the machine."""
+    for fn in candidates.values():
+        fn()
+    samples: dict[str, list[tuple[float, float]]] = {name: [] for name in candidates}
+    names = list(candidates)
+    for r in range(rounds):
+        for name in names[r % len(names):] + names[:r % len(names)]:
+            wall, cpu = time.perf_counter(), time.thread_time()
+            candidates[name]()
+            samples[name].append((time.perf_counter() - wall, time.thread_time() - cpu))
+    return {name: (statistics.median(w for w, _ in s), statistics.median(c for _, c in s))
+            for name, s in samples.items()}
+
+
 def report_steps(title: str, med: dict[str, float], ours: str = "burnpy Autodiff(CpuBackend)",
                  theirs: str = "torch CPU eager") -> float:
     """Print a training-step benchmark's medians (ms and steps/s per candidate) under

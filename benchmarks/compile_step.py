@@ -71,7 +71,6 @@ from gpt_step import (  # noqa: E402
     batches,
     torch_twin,
 )
-from torch import nn  # noqa: E402
 
 import burnpy as bp  # noqa: E402
 import burnpy.nn.functional as F  # noqa: E402
@@ -144,17 +143,7 @@ class TorchCompiledStep(TorchStep):
 
     def __init__(self, model: TorchGPT, data: list[tuple[np.ndarray, np.ndarray]]) -> None:
         super().__init__(model, data)
-        self.compiled = torch.compile(self.train)
-
-    def train(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-        """The step on one batch, as ``TorchStep.step`` runs it."""
-        logits = self.model(x)
-        loss = nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1))
-        self.optim.zero_grad(set_to_none=True)
-        loss.backward()
-        nn.utils.clip_grad_norm_(self.model.parameters(), CLIP)
-        self.optim.step()
-        return loss
+        self.compiled = torch.compile(self.train)  # TorchStep.train, the one batch's step
 
     def step(self) -> torch.Tensor:
         x, y = self.data[self.i % len(self.data)]

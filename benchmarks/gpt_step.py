@@ -158,10 +158,8 @@ class TorchStep:
                   {"params": [p for _, p in params if p.ndim < 2], "weight_decay": 0.0}]
         self.optim = torch.optim.AdamW(groups, lr=LR, betas=(0.9, 0.99))
 
-    def step(self) -> torch.Tensor:
-        """One step; the loss stays on the device (no host read)."""
-        x, y = self.data[self.i % len(self.data)]
-        self.i += 1
+    def train(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        """The step on one batch: loss, backward, clipping, AdamW."""
         logits = self.model(x)
         loss = nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1))
         self.optim.zero_grad(set_to_none=True)
@@ -169,6 +167,12 @@ class TorchStep:
         nn.utils.clip_grad_norm_(self.model.parameters(), CLIP)
         self.optim.step()
         return loss
+
+    def step(self) -> torch.Tensor:
+        """One step; the loss stays on the device (no host read)."""
+        x, y = self.data[self.i % len(self.data)]
+        self.i += 1
+        return self.train(x, y)
 
     def __call__(self) -> float:
         return float(self.step().item())

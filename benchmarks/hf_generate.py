@@ -21,9 +21,7 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMB
     os.environ[_var] = "1"
 
 import argparse  # noqa: E402
-import statistics  # noqa: E402
 import tempfile  # noqa: E402
-import time  # noqa: E402
 from collections.abc import Callable  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
@@ -43,23 +41,6 @@ MODELS: dict[str, tuple[type[Any], Any]] = {
         num_attention_heads=12, num_key_value_heads=4, max_position_embeddings=1024,
         eos_token_id=None, bos_token_id=None)),
 }
-
-
-def alternate_timed(candidates: dict[str, Callable[[], object]],
-                    rounds: int) -> dict[str, tuple[float, float]]:
-    """Median (wall, thread CPU) seconds per call of each candidate over ``rounds`` alternating
-    rounds (the order rotating each round, as ``_timing.alternate``), after one warm-up call."""
-    for fn in candidates.values():
-        fn()
-    samples: dict[str, list[tuple[float, float]]] = {name: [] for name in candidates}
-    names = list(candidates)
-    for r in range(rounds):
-        for name in names[r % len(names):] + names[:r % len(names)]:
-            wall, cpu = time.perf_counter(), time.thread_time()
-            candidates[name]()
-            samples[name].append((time.perf_counter() - wall, time.thread_time() - cpu))
-    return {name: (statistics.median(w for w, _ in s), statistics.median(c for _, c in s))
-            for name, s in samples.items()}
 
 
 def run(name: str, tokens: int, rounds: int, directory: Path) -> tuple[float, float]:
@@ -86,7 +67,7 @@ def run(name: str, tokens: int, rounds: int, directory: Path) -> tuple[float, fl
 
     runs: dict[str, Callable[[], object]] = {"burnpy CpuBackend": bp, "transformers eager": hf}
     agree = int((bp()[0, 16:] == hf()[0, 16:]).sum())
-    med = alternate_timed(runs, rounds)
+    med = _timing.alternate_clocks(runs, rounds)
     params = sum(p.numel() for p in theirs.parameters())
     print(f"{name} ({params / 1e6:.0f}M parameters), batch 1, 16-token prompt, {tokens} new "
           f"tokens with the KV cache, greedy, float32, one thread; median of {rounds} "

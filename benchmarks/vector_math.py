@@ -22,10 +22,9 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMB
     os.environ[_var] = "1"
 
 import argparse  # noqa: E402
-import statistics  # noqa: E402
-import time  # noqa: E402
 from collections.abc import Callable  # noqa: E402
 
+import _timing  # noqa: E402
 import numba  # noqa: E402
 import numpy as np  # noqa: E402
 
@@ -77,22 +76,6 @@ def fused_group(name: str) -> Callable[[np.ndarray], np.ndarray]:
     return lambda x: kernel([x], [0.999, 0.001, 3.0, 1.0])[0]
 
 
-def alternate(candidates: dict[str, Callable[[], object]],
-              rounds: int) -> dict[str, tuple[float, float]]:
-    """Median (wall, thread CPU) seconds per call, candidates alternating, order rotating."""
-    for fn in candidates.values():
-        fn()
-    samples: dict[str, list[tuple[float, float]]] = {name: [] for name in candidates}
-    names = list(candidates)
-    for r in range(rounds):
-        for name in names[r % len(names):] + names[:r % len(names)]:
-            wall, cpu = time.perf_counter(), time.thread_time()
-            candidates[name]()
-            samples[name].append((time.perf_counter() - wall, time.thread_time() - cpu))
-    return {name: (statistics.median(s[0] for s in got), statistics.median(s[1] for s in got))
-            for name, got in samples.items()}
-
-
 def report(title: str, med: dict[str, tuple[float, float]], base: str) -> None:
     cells = []
     for name, (wall, cpu) in med.items():
@@ -111,10 +94,10 @@ def bench(name: str, rounds: int) -> None:
     libm = libm_loop(numpy_fn)
     group = fused_group(name)
     print(name)
-    report("alone", alternate({
+    report("alone", _timing.alternate_clocks({
         "numpy": lambda: numpy_fn(x, out=out), "vector_math": lambda: vector(x, out),
         "numba+libm": lambda: libm(x, out)}, rounds), "numpy")
-    report("group", alternate({
+    report("group", _timing.alternate_clocks({
         "numpy": lambda: numpy_fn(x * np.float32(0.999) + np.float32(0.001)) * np.float32(3)
         - np.float32(1), "fused": lambda: group(x)}, rounds), "numpy")
 
