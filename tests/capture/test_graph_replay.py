@@ -228,18 +228,27 @@ def test_a_changed_learning_rate_recaptures_once_it_holds() -> None:
     assert (runner.captures, runner.launches, runner.eager_calls) == (2, 6, 4)
 
 
-def test_scalars_changing_every_call_keep_the_replay_eager() -> None:
-    compiled_model, eager_model = _twins()
-    opt_c, opt_e = optim.SGD(lr=0.1), optim.SGD(lr=0.1)
-    sched_c = optim.lr_scheduler.LambdaLR(opt_c, lambda epoch: 0.9 ** epoch)
-    sched_e = optim.lr_scheduler.LambdaLR(opt_e, lambda epoch: 0.9 ** epoch)
+def _scheduled(compiled_model: nn.Module, eager_model: nn.Module, opt_c: optim.Optimizer,
+               opt_e: optim.Optimizer, decay: float, steps: int) -> Compiled:
+    """``steps`` compiled and eager steps, each optimizer's rate scaled by ``decay`` after
+    every one (``LambdaLR``), losses and weights compared bit for bit at each."""
+    sched_c = optim.lr_scheduler.LambdaLR(opt_c, lambda epoch: decay ** epoch)
+    sched_e = optim.lr_scheduler.LambdaLR(opt_e, lambda epoch: decay ** epoch)
     step, eager = bp.compile(_step(compiled_model, opt_c)), _step(eager_model, opt_e)
-    for i in range(7):  # a new rate every call: SGD bakes it into its kernels
+    for i in range(steps):
         x, y = _batch(i)
         assert np.array_equal(step(x, y).to_numpy(), eager(x, y).to_numpy())
         _same(compiled_model, eager_model)
         sched_c.step()
         sched_e.step()
+    return step
+
+
+def test_scalars_changing_every_call_keep_the_replay_eager() -> None:
+    compiled_model, eager_model = _twins()
+    opt_c, opt_e = optim.SGD(lr=0.1), optim.SGD(lr=0.1)
+    # a new rate every call: SGD bakes it into its kernels
+    step = _scheduled(compiled_model, eager_model, opt_c, opt_e, 0.9, 7)
     (runner,) = _runners(step)
     assert runner.captures == 0 and runner.reason == ""
     assert runner.last_eager == "symbolic scalars changed since the last call"
@@ -256,15 +265,7 @@ def test_adam_steps_share_one_graph_fed_from_the_scalar_table(kind: str) -> None
                                                                        weight_decay=0.1)
 
     opt_c, opt_e = make(), make()
-    sched_c = optim.lr_scheduler.LambdaLR(opt_c, lambda epoch: 0.8 ** epoch)
-    sched_e = optim.lr_scheduler.LambdaLR(opt_e, lambda epoch: 0.8 ** epoch)
-    step, eager = bp.compile(_step(compiled_model, opt_c)), _step(eager_model, opt_e)
-    for i in range(9):
-        x, y = _batch(i)
-        assert np.array_equal(step(x, y).to_numpy(), eager(x, y).to_numpy())
-        _same(compiled_model, eager_model)
-        sched_c.step()
-        sched_e.step()
+    step = _scheduled(compiled_model, eager_model, opt_c, opt_e, 0.8, 9)
     (runner,) = _runners(step)
     replays = step.cache_info().replays
     assert replays == 7

@@ -85,9 +85,9 @@ def test_a_gather_index_out_of_range_raises_in_a_replay() -> None:
         compiled(bp.tensor(ids, backend=backend), bp.tensor(mask, backend=backend))
 
 
-def test_a_reassigned_integer_initializer_is_read_again_eagerly() -> None:
-    """A shape-valued initializer is folded from its host copy while the module keeps its
-    tensor; a new tensor assigned in its place is read again."""
+def _reshape_by_initializer() -> bytes:
+    """A model reshaping ``x [2, 6]`` to the shape held by its int64 initializer ``shape``
+    ([3, 4])."""
     graph = helper.make_graph(
         [helper.make_node("Reshape", ["x", "shape"], ["y"])], "g",
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 6])],
@@ -95,7 +95,13 @@ def test_a_reassigned_integer_initializer_is_read_again_eagerly() -> None:
         [numpy_helper.from_array(np.array([3, 4], np.int64), "shape")])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     onnx.checker.check_model(model)
-    module = load(model.SerializeToString(), backend=CpuBackend)
+    return model.SerializeToString()
+
+
+def test_a_reassigned_integer_initializer_is_read_again_eagerly() -> None:
+    """A shape-valued initializer is folded from its host copy while the module keeps its
+    tensor; a new tensor assigned in its place is read again."""
+    module = load(_reshape_by_initializer(), backend=CpuBackend)
     x = np.arange(12, dtype=np.float32).reshape(2, 6)
     out = module(bp.tensor(x))
     assert isinstance(out, Tensor) and out.shape == (3, 4)
@@ -110,13 +116,7 @@ def test_a_reassigned_integer_initializer_records_again_compiled(backend: type) 
     """A compiled replay bakes in the shape folded from an integer initializer, so it keeps to
     that initializer's primitive: a new tensor assigned in its place (same shape, new
     values) is not replayed with the old reshape but read again."""
-    graph = helper.make_graph(
-        [helper.make_node("Reshape", ["x", "shape"], ["y"])], "g",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 6])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["rows", "cols"])],
-        [numpy_helper.from_array(np.array([3, 4], np.int64), "shape")])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    module = load(model.SerializeToString(), backend=backend)
+    module = load(_reshape_by_initializer(), backend=backend)
     compiled = bp.compile(module)
     x = np.arange(12, dtype=np.float32).reshape(2, 6)
     for _ in range(3):
